@@ -1,0 +1,16 @@
+// The whole public API of ember.
+#pragma once
+
+#include "ember/backends.h"
+#include "ember/cuda.h"
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/fft.h"
+#include "ember/nn.h"
+#include "ember/ops.h"
+#include "ember/scalar.h"
+#include "ember/stream.h"
+#include "ember/tensor.h"
+#include "ember/tensor_options.h"

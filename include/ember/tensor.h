@@ -1,0 +1,176 @@
+// Tensor: a cheap, reference-counted handle to a strided view of a Storage.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/scalar.h"
+#include "ember/tensor_data.h"
+#include "ember/tensor_options.h"
+
+namespace ember {
+
+namespace cuda {
+class Stream;
+}
+
+namespace detail {
+class StorageImpl;
+class TensorImpl;
+}  // namespace detail
+
+using IntList = std::vector<int64_t>;
+
+class Tensor {
+ public:
+  /// An undefined tensor; most methods throw on it.
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const noexcept { return impl_ != nullptr; }
+
+  // ---- metadata ----------------------------------------------------------
+  Device device() const;
+  DType dtype() const;
+  const IntList& sizes() const;
+  const IntList& strides() const;
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  int64_t storage_offset() const;
+  size_t element_size() const;
+  size_t nbytes() const;  // numel() * element_size()
+  bool is_cuda() const;
+  bool is_cpu() const;
+  bool is_pinned() const;
+  bool is_contiguous() const;
+  int get_device() const;  // -1 on cpu
+  TensorOptions options() const;
+  /// Address of the first element in its device's memory (not host-readable for cuda tensors).
+  void* data_ptr() const;
+  template <typename T> T* data_ptr() const { return static_cast<T*>(data_ptr()); }
+  bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+  long use_count() const noexcept { return impl_.use_count(); }
+
+  // ---- values ------------------------------------------------------------
+  /// The single element as T; synchronizes for cuda tensors. More than one element: ValueError.
+  template <typename T> T item() const;
+  /// All elements in row-major order as T, copied to the host (synchronizing).
+  template <typename T> std::vector<T> to_vector() const;
+  Scalar item() const;
+  std::string str() const;  // PyTorch's repr
+
+  // ---- moves and copies ----------------------------------------------------
+  Tensor to(Device device, bool non_blocking = false, bool copy = false) const;
+  Tensor to(DType dtype, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const TensorOptions& options, bool non_blocking = false, bool copy = false) const;
+  Tensor to(const char* device, bool non_blocking = false) const { return to(Device(device), non_blocking); }
+  Tensor cuda() const;
+  Tensor cuda(int index, bool non_blocking = false) const;
+  Tensor cuda(Device device, bool non_blocking = false) const;
+  Tensor cpu() const;
+  Tensor& copy_(const Tensor& src, bool non_blocking = false);
+  Tensor pin_memory() const;
+  Tensor clone() const;
+  /// Marks the memory as in use by `stream` so the allocator defers its reuse.
+  void record_stream(const cuda::Stream& stream) const;
+
+  // ---- views ---------------------------------------------------------------
+  Tensor view(const IntList& shape) const;
+  Tensor reshape(const IntList& shape) const;
+  Tensor t() const;
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor permute(const IntList& dims) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
+  Tensor contiguous() const;
+  Tensor flatten() const;
+  Tensor unsqueeze(int64_t dim) const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor expand(const IntList& shape) const;
+  Tensor operator[](int64_t index) const { return select(0, index); }
+
+  // ---- element-wise and reductions (also free functions in ops.h) ----------
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  Tensor min(int64_t dim, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
+
+  // ---- in place ------------------------------------------------------------
+  Tensor& fill_(const Scalar& value);
+  Tensor& zero_();
+  Tensor& normal_(double mean = 0.0, double std = 1.0);
+  Tensor& uniform_(double from = 0.0, double to = 1.0);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& operator+=(const Tensor& other) { return add_(other); }
+  Tensor& operator-=(const Tensor& other) { return sub_(other); }
+  Tensor& operator*=(const Tensor& other) { return mul_(other); }
+  Tensor& operator/=(const Tensor& other) { return div_(other); }
+  Tensor& operator+=(const Scalar& other);
+  Tensor& operator-=(const Scalar& other);
+  Tensor& operator*=(const Scalar& other);
+  Tensor& operator/=(const Scalar& other);
+
+  // ---- new_* factories: keep this tensor's device and dtype ------------------
+  Tensor new_empty(const IntList& shape) const;
+  Tensor new_zeros(const IntList& shape) const;
+  Tensor new_ones(const IntList& shape) const;
+  Tensor new_full(const IntList& shape, const Scalar& value) const;
+  /// x.new_tensor(data): the data with this tensor's dtype, on its device.
+  Tensor new_tensor(const TensorData& data) const;
+
+  detail::TensorImpl* impl() const noexcept { return impl_.get(); }
+  const std::shared_ptr<detail::TensorImpl>& impl_ptr() const noexcept { return impl_; }
+
+ private:
+  std::shared_ptr<detail::TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+}  // namespace ember

@@ -1,0 +1,16 @@
+// The host executor: runs a KernelCall inline on the calling thread.
+#pragma once
+
+#include "kernels/kernel_call.h"
+
+namespace ember::detail::cpu {
+
+/// Runs `call` to completion on host memory. Kernel failures (e.g. an index out of
+/// range) throw IndexError / ValueError with PyTorch's message.
+void run(const KernelCall& call);
+
+/// Extension kernels, implemented beside their subsystems.
+void run_fft(const KernelCall& call);
+void run_im2col(const KernelCall& call);
+
+}  // namespace ember::detail::cpu

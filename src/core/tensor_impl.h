@@ -1,0 +1,52 @@
+// TensorImpl: sizes, strides, offset and dtype over a shared StorageImpl.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "core/storage.h"
+#include "ember/tensor.h"
+
+namespace ember::detail {
+
+class TensorImpl {
+ public:
+  TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, IntList sizes, IntList strides, int64_t offset);
+
+  const std::shared_ptr<StorageImpl>& storage() const noexcept { return storage_; }
+  DType dtype() const noexcept { return dtype_; }
+  const IntList& sizes() const noexcept { return sizes_; }
+  const IntList& strides() const noexcept { return strides_; }
+  int64_t offset() const noexcept { return offset_; }
+  int64_t numel() const noexcept { return numel_; }
+  int64_t dim() const noexcept { return static_cast<int64_t>(sizes_.size()); }
+  bool is_contiguous() const noexcept { return contiguous_; }
+  Device device() const noexcept { return storage_->device(); }
+  /// Address of element 0.
+  void* data() const noexcept {
+    return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size(dtype_));
+  }
+
+ private:
+  std::shared_ptr<StorageImpl> storage_;
+  DType dtype_;
+  IntList sizes_;
+  IntList strides_;
+  int64_t offset_;
+  int64_t numel_;
+  bool contiguous_;
+};
+
+/// Row-major strides for `sizes`.
+IntList contiguous_strides(const IntList& sizes);
+/// Product of sizes; throws ValueError for negative sizes.
+int64_t checked_numel(const IntList& sizes);
+/// Wraps a possibly negative dim into [0, ndim); IndexError like PyTorch's otherwise.
+int64_t wrap_dim(int64_t dim, int64_t ndim);
+
+/// A new contiguous tensor.
+Tensor make_tensor(const IntList& sizes, DType dtype, Device device, bool pinned = false);
+/// A view sharing `base`'s storage.
+Tensor make_view(const Tensor& base, IntList sizes, IntList strides, int64_t offset);
+
+}  // namespace ember::detail

@@ -1,0 +1,83 @@
+// KernelCall: a backend-neutral description of one op launch.
+//
+// Note [One launch choke point]
+// Every op, on every backend, reaches the device through exactly one KernelCall:
+// the op layer (src/ops) checks arguments, promotes dtypes, broadcasts shapes and
+// allocates outputs, then hands a KernelCall to detail::launch() (src/ops/launch.h).
+// cpu runs it inline (cpu::run), the emulated backend enqueues cpu::run on a stream
+// worker, the driver backend launches CUDA kernels. Because outputs and inputs are
+// listed here, this is also the place a future stream race checker observes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "ember/dtype.h"
+#include "ember/scalar.h"
+#include "ember/tensor.h"
+
+namespace ember::detail {
+
+/// One operand: a strided view into device (or host) memory.
+struct TensorArg {
+  void* data = nullptr;  // address of element 0
+  DType dtype = kFloat32;
+  IntList sizes;         // element-wise ops: the broadcast output shape
+  IntList strides;       // in elements; 0 along broadcast dims
+  int64_t numel() const noexcept {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
+};
+
+enum class OpKind : uint8_t {
+  // Element-wise. Operands share sizes (broadcast already applied); inputs have the
+  // computation dtype (already promoted), outputs have it too, except comparisons
+  // (bool output) and Copy (any dtype to any dtype).
+  Copy,        // out = in0, converting dtype
+  Fill,        // out = s0
+  Add,         // out = in0 + s0 * in1   (s0 is alpha)
+  Sub,         // out = in0 - s0 * in1
+  Mul, Div, Pow,
+  AddScalar,   // out = in0 + s0
+  MulScalar,   // out = in0 * s0
+  PowScalar,   // out = in0 ^ s0
+  RSubScalar,  // out = s0 - in0
+  RDivScalar,  // out = s0 / in0
+  Eq, Ne, Lt, Le, Gt, Ge,              // bool out
+  Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
+  IsClose,     // bool out = |in0 - in1| <= s0 (atol) + s1 (rtol) * |in1|; flag: equal_nan
+  // Reductions over `dim` (dim == -1: all elements). out has the reduced shape with
+  // keepdim applied by the op layer; in0 is the input as is.
+  Sum, Mean, Max, Min, All,
+  // Linear algebra: out[b] = in0[b] @ in1[b]; operands are 3-D (batch, rows, cols), any strides.
+  Matmul,
+  // out = in0.index_select(dim, in1); in1 is int64 or int32. Out-of-range indices are kernel errors.
+  IndexSelect,
+  // Random: Philox with (seed, offset); element i of out (row-major) uses counter offset + i.
+  Normal,      // s0 mean, s1 std
+  Uniform,     // s0 from, s1 to
+  Arange,      // out[i] = s0 + i * s1
+  // Extensions implemented beside their subsystem (src/fft, src/nn); `payload` carries
+  // their backend-specific state (an FFT plan, convolution geometry).
+  FFT,
+  Im2Col,
+};
+
+struct KernelCall {
+  OpKind op;
+  std::vector<TensorArg> outputs;
+  std::vector<TensorArg> inputs;
+  Scalar s0, s1;
+  int64_t dim = -1;
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+  bool flag = false;        // IsClose: equal_nan
+  bool allow_tf32 = false;  // Matmul on float32
+  int device = -1;          // the cuda device it runs on; -1 on cpu
+  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col)
+};
+
+}  // namespace ember::detail

@@ -1,0 +1,17 @@
+// Entry points of the memory layer used by Storage and the copy code.
+#pragma once
+
+#include "core/allocator.h"
+
+namespace ember::detail {
+
+/// The caching allocator of cuda device `device` (or a pass-through one when
+/// PYTORCH_NO_CUDA_MEMORY_CACHING is set). Allocations are bound to the calling
+/// thread's current stream on that device.
+Allocator& cuda_allocator(int device);
+
+/// The caching pinned host allocator. record_stream(ptr, stream) after an asynchronous
+/// copy makes the block wait for that stream's queued work before it is reused.
+Allocator& pinned_allocator();
+
+}  // namespace ember::detail

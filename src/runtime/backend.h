@@ -1,0 +1,116 @@
+// The cuda backend interface: what the driver and the emulated backend implement.
+//
+// The runtime (guards, Stream/Event handles), the caching allocators, Tensor and
+// every op are written once above this interface; nothing above it may know which
+// backend runs. Device indices here are already filtered and reordered by
+// CUDA_VISIBLE_DEVICES. Every hook throws CudaError on a backend failure unless it
+// says otherwise, and raises a device's sticky (asynchronous) error where CUDA would:
+// at synchronizing calls.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ember/cuda.h"
+
+namespace ember::detail {
+
+struct KernelCall;
+
+/// A backend's stream object; owned by the backend, referenced by StreamState.
+class BackendStream {
+ public:
+  virtual ~BackendStream() = default;
+};
+
+/// A backend's event object.
+class BackendEvent {
+ public:
+  virtual ~BackendEvent() = default;
+};
+
+enum class CopyKind : uint8_t { HostToDevice, DeviceToHost, DeviceToDevice };
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  /// "driver" or "emulated".
+  virtual const char* name() const noexcept = 0;
+  /// Number of visible devices.
+  virtual int device_count() const = 0;
+  virtual cuda::DeviceProperties properties(int device) const = 0;
+  /// Makes `device` current for the calling thread at the backend level (cudaSetDevice).
+  virtual void set_device(int device) = 0;
+
+  // ---- device memory ------------------------------------------------------
+  /// `bytes` of device memory, or nullptr when the device has too little free. Never throws for OOM.
+  virtual void* raw_alloc(int device, size_t bytes) = 0;
+  /// Frees memory from raw_alloc. Implicitly synchronizes the device, as cudaFree does.
+  virtual void raw_free(int device, void* ptr) = 0;
+  /// {free, total} bytes.
+  virtual std::pair<size_t, size_t> mem_get_info(int device) = 0;
+  /// Page-locked host memory (nullptr on failure) and its release.
+  virtual void* pinned_alloc(size_t bytes) = 0;
+  virtual void pinned_free(void* ptr) = 0;
+
+  // ---- streams --------------------------------------------------------------
+  /// The default (legacy) stream of `device`; lives as long as the backend.
+  virtual BackendStream* default_stream(int device) = 0;
+  virtual BackendStream* create_stream(int device, int priority) = 0;
+  /// Waits for the stream's queued work, then destroys it. Never throws.
+  virtual void destroy_stream(BackendStream* stream) noexcept = 0;
+  /// True when all queued work has completed.
+  virtual bool query(BackendStream* stream) = 0;
+  virtual void synchronize(BackendStream* stream) = 0;
+  /// Waits for every stream of `device`.
+  virtual void synchronize_device(int device) = 0;
+  /// {least, greatest} priority.
+  virtual std::pair<int, int> priority_range() const = 0;
+
+  // ---- events ---------------------------------------------------------------
+  virtual BackendEvent* create_event(int device, bool enable_timing) = 0;
+  virtual void destroy_event(BackendEvent* event) noexcept = 0;
+  /// Captures the stream's queued work so far.
+  virtual void record(BackendEvent* event, BackendStream* stream) = 0;
+  /// Future work on `stream` waits for the event's captured work.
+  virtual void wait(BackendStream* stream, BackendEvent* event) = 0;
+  virtual bool query(BackendEvent* event) = 0;
+  virtual void synchronize(BackendEvent* event) = 0;
+  /// Milliseconds between two completed timing events.
+  virtual float elapsed_ms(BackendEvent* start, BackendEvent* end) = 0;
+
+  // ---- work -------------------------------------------------------------------
+  /// Runs an op on `stream` of `call.device`; asynchronous.
+  virtual void launch(BackendStream* stream, const KernelCall& call) = 0;
+  /// Copies `bytes` contiguous bytes on `stream`. Host pointers of HostToDevice /
+  /// DeviceToHost copies are pinned when `host_pinned`; otherwise the copy behaves as
+  /// cudaMemcpyAsync from pageable memory does (it returns once the host side is consumed).
+  virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
+                    BackendStream* stream) = 0;
+  /// Keeps `stream` busy for `duration`.
+  virtual void sleep(BackendStream* stream, std::chrono::nanoseconds duration) = 0;
+  virtual bool can_access_peer(int device, int peer) = 0;
+  /// Raises the device's sticky error, if any (as the next CUDA call would).
+  virtual void check_error(int device) = 0;
+  /// Drains the device, clears its sticky error (cudaDeviceReset, minus the allocations).
+  virtual void reset(int device) = 0;
+};
+
+/// The cuda backend, selected at first use (emulated if asked for, else driver if a GPU
+/// is present). Throws CudaError when there is none; see cuda::is_available().
+Backend& backend();
+/// The backend if one is available, else nullptr; never throws.
+Backend* backend_or_null() noexcept;
+
+/// Backend factories; the driver one returns nullptr when there is no usable GPU.
+/// `visible` lists, in order, the physical emulated devices that are visible.
+std::unique_ptr<Backend> make_emulated_backend(size_t bytes_per_device, const std::vector<int>& visible);
+std::unique_ptr<Backend> make_driver_backend();  // the CUDA runtime applies CUDA_VISIBLE_DEVICES itself
+
+}  // namespace ember::detail
