@@ -272,6 +272,18 @@ TEST(Format, FollowsStrides) {
   EXPECT_EQ(repr(kInt64, {2, 3}, {7, 8, 9}, kCPU, {0, 1}), "tensor([[7, 8, 9],\n        [7, 8, 9]])");
 }
 
+TEST(Format, HugeSummarisedDimensionReadsOnlyEdges) {
+  // 10^10 elements broadcast from one value: printing touches only the edges.
+  EXPECT_EQ(repr(kFloat32, {100000, 100000}, {2.5}, kCPU, {0, 0}),
+            "tensor([[2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000],\n"
+            "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000],\n"
+            "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000],\n"
+            "        ...,\n"
+            "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000],\n"
+            "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000],\n"
+            "        [2.5000, 2.5000, 2.5000,  ..., 2.5000, 2.5000, 2.5000]])");
+}
+
 TEST(Format, RejectsMismatchedStrides) {
   std::vector<char> bytes = encode(kInt64, {1, 2});
   EXPECT_THROW(detail::format_tensor(bytes.data(), kInt64, {2}, {1, 1}, kCPU), ValueError);

@@ -134,9 +134,12 @@ class Printer {
   std::vector<int64_t> shown_indices(int64_t size) const {
     std::vector<int64_t> indices;
     int64_t edge = options_.edgeitems;
-    bool cut = summarize_ && size > 2 * edge;
-    for (int64_t i = 0; i < size; ++i) {
-      if (!cut || i < edge || i >= size - edge) indices.push_back(i);
+    if (summarize_ && size > 2 * edge) {
+      // Only the edges: a summarised dimension may be huge.
+      for (int64_t i = 0; i < edge; ++i) indices.push_back(i);
+      for (int64_t i = size - edge; i < size; ++i) indices.push_back(i);
+    } else {
+      for (int64_t i = 0; i < size; ++i) indices.push_back(i);
     }
     return indices;
   }
