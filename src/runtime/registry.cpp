@@ -131,6 +131,16 @@ std::string backend_name() {
   return rt.backend ? rt.backend->name() : "none";
 }
 
+bool driver_is_available() {
+  // Probed with a throw-away driver backend, so that no backend gets selected and
+  // emulate() stays possible.
+  static const bool available = [] {
+    std::unique_ptr<detail::Backend> driver = detail::make_driver_backend();
+    return driver != nullptr && driver->device_count() > 0;
+  }();
+  return available;
+}
+
 void emulate(int count, size_t bytes_per_device) {
   EMBER_CHECK(count >= 1 && count <= detail::kMaxDevices, ValueError,
               "emulate: the number of emulated devices must be between 1 and ", detail::kMaxDevices, ", but got ",
