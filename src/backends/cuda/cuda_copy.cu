@@ -23,21 +23,6 @@ struct ConstantFn {
   EMBER_HOST_DEVICE T operator()() const { return value; }
 };
 
-using Bits16 = ::cuda::std::complex<double>;  // any 16-byte trivially copyable type with identity convert
-
-/// Calls f(TypeTag<U>{}) with U an unsigned carrier of `bytes` bytes.
-template <typename F>
-void dispatch_bits(size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1: return f(TypeTag<uint8_t>{});
-    case 2: return f(TypeTag<uint16_t>{});
-    case 4: return f(TypeTag<uint32_t>{});
-    case 8: return f(TypeTag<uint64_t>{});
-    case 16: return f(TypeTag<Bits16>{});
-  }
-  EMBER_ASSERT(false);
-}
-
 template <typename Src>
 __global__ void convert_kernel(int64_t n, char* out, DType out_dtype, const char* in, OffsetCalc<2> calc) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;

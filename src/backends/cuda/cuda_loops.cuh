@@ -177,4 +177,20 @@ __device__ inline void store_as(char* p, DType dtype, V value) {
   }
 }
 
+using Bits16 = ::cuda::std::complex<double>;  // a 16-byte type whose convert is the identity
+
+/// Calls f(TypeTag<U>{}) with U a carrier of `bytes` bytes, for kernels that move
+/// elements as raw bits (compiled once per element size, not per dtype).
+template <typename F>
+void dispatch_bits(size_t bytes, F&& f) {
+  switch (bytes) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    case 8: return f(TypeTag<uint64_t>{});
+    case 16: return f(TypeTag<Bits16>{});
+  }
+  EMBER_ASSERT(false);
+}
+
 }  // namespace ember::detail::driver
