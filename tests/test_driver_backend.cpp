@@ -19,11 +19,6 @@
 namespace ember::detail {
 namespace {
 
-std::unique_ptr<Backend> driver_or_skip() {
-  auto backend = make_driver_backend();
-  return backend;
-}
-
 #define SKIP_WITHOUT_GPU(backend) \
   if (!(backend)) GTEST_SKIP() << "no CUDA GPU/driver on this machine"
 
@@ -45,7 +40,9 @@ TEST(DriverFactory, IsAvailableFollowsTheDriver) {
   if (std::getenv("EMBER_EMULATED_DEVICES") != nullptr) GTEST_SKIP() << "emulated devices requested";
   bool have_gpu = make_driver_backend() != nullptr;
   EXPECT_EQ(cuda::is_available(), have_gpu);
-  if (!have_gpu) EXPECT_EQ(cuda::device_count(), 0);
+  if (!have_gpu) {
+    EXPECT_EQ(cuda::device_count(), 0);
+  }
 }
 
 /// A contiguous device buffer of `n` elements of T with helpers to move it.
@@ -72,7 +69,7 @@ struct DeviceBuffer {
 };
 
 TEST(DriverBackend, DevicesAndErrors) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   cuda::DeviceProperties props = backend->properties(0);
   EXPECT_FALSE(props.name.empty());
@@ -95,7 +92,7 @@ TEST(DriverBackend, DevicesAndErrors) {
 }
 
 TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   auto [least, greatest] = backend->priority_range();
   BackendStream* stream = backend->create_stream(0, greatest);
@@ -154,7 +151,7 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
 }
 
 TEST(DriverBackend, EventsTimeASleep) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   BackendStream* stream = backend->create_stream(0, 0);
   BackendEvent* start = backend->create_event(0, true);
@@ -172,7 +169,7 @@ TEST(DriverBackend, EventsTimeASleep) {
 }
 
 TEST(DriverBackend, IndexOutOfRangeIsAnAsynchronousKernelError) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   BackendStream* stream = backend->default_stream(0);
   DeviceBuffer<float> data(*backend, 0, stream, 4), out(*backend, 0, stream, 1);
