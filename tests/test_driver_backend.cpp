@@ -19,11 +19,6 @@
 namespace ember::detail {
 namespace {
 
-std::unique_ptr<Backend> driver_or_skip() {
-  auto backend = make_driver_backend();
-  return backend;
-}
-
 #define SKIP_WITHOUT_GPU(backend) \
   if (!(backend)) GTEST_SKIP() << "no CUDA GPU/driver on this machine"
 
@@ -45,7 +40,9 @@ TEST(DriverFactory, IsAvailableFollowsTheDriver) {
   if (std::getenv("EMBER_EMULATED_DEVICES") != nullptr) GTEST_SKIP() << "emulated devices requested";
   bool have_gpu = make_driver_backend() != nullptr;
   EXPECT_EQ(cuda::is_available(), have_gpu);
-  if (!have_gpu) EXPECT_EQ(cuda::device_count(), 0);
+  if (!have_gpu) {
+    EXPECT_EQ(cuda::device_count(), 0);
+  }
 }
 
 /// A contiguous device buffer of `n` elements of T with helpers to move it.
@@ -72,7 +69,7 @@ struct DeviceBuffer {
 };
 
 TEST(DriverBackend, DevicesAndErrors) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   cuda::DeviceProperties props = backend->properties(0);
   EXPECT_FALSE(props.name.empty());
@@ -95,7 +92,7 @@ TEST(DriverBackend, DevicesAndErrors) {
 }
 
 TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   auto [least, greatest] = backend->priority_range();
   BackendStream* stream = backend->create_stream(0, greatest);
@@ -153,8 +150,79 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
   backend->destroy_stream(stream);
 }
 
+KernelCall make_call(OpKind op, std::vector<TensorArg> outputs, std::vector<TensorArg> inputs) {
+  KernelCall call{};
+  call.op = op;
+  call.device = 0;
+  call.outputs = std::move(outputs);
+  call.inputs = std::move(inputs);
+  return call;
+}
+
+TEST(DriverBackend, CopiesGeneratorsComparisonsIndexing) {
+  auto backend = make_driver_backend();
+  SKIP_WITHOUT_GPU(backend);
+  BackendStream* stream = backend->default_stream(0);
+  DeviceBuffer<float> a(*backend, 0, stream, 6), out(*backend, 0, stream, 6);
+  a.upload({1.5f, -2.25f, 3, 4, 5, 6});
+
+  DeviceBuffer<int32_t> ints(*backend, 0, stream, 6);  // float -> int32 truncates
+  backend->launch(stream, make_call(OpKind::Copy, {ints.arg(kInt32, {6}, {1})}, {a.arg(kFloat32, {6}, {1})}));
+  EXPECT_EQ(ints.download(), (std::vector<int32_t>{1, -2, 3, 4, 5, 6}));
+
+  // Same dtype, transposed destination: out[i + 2j] = a[3i + j].
+  backend->launch(stream, make_call(OpKind::Copy, {out.arg(kFloat32, {2, 3}, {1, 2})}, {a.arg(kFloat32, {2, 3}, {3, 1})}));
+  EXPECT_EQ(out.download(), (std::vector<float>{1.5f, 4, -2.25f, 5, 3, 6}));
+
+  DeviceBuffer<int64_t> range(*backend, 0, stream, 4);
+  KernelCall arange = make_call(OpKind::Arange, {range.arg(kInt64, {4}, {1})}, {});
+  arange.s0 = 3;
+  arange.s1 = 2;
+  backend->launch(stream, arange);
+  EXPECT_EQ(range.download(), (std::vector<int64_t>{3, 5, 7, 9}));
+
+  DeviceBuffer<int64_t> m(*backend, 0, stream, 4), product(*backend, 0, stream, 4);
+  m.upload({1, 2, 3, 4});
+  backend->launch(stream, make_call(OpKind::Matmul, {product.arg(kInt64, {1, 2, 2}, {4, 2, 1})},
+                                    {m.arg(kInt64, {1, 2, 2}, {4, 2, 1}), m.arg(kInt64, {1, 2, 2}, {4, 1, 2})}));
+  EXPECT_EQ(product.download(), (std::vector<int64_t>{5, 11, 11, 25}));  // m @ m^T
+
+  DeviceBuffer<float> bound(*backend, 0, stream, 3);
+  DeviceBuffer<uint8_t> less(*backend, 0, stream, 3);  // bool storage
+  bound.upload({2, -3, 3});
+  backend->launch(stream, make_call(OpKind::Lt, {less.arg(kBool, {3}, {1})},
+                                    {a.arg(kFloat32, {3}, {1}), bound.arg(kFloat32, {3}, {1})}));
+  EXPECT_EQ(less.download(), (std::vector<uint8_t>{1, 0, 0}));
+
+  DeviceBuffer<float> data(*backend, 0, stream, 4), picked(*backend, 0, stream, 3);
+  DeviceBuffer<int32_t> index(*backend, 0, stream, 3);
+  data.upload({10, 20, 30, 40});
+  index.upload({3, 0, 3});
+  KernelCall select = make_call(OpKind::IndexSelect, {picked.arg(kFloat32, {3}, {1})},
+                                {data.arg(kFloat32, {4}, {1}), index.arg(kInt32, {3}, {1})});
+  select.dim = 0;
+  backend->launch(stream, select);
+  EXPECT_EQ(picked.download(), (std::vector<float>{40, 10, 40}));
+
+  DeviceBuffer<float> mean(*backend, 0, stream, 3);  // mean over dim 0 of a 2x3 matrix
+  KernelCall reduce = make_call(OpKind::Mean, {mean.arg(kFloat32, {1, 3}, {3, 1})}, {a.arg(kFloat32, {2, 3}, {3, 1})});
+  reduce.dim = 0;
+  backend->launch(stream, reduce);
+  EXPECT_EQ(mean.download(), (std::vector<float>{2.75f, 1.375f, 4.5f}));
+
+  DeviceBuffer<double> uniform(*backend, 0, stream, 5);
+  KernelCall draw = make_call(OpKind::Uniform, {uniform.arg(kFloat64, {5}, {1})}, {});
+  draw.seed = 7;
+  draw.offset = 100;
+  draw.s0 = -1.0;
+  draw.s1 = 1.0;
+  backend->launch(stream, draw);
+  std::vector<double> drawn = uniform.download();
+  for (size_t i = 0; i < drawn.size(); ++i) EXPECT_NEAR(drawn[i], uniform_at<double>(7, 100, i, -1.0, 1.0), 1e-12);
+}
+
 TEST(DriverBackend, EventsTimeASleep) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   BackendStream* stream = backend->create_stream(0, 0);
   BackendEvent* start = backend->create_event(0, true);
@@ -172,7 +240,7 @@ TEST(DriverBackend, EventsTimeASleep) {
 }
 
 TEST(DriverBackend, IndexOutOfRangeIsAnAsynchronousKernelError) {
-  auto backend = driver_or_skip();
+  auto backend = make_driver_backend();
   SKIP_WITHOUT_GPU(backend);
   BackendStream* stream = backend->default_stream(0);
   DeviceBuffer<float> data(*backend, 0, stream, 4), out(*backend, 0, stream, 1);
@@ -184,14 +252,18 @@ TEST(DriverBackend, IndexOutOfRangeIsAnAsynchronousKernelError) {
   select.dim = 0;
   select.inputs = {data.arg(kFloat32, {4}, {1}), index.arg(kInt64, {1}, {1})};
   select.outputs = {out.arg(kFloat32, {1}, {1})};
-  backend->launch(stream, select);  // returns: the failure is reported later
+  const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");
+  bool launch_blocking = blocking != nullptr && std::atoi(blocking) != 0;
   try {
+    backend->launch(stream, select);  // returns (unless blocking): the failure is reported later
+    EXPECT_FALSE(launch_blocking) << "CUDA_LAUNCH_BLOCKING=1 raises at the launch";
     backend->synchronize_device(0);
     FAIL() << "expected CudaError";
   } catch (const CudaError& e) {
     std::string message = e.what();
     EXPECT_EQ(message.rfind("CUDA error: device-side assert triggered", 0), 0u) << message;
-    EXPECT_NE(message.find("CUDA_LAUNCH_BLOCKING=1"), std::string::npos) << message;
+    // The asynchronous-report hint, only when reports are asynchronous.
+    EXPECT_EQ(message.find("CUDA_LAUNCH_BLOCKING=1") != std::string::npos, !launch_blocking) << message;
   }
   backend->reset(0);  // cudaDeviceReset: the device works again
   void* p = backend->raw_alloc(0, 256);

@@ -76,7 +76,12 @@ void DriverBackend::raw_free(int device, void* ptr) {
     if (live_allocations_[device].erase(ptr) == 0) return;
   }
   DeviceScope scope(device);
-  check_cuda(cudaFree(ptr));
+  cudaError_t err = cudaFree(ptr);
+  // After a kernel error the context is dead and every call reports it; the memory goes
+  // with the context at reset, and the error is raised by the next synchronizing call,
+  // so freeing (often from a destructor) does not throw it.
+  if (is_kernel_error(err)) return;
+  check_cuda(err);
 }
 
 std::pair<size_t, size_t> DriverBackend::mem_get_info(int device) {
@@ -98,7 +103,9 @@ void* DriverBackend::pinned_alloc(size_t bytes) {
 }
 
 void DriverBackend::pinned_free(void* ptr) {
-  if (ptr != nullptr) check_cuda(cudaFreeHost(ptr));
+  if (ptr == nullptr) return;
+  cudaError_t err = cudaFreeHost(ptr);
+  if (!is_kernel_error(err)) check_cuda(err);  // see raw_free
 }
 
 // ---- copies and peers ---------------------------------------------------------------
@@ -106,7 +113,7 @@ void DriverBackend::pinned_free(void* ptr) {
 int DriverBackend::pointer_device(const void* ptr) {
   cudaPointerAttributes attributes{};
   check_cuda(cudaPointerGetAttributes(&attributes, ptr));
-  return attributes.device;
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
 }
 
 bool DriverBackend::can_access_peer(int device, int peer) {

@@ -89,7 +89,7 @@ class DriverBackend final : public Backend {
   uint64_t generation(int device) const;
   /// Enables peer access both ways between two devices, once.
   void enable_peer_access(int device, int peer);
-  /// The device owning a device pointer (UVA).
+  /// The device owning a device pointer (UVA); -1 for host memory.
   static int pointer_device(const void* ptr);
 
   int device_count_;

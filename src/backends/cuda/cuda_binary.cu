@@ -5,8 +5,6 @@
 namespace ember::detail::driver {
 namespace {
 
-template <typename T> struct AddMulType : std::true_type {};  // bool add/mul are logical or/and
-
 template <template <typename> class Allowed, template <typename> class Fn>
 void run(const KernelCall& call, cudaStream_t stream, const char* name) {
   dispatch_if<Allowed>(call.outputs.at(0).dtype, name, [&](auto tag) {
@@ -24,10 +22,16 @@ void run(const KernelCall& call, cudaStream_t stream, const char* name) {
 
 void launch_binary(const KernelCall& call, cudaStream_t stream) {
   switch (call.op) {
-    case OpKind::Add: return run<AddMulType, AddFn>(call, stream, "add");
-    case OpKind::Sub: return run<NumericType, SubFn>(call, stream, "sub");
-    case OpKind::Mul: return run<AddMulType, MulFn>(call, stream, "mul");
-    case OpKind::Div: return run<NumericType, DivFn>(call, stream, "div");
+    case OpKind::Add: return run<AnyType, AddFn>(call, stream, "add");
+    case OpKind::Sub:
+      EMBER_CHECK(call.outputs.at(0).dtype != kBool, TypeError,
+                  "Subtraction, the `-` operator, with two bool tensors is not supported. "
+                  "Use the `^` or `logical_xor()` operator instead.");
+      return run<NumericType, SubFn>(call, stream, "sub");
+    case OpKind::Mul: return run<AnyType, MulFn>(call, stream, "mul");
+    // Integer division by zero gives 0 here (functors.h): a kernel cannot raise, and
+    // checking the divisor first would cost a synchronization.
+    case OpKind::Div: return run<AnyType, DivFn>(call, stream, "div");
     case OpKind::Pow: return run<NumericType, PowFn>(call, stream, "pow");
     default: EMBER_ASSERT(false);
   }

@@ -1,11 +1,8 @@
 // CUDA error reporting for the driver backend (see cuda_check.h).
 #include "backends/cuda/cuda_check.h"
 
-#include <cstdlib>
-#include <cstring>
-#include <string>
-
 #include "ember/errors.h"
+#include "runtime/env.h"
 
 namespace ember::detail::driver {
 
@@ -27,7 +24,9 @@ bool is_kernel_error(cudaError_t err) noexcept {
 }
 
 const char* cuda_error_hint(cudaError_t err) noexcept {
-  return is_kernel_error(err)
+  // Under CUDA_LAUNCH_BLOCKING the error is raised where it happened: no hint (PyTorch's
+  // get_cuda_check_suffix, and the emulated backend's sticky error, do the same).
+  return is_kernel_error(err) && !launch_blocking()
              ? "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
                "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
              : "";
@@ -45,9 +44,14 @@ void throw_cublas_error(cublasStatus_t status, const char* call) {
 }
 
 bool launch_blocking() noexcept {
+  // Read once, as the CUDA runtime reads it once at context creation; parsed like the
+  // emulated backend and PyTorch (a non-zero integer).
   static const bool blocking = [] {
-    const char* value = std::getenv("CUDA_LAUNCH_BLOCKING");
-    return value != nullptr && std::strcmp(value, "1") == 0;
+    try {
+      return env_flag("CUDA_LAUNCH_BLOCKING");
+    } catch (...) {
+      return false;
+    }
   }();
   return blocking;
 }

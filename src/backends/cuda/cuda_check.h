@@ -3,7 +3,8 @@
 // A failing call becomes ember::CudaError "CUDA error: <cudaGetErrorString>", the
 // wording PyTorch users search for. Errors raised by a kernel (device-side assert,
 // illegal address, ...) surface at whatever API call happens to observe them, so
-// their message also carries PyTorch's two hint lines about asynchronous reporting.
+// their message also carries PyTorch's two hint lines about asynchronous reporting
+// (not under CUDA_LAUNCH_BLOCKING=1, where the failing call itself reports them).
 #pragma once
 
 #include <cublas_v2.h>
@@ -13,7 +14,7 @@ namespace ember::detail::driver {
 
 /// True for the errors a running kernel raises (reported asynchronously).
 bool is_kernel_error(cudaError_t err) noexcept;
-/// The CudaError message for `err`.
+/// The hint lines that follow "CUDA error: ..." for `err` (empty for most errors).
 const char* cuda_error_hint(cudaError_t err) noexcept;
 [[noreturn]] void throw_cuda_error(cudaError_t err);
 [[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call);

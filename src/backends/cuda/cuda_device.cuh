@@ -39,7 +39,8 @@ template <typename T> inline constexpr bool is_real_v = !is_complex_v<T>;
 template <typename T> inline constexpr bool is_float_or_complex_v = is_floating_v<T> || is_complex_v<T>;
 
 /// Calls f(TypeTag<device_t<T>>{}) when the element type T of `dtype` satisfies
-/// Allowed<T>; otherwise throws PyTorch's TypeError ("\"add_cuda\" not implemented for 'Bool'").
+/// Allowed<T>; otherwise throws PyTorch's TypeError ("\"pow\" not implemented for 'Bool'"),
+/// worded as the CPU executor words it so both backends fail alike.
 template <template <typename> class Allowed, typename F>
 void dispatch_if(DType dtype, const char* op, F&& f) {
   dispatch(dtype, [&](auto tag) {
@@ -47,7 +48,7 @@ void dispatch_if(DType dtype, const char* op, F&& f) {
     if constexpr (Allowed<T>::value) {
       f(TypeTag<device_t<T>>{});
     } else {
-      fail<TypeError>("\"", op, "_cuda\" not implemented for '", scalar_type_name(dtype), "'");
+      fail<TypeError>("\"", op, "\" not implemented for '", scalar_type_name(dtype), "'");
     }
   });
 }

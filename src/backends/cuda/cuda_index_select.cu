@@ -42,7 +42,7 @@ void launch_index_select(const KernelCall& call, cudaStream_t stream) {
   auto dim = static_cast<size_t>(call.dim);
   EMBER_ASSERT(dim < in.sizes.size() || (in.sizes.empty() && call.dim == 0));
   EMBER_CHECK(index.dtype == kInt64 || index.dtype == kInt32, TypeError,
-              "index_select(): Expected dtype int32/int64 for index but got: ", dtype_name(index.dtype));
+              "index_select(): Expected dtype int32 or int64 for index");
   if (out.numel() == 0) return;
   // A 0-dim input selects along its only "dim" of size 1: one element per index.
   int64_t dim_size = in.sizes.empty() ? 1 : in.sizes[dim];

@@ -14,6 +14,12 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
   DriverStream& s = as_driver(stream);
   DeviceScope scope(s.device);
   cudaStream_t handle = s.handle;
+  if (call.op == OpKind::Copy && call.outputs.at(0).data != nullptr && call.inputs.at(0).data != nullptr) {
+    // A strided copy between two devices runs as a kernel on the stream's device that
+    // reads or writes the other device's memory (UVA): that needs peer access.
+    int dst = pointer_device(call.outputs.at(0).data), src = pointer_device(call.inputs.at(0).data);
+    if (dst >= 0 && src >= 0 && dst != src) enable_peer_access(dst, src);
+  }
   switch (call.op) {
     case OpKind::Copy: launch_copy(call, handle); break;
     case OpKind::Fill: launch_fill(call, handle); break;

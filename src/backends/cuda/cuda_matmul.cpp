@@ -107,7 +107,7 @@ BlasTypes blas_types(DType dtype, bool allow_tf32) {
     case DType::Complex128: return {CUDA_C_64F, CUBLAS_COMPUTE_64F, &z_one, &z_zero};
     default: break;
   }
-  fail<TypeError>("\"addmm_cuda\" not implemented for '", dtype_name(dtype), "'");
+  fail<TypeError>("\"addmm_cuda\" not implemented for '", scalar_type_name(dtype), "'");
 }
 
 /// A contiguous (batch, rows, cols) temporary in stream-ordered memory.
@@ -185,7 +185,8 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
     return device;
   }());
   check_cublas(cublasSetStream(handle, stream), "cublasSetStream(handle, stream)");
-  auto batch_stride = [&](const TensorArg& arg) { return batch == 1 ? 0 : arg.strides[0]; };
+  // An operand with batch size 1 is broadcast over the batch (stride 0).
+  auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
   check_cublas(cublasGemmStridedBatchedEx(
                    handle, b_layout.op, a_layout.op, checked_int(n, "n"), checked_int(m, "m"), checked_int(k, "k"),
                    types.one, b.data, types.data, checked_int(b_layout.ld, "ldb"), batch_stride(b), a.data,

@@ -40,9 +40,11 @@ void launch_integer_matmul(const KernelCall& call, cudaStream_t stream) {
     g.a[d] = a.strides[d];
     g.b[d] = b.strides[d];
   }
+  if (a.sizes[0] == 1) g.a[0] = 0;  // broadcast over the batch
+  if (b.sizes[0] == 1) g.b[0] = 0;
   int64_t total = g.batch * g.m * g.n;
   if (total == 0) return;
-  dispatch_if<IntegerType>(out.dtype, "addmm", [&](auto tag) {
+  dispatch_if<IntegerType>(out.dtype, "addmm_cuda", [&](auto tag) {
     using T = typename decltype(tag)::type;
     integer_matmul_kernel<T><<<grid_blocks(total), kThreads, 0, stream>>>(
         static_cast<T*>(out.data), static_cast<const T*>(a.data), static_cast<const T*>(b.data), g);

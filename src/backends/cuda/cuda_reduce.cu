@@ -9,51 +9,46 @@
 // loads, block reduction); otherwise each thread folds one output serially, which is
 // coalesced across threads because neighbouring outputs are neighbours in memory.
 //
-// Accumulation: integers and bool in int64 (sum of int32 is int64, as PyTorch), half
-// types in float, others in their own type; Max/Min propagate NaN. The output is stored
-// through store_as, so its dtype may differ from the input's.
-#include <cuda/std/limits>
-
+// The fold itself is the shared reducers of kernels/reducers.h (the CPU's bodies): each
+// thread steps its running Acc over elements (acc_step), threads and blocks merge with
+// combine, and finish gives the value (the mean's division). So sums of float
+// accumulate in double and integers in int64 as on the CPU, and Max/Min propagate NaN.
+// The output is stored through store_as, so its dtype may differ from the input's.
 #include "backends/cuda/cuda_loops.cuh"
+#include "kernels/reducers.h"
+
+namespace ember::detail {
+
+/// Complex sums on the device: cuda::std::complex lanes and accumulator (std::complex
+/// is host-only); otherwise the CPU's SumReducer.
+template <typename R>
+struct SumReducer<::cuda::std::complex<R>> {
+  using T = ::cuda::std::complex<R>;
+  using Lane = T;
+  using Acc = ::cuda::std::complex<double>;
+  static EMBER_HOST_DEVICE Lane lane_identity() { return Lane(0); }
+  static EMBER_HOST_DEVICE Lane step(Lane l, T x) { return l + x; }
+  static EMBER_HOST_DEVICE Lane lane_combine(Lane a, Lane b) { return a + b; }
+  static EMBER_HOST_DEVICE Acc acc_identity() { return Acc(0); }
+  static EMBER_HOST_DEVICE Acc merge(Acc a, Lane l) { return a + convert<Acc>(l); }
+  static EMBER_HOST_DEVICE Acc acc_step(Acc a, T x) { return a + convert<Acc>(x); }
+  static EMBER_HOST_DEVICE Acc combine(Acc a, Acc b) { return a + b; }
+  static EMBER_HOST_DEVICE Acc finish(Acc a, int64_t) { return a; }
+};
+
+}  // namespace ember::detail
 
 namespace ember::detail::driver {
 namespace {
 
-template <typename T>
-using sum_acc_t = std::conditional_t<std::is_integral_v<T>, int64_t, compute_t<T>>;
-
-template <typename Acc, bool kMean>
-struct SumOp {
-  __device__ Acc identity() const { return Acc(0); }
-  template <typename T> __device__ Acc map(T x) const { return convert<Acc>(x); }
-  __device__ Acc combine(Acc a, Acc b) const { return a + b; }
-  __device__ Acc project(Acc a, int64_t count) const {
-    if constexpr (kMean) return a / static_cast<real_t<Acc>>(count);
-    else return a;
-  }
-};
-
-template <typename Acc, bool kMax>
-struct MaxMinOp {
-  __device__ Acc identity() const {
-    using L = ::cuda::std::numeric_limits<Acc>;
-    if constexpr (L::has_infinity) return kMax ? -L::infinity() : L::infinity();
-    else return kMax ? L::lowest() : L::max();
-  }
-  template <typename T> __device__ Acc map(T x) const { return convert<Acc>(x); }
-  __device__ Acc combine(Acc a, Acc b) const {
-    if (is_nan(a)) return a;
-    if (is_nan(b)) return b;
-    return (kMax ? a > b : a < b) ? a : b;
-  }
-  __device__ Acc project(Acc a, int64_t) const { return a; }
-};
-
-struct AllOp {
-  __device__ bool identity() const { return true; }
-  template <typename T> __device__ bool map(T x) const { return convert<bool>(x); }
-  __device__ bool combine(bool a, bool b) const { return a && b; }
-  __device__ bool project(bool a, int64_t) const { return a; }
+/// The interface the kernels below use, over a shared reducer R of storage type T.
+template <typename R>
+struct Fold {
+  using Acc = typename R::Acc;
+  __device__ Acc identity() const { return R::acc_identity(); }
+  template <typename T> __device__ Acc step(Acc a, T x) const { return R::acc_step(a, x); }
+  __device__ Acc combine(Acc a, Acc b) const { return R::combine(a, b); }
+  __device__ Acc project(Acc a, int64_t count) const { return R::finish(a, count); }
 };
 
 template <typename T>
@@ -100,7 +95,7 @@ __global__ void reduce_all_kernel(int64_t n, const char* in, OffsetCalc<1> calc,
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     int64_t offset[1];
     calc.get(i, offset);
-    acc = op.combine(acc, op.map(*reinterpret_cast<const In*>(in + offset[0])));
+    acc = op.step(acc, *reinterpret_cast<const In*>(in + offset[0]));
   }
   acc = block_reduce(acc, op);
   if (threadIdx.x != 0) return;
@@ -125,7 +120,7 @@ __global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, int64_t st
     calc.get(o, offsets);
     Acc acc = op.identity();
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-      acc = op.combine(acc, op.map(*reinterpret_cast<const In*>(in + offsets[0] + j * step)));
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
     }
     acc = block_reduce(acc, op);
     if (threadIdx.x == 0) store_as(out + offsets[1], out_dtype, op.project(acc, len));
@@ -141,7 +136,7 @@ __global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, int64_t s
     calc.get(o, offsets);
     Acc acc = op.identity();
     for (int64_t j = 0; j < len; ++j) {
-      acc = op.combine(acc, op.map(*reinterpret_cast<const In*>(in + offsets[0] + j * step)));
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
     }
     store_as(out + offsets[1], out_dtype, op.project(acc, len));
   }
@@ -221,29 +216,29 @@ void reduce(const KernelCall& call, cudaStream_t stream, const Op& op) {
 
 void launch_reduce(const KernelCall& call, cudaStream_t stream) {
   DType dtype = call.inputs.at(0).dtype;
+  auto run = [&]<typename R, typename T>(TypeTag<R>, TypeTag<T>) {
+    reduce<T, typename R::Acc>(call, stream, Fold<R>{});
+  };
   switch (call.op) {
     case OpKind::Sum:
-      return dispatch_if<AnyType>(dtype, "sum", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        reduce<T, sum_acc_t<T>>(call, stream, SumOp<sum_acc_t<T>, false>{});
+      return dispatch_if<AnyType>(dtype, "sum", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<SumReducer<T>>{}, TypeTag<T>{});
       });
     case OpKind::Mean:
-      return dispatch_if<FloatComplexType>(dtype, "mean", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        reduce<T, compute_t<T>>(call, stream, SumOp<compute_t<T>, true>{});
+      return dispatch_if<FloatComplexType>(dtype, "mean", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MeanReducer<T>>{}, TypeTag<T>{});
       });
     case OpKind::Max:
+      return dispatch_if<RealType_>(dtype, "max", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MinMaxReducer<T, true>>{}, TypeTag<T>{});
+      });
     case OpKind::Min:
-      return dispatch_if<RealType_>(dtype, call.op == OpKind::Max ? "max" : "min", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using Acc = compute_t<T>;
-        if (call.op == OpKind::Max) reduce<T, Acc>(call, stream, MaxMinOp<Acc, true>{});
-        else reduce<T, Acc>(call, stream, MaxMinOp<Acc, false>{});
+      return dispatch_if<RealType_>(dtype, "min", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MinMaxReducer<T, false>>{}, TypeTag<T>{});
       });
     case OpKind::All:
-      return dispatch_if<AnyType>(dtype, "all", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        reduce<T, bool>(call, stream, AllOp{});
+      return dispatch_if<AnyType>(dtype, "all", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<AllReducer<T>>{}, TypeTag<T>{});
       });
     default: EMBER_ASSERT(false);
   }

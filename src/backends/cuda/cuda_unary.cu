@@ -14,7 +14,7 @@ void run(const KernelCall& call, cudaStream_t stream, const char* name) {
 }
 
 void run_abs(const KernelCall& call, cudaStream_t stream) {
-  dispatch_if<NumericType>(call.inputs.at(0).dtype, "abs", [&](auto tag) {
+  dispatch_if<AnyType>(call.inputs.at(0).dtype, "abs", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (is_complex_v<T>) {
       launch_map<real_t<T>, T, 1>(call, stream, AbsFn<T>{});
@@ -39,7 +39,11 @@ void run_relu(const KernelCall& call, cudaStream_t stream) {
 
 void launch_unary(const KernelCall& call, cudaStream_t stream) {
   switch (call.op) {
-    case OpKind::Neg: return run<NumericType, NegFn>(call, stream, "neg");
+    case OpKind::Neg:
+      EMBER_CHECK(call.inputs.at(0).dtype != kBool, TypeError,
+                  "Negation, the `-` operator, on a bool tensor is not supported. "
+                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+      return run<NumericType, NegFn>(call, stream, "neg");
     case OpKind::Abs: return run_abs(call, stream);
     case OpKind::Exp: return run<FloatComplexType, ExpFn>(call, stream, "exp");
     case OpKind::Log: return run<FloatComplexType, LogFn>(call, stream, "log");
