@@ -137,7 +137,7 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   call.device = device.is_cuda() ? device.index() : -1;
   call.payload = device.is_cuda() ? detail::fft::device_plan_cache(device.index()).get(key)
                                   : detail::fft::host_plan_cache().get(key);
-  detail::launch(device, std::move(call));
+  detail::launch(device, call);
   return out.permute(inverse);
 }
 
