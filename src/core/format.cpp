@@ -4,12 +4,11 @@
 #include "core/format.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <complex>
-#include <cstdio>
 #include <cstring>
 #include <optional>
-#include <string_view>
 
 #include "ember/errors.h"
 #include "ember/half.h"
@@ -17,20 +16,20 @@
 namespace ember::detail {
 namespace {
 
-std::string printf_double(const char* spec, int precision, double value) {
-  char buffer[512];  // "%.4f" of the largest double needs 310 characters
-  std::snprintf(buffer, sizeof(buffer), spec, precision, value);
-  return buffer;
-}
-
-// Python's float formatting: like printf, but nan never shows a sign.
-std::string format_fixed(double value, int precision) {
+// std::to_chars rounds exactly, as Python's float formatting does, and unlike
+// printf ignores the C locale's decimal separator. Python never prints "-nan".
+std::string format_double(double value, std::chars_format style, int precision) {
   if (std::isnan(value)) return "nan";
-  return printf_double("%.*f", precision, value);
+  char buffer[512];  // fixed notation of the largest double needs ~310 characters
+  auto result = std::to_chars(buffer, buffer + sizeof(buffer), value, style, precision);
+  EMBER_ASSERT(result.ec == std::errc());
+  return std::string(buffer, result.ptr);
+}
+std::string format_fixed(double value, int precision) {
+  return format_double(value, std::chars_format::fixed, precision);
 }
 std::string format_sci(double value, int precision) {
-  if (std::isnan(value)) return "nan";
-  return printf_double("%.*e", precision, value);
+  return format_double(value, std::chars_format::scientific, precision);
 }
 
 std::string pad_left(const std::string& text, size_t width) {
@@ -135,9 +134,12 @@ class Printer {
   std::vector<int64_t> shown_indices(int64_t size) const {
     std::vector<int64_t> indices;
     int64_t edge = options_.edgeitems;
-    bool cut = summarize_ && size > 2 * edge;
-    for (int64_t i = 0; i < size; ++i) {
-      if (!cut || i < edge || i >= size - edge) indices.push_back(i);
+    if (summarize_ && size > 2 * edge) {
+      // Only the edges: a summarised dimension may be huge.
+      for (int64_t i = 0; i < edge; ++i) indices.push_back(i);
+      for (int64_t i = size - edge; i < size; ++i) indices.push_back(i);
+    } else {
+      for (int64_t i = 0; i < size; ++i) indices.push_back(i);
     }
     return indices;
   }

@@ -15,3 +15,11 @@ Allocator& cuda_allocator(int device);
 Allocator& pinned_allocator();
 
 }  // namespace ember::detail
+
+namespace ember::detail {
+
+/// Returns the unused cached memory of `device` to the backend (cuda::reset_device uses
+/// it); does nothing when that device's allocator was never created.
+void empty_device_cache(int device);
+
+}  // namespace ember::detail

@@ -9,6 +9,7 @@ namespace ember::detail {
 /// Runs `call` on `device` (indexed): inline for cpu, on the device's current stream
 /// for cuda. See Note [One launch choke point] in kernels/kernel_call.h.
 void launch(Device device, KernelCall& call);
+inline void launch(Device device, KernelCall&& call) { launch(device, call); }
 
 /// The operand view of `t` (its own sizes and strides).
 TensorArg make_arg(const Tensor& t);

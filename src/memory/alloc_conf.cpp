@@ -1,0 +1,167 @@
+// Parsing of PYTORCH_CUDA_ALLOC_CONF and PYTORCH_NO_CUDA_MEMORY_CACHING.
+#include "memory/alloc_conf.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ember/errors.h"
+
+namespace ember::detail {
+namespace {
+
+constexpr size_t kMiB = size_t{1} << 20;
+constexpr size_t kLargeBufferMiB = 20;  // max_split_size_mb must exceed the 20 MiB segment
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Splits on `sep` outside brackets, so a roundup list stays one option.
+std::vector<std::string_view> split_top_level(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '[') ++depth;
+    if (s[i] == ']') --depth;
+    EMBER_CHECK(depth >= 0, ValueError, "Unbalanced ']' in PYTORCH_CUDA_ALLOC_CONF: '", s, "'");
+    if (s[i] == sep && depth == 0) {
+      parts.push_back(trim(s.substr(start, i - start)));
+      start = i + 1;
+    }
+  }
+  EMBER_CHECK(depth == 0, ValueError, "Unbalanced '[' in PYTORCH_CUDA_ALLOC_CONF: '", s, "'");
+  parts.push_back(trim(s.substr(start)));
+  return parts;
+}
+
+size_t parse_unsigned(std::string_view key, std::string_view value) {
+  EMBER_CHECK(!value.empty(), ValueError, "Expected a non-negative integer for ", key, " in PYTORCH_CUDA_ALLOC_CONF, but got ''");
+  size_t result = 0;
+  for (char c : value) {
+    EMBER_CHECK(c >= '0' && c <= '9', ValueError, "Expected a non-negative integer for ", key,
+                " in PYTORCH_CUDA_ALLOC_CONF, but got '", value, "'");
+    EMBER_CHECK(result <= (std::numeric_limits<size_t>::max() - 9) / 10, ValueError, "Value '", value, "' of ", key,
+                " in PYTORCH_CUDA_ALLOC_CONF is out of range");
+    result = result * 10 + static_cast<size_t>(c - '0');
+  }
+  return result;
+}
+
+double parse_fraction(std::string_view key, std::string_view value) {
+  std::string text(value);
+  char* end = nullptr;
+  double result = text.empty() ? 0.0 : std::strtod(text.c_str(), &end);
+  EMBER_CHECK(!text.empty() && end == text.c_str() + text.size(), ValueError, "Expected a number for ", key,
+              " in PYTORCH_CUDA_ALLOC_CONF, but got '", value, "'");
+  return result;
+}
+
+void check_divisions(size_t divisions, bool zero_allowed) {
+  EMBER_CHECK((zero_allowed && divisions == 0) || std::has_single_bit(divisions), ValueError,
+              "For roundups, the divisions has to be power of 2", zero_allowed ? " or 0 to disable roundup" : "",
+              ", but got ", divisions);
+}
+
+void parse_roundup(std::string_view value, AllocatorConfig& config) {
+  auto& table = config.roundup_power2_divisions;
+  if (value.empty() || value.front() != '[') {
+    size_t divisions = parse_unsigned("roundup_power2_divisions", value);
+    check_divisions(divisions, false);
+    table.fill(divisions);
+    return;
+  }
+  EMBER_CHECK(value.back() == ']', ValueError, "Expected ']' to close roundup_power2_divisions list, but got '", value, "'");
+  bool first = true;
+  size_t last_index = 0;
+  for (std::string_view entry : split_top_level(value.substr(1, value.size() - 2), ',')) {
+    size_t colon = entry.find(':');
+    EMBER_CHECK(colon != std::string_view::npos, ValueError,
+                "Expected 'size:divisions' in roundup_power2_divisions list, but got '", entry, "'");
+    std::string_view interval = trim(entry.substr(0, colon));
+    size_t divisions = parse_unsigned("roundup_power2_divisions", trim(entry.substr(colon + 1)));
+    check_divisions(divisions, true);
+    if (interval == ">") {
+      for (size_t i = first ? 0 : last_index + 1; i < table.size(); ++i) table[i] = divisions;
+      continue;
+    }
+    size_t mib = parse_unsigned("roundup_power2_divisions", interval);
+    EMBER_CHECK(std::has_single_bit(mib), ValueError, "For roundups, the intervals have to be power of 2, but got ", mib);
+    size_t index = std::min<size_t>(std::bit_width(mib) - 1, table.size() - 1);
+    if (first) {
+      for (size_t i = 0; i < index; ++i) table[i] = divisions;
+      first = false;
+    }
+    table[index] = divisions;
+    last_index = index;
+  }
+}
+
+bool parse_bool(std::string_view key, std::string_view value) {
+  if (value == "True" || value == "true" || value == "1") return true;
+  if (value == "False" || value == "false" || value == "0") return false;
+  fail<ValueError>("Expected a single True/False argument for ", key, ", but got '", value, "'");
+}
+
+}  // namespace
+
+size_t AllocatorConfig::divisions_for(size_t size) const noexcept {
+  // Index 0 covers everything below 2 MiB, the last one everything from 32 GiB up.
+  int log_size = static_cast<int>(std::bit_width(size)) - 1;
+  int index = std::clamp(log_size - 20, 0, static_cast<int>(kRoundupPower2Intervals) - 1);
+  return roundup_power2_divisions[static_cast<size_t>(index)];
+}
+
+AllocatorConfig parse_alloc_conf(std::string_view conf) {
+  AllocatorConfig config;
+  if (trim(conf).empty()) return config;
+  for (std::string_view option : split_top_level(conf, ',')) {
+    if (option.empty()) continue;  // tolerate "a:1,," as PyTorch's tokenizer does
+    size_t colon = option.find(':');
+    EMBER_CHECK(colon != std::string_view::npos, ValueError, "Expected 'key:value' in PYTORCH_CUDA_ALLOC_CONF, but got '",
+                option, "'");
+    std::string_view key = trim(option.substr(0, colon));
+    std::string_view value = trim(option.substr(colon + 1));
+    if (key == "max_split_size_mb") {
+      size_t mib = parse_unsigned(key, value);
+      EMBER_CHECK(mib > kLargeBufferMiB, ValueError, "CachingAllocator option max_split_size_mb too small, must be > ",
+                  kLargeBufferMiB, ", but got ", mib);
+      config.max_split_size = std::min(mib, std::numeric_limits<size_t>::max() / kMiB) * kMiB;
+    } else if (key == "roundup_power2_divisions") {
+      parse_roundup(value, config);
+    } else if (key == "garbage_collection_threshold") {
+      double threshold = parse_fraction(key, value);
+      EMBER_CHECK(threshold > 0.0 && threshold < 1.0, ValueError,
+                  "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got ", value);
+      config.garbage_collection_threshold = threshold;
+    } else if (key == "expandable_segments") {
+      config.expandable_segments = parse_bool(key, value);
+    } else {
+      fail<ValueError>("Unrecognized key '", key,
+                       "' in PYTORCH_CUDA_ALLOC_CONF (expected max_split_size_mb, roundup_power2_divisions, "
+                       "garbage_collection_threshold or expandable_segments)");
+    }
+  }
+  return config;
+}
+
+const AllocatorConfig& env_alloc_config() {
+  // Read once: changing the environment later must not change a running allocator.
+  static const AllocatorConfig config = [] {
+    const char* conf = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+    AllocatorConfig result = parse_alloc_conf(conf ? conf : "");
+    const char* no_caching = std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
+    // PyTorch checks only that the variable is set (any value, even "0").
+    result.caching_enabled = no_caching == nullptr;
+    return result;
+  }();
+  return config;
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,41 @@
+// AllocatorConfig: the caching allocator's tunables, parsed from PYTORCH_CUDA_ALLOC_CONF.
+//
+// Grammar (PyTorch's): comma-separated `key:value` options, where
+// roundup_power2_divisions also takes a bracketed list `[256:1,512:2,>:8]` whose keys
+// are power-of-two sizes in MiB. Unknown keys and bad values throw ValueError naming
+// the option, so a typo never silently falls back to the defaults.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <limits>
+#include <string_view>
+
+namespace ember::detail {
+
+/// Number of power-of-two intervals roundup_power2_divisions covers: [1 MiB, 64 GiB).
+inline constexpr size_t kRoundupPower2Intervals = 16;
+
+struct AllocatorConfig {
+  /// Blocks at least this large are never split ("oversize"); SIZE_MAX: no limit.
+  size_t max_split_size = std::numeric_limits<size_t>::max();
+  /// Divisions per power-of-two interval (index 0 is sizes below 2 MiB); 0/1: plain 512 B rounding.
+  std::array<size_t, kRoundupPower2Intervals> roundup_power2_divisions{};
+  /// Fraction of the allowed memory above which old cached blocks are reclaimed; 0: off.
+  double garbage_collection_threshold = 0.0;
+  /// Accepted for compatibility; segments are always fixed-size here (documented in api notes).
+  bool expandable_segments = false;
+  /// PYTORCH_NO_CUDA_MEMORY_CACHING: every free returns its segment to the device.
+  bool caching_enabled = true;
+
+  /// Divisions that apply to a request of `size` bytes.
+  size_t divisions_for(size_t size) const noexcept;
+};
+
+/// Parses a PYTORCH_CUDA_ALLOC_CONF value; throws ValueError on unknown keys or bad values.
+AllocatorConfig parse_alloc_conf(std::string_view conf);
+
+/// The process-wide configuration from the environment (read once).
+const AllocatorConfig& env_alloc_config();
+
+}  // namespace ember::detail

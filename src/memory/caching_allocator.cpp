@@ -1,0 +1,408 @@
+// CachingAllocator: allocation, free, splitting/merging, deferred frees, OOM handling.
+// See Note [Caching allocator policy] in caching_allocator.h.
+#include "memory/caching_allocator.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "ember/errors.h"
+
+namespace ember::detail {
+namespace {
+
+constexpr size_t kMinBlockSize = 512;                // every size is a multiple of this
+constexpr size_t kSmallSize = size_t{1} << 20;       // largest small-pool request
+constexpr size_t kSmallBuffer = size_t{2} << 20;     // small-pool segment
+constexpr size_t kLargeBuffer = size_t{20} << 20;    // segment for 1-10 MiB requests
+constexpr size_t kMinLargeAlloc = size_t{10} << 20;  // from here segments fit the request
+constexpr size_t kRoundLarge = size_t{2} << 20;      // ... rounded up to 2 MiB
+// Beyond this no device could hold the request, and rounding could overflow.
+constexpr size_t kMaxRequest = size_t{1} << 62;
+
+size_t roundup_power2_next_division(size_t size, size_t divisions) {
+  if (std::has_single_bit(size)) return size;
+  // Split [2^k, 2^(k+1)) into `divisions` equal steps and round up to the next step.
+  size_t floor = std::bit_floor(size);
+  size_t step = floor >> (std::bit_width(divisions) - 1);
+  if (step == 0) return floor << 1;
+  size_t rounded_down = size & ~(step - 1);
+  return rounded_down == size ? size : rounded_down + step;
+}
+
+}  // namespace
+
+bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) const noexcept {
+  // Grouped by stream, then best fit by size; the address breaks ties.
+  if (a->stream != b->stream) return reinterpret_cast<uintptr_t>(a->stream) < reinterpret_cast<uintptr_t>(b->stream);
+  if (a->size != b->size) return a->size < b->size;
+  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
+}
+
+CachingAllocator::CachingAllocator(Backend& backend, int device, AllocatorConfig config)
+    : backend_(backend), device_(device), config_(config) {
+  stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
+                              ? -1
+                              : static_cast<int64_t>(config_.max_split_size);
+}
+
+CachingAllocator::~CachingAllocator() {
+  try {
+    std::lock_guard lock(mutex_);
+    if (!pending_events_.empty()) synchronize_and_free_events();
+    release_whole_segments(large_pool_);
+    release_whole_segments(small_pool_);
+  } catch (...) {
+    // A device with a sticky error cannot free; the memory goes with the process.
+  }
+  for (BackendEvent* event : event_pool_) backend_.destroy_event(event);
+}
+
+size_t CachingAllocator::round_size(size_t bytes) const noexcept {
+  if (bytes < kMinBlockSize) return kMinBlockSize;
+  size_t divisions = config_.divisions_for(bytes);
+  if (divisions > 1 && bytes > kMinBlockSize * divisions) return roundup_power2_next_division(bytes, divisions);
+  return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
+}
+
+size_t CachingAllocator::allocation_size(size_t size) noexcept {
+  if (size <= kSmallSize) return kSmallBuffer;
+  if (size < kMinLargeAlloc) return kLargeBuffer;
+  return kRoundLarge * ((size + kRoundLarge - 1) / kRoundLarge);
+}
+
+void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
+  if (bytes == 0) return nullptr;  // as PyTorch: no block for an empty tensor
+  std::lock_guard lock(mutex_);
+  if (!pending_events_.empty()) process_events();
+
+  AllocRequest request;
+  request.stream = stream;
+  if (bytes > kMaxRequest) {
+    request.size = request.alloc_size = bytes;
+    throw_out_of_memory(request);
+  }
+  request.size = round_size(bytes);
+  request.pool = request.size <= kSmallSize ? &small_pool_ : &large_pool_;
+  request.alloc_size = config_.caching_enabled ? allocation_size(request.size) : request.size;
+
+  bool found = config_.caching_enabled && get_free_block(request);
+  if (!found) {
+    if (limit_set_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
+    found = alloc_block(request, false) ||
+            (release_available_cached_blocks(request) && alloc_block(request, false)) ||
+            (release_cached_blocks(), alloc_block(request, true));
+  }
+  if (!found) throw_out_of_memory(request);
+
+  Block* block = use_found_block(request);
+  block->requested_size = bytes;
+  for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}})
+    stats_.requested_bytes[type].increase(static_cast<int64_t>(bytes));
+  allocated_.emplace(block->ptr, block);
+  if (recording_) record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id);
+  return block->ptr;
+}
+
+bool CachingAllocator::get_free_block(AllocRequest& request) {
+  BlockPool& pool = *request.pool;
+  Block key;
+  key.stream = request.stream.native;
+  key.size = request.size;
+  auto it = pool.blocks.lower_bound(&key);
+  if (it == pool.blocks.end() || (*it)->stream != key.stream) return false;
+  const size_t max_split = config_.max_split_size;
+  // Oversize blocks are kept whole: not for small requests, nor for much smaller ones.
+  if (request.size < max_split && (*it)->size >= max_split) return false;
+  if (request.size >= max_split && (*it)->size >= request.size + kLargeBuffer) return false;
+  request.block = *it;
+  pool.blocks.erase(it);
+  return true;
+}
+
+bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
+  if (is_retry) ++stats_.num_alloc_retries;
+  const size_t size = request.alloc_size;
+  if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
+  void* ptr = backend_.raw_alloc(device_, size);
+  if (ptr == nullptr) return false;
+  reserved_total_ += size;
+  auto* block = new Block;
+  block->ptr = static_cast<char*>(ptr);
+  block->size = size;
+  block->stream = request.stream.native;
+  block->stream_id = request.stream.id;
+  block->pool = request.pool;
+  for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*request.pool)}}) {
+    stats_.segment[type].increase(1);
+    stats_.reserved_bytes[type].increase(static_cast<int64_t>(size));
+  }
+  if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
+  ++stats_.num_device_alloc;
+  if (recording_) record_trace("segment_alloc", reinterpret_cast<uintptr_t>(ptr), size, request.stream.id);
+  request.block = block;
+  return true;
+}
+
+bool CachingAllocator::release_available_cached_blocks(const AllocRequest& request) {
+  // Only with max_split_size: oversize blocks never split, so free enough of them.
+  if (config_.max_split_size == std::numeric_limits<size_t>::max()) return false;
+  BlockPool& pool = *request.pool;
+  Block key;
+  key.stream = request.stream.native;
+  key.size = std::max(request.size, config_.max_split_size);
+  auto it = pool.blocks.lower_bound(&key);
+  if (it != pool.blocks.end() && (*it)->stream == key.stream) {
+    release_block(*it);
+    return true;
+  }
+  // No single block is large enough: release the largest oversize ones of this stream.
+  if (it == pool.blocks.begin()) return false;
+  size_t released = 0;
+  --it;
+  while (released < key.size && (*it)->size >= config_.max_split_size && (*it)->stream == key.stream) {
+    Block* block = *it;
+    bool at_begin = it == pool.blocks.begin();
+    if (!at_begin) --it;
+    released += block->size;
+    release_block(block);
+    if (at_begin) break;
+  }
+  return released >= key.size;
+}
+
+void CachingAllocator::release_cached_blocks() {
+  // Deferred frees first, so their blocks can merge and go back whole.
+  synchronize_and_free_events();
+  release_whole_segments(large_pool_);
+  release_whole_segments(small_pool_);
+}
+
+void CachingAllocator::release_whole_segments(BlockPool& pool) {
+  for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
+    Block* block = *it++;
+    if (!block->is_split()) release_block(block);
+  }
+}
+
+void CachingAllocator::release_block(Block* block) {
+  backend_.raw_free(device_, block->ptr);  // first: if it throws, nothing has changed
+  reserved_total_ -= block->size;
+  for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
+    stats_.segment[type].decrease(1);
+    stats_.reserved_bytes[type].decrease(static_cast<int64_t>(block->size));
+  }
+  if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
+  ++stats_.num_device_free;
+  if (recording_) record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  block->pool->blocks.erase(block);
+  delete block;
+}
+
+void CachingAllocator::garbage_collect_cached_blocks() {
+  // Reclaim the least recently cached whole segments until reserved memory is back
+  // under garbage_collection_threshold of the allowed maximum.
+  const auto threshold = static_cast<size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_maximum_));
+  if (reserved_total_ <= threshold) return;
+  std::vector<Block*> candidates;
+  for (Block* block : large_pool_.blocks)
+    if (!block->is_split()) candidates.push_back(block);
+  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
+  const size_t target = reserved_total_ - threshold;
+  size_t reclaimed = 0;
+  for (Block* block : candidates) {
+    if (reclaimed >= target) break;
+    reclaimed += block->size;
+    release_block(block);
+  }
+}
+
+bool CachingAllocator::should_split(const Block* block, size_t size) const noexcept {
+  if (!config_.caching_enabled) return false;
+  size_t remaining = block->size - size;
+  if (block->pool->is_small) return remaining >= kMinBlockSize;
+  return size < config_.max_split_size && remaining > kSmallSize;
+}
+
+CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request) {
+  Block* block = request.block;
+  BlockPool& pool = *request.pool;
+  const size_t pool_type = pool_stat(pool);
+  const bool already_split = block->is_split();
+  if (should_split(block, request.size)) {
+    // The front becomes the allocation, the rest stays cached in the same pool.
+    Block* remaining = block;
+    block = new Block;
+    block->ptr = remaining->ptr;
+    block->size = request.size;
+    block->stream = remaining->stream;
+    block->stream_id = remaining->stream_id;
+    block->pool = &pool;
+    block->prev = remaining->prev;
+    if (block->prev) block->prev->next = block;
+    block->next = remaining;
+    remaining->prev = block;
+    remaining->ptr += request.size;
+    remaining->size -= request.size;
+    remaining->last_use = ++use_clock_;
+    pool.blocks.insert(remaining);
+    for (size_t type : {size_t{kAggregate}, pool_type}) {
+      if (already_split) {
+        stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
+      } else {
+        stats_.inactive_split_bytes[type].increase(static_cast<int64_t>(remaining->size));
+        stats_.inactive_split[type].increase(1);
+      }
+    }
+  } else if (already_split) {
+    for (size_t type : {size_t{kAggregate}, pool_type}) {
+      stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
+      stats_.inactive_split[type].decrease(1);
+    }
+  }
+  block->allocated = true;
+  for (size_t type : {size_t{kAggregate}, pool_type}) {
+    stats_.allocation[type].increase(1);
+    stats_.allocated_bytes[type].increase(static_cast<int64_t>(block->size));
+    stats_.active[type].increase(1);
+    stats_.active_bytes[type].increase(static_cast<int64_t>(block->size));
+  }
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.increase(1);
+  return block;
+}
+
+void CachingAllocator::free(void* ptr) noexcept {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = allocated_.find(ptr);
+  EMBER_ASSERT(it != allocated_.end());  // freeing a pointer this allocator never returned
+  Block* block = it->second;
+  allocated_.erase(it);
+  block->allocated = false;
+  for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
+    stats_.allocation[type].decrease(1);
+    stats_.allocated_bytes[type].decrease(static_cast<int64_t>(block->size));
+    stats_.requested_bytes[type].decrease(static_cast<int64_t>(block->requested_size));
+  }
+  if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
+  if (recording_) record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  try {
+    if (!block->stream_uses.empty()) {
+      insert_events(block);
+      if (block->event_count > 0) return;
+    }
+    free_block(block);
+  } catch (...) {
+    // Only raw_free (uncached mode) can throw here, on a device with a sticky error;
+    // the segment then stays reserved, which the stats still describe.
+  }
+}
+
+void CachingAllocator::record_stream(void* ptr, StreamRef stream) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = allocated_.find(ptr);
+  EMBER_CHECK(it != allocated_.end(), ValueError, "record_stream: pointer ", ptr,
+              " was not allocated by the caching allocator of cuda:", device_, " or was already freed");
+  Block* block = it->second;
+  // The allocation stream already orders the block's uses.
+  if (stream.native == block->stream) return;
+  for (const StreamRef& use : block->stream_uses)
+    if (use.native == stream.native) return;
+  block->stream_uses.push_back(stream);
+}
+
+void CachingAllocator::free_block(Block* block) {
+  if (recording_) record_trace("free_completed", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  const size_t original_size = block->size;
+  BlockPool& pool = *block->pool;
+  int64_t split_blocks_change = 0;
+  int64_t split_bytes_change = 0;
+  for (Block* neighbour : {block->prev, block->next}) {
+    size_t subsumed = try_merge_blocks(block, neighbour, pool);
+    if (subsumed > 0) {
+      split_blocks_change -= 1;
+      split_bytes_change -= static_cast<int64_t>(subsumed);
+    }
+  }
+  block->last_use = ++use_clock_;
+  pool.blocks.insert(block);
+  if (block->is_split()) {
+    split_blocks_change += 1;
+    split_bytes_change += static_cast<int64_t>(block->size);
+  }
+  for (size_t type : {size_t{kAggregate}, size_t{pool_stat(pool)}}) {
+    if (split_blocks_change > 0) stats_.inactive_split[type].increase(split_blocks_change);
+    if (split_blocks_change < 0) stats_.inactive_split[type].decrease(-split_blocks_change);
+    if (split_bytes_change > 0) stats_.inactive_split_bytes[type].increase(split_bytes_change);
+    if (split_bytes_change < 0) stats_.inactive_split_bytes[type].decrease(-split_bytes_change);
+    stats_.active[type].decrease(1);
+    stats_.active_bytes[type].decrease(static_cast<int64_t>(original_size));
+  }
+  // Without caching a segment holds exactly one block: hand it straight back.
+  if (!config_.caching_enabled) release_block(block);
+}
+
+size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
+  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty()) return 0;
+  if (dst->prev == src) {
+    dst->ptr = src->ptr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  const size_t subsumed = src->size;
+  dst->size += subsumed;
+  pool.blocks.erase(src);
+  delete src;
+  return subsumed;
+}
+
+void CachingAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  release_cached_blocks();
+}
+
+void CachingAllocator::set_memory_fraction(double fraction) {
+  EMBER_CHECK(fraction >= 0.0 && fraction <= 1.0, ValueError, "Invalid fraction value: ", fraction,
+              ". Allowed range: 0~1");
+  const size_t total = backend_.mem_get_info(device_).second;
+  std::lock_guard lock(mutex_);
+  allowed_maximum_ = static_cast<size_t>(fraction * static_cast<double>(total));
+  limit_set_ = true;
+}
+
+DeviceStats CachingAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CachingAllocator::reset_peak_stats() {
+  std::lock_guard lock(mutex_);
+  stats_.reset_peak();
+}
+
+void CachingAllocator::reset_accumulated_stats() {
+  std::lock_guard lock(mutex_);
+  stats_.reset_accumulated();
+}
+
+void CachingAllocator::throw_out_of_memory(const AllocRequest& request) {
+  ++stats_.num_ooms;
+  const auto [device_free, device_total] = backend_.mem_get_info(device_);
+  if (recording_) record_trace("oom", device_free, request.alloc_size, request.stream.id);
+  const auto allocated = static_cast<uint64_t>(stats_.allocated_bytes[kAggregate].current);
+  const auto reserved = static_cast<uint64_t>(stats_.reserved_bytes[kAggregate].current);
+  std::string limit;
+  if (limit_set_) limit = cat("This process has a memory allocation limit of ", format_size(allowed_maximum_), ". ");
+  fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". GPU ", device_,
+                         " has a total capacity of ", format_size(device_total), " of which ", format_size(device_free),
+                         " is free. ", limit, "Of the allocated memory ", format_size(allocated),
+                         " is allocated by ember, and ", format_size(reserved - allocated),
+                         " is reserved by ember but unallocated. If reserved but unallocated memory is large try "
+                         "setting PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<size> or calling empty_cache() to "
+                         "reduce fragmentation.");
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,170 @@
+// CachingAllocator: the device memory cache of one device, over a Backend.
+//
+// Note [Caching allocator policy]
+// This is PyTorch's CUDA caching allocator policy, written against the backend
+// interface only (raw_alloc/raw_free, events), so the driver and the emulated backend
+// share it and tests can run it over a fake backend:
+// - Requests round up to 512 B (or to roundup_power2_divisions steps). Requests up to
+//   1 MiB come from the small pool, carved out of 2 MiB segments; larger ones from the
+//   large pool: up to 10 MiB out of 20 MiB segments, beyond that a segment of the
+//   request rounded up to 2 MiB.
+// - The smallest cached block that fits is taken (best fit) and split when the rest
+//   is worth keeping; freed blocks merge with free neighbours of the same segment.
+// - A block belongs to the stream it was allocated on and is reused only by
+//   allocations on that stream, so work queued on the stream orders its uses.
+// - record_stream() adds a stream that also uses the block. Freeing such a block
+//   records an event on each of those streams; the block returns to the cache only
+//   when the events have completed. Events are polled at the next malloc, never waited
+//   for on the hot path; only empty_cache and the out-of-memory path synchronize.
+// - When raw_alloc fails, cached blocks are released and the allocation retried once
+//   (num_alloc_retries); then OutOfMemoryError, after which the allocator is intact.
+// One mutex guards all state of one device; devices never contend with each other.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "memory/alloc_conf.h"
+#include "memory/device_stats.h"
+#include "runtime/backend.h"
+
+namespace ember::detail {
+
+/// The allocator's view of a stream: the backend stream (identity, event recording),
+/// its runtime id (for snapshots) and its device.
+struct StreamRef {
+  BackendStream* native = nullptr;
+  uint64_t id = 0;
+  int device = 0;
+};
+
+class CachingAllocator {
+ public:
+  CachingAllocator(Backend& backend, int device, AllocatorConfig config);
+  /// Returns every cached segment to the backend; blocks still in use are left alone.
+  ~CachingAllocator();
+  CachingAllocator(const CachingAllocator&) = delete;
+  CachingAllocator& operator=(const CachingAllocator&) = delete;
+
+  /// `bytes` bound to `stream`; nullptr for 0 bytes; OutOfMemoryError when impossible.
+  void* malloc(size_t bytes, StreamRef stream);
+  /// Returns a pointer from malloc (nullptr is ignored); never throws.
+  void free(void* ptr) noexcept;
+  /// Defers reuse of the block holding `ptr` until `stream`'s work queued before its free.
+  void record_stream(void* ptr, StreamRef stream);
+  /// Waits for deferred frees, then returns every unused cached segment to the backend.
+  void empty_cache();
+
+  /// Caps this process's reserved memory at `fraction` of the device's total.
+  void set_memory_fraction(double fraction);
+  void record_history(bool enabled, size_t max_entries);
+
+  int device() const noexcept { return device_; }
+  DeviceStats stats() const;
+  void reset_peak_stats();
+  void reset_accumulated_stats();
+  /// PyTorch snapshot "segments" entries of this device.
+  nlohmann::json segments_json() const;
+  /// PyTorch snapshot "device_traces" entry of this device (empty unless recording).
+  nlohmann::json trace_json() const;
+
+ private:
+  struct BlockPool;
+  struct Block {
+    char* ptr = nullptr;
+    size_t size = 0;
+    size_t requested_size = 0;  // what the user asked for, while allocated
+    BackendStream* stream = nullptr;
+    uint64_t stream_id = 0;
+    BlockPool* pool = nullptr;
+    Block* prev = nullptr;  // neighbours inside the same segment
+    Block* next = nullptr;
+    bool allocated = false;
+    int event_count = 0;                 // outstanding events of a deferred free
+    std::vector<StreamRef> stream_uses;  // streams added by record_stream
+    uint64_t last_use = 0;               // use_clock_ when it entered the cache
+
+    bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
+  };
+  struct TraceEntry {
+    const char* action;
+    uintptr_t address;
+    size_t size;
+    uint64_t stream_id;
+    int64_t time_us;
+  };
+  struct BlockOrder {
+    bool operator()(const Block* a, const Block* b) const noexcept;
+  };
+  struct BlockPool {
+    std::set<Block*, BlockOrder> blocks;
+    bool is_small;
+  };
+  struct AllocRequest {
+    size_t size = 0;        // rounded block size
+    size_t alloc_size = 0;  // segment size if a new segment is needed
+    BlockPool* pool = nullptr;
+    StreamRef stream;
+    Block* block = nullptr;  // the block found or allocated
+  };
+
+  // Everything below runs with mutex_ held.
+  size_t round_size(size_t bytes) const noexcept;
+  static size_t allocation_size(size_t size) noexcept;
+  bool get_free_block(AllocRequest& request);
+  bool alloc_block(AllocRequest& request, bool is_retry);
+  bool release_available_cached_blocks(const AllocRequest& request);
+  void release_cached_blocks();
+  void release_whole_segments(BlockPool& pool);
+  void release_block(Block* block);
+  void garbage_collect_cached_blocks();
+  Block* use_found_block(AllocRequest& request);
+  void free_block(Block* block);
+  size_t try_merge_blocks(Block* dst, Block* src, BlockPool& pool);
+  bool should_split(const Block* block, size_t size) const noexcept;
+  void insert_events(Block* block);
+  void process_events();
+  void synchronize_and_free_events();
+  [[noreturn]] void throw_out_of_memory(const AllocRequest& request);
+  void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id);
+  static StatType pool_stat(const BlockPool& pool) noexcept { return pool.is_small ? kSmallPool : kLargePool; }
+  BackendEvent* acquire_event(int device);
+  void release_event(int device, BackendEvent* event) noexcept;
+
+  Backend& backend_;
+  const int device_;
+  const AllocatorConfig config_;
+  mutable std::mutex mutex_;
+  DeviceStats stats_;
+  BlockPool small_pool_{{}, true};
+  BlockPool large_pool_{{}, false};
+  std::unordered_map<void*, Block*> allocated_;  // user pointer -> its block
+  std::map<uintptr_t, Block*> segments_;        // segment start -> first block, for snapshots
+  // Deferred frees in record order, per stream: events of one stream complete in order,
+  // so polling stops at the first incomplete event of each stream.
+  struct PendingFree {
+    BackendEvent* event;
+    int event_device;
+    Block* block;
+  };
+  std::map<BackendStream*, std::deque<PendingFree>> pending_events_;
+  std::vector<BackendEvent*> event_pool_;
+  size_t reserved_total_ = 0;  // bytes of all segments
+  bool limit_set_ = false;
+  size_t allowed_maximum_ = 0;  // with limit_set_: set_per_process_memory_fraction's cap
+  uint64_t use_clock_ = 0;      // ticks per cached-block insertion, for GC ages
+  bool recording_ = false;
+  size_t trace_capacity_ = 0;
+  std::deque<TraceEntry> trace_;
+};
+
+}  // namespace ember::detail

@@ -1,0 +1,161 @@
+// CachingHostAllocator: see Note [Pinned block reuse] in caching_host_allocator.h.
+#include "memory/caching_host_allocator.h"
+
+#include <bit>
+
+#include "ember/errors.h"
+
+namespace ember::detail {
+namespace {
+
+constexpr size_t kMaxPinnedRequest = size_t{1} << 62;  // beyond this bit_ceil overflows
+
+}  // namespace
+
+CachingHostAllocator::~CachingHostAllocator() {
+  std::lock_guard lock(mutex_);
+  try {
+    for (const PendingFree& entry : pending_) backend_.synchronize(entry.event);
+  } catch (...) {
+  }
+  for (const PendingFree& entry : pending_) {
+    backend_.destroy_event(entry.event);
+    if (--entry.block->event_count == 0) make_available(entry.block);
+  }
+  pending_.clear();
+  release_free_blocks();
+}
+
+void* CachingHostAllocator::malloc(size_t bytes) {
+  if (bytes == 0) return nullptr;
+  EMBER_CHECK(bytes <= kMaxPinnedRequest, OutOfMemoryError, "CUDA out of memory. Tried to allocate ",
+              format_size(bytes), " of pinned host memory");
+  const size_t size = std::bit_ceil(bytes);
+  const size_t size_class = std::bit_width(size) - 1;
+  std::lock_guard lock(mutex_);
+  if (!pending_.empty()) process_events();
+  Block* block = nullptr;
+  if (auto& cached = free_blocks_[size_class]; !cached.empty()) {
+    block = cached.back();
+    cached.pop_back();
+  } else {
+    void* ptr = backend_.pinned_alloc(size);
+    if (ptr == nullptr) {
+      // Give the cache back to the system and try once more, as the device allocator does.
+      release_free_blocks();
+      ptr = backend_.pinned_alloc(size);
+    }
+    EMBER_CHECK(ptr != nullptr, OutOfMemoryError, "CUDA out of memory. Tried to allocate ", format_size(size),
+                " of pinned host memory (", format_size(static_cast<uint64_t>(reserved_bytes_.current)),
+                " is held by the pinned memory cache)");
+    block = new Block;
+    block->ptr = ptr;
+    block->size = size;
+    blocks_.emplace(ptr, block);
+    segment_.increase(1);
+    reserved_bytes_.increase(static_cast<int64_t>(size));
+    ++num_host_alloc_;
+  }
+  block->allocated = true;
+  allocation_.increase(1);
+  allocated_bytes_.increase(static_cast<int64_t>(block->size));
+  return block->ptr;
+}
+
+void CachingHostAllocator::free(void* ptr) noexcept {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = blocks_.find(ptr);
+  EMBER_ASSERT(it != blocks_.end() && it->second->allocated);  // not a live pinned block
+  Block* block = it->second;
+  block->allocated = false;
+  allocation_.decrease(1);
+  allocated_bytes_.decrease(static_cast<int64_t>(block->size));
+  std::vector<StreamRef> uses;
+  uses.swap(block->stream_uses);
+  for (const StreamRef& use : uses) {
+    BackendEvent* event = nullptr;
+    try {
+      event = backend_.create_event(use.device, /*enable_timing=*/false);
+      backend_.record(event, use.native);
+      pending_.push_back({event, block});
+      ++block->event_count;
+    } catch (...) {
+      // Could not defer: wait for the stream so the block is safe to reuse.
+      if (event) backend_.destroy_event(event);
+      try {
+        backend_.synchronize(use.native);
+      } catch (...) {
+      }
+    }
+  }
+  if (block->event_count == 0) make_available(block);
+}
+
+void CachingHostAllocator::record_stream(void* ptr, StreamRef stream) {
+  if (ptr == nullptr) return;
+  std::lock_guard lock(mutex_);
+  auto it = blocks_.find(ptr);
+  EMBER_CHECK(it != blocks_.end() && it->second->allocated, ValueError, "record_stream: pointer ", ptr,
+              " is not a live block of the pinned memory allocator");
+  for (const StreamRef& use : it->second->stream_uses)
+    if (use.native == stream.native) return;
+  it->second->stream_uses.push_back(stream);
+}
+
+void CachingHostAllocator::empty_cache() {
+  std::lock_guard lock(mutex_);
+  if (!pending_.empty()) process_events();
+  release_free_blocks();
+}
+
+std::map<std::string, int64_t> CachingHostAllocator::stats() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, int64_t> out;
+  const std::pair<const char*, const Stat*> stats[] = {
+      {"allocation", &allocation_}, {"segment", &segment_}, {"allocated_bytes", &allocated_bytes_}, {"reserved_bytes", &reserved_bytes_}};
+  for (const auto& [name, stat] : stats) {
+    out[std::string(name) + ".current"] = stat->current;
+    out[std::string(name) + ".peak"] = stat->peak;
+    out[std::string(name) + ".allocated"] = stat->allocated;
+    out[std::string(name) + ".freed"] = stat->freed;
+  }
+  out["num_host_alloc"] = num_host_alloc_;
+  out["num_host_free"] = num_host_free_;
+  return out;
+}
+
+void CachingHostAllocator::process_events() {
+  // Events complete roughly in record order; a later one may be done before an
+  // earlier one on another stream, so scan all rather than stop at the first.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!backend_.query(it->event)) {
+      ++it;
+      continue;
+    }
+    backend_.destroy_event(it->event);
+    Block* block = it->block;
+    it = pending_.erase(it);
+    if (--block->event_count == 0) make_available(block);
+  }
+}
+
+void CachingHostAllocator::make_available(Block* block) {
+  free_blocks_[std::bit_width(block->size) - 1].push_back(block);
+}
+
+void CachingHostAllocator::release_free_blocks() {
+  for (auto& cached : free_blocks_) {
+    for (Block* block : cached) {
+      backend_.pinned_free(block->ptr);
+      segment_.decrease(1);
+      reserved_bytes_.decrease(static_cast<int64_t>(block->size));
+      ++num_host_free_;
+      blocks_.erase(block->ptr);
+      delete block;
+    }
+    cached.clear();
+  }
+}
+
+}  // namespace ember::detail

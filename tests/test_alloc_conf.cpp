@@ -1,0 +1,92 @@
+// PYTORCH_CUDA_ALLOC_CONF parsing: every option, both roundup forms, and clear errors.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "ember/errors.h"
+#include "memory/alloc_conf.h"
+
+namespace ember::detail {
+namespace {
+
+constexpr size_t MiB = size_t{1} << 20;
+
+std::string error_of(std::string_view conf) {
+  try {
+    parse_alloc_conf(conf);
+  } catch (const ValueError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no ValueError for '" << conf << "'";
+  return "";
+}
+
+TEST(AllocConf, EmptyMeansDefaults) {
+  for (const char* conf : {"", "  "}) {
+    AllocatorConfig config = parse_alloc_conf(conf);
+    EXPECT_EQ(config.max_split_size, std::numeric_limits<size_t>::max());
+    EXPECT_EQ(config.garbage_collection_threshold, 0.0);
+    EXPECT_FALSE(config.expandable_segments);
+    EXPECT_TRUE(config.caching_enabled);
+    EXPECT_EQ(config.divisions_for(5 * MiB), 0u);
+  }
+}
+
+TEST(AllocConf, AllOptionsTogether) {
+  AllocatorConfig config = parse_alloc_conf(
+      "max_split_size_mb:128, garbage_collection_threshold:0.6,expandable_segments:True,roundup_power2_divisions:8");
+  EXPECT_EQ(config.max_split_size, 128 * MiB);
+  EXPECT_DOUBLE_EQ(config.garbage_collection_threshold, 0.6);
+  EXPECT_TRUE(config.expandable_segments);
+  EXPECT_EQ(config.divisions_for(1), 8u);
+  EXPECT_EQ(config.divisions_for(size_t{1} << 40), 8u);
+}
+
+TEST(AllocConf, RoundupListAssignsIntervals) {
+  // Keys are MiB sizes: entries before the first key take its value, ">" fills the rest.
+  AllocatorConfig config = parse_alloc_conf("roundup_power2_divisions:[256:1,512:2,1024:4,>:8]");
+  EXPECT_EQ(config.divisions_for(1 * MiB), 1u);
+  EXPECT_EQ(config.divisions_for(300 * MiB), 1u);  // [256, 512) MiB
+  EXPECT_EQ(config.divisions_for(600 * MiB), 2u);
+  EXPECT_EQ(config.divisions_for(1100 * MiB), 4u);
+  EXPECT_EQ(config.divisions_for(3000 * MiB), 8u);
+  EXPECT_EQ(config.divisions_for(size_t{1} << 40), 8u);
+}
+
+TEST(AllocConf, UnknownKeyIsAValueError) {
+  EXPECT_THAT(error_of("max_split_size:100"), ::testing::StartsWith("Unrecognized key 'max_split_size' in PYTORCH_CUDA_ALLOC_CONF"));
+  EXPECT_THAT(error_of("max_split_size_mb:100,foo:1"), ::testing::StartsWith("Unrecognized key 'foo'"));
+}
+
+TEST(AllocConf, BadValuesAreValueErrors) {
+  EXPECT_EQ(error_of("max_split_size_mb:20"), "CachingAllocator option max_split_size_mb too small, must be > 20, but got 20");
+  EXPECT_EQ(error_of("max_split_size_mb:abc"),
+            "Expected a non-negative integer for max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF, but got 'abc'");
+  EXPECT_EQ(error_of("max_split_size_mb:-5"),
+            "Expected a non-negative integer for max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF, but got '-5'");
+  EXPECT_THAT(error_of("max_split_size_mb:99999999999999999999999"), ::testing::HasSubstr("out of range"));
+  EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
+            "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 1.0");
+  EXPECT_EQ(error_of("garbage_collection_threshold:0"), "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 0");
+  EXPECT_THAT(error_of("garbage_collection_threshold:half"), ::testing::StartsWith("Expected a number for garbage_collection_threshold"));
+  EXPECT_EQ(error_of("roundup_power2_divisions:3"), "For roundups, the divisions has to be power of 2, but got 3");
+  EXPECT_EQ(error_of("roundup_power2_divisions:[300:2]"), "For roundups, the intervals have to be power of 2, but got 300");
+  EXPECT_EQ(error_of("expandable_segments:maybe"), "Expected a single True/False argument for expandable_segments, but got 'maybe'");
+}
+
+TEST(AllocConf, MalformedSyntaxIsAValueError) {
+  EXPECT_EQ(error_of("max_split_size_mb"), "Expected 'key:value' in PYTORCH_CUDA_ALLOC_CONF, but got 'max_split_size_mb'");
+  EXPECT_THAT(error_of("roundup_power2_divisions:[256:1"), ::testing::StartsWith("Unbalanced '['"));
+  EXPECT_THAT(error_of("roundup_power2_divisions:256:1]"), ::testing::StartsWith("Unbalanced ']'"));
+  EXPECT_THAT(error_of("roundup_power2_divisions:[256]"), ::testing::StartsWith("Expected 'size:divisions'"));
+}
+
+TEST(AllocConf, RoundupWithZeroDisablesAnInterval) {
+  AllocatorConfig config = parse_alloc_conf("roundup_power2_divisions:[1:0,>:4]");
+  EXPECT_EQ(config.divisions_for(1 * MiB), 0u);
+  EXPECT_EQ(config.divisions_for(2 * MiB), 4u);
+}
+
+}  // namespace
+}  // namespace ember::detail
