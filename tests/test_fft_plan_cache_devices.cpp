@@ -109,6 +109,35 @@ TEST_F(PlanCacheDevices, EachDeviceHasItsOwnCache) {
   EXPECT_EQ(cache_api::cufft_plan_cache[1].size(), 0);
 }
 
+TEST_F(PlanCacheDevices, OnePlanServesConcurrentStreams) {
+  // Two streams run transforms of one geometry at once: one plan, correct results on both.
+  Tensor a = ones({8, 32}, TensorOptions(kComplex64).device("cuda:0"));
+  Tensor b = full({8, 32}, 2.0, TensorOptions(kComplex64).device("cuda:0"));
+  cuda::Stream s1, s2;
+  s1.wait_stream(cuda::current_stream());  // a and b are made on the current stream
+  s2.wait_stream(cuda::current_stream());
+  Tensor ya, yb;
+  const int64_t before = plans_created(0);
+  {
+    cuda::StreamGuard guard(s1);
+    cuda::sleep(std::chrono::milliseconds(5));  // both transforms queue before either runs
+    ya = fft::fft(a);
+  }
+  {
+    cuda::StreamGuard guard(s2);
+    yb = fft::fft(b);
+  }
+  s1.synchronize();
+  s2.synchronize();
+  EXPECT_EQ(plans_created(0), before + 1);
+  auto va = ya.to_vector<std::complex<float>>(), vb = yb.to_vector<std::complex<float>>();
+  for (int64_t row = 0; row < 8; ++row) {
+    EXPECT_NEAR(va[row * 32].real(), 32, 1e-4);
+    EXPECT_NEAR(vb[row * 32].real(), 64, 1e-4);
+    EXPECT_LT(std::abs(va[row * 32 + 1]) + std::abs(vb[row * 32 + 1]), 1e-4);
+  }
+}
+
 TEST_F(PlanCacheDevices, CpuTransformsDoNotUseDeviceCaches) {
   fft::fft(ones({4, 13}, kComplex64));
   for (int d = 0; d < cuda::device_count(); ++d) EXPECT_EQ(cache_api::cufft_plan_cache[d].size(), 0);
