@@ -173,6 +173,8 @@ TEST_P(Fft, BadInputIsATypedErrorAndLeavesTheInputIntact) {
   EXPECT_THROW_MSG(fft::irfft(tensor({1.}, dev_)), ValueError, "Invalid number of data points (0) specified");
   EXPECT_THROW(fft::fft(x, std::nullopt, 1), IndexError);
   EXPECT_THROW(fft::fft2(x), IndexError);
+  EXPECT_THROW_MSG(fft::fft(tensor(1., dev_)), IndexError, "Dimension specified as -1 but tensor has no dimensions");
+  EXPECT_THROW_MSG(fft::rfft(tensor(1., dev_), std::nullopt, 0), IndexError, "Dimension specified as 0");
   EXPECT_THROW_MSG(fft::fft(x, std::nullopt, -1, "sideways"), ValueError, "Invalid normalization mode: \"sideways\"");
   EXPECT_THROW_MSG(fft::rfft(x.to(kComplex64)), TypeError, "rfft expects a real input tensor, but got complex64");
   EXPECT_THROW_MSG(fft::fft(x.to(kFloat16)), TypeError, "Unsupported dtype float16");
