@@ -84,6 +84,8 @@ void streams() {
     B = sum(A);
     A.record_stream(s);
   }
+  // B was computed on s: the current stream must wait for s before it reads B.
+  cuda::current_stream().wait_stream(s);
   std::cout << "current stream inside StreamGuard was s; outside it is the default again: "
             << (cuda::current_stream() == cuda::default_stream()) << "\n";
   std::cout << "sum(A) computed on s after wait_stream: " << B.item<float>() << " (matches "

@@ -123,7 +123,7 @@ TEST(RuntimeDevices, ResolveDevice) {
   EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCUDA)).index(), 2);
   EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCUDA, 1)).index(), 1);
   EXPECT_THROW(ember::detail::resolve_device(ember::Device(ember::kCUDA, 5)), ember::IndexError);
-  EXPECT_THROW(ember::detail::resolve_device(ember::Device(ember::kCPU)), ember::ValueError);
+  EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCPU)), ember::Device(ember::kCPU));  // cpu passes through
 }
 
 TEST(RuntimeDevices, SynchronizeArguments) {

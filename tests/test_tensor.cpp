@@ -119,7 +119,7 @@ TEST(Copies, DTypeAndDevice) {
   auto host = zeros({2, 3});
   host.copy_(dst.t());
   EXPECT_EQ(vals(host), (std::vector<float>{1, 2, 3, 1, 2, 3}));
-  EXPECT_THROW_MSG(host.copy_(zeros({4})), ValueError, "doesn't match the broadcast shape");
+  EXPECT_THROW_MSG(host.copy_(zeros({4})), ValueError, "The size of tensor a (3) must match the size of tensor b (4)");
 }
 
 TEST(Copies, PinnedNonBlockingRoundTrip) {

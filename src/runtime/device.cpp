@@ -29,6 +29,7 @@ int current_device_index() {
 }
 
 Device resolve_device(Device device) {
+  if (device.is_cpu()) return Device(kCPU);
   int index = cuda_index(device);
   if (index < 0) return Device(kCUDA, current_device_index());
   check_device_index(index);
