@@ -51,6 +51,12 @@ void check_defined(const Tensor& input, const char* op) {
   EMBER_CHECK(input.defined(), ValueError, op, ": expected a defined tensor");
 }
 
+// wrap_dim lets a 0-dim tensor take dims 0 and -1; a transform needs a real dimension.
+int64_t wrap_fft_dim(int64_t dim, const Tensor& input) {
+  EMBER_CHECK(input.dim() > 0, IndexError, "Dimension specified as ", dim, " but tensor has no dimensions");
+  return detail::wrap_dim(dim, input.dim());
+}
+
 void check_points(int64_t n) {
   EMBER_CHECK(n >= 1, ValueError, "Invalid number of data points (", n, ") specified");
 }
@@ -137,7 +143,7 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   call.device = device.is_cuda() ? device.index() : -1;
   call.payload = device.is_cuda() ? detail::fft::device_plan_cache(device.index()).get(key)
                                   : detail::fft::host_plan_cache().get(key);
-  detail::launch(device, std::move(call));
+  detail::launch(device, call);
   return out.permute(inverse);
 }
 
@@ -151,7 +157,7 @@ Tensor c2c(const char* op, const Tensor& input, const std::optional<IntList>& s,
   EMBER_CHECK(dim_list.size() <= 3, ValueError, op, ": at most 3 dims can be transformed at once, but got ",
               dim_list.size());
   IntList dims;
-  for (int64_t d : dim_list) dims.push_back(detail::wrap_dim(d, input.dim()));
+  for (int64_t d : dim_list) dims.push_back(wrap_fft_dim(d, input));
   IntList sorted = dims;
   std::sort(sorted.begin(), sorted.end());
   EMBER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), ValueError,
@@ -197,7 +203,7 @@ Tensor rfft(const Tensor& input, std::optional<int64_t> n, int64_t dim, const st
   const Norm mode = parse_norm(norm);
   EMBER_CHECK(!is_complex(input.dtype()), TypeError, "rfft expects a real input tensor, but got ",
               dtype_name(input.dtype()));
-  const int64_t d = detail::wrap_dim(dim, input.dim());
+  const int64_t d = wrap_fft_dim(dim, input);
   const int64_t points = n.value_or(input.size(d));
   check_points(points);
   Tensor x = resize_dim(input.to(real_compute_dtype(input.dtype())), d, points);
@@ -207,7 +213,7 @@ Tensor rfft(const Tensor& input, std::optional<int64_t> n, int64_t dim, const st
 Tensor irfft(const Tensor& input, std::optional<int64_t> n, int64_t dim, const std::string& norm) {
   check_defined(input, "irfft");
   const Norm mode = parse_norm(norm);
-  const int64_t d = detail::wrap_dim(dim, input.dim());
+  const int64_t d = wrap_fft_dim(dim, input);
   const int64_t points = n.value_or(2 * (input.size(d) - 1));
   check_points(points);
   // A real signal of `points` samples has points/2+1 independent frequencies.

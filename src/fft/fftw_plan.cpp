@@ -24,6 +24,8 @@ template <> struct Fftw<float> {
   using complex = fftwf_complex;
   using iodim = fftwf_iodim64;
   static void* malloc(size_t n) { return fftwf_malloc(n); }
+  // As aligned as fftwf_malloc's memory, which the aligned plans were made on.
+  static bool aligned(void* p) { return fftwf_alignment_of(static_cast<float*>(p)) == 0; }
   static void free(void* p) { fftwf_free(p); }
   static plan c2c(int r, const iodim* d, int hr, const iodim* h, complex* i, complex* o, int sign, unsigned f) {
     return fftwf_plan_guru64_dft(r, d, hr, h, i, o, sign, f);
@@ -44,6 +46,7 @@ template <> struct Fftw<double> {
   using complex = fftw_complex;
   using iodim = fftw_iodim64;
   static void* malloc(size_t n) { return fftw_malloc(n); }
+  static bool aligned(void* p) { return fftw_alignment_of(static_cast<double*>(p)) == 0; }
   static void free(void* p) { fftw_free(p); }
   static plan c2c(int r, const iodim* d, int hr, const iodim* h, complex* i, complex* o, int sign, unsigned f) {
     return fftw_plan_guru64_dft(r, d, hr, h, i, o, sign, f);
@@ -83,7 +86,7 @@ struct ScratchArrays {
 };
 
 template <typename Real>
-void* make_plan(const PlanKey& key) {
+void* make_plan(const PlanKey& key, bool unaligned) {
   using F = Fftw<Real>;
   const IntList in_sizes = key.in_sizes(), out_sizes = key.out_sizes();
   std::vector<typename F::iodim> dims(key.signal_sizes.size());
@@ -98,7 +101,8 @@ void* make_plan(const PlanKey& key) {
   ScratchArrays<Real> scratch(static_cast<size_t>(extent(in_sizes, key.in_strides, key.batch, key.in_dist)) * in_elem,
                               static_cast<size_t>(extent(out_sizes, key.out_strides, key.batch, key.out_dist)) * out_elem);
   // C2R may destroy its input (FFTW's default for it, and the only choice for rank > 1).
-  const unsigned flags = FFTW_ESTIMATE | FFTW_UNALIGNED | (key.kind == TransformKind::C2R ? FFTW_DESTROY_INPUT : 0u);
+  const unsigned flags = FFTW_ESTIMATE | (unaligned ? FFTW_UNALIGNED : 0u) |
+                         (key.kind == TransformKind::C2R ? FFTW_DESTROY_INPUT : 0u);
 
   typename F::plan plan = nullptr;
   {
@@ -125,21 +129,31 @@ void* make_plan(const PlanKey& key) {
 }  // namespace
 
 HostPlan::HostPlan(PlanKey key) : Plan(std::move(key)) {
-  plan_ = this->key().precision == kFloat64 ? make_plan<double>(this->key()) : make_plan<float>(this->key());
+  aligned_plan_ = this->key().precision == kFloat64 ? make_plan<double>(this->key(), false)
+                                                    : make_plan<float>(this->key(), false);
 }
 
 HostPlan::~HostPlan() {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  if (key().precision == kFloat64)
-    Fftw<double>::destroy(static_cast<fftw_plan>(plan_));
-  else
-    Fftw<float>::destroy(static_cast<fftwf_plan>(plan_));
+  for (void* plan : {aligned_plan_, unaligned_plan_}) {
+    if (plan == nullptr) continue;
+    if (key().precision == kFloat64)
+      Fftw<double>::destroy(static_cast<fftw_plan>(plan));
+    else
+      Fftw<float>::destroy(static_cast<fftwf_plan>(plan));
+  }
 }
 
 void HostPlan::execute(void* in, void* out) const {
   auto run = [&](auto real) {
-    using F = Fftw<decltype(real)>;
-    auto plan = static_cast<typename F::plan>(plan_);
+    using Real = decltype(real);
+    using F = Fftw<Real>;
+    void* chosen = aligned_plan_;
+    if (!F::aligned(in) || !F::aligned(out)) {
+      std::call_once(unaligned_once_, [&] { unaligned_plan_ = make_plan<Real>(key(), true); });
+      chosen = unaligned_plan_;
+    }
+    auto plan = static_cast<typename F::plan>(chosen);
     switch (key().kind) {
       case TransformKind::C2C: F::exec_c2c(plan, in, out); break;
       case TransformKind::R2C: F::exec_r2c(plan, in, out); break;

@@ -6,9 +6,13 @@
 // under one process-wide mutex and executed without it, on whatever thread runs the
 // kernel (the caller for cpu tensors, a stream worker for emulated devices), on the
 // arrays of that call. Plans are made with FFTW_ESTIMATE (planning does not touch the
-// arrays, so it is cheap and safe while other work runs) and FFTW_UNALIGNED (so any
-// tensor address may be passed to execute), always out of place.
+// arrays, so it is cheap and safe while other work runs), always out of place. A plan
+// made on SIMD-aligned arrays may only execute on equally aligned ones; tensors from our
+// allocators are, but a view with a storage offset may not be, so such calls use a second
+// plan made with FFTW_UNALIGNED (slower: no SIMD), created the first time it is needed.
 #pragma once
+
+#include <mutex>
 
 #include "fft/plan_cache.h"
 
@@ -23,7 +27,9 @@ class HostPlan final : public Plan {
   void execute(void* in, void* out) const;
 
  private:
-  void* plan_ = nullptr;  // fftwf_plan or fftw_plan, by key().precision
+  void* aligned_plan_ = nullptr;  // fftwf_plan or fftw_plan, by key().precision
+  mutable std::once_flag unaligned_once_;
+  mutable void* unaligned_plan_ = nullptr;
 };
 
 }  // namespace ember::detail::fft

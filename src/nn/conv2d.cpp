@@ -38,12 +38,6 @@ std::pair<int64_t, int64_t> pair_param(const IntList& values, const char* name) 
   return values.size() == 1 ? std::pair{values[0], values[0]} : std::pair{values[0], values[1]};
 }
 
-void check_same_device(const Tensor& a, const Tensor& b) {
-  EMBER_CHECK(a.device() == b.device(), DeviceError,
-              "Expected all tensors to be on the same device, but found at least two devices, ", a.device().str(),
-              " and ", b.device().str(), "!");
-}
-
 detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, IntList strides) {
   detail::TensorArg arg;
   arg.data = static_cast<char*>(base.data_ptr()) + offset * static_cast<int64_t>(base.element_size());
@@ -70,7 +64,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
               shape_str(weight.sizes()), ", expected input", shape_str(input.sizes()), " to have ",
               weight.size(1) * groups, " channels, but got ", channels, " channels instead");
   if (bias.defined()) {
-    check_same_device(input, bias);
+    detail::check_same_device(input, bias);
     EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, "conv2d: input type (", dtype_name(input.dtype()),
                 ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
     EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ValueError, "Given weight of size ",
@@ -106,7 +100,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
     unfold.outputs.push_back(matrix_arg(columns, 0, columns.sizes(), columns.strides()));
     unfold.device = device_index;
     unfold.payload = geometry;
-    detail::launch(device, std::move(unfold));
+    detail::launch(device, unfold);
   }
 
   const Tensor w = weight.contiguous();
@@ -123,7 +117,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
                                          {out_channels * positions, positions, 1}));
     product.allow_tf32 = allow_tf32;
     product.device = device_index;
-    detail::launch(device, std::move(product));
+    detail::launch(device, product);
   }
   if (bias.defined()) out.add_(bias.view({1, out_channels, 1, 1}));
   return out;
@@ -140,7 +134,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   EMBER_CHECK(weight.dim() == 4, ValueError, "Expected 4-dimensional weight for ", input.dim(),
               "-dimensional input ", shape_str(input.sizes()), ", but got weight of size ", shape_str(weight.sizes()),
               " instead");
-  check_same_device(input, weight);
+  detail::check_same_device(input, weight);
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError,
               "conv2d: expected a float32 or float64 input, but got ", dtype_name(input.dtype()));
   EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, "conv2d: input type (", dtype_name(input.dtype()),
