@@ -24,6 +24,7 @@ inline constexpr int kBlock = 64;
 /// Calls body(ptrs, inner_strides, n) for the rows covering linear elements [begin, end).
 template <typename Body>
 void for_each_row(const LoopShape& s, char* const* base, int64_t begin, int64_t end, Body& body) {
+  if (begin >= end) return;  // also keeps empty dims out of the counter arithmetic
   const int nd = s.ndim(), nops = s.num_operands;
   const int64_t inner_size = s.sizes[nd - 1];
   int64_t inner_strides[kMaxLoopOperands];
