@@ -58,7 +58,34 @@ void BM_EmberSumFloat(benchmark::State& state) {
 }
 BENCHMARK(BM_EmberSumFloat)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// Reducing the outer dim of a contiguous 4096x4096 matrix (column sums).
+void BM_EmberSumDim0Float(benchmark::State& state) {
+  const int64_t n = 4096;
+  std::vector<float> a(n * n, 1.0f), out(n);
+  KernelCall call;
+  call.op = OpKind::Sum;
+  call.outputs = {TensorArg{out.data(), ember::kFloat32, {n}, {1}}};
+  call.inputs = {TensorArg{a.data(), ember::kFloat32, {n, n}, {n, 1}}};
+  call.dim = 0;
+  for (auto _ : state) {
+    ember::detail::cpu::run(call);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetItemsProcessed(state.iterations() * n * n);
+}
+BENCHMARK(BM_EmberSumDim0Float)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 #if defined(EMBER_BENCH_WITH_TORCH)
+void BM_TorchSumDim0Float(benchmark::State& state) {
+  at::Tensor a = at::ones({4096, 4096}), out = at::empty({4096});
+  for (auto _ : state) {
+    at::sum_out(out, a, {0});
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * 4096 * 4096);
+}
+BENCHMARK(BM_TorchSumDim0Float)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_TorchAddFloat(benchmark::State& state) {
   at::Tensor a = at::ones({kNumel}), b = at::full({kNumel}, 2.0f), out = at::empty({kNumel});
   for (auto _ : state) {
