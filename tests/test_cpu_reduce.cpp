@@ -138,6 +138,29 @@ TEST(CpuReduce, MatchesDoubleReferenceForEveryLayout) {
   }
 }
 
+TEST(CpuReduce, WideColumnBlocks) {
+  // 130 rows x 5000 columns reduced over rows: full 256-column steps, a tail, several
+  // lane widenings (every 64 rows) and, with 2+ threads, several column blocks.
+  const int64_t rows = 130, cols = 5000;
+  std::vector<Half> x(rows * cols);
+  std::vector<uint8_t> flags(rows * cols, 1);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) x[i * cols + j] = Half(static_cast<float>((i + j) % 7));
+  }
+  flags[77 * cols + 4321] = 0;
+  auto sums = reduce<float, Half>(OpKind::Sum, x, {rows, cols}, 0, {cols});
+  std::vector<uint8_t> all(cols);
+  KernelCall c = call(OpKind::All, {bool_arg(all, {cols})}, {bool_arg(flags, {rows, cols})});
+  c.dim = 0;
+  run(c);
+  for (int64_t j = 0; j < cols; ++j) {
+    double ref = 0;
+    for (int64_t i = 0; i < rows; ++i) ref += (i + j) % 7;
+    ASSERT_EQ(sums[j], ref) << j;
+    ASSERT_EQ(all[j], j == 4321 ? 0 : 1) << j;
+  }
+}
+
 TEST(CpuReduce, ComplexSumAndUnsupported) {
   std::vector<std::complex<float>> z{{1, 2}, {3, -1}};
   auto s = reduce<std::complex<float>, std::complex<float>>(OpKind::Sum, z, {2}, -1, {});
