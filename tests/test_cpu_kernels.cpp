@@ -149,6 +149,12 @@ TEST(CpuElementwise, ScalarForms) {
   EXPECT_EQ(unary<float>(OpKind::MulScalar, {1, 2}, -2), (std::vector<float>{-2, -4}));
   EXPECT_EQ(unary<float>(OpKind::PowScalar, {3, 4}, 2), (std::vector<float>{9, 16}));
   EXPECT_EQ(unary<int64_t>(OpKind::PowScalar, {3, -2}, 3), (std::vector<int64_t>{27, -8}));
+  try {
+    unary<int32_t>(OpKind::PowScalar, {2}, -1);
+    FAIL();
+  } catch (const ValueError& e) {
+    EXPECT_STREQ(e.what(), "Integers to negative integer powers are not allowed.");
+  }
   EXPECT_EQ(unary<float>(OpKind::RSubScalar, {1, 2}, 10), (std::vector<float>{9, 8}));
   EXPECT_EQ(unary<float>(OpKind::RDivScalar, {4, 0.5f}, 2), (std::vector<float>{0.5f, 4}));
   EXPECT_EQ(unary<int32_t>(OpKind::RDivScalar, {4, -3}, 12), (std::vector<int32_t>{3, -4}));

@@ -14,7 +14,9 @@
 namespace ember::detail {
 namespace {
 
-thread_local bool t_in_pool_worker = false;
+// True on pool workers always and on a caller while it runs a region: a nested
+// parallel_for then runs inline (the pool is taken, and its mutex is not recursive).
+thread_local bool t_in_parallel_region = false;
 
 int configured_threads() {
   if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
@@ -79,7 +81,9 @@ class ThreadPool {
       ++generation_;
     }
     wake_.notify_all();
+    t_in_parallel_region = true;
     job.work();
+    t_in_parallel_region = false;
     std::unique_lock<std::mutex> lock(mutex_);
     // The job lives on the caller's stack: retire it only when no worker holds it.
     finished_.wait(lock, [&] { return active_ == 0 && job.done.load(std::memory_order_acquire) == job.num_chunks; });
@@ -89,7 +93,7 @@ class ThreadPool {
 
  private:
   void worker_loop() {
-    t_in_pool_worker = true;
+    t_in_parallel_region = true;
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
@@ -127,7 +131,7 @@ int num_threads() { return pool().size(); }
 
 void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, RangeFn fn) {
   int64_t n = end - begin;
-  int threads = t_in_pool_worker ? 1 : num_threads();
+  int threads = t_in_parallel_region ? 1 : num_threads();
   int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
   if (chunks <= 1) {
     fn(begin, end);

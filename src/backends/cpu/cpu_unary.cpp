@@ -43,8 +43,14 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
     case OpKind::AddScalar: return apply(AddScalarFn<C>{s});
     case OpKind::MulScalar: return apply(MulScalarFn<C>{s});
     case OpKind::PowScalar:
-      if constexpr (is_bool) not_implemented(name, in.dtype);
-      else return apply(PowScalarFn<C>{s});
+      if constexpr (is_bool) {
+        not_implemented(name, in.dtype);
+      } else {
+        if constexpr (std::is_integral_v<T>) {
+          EMBER_CHECK(call.s0.to<int64_t>() >= 0, ValueError, "Integers to negative integer powers are not allowed.");
+        }
+        return apply(PowScalarFn<C>{s});
+      }
     case OpKind::RSubScalar:
       EMBER_CHECK(!is_bool, TypeError,
                   "Subtraction, the `-` operator, with a bool tensor is not supported. "

@@ -1,0 +1,99 @@
+// Normal, Uniform and Arange on the host: Philox determinism, statistics, strides.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "cpu_kernel_test_util.h"
+#include "ember/errors.h"
+#include "kernels/random.h"
+
+namespace ember::test {
+namespace {
+
+template <typename T>
+std::vector<T> draw(OpKind op, int64_t n, uint64_t seed, uint64_t offset, Scalar s0, Scalar s1) {
+  std::vector<T> out(static_cast<size_t>(n));
+  KernelCall c = call(op, {arg(out, {n})}, {}, s0, s1);
+  c.seed = seed;
+  c.offset = offset;
+  run(c);
+  return out;
+}
+
+TEST(CpuRandom, SameSeedSameNumbers) {
+  auto a = draw<float>(OpKind::Normal, 100000, 42, 0, 0.0, 1.0);
+  auto b = draw<float>(OpKind::Normal, 100000, 42, 0, 0.0, 1.0);
+  auto c = draw<float>(OpKind::Normal, 100000, 43, 0, 0.0, 1.0);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  // Element i is a function of (seed, offset + i) only: matches the shared body.
+  EXPECT_EQ(a[77777], detail::normal_at<float>(42, 0, 77777, 0.0f, 1.0f));
+}
+
+TEST(CpuRandom, OffsetContinuesTheStream) {
+  // Uniform element i uses stream index offset + i, so two halves equal one draw.
+  auto whole = draw<double>(OpKind::Uniform, 100000, 5, 0, 0.0, 1.0);
+  auto tail = draw<double>(OpKind::Uniform, 50000, 5, 50000, 0.0, 1.0);
+  for (int64_t i = 0; i < 50000; ++i) ASSERT_EQ(tail[i], whole[50000 + i]);
+}
+
+TEST(CpuRandom, NormalStatistics) {
+  const int64_t n = 1'000'000;
+  for (double mean : {0.0, 3.0}) {
+    auto x = draw<double>(OpKind::Normal, n, 1234, 0, mean, 2.0);
+    double s = 0, s2 = 0;
+    for (double v : x) s += v, s2 += v * v;
+    const double m = s / n, sd = std::sqrt(s2 / n - m * m);
+    EXPECT_NEAR(m, mean, 0.01);
+    EXPECT_NEAR(sd, 2.0, 0.01);
+  }
+}
+
+TEST(CpuRandom, UniformRangeAndMean) {
+  auto x = draw<float>(OpKind::Uniform, 1'000'000, 9, 0, -2.0, 3.0);
+  double s = 0;
+  for (float v : x) {
+    ASSERT_GE(v, -2.0f);
+    ASSERT_LT(v, 3.0f);
+    s += v;
+  }
+  EXPECT_NEAR(s / x.size(), 0.5, 0.01);
+  auto h = draw<Half>(OpKind::Uniform, 1000, 9, 0, 0.0, 1.0);
+  for (int i = 0; i < 1000; ++i) ASSERT_NEAR(static_cast<float>(h[i]), x[i] / 5.0f + 0.4f, 1e-3);
+}
+
+TEST(CpuRandom, IndependentOfOutputStrides) {
+  // A 300x200 output written through a transposed view gets the same value per
+  // row-major position as a contiguous one.
+  const int64_t r = 300, c = 200;
+  std::vector<float> dense(r * c), transposed(r * c);
+  KernelCall k = call(OpKind::Normal, {arg(dense, {r, c})}, {}, 0.0, 1.0);
+  k.seed = 11;
+  run(k);
+  k.outputs = {arg(transposed, {r, c}, {1, r})};
+  run(k);
+  for (int64_t i = 0; i < r; ++i) {
+    for (int64_t j = 0; j < c; ++j) ASSERT_EQ(transposed[j * r + i], dense[i * c + j]);
+  }
+}
+
+TEST(CpuRandom, IntegerOutputsAreRejected) {
+  std::vector<int32_t> out(4);
+  EXPECT_THROW(run(call(OpKind::Normal, {arg(out, {4})}, {}, 0.0, 1.0)), TypeError);
+}
+
+TEST(CpuArange, RealDtypes) {
+  EXPECT_EQ(draw<int64_t>(OpKind::Arange, 4, 0, 0, 3, -2), (std::vector<int64_t>{3, 1, -1, -3}));
+  EXPECT_EQ(draw<float>(OpKind::Arange, 3, 0, 0, 0.5, 0.25), (std::vector<float>{0.5f, 0.75f, 1.0f}));
+  auto big = draw<double>(OpKind::Arange, 100000, 0, 0, 0.0, 0.1);
+  EXPECT_DOUBLE_EQ(big[99999], 99999 * 0.1);
+  auto h = draw<BFloat16>(OpKind::Arange, 3, 0, 0, 1, 1);
+  EXPECT_EQ(static_cast<float>(h[2]), 3.0f);
+  auto u = draw<uint8_t>(OpKind::Arange, 3, 0, 0, 250, 3);
+  EXPECT_EQ(u, (std::vector<uint8_t>{250, 253, 0}));
+}
+
+}  // namespace
+}  // namespace ember::test
