@@ -66,6 +66,9 @@ TEST_P(Ops, Unary) {
   EXPECT_FLOAT_EQ(F(T({0}).sigmoid())[0], 0.5f);
   EXPECT_FLOAT_EQ(F(T({1}).tanh())[0], std::tanh(1.f));
   EXPECT_EQ(T({1, 4}, kInt64).sqrt().dtype(), kFloat32);  // integer inputs promote to float
+  auto z = tensor({std::complex<double>(3, 4)}, TensorOptions(kComplex64).device(dev_)).abs();
+  EXPECT_EQ(z.dtype(), kFloat32);
+  EXPECT_EQ(F(z), (std::vector<float>{5}));
   EXPECT_THROW_MSG(neg(T({1, 0}, kBool)), TypeError, "Negation, the `-` operator, on a bool tensor");
 }
 

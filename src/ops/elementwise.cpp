@@ -99,7 +99,8 @@ Tensor unary(OpKind op, Tensor a, bool float_only) {
   DType dtype = a.dtype();
   if (float_only && is_integral(dtype, true)) dtype = default_dtype();
   if (a.dtype() != dtype) a = a.to(dtype);
-  Tensor out = detail::empty_on(a.sizes(), dtype, a.device());
+  DType out_dtype = op == OpKind::Abs ? to_real(dtype) : dtype;  // |complex| is real
+  Tensor out = detail::empty_on(a.sizes(), out_dtype, a.device());
   KernelCall call{op, {make_arg(out)}, {make_arg(a)}};
   detail::launch(out.device(), call);
   return out;
