@@ -39,8 +39,8 @@ nlohmann::json CachingAllocator::segments_json() const {
     if (block->prev == nullptr) heads.push_back(block);
   };
   for (const BlockPool* pool : {&small_pool_, &large_pool_})
-    for (const Block* block : pool->blocks) consider(block);
-  for (const auto& [ptr, block] : allocated_) consider(block);
+    for (const PoolEntry& entry : pool->blocks) consider(entry.block);
+  allocated_.for_each(consider);
   std::unordered_set<const Block*> pending;
   for (const auto& [stream, queue] : pending_events_)
     for (const PendingFree& entry : queue)
