@@ -115,6 +115,11 @@ TEST_P(CachingAllocatorTest, ThreadsStreamsAndRandomSizesKeepBlocksDisjointAndSt
   EXPECT_EQ(stat("segment.all.current"), 0);
   EXPECT_EQ(stat("num_device_alloc"), stat("num_device_free"));
   EXPECT_EQ(backend_->mem_get_info(0).first, size_t{1} << 30);
+  if (auto* fake = dynamic_cast<FakeBackend*>(backend_.get())) {
+    EXPECT_GT(fake->records, 0) << "no free was ever deferred";
+    allocator_.reset();
+    EXPECT_EQ(fake->live_events, 0) << "pooled events must be destroyed with the allocator";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker()),
