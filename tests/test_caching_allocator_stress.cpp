@@ -86,7 +86,7 @@ TEST_P(CachingAllocatorTest, ThreadsStreamsAndRandomSizesKeepBlocksDisjointAndSt
             // Another thread's stream uses the block too, with work still queued.
             const detail::StreamRef other = streams[rng() % streams.size()];
             alloc().record_stream(ptr, other);
-            keep_busy(other);
+            keep_busy(other, std::chrono::microseconds(50));
           }
           live.remove(ptr);
           alloc().free(ptr);

@@ -47,6 +47,17 @@ CachingAllocator::~CachingAllocator() {
   } catch (...) {
     // A device with a sticky error cannot free; the memory goes with the process.
   }
+  // Segments still in use keep their device memory (a later free would be a bug in the
+  // caller), but their bookkeeping goes with the allocator.
+  for (Block* head : segment_heads()) {
+    for (Block* block = head; block != nullptr;) {
+      Block* next = block->next;
+      delete block;
+      block = next;
+    }
+  }
+  for (const auto& [stream, queue] : pending_events_)
+    for (const PendingFree& entry : queue) backend_.destroy_event(entry.event);
   for (BackendEvent* event : event_pool_) backend_.destroy_event(event);
   for (Block* block : spare_blocks_) delete block;
 }

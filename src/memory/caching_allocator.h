@@ -152,6 +152,8 @@ class CachingAllocator {
   [[noreturn]] void throw_out_of_memory(const AllocRequest& request);
   void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id);
   static StatType pool_stat(const BlockPool& pool) noexcept { return pool.is_small ? kSmallPool : kLargePool; }
+  /// First block of every segment, by address.
+  std::vector<Block*> segment_heads() const;
   Block* new_block();
   void delete_block(Block* block) noexcept;
   BackendEvent* acquire_event(int device);

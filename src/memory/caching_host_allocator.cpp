@@ -24,6 +24,8 @@ CachingHostAllocator::~CachingHostAllocator() {
   }
   pending_.clear();
   release_free_blocks();
+  // Blocks still in use keep their pinned memory; only the bookkeeping goes.
+  blocks_.for_each([](Block* block) { delete block; });
 }
 
 void* CachingHostAllocator::malloc(size_t bytes) {
