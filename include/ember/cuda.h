@@ -18,6 +18,9 @@ bool is_available();
 int device_count();
 /// "driver" or "emulated"; selecting the backend if that has not happened yet.
 std::string backend_name();
+/// True when a GPU is usable through the driver backend. Does not select a backend,
+/// so emulate() may still be called after it.
+bool driver_is_available();
 /// Turns on `count` emulated devices of `bytes_per_device` each; only before first cuda use.
 void emulate(int count, size_t bytes_per_device = size_t{8} << 30);
 

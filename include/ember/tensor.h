@@ -97,6 +97,8 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor expand(const IntList& shape) const;
   Tensor operator[](int64_t index) const { return select(0, index); }
+  /// A view with explicit sizes, strides (in elements) and storage offset; not bounds-checked.
+  Tensor as_strided(const IntList& sizes, const IntList& strides, int64_t offset) const;
 
   // ---- element-wise and reductions (also free functions in ops.h) ----------
   Tensor neg() const;

@@ -19,7 +19,7 @@ class TensorOptions {
 
   TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions pinned_memory(bool p = true) const { auto o = *this; o.pinned_ = p; return o; }
+  TensorOptions pinned_memory(bool p) const { auto o = *this; o.pinned_ = p; return o; }
 
   /// The dtype, or the default dtype when none was set.
   DType dtype() const noexcept { return dtype_.value_or(default_dtype()); }

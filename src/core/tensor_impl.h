@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 
 #include "core/storage.h"
 #include "ember/tensor.h"
@@ -36,6 +37,12 @@ class TensorImpl {
   int64_t numel_;
   bool contiguous_;
 };
+
+/// Prints a shape as "[2, 3]" in messages.
+struct IntListPrinter {
+  const IntList& values;
+};
+std::ostream& operator<<(std::ostream& out, const IntListPrinter& p);
 
 /// Row-major strides for `sizes`.
 IntList contiguous_strides(const IntList& sizes);

@@ -49,8 +49,9 @@ enum class OpKind : uint8_t {
   Eq, Ne, Lt, Le, Gt, Ge,              // bool out
   Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
   IsClose,     // bool out = |in0 - in1| <= s0 (atol) + s1 (rtol) * |in1|; flag: equal_nan
-  // Reductions over `dim` (dim == -1: all elements). out has the reduced shape with
-  // keepdim applied by the op layer; in0 is the input as is.
+  // Reductions over `dim` (dim == -1: all elements). in0 is the input as is; out has
+  // in0's sizes with sizes[dim] = 1 (the keepdim form; the op layer squeezes it), or,
+  // for dim == -1, a single element (sizes {}).
   Sum, Mean, Max, Min, All,
   // Linear algebra: out[b] = in0[b] @ in1[b]; operands are 3-D (batch, rows, cols), any strides.
   Matmul,

@@ -19,6 +19,8 @@ class StreamState {
   int priority() const noexcept { return priority_; }
   uint64_t id() const noexcept { return id_; }
   bool is_default() const noexcept { return !owned_; }
+  /// The device's reset generation when this stream was made.
+  uint64_t generation() const noexcept { return generation_; }
   /// The backend stream; throws CudaError if the device was reset after this stream was made.
   BackendStream* native() const;
   /// Without the reset check, for hot paths that already validated.
@@ -43,6 +45,7 @@ class EventState {
 
   int device() const noexcept { return device_; }
   bool timing() const noexcept { return timing_; }
+  uint64_t generation() const noexcept { return generation_; }
   /// Throws CudaError if the device was reset after this event was made.
   BackendEvent* native() const;
 

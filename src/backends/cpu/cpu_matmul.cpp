@@ -1,0 +1,200 @@
+// Batched matmul: out[b] = in0[b] @ in1[b] on 3-D operands with any strides.
+//
+// float, double and complex go to OpenBLAS. An operand that is a row-major or
+// column-major matrix (a transposed contiguous one included) is passed as is with the
+// matching transpose flag; anything else is first copied dense. With allow_tf32 a
+// float32 product rounds both inputs to TF32 (10 mantissa bits, nearest even), as
+// tensor cores do, so the precision trade-off is observable on every backend.
+// Other dtypes use a plain loop accumulating in float (half types) or int64 (integers,
+// which wraps exactly like arithmetic in the narrow type).
+#include <cblas.h>
+
+#include <algorithm>
+#include <complex>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/cpu_loops.h"
+#include "backends/cpu/cpu_ops.h"
+
+namespace ember::detail::cpu {
+namespace {
+
+struct Matrix {
+  char* data;  // element (0, 0) of batch 0
+  int64_t rows, cols, batch_stride, row_stride, col_stride;  // strides in elements
+};
+
+Matrix matrix_of(const TensorArg& t, int64_t batch) {
+  EMBER_CHECK(t.sizes.size() == 3 && t.strides.size() == 3, ValueError, "matmul: expected 3-D operands, got ",
+              t.sizes.size(), "-D");
+  EMBER_CHECK(t.sizes[0] == batch || t.sizes[0] == 1, ValueError, "matmul: batch size ", t.sizes[0],
+              " does not match ", batch);
+  return {static_cast<char*>(t.data), t.sizes[1], t.sizes[2], t.sizes[0] == 1 ? 0 : t.strides[0], t.strides[1],
+          t.strides[2]};
+}
+
+// How BLAS can read a matrix in place: row-major (ld = row stride) or column-major.
+struct BlasView {
+  bool ok = false, row_major = true;
+  int ld = 1;
+};
+
+BlasView blas_view(const Matrix& m) {
+  BlasView v;
+  const int64_t big = int64_t{1} << 31;
+  if ((m.cols == 1 || m.col_stride == 1) && (m.rows == 1 || m.row_stride >= std::max<int64_t>(1, m.cols))) {
+    v = {true, true, static_cast<int>(m.rows == 1 ? std::max<int64_t>(1, m.cols) : m.row_stride)};
+  } else if ((m.rows == 1 || m.row_stride == 1) && (m.cols == 1 || m.col_stride >= std::max<int64_t>(1, m.rows))) {
+    v = {true, false, static_cast<int>(m.cols == 1 ? std::max<int64_t>(1, m.rows) : m.col_stride)};
+  }
+  if (m.rows >= big || m.cols >= big || v.ld >= big) v.ok = false;
+  return v;
+}
+
+// Rounds a float to TF32: keep sign, exponent and 10 mantissa bits, nearest even.
+float round_tf32(float x) {
+  uint32_t u = detail::float_bits(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, NaN
+  u += 0xfffu + ((u >> 13) & 1u);
+  return detail::bits_float(u & 0xffffe000u);
+}
+
+// Copies batch b of m into a dense row-major buffer, optionally rounding to TF32.
+template <typename T>
+void pack(const Matrix& m, int64_t b, bool tf32, std::vector<T>& buf) {
+  buf.resize(static_cast<size_t>(m.rows * m.cols));
+  const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
+  for (int64_t i = 0; i < m.rows; ++i) {
+    for (int64_t j = 0; j < m.cols; ++j) {
+      T v = src[i * m.row_stride + j * m.col_stride];
+      if constexpr (std::is_same_v<T, float>) {
+        if (tf32) v = round_tf32(v);
+      }
+      buf[i * m.cols + j] = v;
+    }
+  }
+}
+
+template <typename T>
+void gemm(bool c_row_major, bool a_trans, bool b_trans, int M, int N, int K, const T* A, int lda, const T* B,
+          int ldb, T* C, int ldc) {
+  const CBLAS_ORDER order = c_row_major ? CblasRowMajor : CblasColMajor;
+  const CBLAS_TRANSPOSE ta = a_trans ? CblasTrans : CblasNoTrans, tb = b_trans ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(order, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(order, ta, tb, M, N, K, 1.0, A, lda, B, ldb, 0.0, C, ldc);
+  } else {
+    const T one(1), zero(0);
+    if constexpr (std::is_same_v<T, std::complex<float>>) {
+      cblas_cgemm(order, ta, tb, M, N, K, &one, A, lda, B, ldb, &zero, C, ldc);
+    } else {
+      cblas_zgemm(order, ta, tb, M, N, K, &one, A, lda, B, ldb, &zero, C, ldc);
+    }
+  }
+}
+
+template <typename T>
+void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
+  const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
+  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
+  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
+  std::vector<T> abuf, bbuf, cbuf;
+  for (int64_t i = 0; i < batch; ++i) {
+    const T* A = reinterpret_cast<const T*>(a.data) + i * a.batch_stride;
+    const T* B = reinterpret_cast<const T*>(b.data) + i * b.batch_stride;
+    T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
+    BlasView ua = va, ub = vb;
+    if (!va.ok) {
+      // A broadcast batch is packed once.
+      if (i == 0 || a.batch_stride != 0) pack(a, i, tf32, abuf);
+      A = abuf.data();
+      ua = {true, true, std::max(1, K)};
+    }
+    if (!vb.ok) {
+      if (i == 0 || b.batch_stride != 0) pack(b, i, tf32, bbuf);
+      B = bbuf.data();
+      ub = {true, true, std::max(1, N)};
+    }
+    T* target = C;
+    BlasView uc = vc;
+    if (!vc.ok) {
+      cbuf.resize(static_cast<size_t>(M) * N);
+      target = cbuf.data();
+      uc = {true, true, std::max(1, N)};
+    }
+    // In C's order an operand stored the other way round is transposed.
+    gemm<T>(uc.row_major, ua.row_major != uc.row_major, ub.row_major != uc.row_major, M, N, K, A, ua.ld, B, ub.ld,
+            target, uc.ld);
+    if (!vc.ok) {
+      for (int64_t r = 0; r < M; ++r) {
+        for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = cbuf[r * N + col];
+      }
+    }
+  }
+}
+
+template <typename T>
+void matmul_loop(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch) {
+  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
+  const int64_t M = c.rows, N = c.cols, K = a.cols;
+  constexpr int64_t kBlockN = 256;
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, N * K));
+  parallel_for(0, batch * M, grain, [&](int64_t begin, int64_t end) {
+    Acc acc[kBlockN];
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t bi = row / M, i = row % M;
+      const T* A = reinterpret_cast<const T*>(a.data) + bi * a.batch_stride + i * a.row_stride;
+      const T* B = reinterpret_cast<const T*>(b.data) + bi * b.batch_stride;
+      T* C = reinterpret_cast<T*>(c.data) + bi * c.batch_stride + i * c.row_stride;
+      for (int64_t j0 = 0; j0 < N; j0 += kBlockN) {
+        const int64_t width = std::min(kBlockN, N - j0);
+        std::fill_n(acc, width, Acc(0));
+        for (int64_t k = 0; k < K; ++k) {
+          const Acc aik = convert<Acc>(A[k * a.col_stride]);
+          const T* Bk = B + k * b.row_stride + j0 * b.col_stride;
+          for (int64_t j = 0; j < width; ++j) acc[j] += aik * convert<Acc>(Bk[j * b.col_stride]);
+        }
+        for (int64_t j = 0; j < width; ++j) C[(j0 + j) * c.col_stride] = convert<T>(acc[j]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void run_matmul(const KernelCall& call) {
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 2, ValueError,
+              "matmul: expected 1 output and 2 inputs");
+  const TensorArg &out = call.outputs[0], &in0 = call.inputs[0], &in1 = call.inputs[1];
+  EMBER_CHECK(in0.dtype == in1.dtype && out.dtype == in0.dtype, TypeError,
+              "expected m1 and m2 to have the same dtype, but got: ", scalar_type_name(in0.dtype), " != ",
+              scalar_type_name(in1.dtype));
+  const int64_t batch = out.sizes.at(0);
+  const Matrix c = matrix_of(out, batch), a = matrix_of(in0, batch), b = matrix_of(in1, batch);
+  EMBER_CHECK(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, ValueError,
+              "mat1 and mat2 shapes cannot be multiplied (", a.rows, "x", a.cols, " and ", b.rows, "x", b.cols, ")");
+  if (c.rows == 0 || c.cols == 0 || batch == 0) return;
+  dispatch(out.dtype, [&]<typename T>(TypeTag<T>) {
+    if (a.cols == 0) {  // empty inner dim: a sum of nothing
+      for (int64_t i = 0; i < batch; ++i) {
+        T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
+        for (int64_t r = 0; r < c.rows; ++r) {
+          for (int64_t col = 0; col < c.cols; ++col) C[r * c.row_stride + col * c.col_stride] = T(0);
+        }
+      }
+      return;
+    }
+    if constexpr (std::is_floating_point_v<T> || is_complex_v<T>) {
+      matmul_blas<T>(a, b, c, batch, call.allow_tf32 && std::is_same_v<T, float>);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      not_implemented("addmm_impl_cpu_", out.dtype);
+    } else {
+      matmul_loop<T>(a, b, c, batch);
+    }
+  });
+}
+
+}  // namespace ember::detail::cpu

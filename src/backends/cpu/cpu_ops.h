@@ -1,0 +1,24 @@
+// The host kernels behind cpu::run, one family per file.
+#pragma once
+
+#include "kernels/kernel_call.h"
+
+namespace ember::detail::cpu {
+
+void run_copy(const KernelCall& call);         // cpu_copy.cpp
+void run_fill(const KernelCall& call);         // cpu_copy.cpp
+void run_binary(const KernelCall& call);       // cpu_binary.cpp: tensor-tensor ops, comparisons, isclose
+void run_unary(const KernelCall& call);        // cpu_unary.cpp: tensor-scalar and unary ops
+void run_reduce(const KernelCall& call);       // cpu_reduce.cpp
+void run_matmul(const KernelCall& call);       // cpu_matmul.cpp
+void run_index_select(const KernelCall& call);  // cpu_index_select.cpp
+void run_random(const KernelCall& call);       // cpu_random.cpp: normal, uniform, arange
+
+/// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
+[[noreturn]] void not_implemented(const char* name, DType dtype);
+/// Checks that an op produced by the op layer has the output dtype the kernel writes.
+void expect_dtype(const char* name, const TensorArg& arg, DType expected);
+/// Raises ZeroDivisionError when an integral `divisor` holds a zero.
+void check_no_zero_divisor(const TensorArg& divisor);
+
+}  // namespace ember::detail::cpu

@@ -1,0 +1,96 @@
+// Unary and tensor-scalar element-wise ops.
+#include <type_traits>
+
+#include "backends/cpu/cpu_loops.h"
+#include "backends/cpu/cpu_ops.h"
+#include "kernels/functors.h"
+
+namespace ember::detail::cpu {
+namespace {
+
+const char* unary_name(OpKind op) {
+  switch (op) {
+    case OpKind::AddScalar: return "add";
+    case OpKind::MulScalar: return "mul";
+    case OpKind::PowScalar: return "pow";
+    case OpKind::RSubScalar: return "rsub";
+    case OpKind::RDivScalar: return "div";
+    case OpKind::Neg: return "neg";
+    case OpKind::Abs: return "abs";
+    case OpKind::Exp: return "exp";
+    case OpKind::Log: return "log";
+    case OpKind::Sqrt: return "sqrt";
+    case OpKind::Relu: return "relu";
+    case OpKind::Sigmoid: return "sigmoid";
+    case OpKind::Tanh: return "tanh";
+    default: return "unary op";
+  }
+}
+
+template <typename T>
+void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in) {
+  using C = compute_t<T>;
+  const char* name = unary_name(call.op);
+  constexpr bool is_bool = std::is_same_v<T, bool>;
+  constexpr bool is_real_floating = is_floating_v<T>;
+  constexpr bool is_inexact = is_real_floating || is_complex_v<T>;
+  auto apply = [&](auto fn) {
+    expect_dtype(name, out, in.dtype);
+    map_unary<T, T>(out, in, fn);
+  };
+  const C s = call.s0.to<C>();
+  switch (call.op) {
+    case OpKind::AddScalar: return apply(AddScalarFn<C>{s});
+    case OpKind::MulScalar: return apply(MulScalarFn<C>{s});
+    case OpKind::PowScalar:
+      if constexpr (is_bool) not_implemented(name, in.dtype);
+      else return apply(PowScalarFn<C>{s});
+    case OpKind::RSubScalar:
+      EMBER_CHECK(!is_bool, TypeError,
+                  "Subtraction, the `-` operator, with a bool tensor is not supported. "
+                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+      return apply(RSubScalarFn<C>{s});
+    case OpKind::RDivScalar:
+      if constexpr (std::is_integral_v<T>) check_no_zero_divisor(in);
+      return apply(RDivScalarFn<C>{s});
+    case OpKind::Neg:
+      EMBER_CHECK(!is_bool, TypeError,
+                  "Negation, the `-` operator, on a bool tensor is not supported. "
+                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+      return apply(NegFn<C>{});
+    case OpKind::Abs:
+      if constexpr (is_complex_v<T>) {
+        // abs of a complex tensor is real (complex64 -> float32).
+        expect_dtype(name, out, in.dtype == kComplex64 ? kFloat32 : kFloat64);
+        return map_unary<real_t<T>, T>(out, in, AbsFn<C>{});
+      } else {
+        return apply(AbsFn<C>{});
+      }
+    case OpKind::Relu:
+      if constexpr (is_bool || is_complex_v<T>) not_implemented(name, in.dtype);
+      else return apply(ReluFn<C>{});
+    case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Sigmoid: case OpKind::Tanh:
+      // Integral inputs are promoted to floating by the op layer.
+      if constexpr (!is_inexact) {
+        not_implemented(name, in.dtype);
+      } else {
+        if (call.op == OpKind::Exp) return apply(ExpFn<C>{});
+        if (call.op == OpKind::Log) return apply(LogFn<C>{});
+        if (call.op == OpKind::Sqrt) return apply(SqrtFn<C>{});
+        if (call.op == OpKind::Sigmoid) return apply(SigmoidFn<C>{});
+        return apply(TanhFn<C>{});
+      }
+    default: fail<ValueError>("cpu::run_unary: not a unary op: ", static_cast<int>(call.op));
+  }
+}
+
+}  // namespace
+
+void run_unary(const KernelCall& call) {
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, unary_name(call.op),
+              ": expected 1 output and 1 input, got ", call.outputs.size(), " and ", call.inputs.size());
+  const TensorArg &out = call.outputs[0], &in = call.inputs[0];
+  dispatch(in.dtype, [&]<typename T>(TypeTag<T>) { run_typed<T>(call, out, in); });
+}
+
+}  // namespace ember::detail::cpu

@@ -1,0 +1,204 @@
+// The driver backend: devices, raw memory, copies, peer access, errors (see cuda_backend.h).
+#include "backends/cuda/cuda_backend.h"
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_ops.h"
+#include "ember/errors.h"
+
+namespace ember::detail {
+
+std::unique_ptr<Backend> make_driver_backend() {
+  // No driver, no device, or a broken installation all mean "no driver backend": the
+  // caller falls back (emulated devices or is_available() == false), silently.
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess || count <= 0) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return std::make_unique<driver::DriverBackend>(count);
+}
+
+}  // namespace ember::detail
+
+namespace ember::detail::driver {
+
+DriverBackend::DriverBackend(int device_count)
+    : device_count_(device_count), generations_(device_count, 0), live_allocations_(device_count) {
+  default_streams_.reserve(device_count);
+  for (int d = 0; d < device_count; ++d) default_streams_.emplace_back(d, nullptr, 0);
+}
+
+uint64_t DriverBackend::generation(int device) const {
+  std::lock_guard lock(mutex_);
+  return generations_[device];
+}
+
+cuda::DeviceProperties DriverBackend::properties(int device) const {
+  cudaDeviceProp prop{};
+  check_cuda(cudaGetDeviceProperties(&prop, device));
+  cuda::DeviceProperties out;
+  out.name = prop.name;
+  out.total_memory = prop.totalGlobalMem;
+  out.major = prop.major;
+  out.minor = prop.minor;
+  out.multi_processor_count = prop.multiProcessorCount;
+  return out;
+}
+
+void DriverBackend::set_device(int device) { check_cuda(cudaSetDevice(device)); }
+
+// ---- memory -------------------------------------------------------------------------
+
+void* DriverBackend::raw_alloc(int device, size_t bytes) {
+  DeviceScope scope(device);
+  void* ptr = nullptr;
+  cudaError_t err = cudaMalloc(&ptr, bytes);
+  if (err == cudaErrorMemoryAllocation) {
+    // Out of memory is the caching allocator's business (free cache, retry, then a
+    // typed OutOfMemoryError); clear it so no later call reports it again.
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  check_cuda(err);
+  if (ptr != nullptr) {
+    std::lock_guard lock(mutex_);
+    live_allocations_[device].insert(ptr);
+  }
+  return ptr;
+}
+
+void DriverBackend::raw_free(int device, void* ptr) {
+  if (ptr == nullptr) return;
+  {
+    // A pointer from before a cudaDeviceReset is already gone (Note [Driver reset generations]).
+    std::lock_guard lock(mutex_);
+    if (live_allocations_[device].erase(ptr) == 0) return;
+  }
+  DeviceScope scope(device);
+  cudaError_t err = cudaFree(ptr);
+  // After a kernel error the context is dead and every call reports it; the memory goes
+  // with the context at reset, and the error is raised by the next synchronizing call,
+  // so freeing (often from a destructor) does not throw it.
+  if (is_kernel_error(err)) return;
+  check_cuda(err);
+}
+
+std::pair<size_t, size_t> DriverBackend::mem_get_info(int device) {
+  DeviceScope scope(device);
+  size_t free = 0, total = 0;
+  check_cuda(cudaMemGetInfo(&free, &total));
+  return {free, total};
+}
+
+void* DriverBackend::pinned_alloc(size_t bytes) {
+  void* ptr = nullptr;
+  cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
+  if (err == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  check_cuda(err);
+  return ptr;
+}
+
+void DriverBackend::pinned_free(void* ptr) {
+  if (ptr == nullptr) return;
+  cudaError_t err = cudaFreeHost(ptr);
+  if (!is_kernel_error(err)) check_cuda(err);  // see raw_free
+}
+
+// ---- copies and peers ---------------------------------------------------------------
+
+int DriverBackend::pointer_device(const void* ptr) {
+  cudaPointerAttributes attributes{};
+  check_cuda(cudaPointerGetAttributes(&attributes, ptr));
+  return attributes.type == cudaMemoryTypeDevice ? attributes.device : -1;
+}
+
+bool DriverBackend::can_access_peer(int device, int peer) {
+  if (device == peer) return true;
+  int can = 0;
+  check_cuda(cudaDeviceCanAccessPeer(&can, device, peer));
+  return can != 0;
+}
+
+void DriverBackend::enable_peer_access(int device, int peer) {
+  std::lock_guard lock(mutex_);
+  if (peer_enabled_.count({device, peer}) != 0) return;
+  for (auto [from, to] : {std::pair{device, peer}, std::pair{peer, device}}) {
+    int can = 0;
+    check_cuda(cudaDeviceCanAccessPeer(&can, from, to));
+    if (can == 0) continue;  // the copy still works, staged through the host
+    DeviceScope scope(from);
+    cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+    if (err == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();
+    } else {
+      check_cuda(err);
+    }
+  }
+  peer_enabled_.insert({device, peer});
+  peer_enabled_.insert({peer, device});
+}
+
+void DriverBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
+                         BackendStream* stream) {
+  if (bytes == 0) return;
+  DriverStream& s = as_driver(stream);
+  DeviceScope scope(s.device);
+  switch (kind) {
+    case CopyKind::HostToDevice:
+      check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle));
+      break;
+    case CopyKind::DeviceToHost:
+      check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.handle));
+      break;
+    case CopyKind::DeviceToDevice: {
+      int dst_device = pointer_device(dst), src_device = pointer_device(src);
+      if (dst_device == src_device) {
+        check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, s.handle));
+      } else {
+        enable_peer_access(dst_device, src_device);
+        check_cuda(cudaMemcpyPeerAsync(dst, dst_device, src, src_device, bytes, s.handle));
+      }
+      break;
+    }
+  }
+  (void)host_pinned;  // pageable vs pinned behaviour is cudaMemcpyAsync's own
+  if (launch_blocking()) check_cuda(cudaStreamSynchronize(s.handle));
+}
+
+void DriverBackend::sleep(BackendStream* stream, std::chrono::nanoseconds duration) {
+  DriverStream& s = as_driver(stream);
+  DeviceScope scope(s.device);
+  int clock_khz = 0;
+  check_cuda(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, s.device));
+  // kHz = cycles per millisecond; cycles = ns * kHz / 1e6.
+  long long cycles = static_cast<long long>(static_cast<double>(duration.count()) * clock_khz / 1e6);
+  launch_sleep(s.handle, cycles);
+}
+
+// ---- errors and reset ----------------------------------------------------------------
+
+void DriverBackend::check_error(int device) {
+  DeviceScope scope(device);
+  check_cuda(cudaGetLastError());
+}
+
+void DriverBackend::reset(int device) {
+  DeviceScope scope(device);
+  cudaError_t err = cudaDeviceSynchronize();
+  (void)cudaGetLastError();
+  if (err == cudaSuccess || !is_kernel_error(err)) return;
+  // A kernel error is sticky: only cudaDeviceReset clears it, and that destroys every
+  // stream, event, allocation and library handle of the device.
+  check_cuda(cudaDeviceReset());
+  std::lock_guard lock(mutex_);
+  ++generations_[device];
+  live_allocations_[device].clear();
+  std::erase_if(peer_enabled_, [&](const auto& pair) { return pair.first == device || pair.second == device; });
+  bump_blas_generation(device);
+}
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,52 @@
+// check_cuda: the one wrapper every CUDA runtime call of the driver backend goes through.
+//
+// A failing call becomes ember::CudaError "CUDA error: <cudaGetErrorString>", the
+// wording PyTorch users search for. Errors raised by a kernel (device-side assert,
+// illegal address, ...) surface at whatever API call happens to observe them, so
+// their message also carries PyTorch's two hint lines about asynchronous reporting
+// (not under CUDA_LAUNCH_BLOCKING=1, where the failing call itself reports them).
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+namespace ember::detail::driver {
+
+/// True for the errors a running kernel raises (reported asynchronously).
+bool is_kernel_error(cudaError_t err) noexcept;
+/// The hint lines that follow "CUDA error: ..." for `err` (empty for most errors).
+const char* cuda_error_hint(cudaError_t err) noexcept;
+[[noreturn]] void throw_cuda_error(cudaError_t err);
+[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call);
+
+/// Throws CudaError when `err` is not cudaSuccess (clearing the non-sticky error state).
+inline void check_cuda(cudaError_t err) {
+  if (err != cudaSuccess) [[unlikely]]
+    throw_cuda_error(err);
+}
+
+inline void check_cublas(cublasStatus_t status, const char* call) {
+  if (status != CUBLAS_STATUS_SUCCESS) [[unlikely]]
+    throw_cublas_error(status, call);
+}
+
+/// CUDA_LAUNCH_BLOCKING=1 (read once): every launch waits and raises its own errors.
+bool launch_blocking() noexcept;
+
+/// After a kernel launch: raises launch-configuration errors at once, and under
+/// CUDA_LAUNCH_BLOCKING also the kernel's own error, at the call that caused it.
+void check_launch(cudaStream_t stream);
+
+/// Makes `device` current for the scope and restores the previous device after it.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,18 @@
+// Extension kernels of the driver backend, implemented beside their subsystems
+// (cuda_fft.cpp: cuFFT, cuda_conv.cpp: im2col). The driver's launch() forwards
+// OpKind::FFT and OpKind::Im2Col here with the device of `call.device` already
+// current and `stream` the CUDA stream the op must run on (asynchronously).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/kernel_call.h"
+
+namespace ember::detail::driver {
+
+/// Runs an FFT KernelCall (call.payload carries the plan description) on `stream`.
+void run_fft(const KernelCall& call, cudaStream_t stream);
+/// Runs an Im2Col KernelCall (call.payload carries the convolution geometry) on `stream`.
+void run_im2col(const KernelCall& call, cudaStream_t stream);
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,21 @@
+// The driver's CUDA kernels for FFT normalization and convolution unfolding
+// (cuda_fft_scale.cu, cuda_im2col.cu), launched by cuda_fft.cpp and cuda_conv.cpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/kernel_call.h"
+#include "nn/conv_geometry.h"
+
+namespace ember::detail::driver {
+
+/// data[i] *= scale for `count` contiguous floats (or doubles), asynchronously on `stream`.
+void launch_fft_scale(void* data, int64_t count, bool is_double, double scale, cudaStream_t stream);
+
+/// The Im2Col contract of nn/conv_geometry.h for a float32 or float64 input.
+void launch_im2col(const TensorArg& input, const TensorArg& columns, const nn::ConvGeometry& geometry,
+                   cudaStream_t stream);
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,81 @@
+// Index-generated outputs on the driver backend: Normal, Uniform (Philox, the same
+// numbers as every other backend for the same seed and offset) and Arange.
+//
+// Element i is the i-th element of the output in row-major order, whatever its strides,
+// so the loop shape is never reordered here (kernels/random.h: a value depends only on
+// seed, offset and i).
+#include "backends/cuda/cuda_loops.cuh"
+#include "kernels/random.h"
+
+namespace ember::detail::driver {
+namespace {
+
+template <typename Out, typename Gen>
+__global__ void generate_kernel(int64_t n, char* out, OffsetCalc<1> calc, Gen gen) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t offset[1];
+    calc.get(i, offset);
+    *reinterpret_cast<Out*>(out + offset[0]) = convert<Out>(gen(i));
+  }
+}
+
+template <typename R>
+struct NormalGen {
+  uint64_t seed, offset;
+  R mean, std;
+  __device__ R operator()(int64_t i) const { return normal_at<R>(seed, offset, static_cast<uint64_t>(i), mean, std); }
+};
+
+template <typename R>
+struct UniformGen {
+  uint64_t seed, offset;
+  R from, to;
+  __device__ R operator()(int64_t i) const { return uniform_at<R>(seed, offset, static_cast<uint64_t>(i), from, to); }
+};
+
+/// start + i * step in int64 for integers and double otherwise, then converted.
+template <typename V>
+struct ArangeGen {
+  V start, step;
+  __device__ V operator()(int64_t i) const { return start + static_cast<V>(i) * step; }
+};
+
+template <typename Out, typename Gen>
+void generate(const KernelCall& call, cudaStream_t stream, const Gen& gen) {
+  const TensorArg& out = call.outputs.at(0);
+  LoopShape shape = make_loop_shape({&out}, /*reorder=*/false);
+  if (shape.numel == 0) return;
+  generate_kernel<Out><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
+      shape.numel, static_cast<char*>(out.data), make_offset_calc<1>(shape), gen);
+  check_launch(stream);
+}
+
+}  // namespace
+
+void launch_generate(const KernelCall& call, cudaStream_t stream) {
+  DType dtype = call.outputs.at(0).dtype;
+  switch (call.op) {
+    case OpKind::Normal:
+      return dispatch_if<FloatType>(dtype, "normal", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        generate<T>(call, stream, NormalGen<R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
+      });
+    case OpKind::Uniform:
+      return dispatch_if<FloatType>(dtype, "uniform", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
+        generate<T>(call, stream, UniformGen<R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
+      });
+    case OpKind::Arange:
+      return dispatch_if<RealNumericType>(dtype, "arange", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
+        generate<T>(call, stream, ArangeGen<V>{call.s0.to<V>(), call.s1.to<V>()});
+      });
+    default: EMBER_ASSERT(false);
+  }
+}
+
+}  // namespace ember::detail::driver

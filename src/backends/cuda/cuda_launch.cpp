@@ -1,0 +1,75 @@
+// DriverBackend::launch: the driver's end of Note [One launch choke point]. Every op
+// arrives here as a KernelCall and leaves as CUDA kernel launches on one stream.
+#include <algorithm>
+#include <atomic>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_extensions.h"
+#include "backends/cuda/cuda_ops.h"
+
+namespace ember::detail::driver {
+
+void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
+  DriverStream& s = as_driver(stream);
+  DeviceScope scope(s.device);
+  cudaStream_t handle = s.handle;
+  if (call.op == OpKind::Copy && call.outputs.at(0).data != nullptr && call.inputs.at(0).data != nullptr) {
+    // A strided copy between two devices runs as a kernel on the stream's device that
+    // reads or writes the other device's memory (UVA): that needs peer access.
+    int dst = pointer_device(call.outputs.at(0).data), src = pointer_device(call.inputs.at(0).data);
+    if (dst >= 0 && src >= 0 && dst != src) enable_peer_access(dst, src);
+  }
+  switch (call.op) {
+    case OpKind::Copy: launch_copy(call, handle); break;
+    case OpKind::Fill: launch_fill(call, handle); break;
+    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
+      launch_binary(call, handle);
+      break;
+    case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar: case OpKind::RSubScalar:
+    case OpKind::RDivScalar:
+      launch_scalar_op(call, handle);
+      break;
+    case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
+    case OpKind::IsClose:
+      launch_compare(call, handle);
+      break;
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
+    case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh:
+      launch_unary(call, handle);
+      break;
+    case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:
+      launch_reduce(call, handle);
+      break;
+    case OpKind::Matmul: launch_matmul(call, handle); break;
+    case OpKind::IndexSelect: launch_index_select(call, handle); break;
+    case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange:
+      launch_generate(call, handle);
+      break;
+    case OpKind::FFT:
+      run_fft(call, handle);
+      check_launch(handle);
+      break;
+    case OpKind::Im2Col:
+      run_im2col(call, handle);
+      check_launch(handle);
+      break;
+  }
+}
+
+int grid_blocks(int64_t work) {
+  // Multiprocessor counts per device, read once (the attribute query is cheap but not free).
+  static std::atomic<int> sm_counts[64];
+  int device = 0;
+  check_cuda(cudaGetDevice(&device));
+  int sms = device < 64 ? sm_counts[device].load(std::memory_order_relaxed) : 0;
+  if (sms == 0) {
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (device < 64) sm_counts[device].store(sms, std::memory_order_relaxed);
+  }
+  int64_t wanted = (work + kThreads - 1) / kThreads;
+  int64_t cap = static_cast<int64_t>(sms) * 32;  // 8192 threads per SM: full occupancy
+  return static_cast<int>(std::max<int64_t>(1, std::min(wanted, cap)));
+}
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,33 @@
+// The driver's kernel families, one per .cu file, each launching asynchronously on
+// `stream` with the call's device already current (DriverBackend::launch).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/kernel_call.h"
+
+namespace ember::detail::driver {
+
+inline constexpr int kThreads = 256;
+/// Blocks for `work` items of kThreads threads on the current device, capped so that
+/// grid-stride loops keep every SM busy without launching millions of blocks.
+int grid_blocks(int64_t work);
+
+void launch_copy(const KernelCall& call, cudaStream_t stream);          // Copy (cuda_copy.cu)
+void launch_fill(const KernelCall& call, cudaStream_t stream);          // Fill (cuda_copy.cu)
+void launch_binary(const KernelCall& call, cudaStream_t stream);        // Add Sub Mul Div Pow
+void launch_scalar_op(const KernelCall& call, cudaStream_t stream);     // AddScalar ... RDivScalar
+void launch_compare(const KernelCall& call, cudaStream_t stream);       // Eq ... Ge, IsClose
+void launch_unary(const KernelCall& call, cudaStream_t stream);         // Neg ... Tanh
+void launch_reduce(const KernelCall& call, cudaStream_t stream);        // Sum Mean Max Min All
+void launch_matmul(const KernelCall& call, cudaStream_t stream);        // cuBLAS (cuda_matmul.cpp)
+void launch_integer_matmul(const KernelCall& call, cudaStream_t stream);  // cuda_matmul_int.cu
+void launch_index_select(const KernelCall& call, cudaStream_t stream);
+void launch_generate(const KernelCall& call, cudaStream_t stream);      // Normal Uniform Arange
+/// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
+void launch_sleep(cudaStream_t stream, long long cycles);
+
+/// Forgets the calling threads' cuBLAS handles of `device` after a cudaDeviceReset.
+void bump_blas_generation(int device);
+
+}  // namespace ember::detail::driver

@@ -1,0 +1,247 @@
+// Reductions on the driver backend: Sum, Mean, Max, Min, All, whole-tensor or along
+// one dim.
+//
+// Whole tensor: two passes. Pass 1 has each block fold a grid-stride slice (any
+// strides, via OffsetCalc) and reduce it with warp shuffles plus one shared-memory step
+// into a per-block partial; pass 2 reduces the partials in one block and stores the
+// result. One block's worth of input skips pass 2. Along a dim: when the reduced dim is
+// dense (stride 1) or there are few outputs, a block reduces each output (coalesced
+// loads, block reduction); otherwise each thread folds one output serially, which is
+// coalesced across threads because neighbouring outputs are neighbours in memory.
+//
+// The fold itself is the shared reducers of kernels/reducers.h (the CPU's bodies): each
+// thread steps its running Acc over elements (acc_step), threads and blocks merge with
+// combine, and finish gives the value (the mean's division). So sums of float
+// accumulate in double and integers in int64 as on the CPU, and Max/Min propagate NaN.
+// The output is stored through store_as, so its dtype may differ from the input's.
+#include "backends/cuda/cuda_loops.cuh"
+#include "kernels/reducers.h"
+
+namespace ember::detail {
+
+/// Complex sums on the device: cuda::std::complex lanes and accumulator (std::complex
+/// is host-only); otherwise the CPU's SumReducer.
+template <typename R>
+struct SumReducer<::cuda::std::complex<R>> {
+  using T = ::cuda::std::complex<R>;
+  using Lane = T;
+  using Acc = ::cuda::std::complex<double>;
+  static EMBER_HOST_DEVICE Lane lane_identity() { return Lane(0); }
+  static EMBER_HOST_DEVICE Lane step(Lane l, T x) { return l + x; }
+  static EMBER_HOST_DEVICE Lane lane_combine(Lane a, Lane b) { return a + b; }
+  static EMBER_HOST_DEVICE Acc acc_identity() { return Acc(0); }
+  static EMBER_HOST_DEVICE Acc merge(Acc a, Lane l) { return a + convert<Acc>(l); }
+  static EMBER_HOST_DEVICE Acc acc_step(Acc a, T x) { return a + convert<Acc>(x); }
+  static EMBER_HOST_DEVICE Acc combine(Acc a, Acc b) { return a + b; }
+  static EMBER_HOST_DEVICE Acc finish(Acc a, int64_t) { return a; }
+};
+
+}  // namespace ember::detail
+
+namespace ember::detail::driver {
+namespace {
+
+/// The interface the kernels below use, over a shared reducer R of storage type T.
+template <typename R>
+struct Fold {
+  using Acc = typename R::Acc;
+  __device__ Acc identity() const { return R::acc_identity(); }
+  template <typename T> __device__ Acc step(Acc a, T x) const { return R::acc_step(a, x); }
+  __device__ Acc combine(Acc a, Acc b) const { return R::combine(a, b); }
+  __device__ Acc project(Acc a, int64_t count) const { return R::finish(a, count); }
+};
+
+template <typename T>
+__device__ T shfl_down(T v, int delta) {
+  if constexpr (is_complex_v<T>) {
+    return T(shfl_down(v.real(), delta), shfl_down(v.imag(), delta));
+  } else if constexpr (sizeof(T) < 4) {
+    return static_cast<T>(__shfl_down_sync(0xffffffffu, static_cast<int>(v), delta));
+  } else {
+    return __shfl_down_sync(0xffffffffu, v, delta);
+  }
+}
+
+template <typename Acc, typename Op>
+__device__ Acc warp_reduce(Acc v, const Op& op) {
+#pragma unroll
+  for (int delta = 16; delta > 0; delta /= 2) v = op.combine(v, shfl_down(v, delta));
+  return v;
+}
+
+/// The block's reduction of every thread's `v`, valid in thread 0. blockDim.x is a
+/// multiple of 32; all threads must call it.
+template <typename Acc, typename Op>
+__device__ Acc block_reduce(Acc v, const Op& op) {
+  __shared__ alignas(16) unsigned char raw[32 * sizeof(Acc)];
+  Acc* per_warp = reinterpret_cast<Acc*>(raw);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  v = warp_reduce(v, op);
+  if (lane == 0) per_warp[warp] = v;
+  __syncthreads();
+  if (warp == 0) {
+    v = lane < static_cast<int>(blockDim.x / 32) ? per_warp[lane] : op.identity();
+    v = warp_reduce(v, op);
+  }
+  __syncthreads();  // per_warp is reused by the caller's next iteration
+  return v;
+}
+
+template <typename In, typename Acc, typename Op>
+__global__ void reduce_all_kernel(int64_t n, const char* in, OffsetCalc<1> calc, Acc* partial, char* out,
+                                  DType out_dtype, Op op) {
+  Acc acc = op.identity();
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    int64_t offset[1];
+    calc.get(i, offset);
+    acc = op.step(acc, *reinterpret_cast<const In*>(in + offset[0]));
+  }
+  acc = block_reduce(acc, op);
+  if (threadIdx.x != 0) return;
+  if (out != nullptr) store_as(out, out_dtype, op.project(acc, n));  // single block: done
+  else partial[blockIdx.x] = acc;
+}
+
+template <typename Acc, typename Op>
+__global__ void reduce_partials_kernel(int blocks, const Acc* partial, char* out, DType out_dtype, int64_t n,
+                                       Op op) {
+  Acc acc = op.identity();
+  for (int i = threadIdx.x; i < blocks; i += blockDim.x) acc = op.combine(acc, partial[i]);
+  acc = block_reduce(acc, op);
+  if (threadIdx.x == 0) store_as(out, out_dtype, op.project(acc, n));
+}
+
+template <typename In, typename Acc, typename Op>
+__global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, int64_t step, const char* in, char* out,
+                                        DType out_dtype, OffsetCalc<2> calc, Op op) {
+  for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
+    int64_t offsets[2];
+    calc.get(o, offsets);
+    Acc acc = op.identity();
+    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
+    }
+    acc = block_reduce(acc, op);
+    if (threadIdx.x == 0) store_as(out + offsets[1], out_dtype, op.project(acc, len));
+  }
+}
+
+template <typename In, typename Acc, typename Op>
+__global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, int64_t step, const char* in, char* out,
+                                         DType out_dtype, OffsetCalc<2> calc, Op op) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += stride) {
+    int64_t offsets[2];
+    calc.get(o, offsets);
+    Acc acc = op.identity();
+    for (int64_t j = 0; j < len; ++j) {
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
+    }
+    store_as(out + offsets[1], out_dtype, op.project(acc, len));
+  }
+}
+
+template <typename In, typename Acc, typename Op>
+void reduce_all(const KernelCall& call, cudaStream_t stream, const Op& op) {
+  const TensorArg& in = call.inputs.at(0);
+  const TensorArg& out = call.outputs.at(0);
+  LoopShape shape = make_loop_shape({&in}, /*reorder=*/true);
+  OffsetCalc<1> calc = make_offset_calc<1>(shape);
+  int blocks = grid_blocks(shape.numel);
+  auto* in_ptr = static_cast<const char*>(in.data);
+  auto* out_ptr = static_cast<char*>(out.data);
+  if (blocks == 1) {
+    reduce_all_kernel<In, Acc><<<1, kThreads, 0, stream>>>(shape.numel, in_ptr, calc, nullptr, out_ptr, out.dtype, op);
+    check_launch(stream);
+    return;
+  }
+  // The partials live in stream-ordered memory: freed on the same stream after pass 2.
+  Acc* partial = nullptr;
+  check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&partial), sizeof(Acc) * blocks, stream));
+  reduce_all_kernel<In, Acc><<<blocks, kThreads, 0, stream>>>(shape.numel, in_ptr, calc, partial, nullptr, out.dtype, op);
+  check_launch(stream);
+  reduce_partials_kernel<Acc><<<1, kThreads, 0, stream>>>(blocks, partial, out_ptr, out.dtype, shape.numel, op);
+  check_launch(stream);
+  check_cuda(cudaFreeAsync(partial, stream));
+}
+
+/// Drops `dim` from a view (sizes and strides).
+TensorArg without_dim(const TensorArg& arg, size_t dim) {
+  TensorArg view = arg;
+  if (dim < view.sizes.size()) {
+    view.sizes.erase(view.sizes.begin() + static_cast<std::ptrdiff_t>(dim));
+    view.strides.erase(view.strides.begin() + static_cast<std::ptrdiff_t>(dim));
+  }
+  return view;
+}
+
+template <typename In, typename Acc, typename Op>
+void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
+  const TensorArg& in = call.inputs.at(0);
+  const TensorArg& out = call.outputs.at(0);
+  auto dim = static_cast<size_t>(call.dim);
+  EMBER_CHECK(dim < in.sizes.size(), IndexError, "Dimension out of range (expected to be in range of [",
+              -static_cast<int64_t>(in.sizes.size()), ", ", static_cast<int64_t>(in.sizes.size()) - 1,
+              "], but got ", call.dim, ")");
+  TensorArg in_rest = without_dim(in, dim);
+  // out is in keepdim form (size 1 at dim); accept it squeezed too.
+  TensorArg out_rest = out.sizes.size() == in.sizes.size() ? without_dim(out, dim) : out;
+  out_rest.sizes = in_rest.sizes;
+  LoopShape shape = make_loop_shape({&in_rest, &out_rest}, /*reorder=*/true);
+  if (shape.numel == 0) return;
+  OffsetCalc<2> calc = make_offset_calc<2>(shape);
+  int64_t len = in.sizes[dim];
+  int64_t step = in.strides[dim] * static_cast<int64_t>(sizeof(In));
+  auto* in_ptr = static_cast<const char*>(in.data);
+  auto* out_ptr = static_cast<char*>(out.data);
+  if (in.strides[dim] == 1 || shape.numel < 1024) {
+    reduce_dim_block_kernel<In, Acc><<<grid_blocks(shape.numel * kThreads), kThreads, 0, stream>>>(
+        shape.numel, len, step, in_ptr, out_ptr, out.dtype, calc, op);
+  } else {
+    reduce_dim_thread_kernel<In, Acc><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
+        shape.numel, len, step, in_ptr, out_ptr, out.dtype, calc, op);
+  }
+  check_launch(stream);
+}
+
+template <typename In, typename Acc, typename Op>
+void reduce(const KernelCall& call, cudaStream_t stream, const Op& op) {
+  bool whole = call.dim < 0 || call.inputs.at(0).sizes.empty();
+  if (whole) reduce_all<In, Acc>(call, stream, op);
+  else reduce_dim<In, Acc>(call, stream, op);
+}
+
+}  // namespace
+
+void launch_reduce(const KernelCall& call, cudaStream_t stream) {
+  DType dtype = call.inputs.at(0).dtype;
+  auto run = [&]<typename R, typename T>(TypeTag<R>, TypeTag<T>) {
+    reduce<T, typename R::Acc>(call, stream, Fold<R>{});
+  };
+  switch (call.op) {
+    case OpKind::Sum:
+      return dispatch_if<AnyType>(dtype, "sum", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<SumReducer<T>>{}, TypeTag<T>{});
+      });
+    case OpKind::Mean:
+      return dispatch_if<FloatComplexType>(dtype, "mean", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MeanReducer<T>>{}, TypeTag<T>{});
+      });
+    case OpKind::Max:
+      return dispatch_if<RealType_>(dtype, "max", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MinMaxReducer<T, true>>{}, TypeTag<T>{});
+      });
+    case OpKind::Min:
+      return dispatch_if<RealType_>(dtype, "min", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<MinMaxReducer<T, false>>{}, TypeTag<T>{});
+      });
+    case OpKind::All:
+      return dispatch_if<AnyType>(dtype, "all", [&]<typename T>(TypeTag<T>) {
+        run(TypeTag<AllReducer<T>>{}, TypeTag<T>{});
+      });
+    default: EMBER_ASSERT(false);
+  }
+}
+
+}  // namespace ember::detail::driver

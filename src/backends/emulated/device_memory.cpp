@@ -1,0 +1,78 @@
+#include "backends/emulated/device_memory.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+
+namespace ember::detail::emulated {
+namespace {
+
+constexpr size_t kAlignment = 512;
+// At and above this size an allocation is its own mapping: never touched, never resident.
+constexpr size_t kMapThreshold = size_t{1} << 20;
+
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+DeviceMemory::~DeviceMemory() {
+  for (auto& [ptr, block] : blocks_) {
+    if (block.mapped) munmap(ptr, block.mapped);
+    else std::free(ptr);
+  }
+}
+
+void* DeviceMemory::allocate(size_t bytes) {
+  std::lock_guard lock(mutex_);
+  if (bytes > capacity_ - used_) return nullptr;
+  // cudaMalloc(0) succeeds; a distinct non-null pointer keeps "nullptr means failure".
+  size_t rounded = round_up(bytes == 0 ? 1 : bytes, kAlignment);
+  void* ptr = nullptr;
+  size_t mapped = 0;
+  if (rounded >= kMapThreshold) {
+    mapped = round_up(rounded, 4096);
+    ptr = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (ptr == MAP_FAILED) return nullptr;
+  } else {
+    ptr = std::aligned_alloc(kAlignment, rounded);
+    if (ptr == nullptr) return nullptr;
+  }
+  blocks_.emplace(ptr, Block{bytes, mapped});
+  used_ += bytes;
+  return ptr;
+}
+
+bool DeviceMemory::release(void* ptr) {
+  std::lock_guard lock(mutex_);
+  auto it = blocks_.find(ptr);
+  if (it == blocks_.end()) return false;
+  if (it->second.mapped) munmap(ptr, it->second.mapped);
+  else std::free(ptr);
+  used_ -= it->second.bytes;
+  blocks_.erase(it);
+  return true;
+}
+
+std::pair<size_t, size_t> DeviceMemory::info() const {
+  std::lock_guard lock(mutex_);
+  return {capacity_ - used_, capacity_};
+}
+
+void* PinnedMemory::allocate(size_t bytes) {
+  void* ptr = std::aligned_alloc(64, round_up(bytes == 0 ? 1 : bytes, 64));
+  if (ptr == nullptr) return nullptr;
+  std::lock_guard lock(mutex_);
+  blocks_.emplace(ptr, bytes);
+  return ptr;
+}
+
+bool PinnedMemory::release(void* ptr) {
+  {
+    std::lock_guard lock(mutex_);
+    if (blocks_.erase(ptr) == 0) return false;
+  }
+  std::free(ptr);
+  return true;
+}
+
+}  // namespace ember::detail::emulated

@@ -1,0 +1,54 @@
+// DeviceMemory: an emulated device's memory, a capacity-limited arena on the host heap.
+//
+// Allocations come from mmap with MAP_NORESERVE (large ones) or the heap (small ones);
+// pages are never touched here, so an 8 GiB device costs no resident memory until a
+// kernel writes to it. Allocation fails (nullptr) exactly when the request exceeds the
+// capacity left, as cudaMalloc does, so the caching allocator sees a GPU's behaviour.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+namespace ember::detail::emulated {
+
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(size_t capacity) : capacity_(capacity) {}
+  ~DeviceMemory();
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  /// 512-byte aligned memory, or nullptr when less than `bytes` is free.
+  void* allocate(size_t bytes);
+  /// False when `ptr` did not come from allocate().
+  bool release(void* ptr);
+  /// {free, total}.
+  std::pair<size_t, size_t> info() const;
+  size_t capacity() const noexcept { return capacity_; }
+
+ private:
+  struct Block {
+    size_t bytes;   // counted against the capacity
+    size_t mapped;  // mmap length, 0 for heap blocks
+  };
+  const size_t capacity_;
+  mutable std::mutex mutex_;
+  size_t used_ = 0;
+  std::unordered_map<void*, Block> blocks_;
+};
+
+/// Page-locked host memory, emulated: heap memory that is tracked so that it can be told
+/// apart and freed with its own call, as cudaHostAlloc memory is.
+class PinnedMemory {
+ public:
+  void* allocate(size_t bytes);
+  bool release(void* ptr);
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> blocks_;
+};
+
+}  // namespace ember::detail::emulated

@@ -1,0 +1,251 @@
+#include "backends/emulated/emulated_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "ember/errors.h"
+#include "runtime/env.h"
+
+namespace ember::detail {
+
+std::unique_ptr<Backend> make_emulated_backend(size_t bytes_per_device, const std::vector<int>& visible) {
+  return std::make_unique<emulated::EmulatedBackend>(bytes_per_device, visible);
+}
+
+namespace emulated {
+
+EmulatedBackend::EmulatedBackend(size_t bytes_per_device, const std::vector<int>& visible)
+    : launch_blocking_(env_flag("CUDA_LAUNCH_BLOCKING")) {
+  for (size_t i = 0; i < visible.size(); ++i) {
+    auto dev = std::make_unique<Device>(visible[i], bytes_per_device);
+    dev->default_stream = std::make_unique<EmulatedStream>(static_cast<int>(i), 0, dev->error, launch_blocking_);
+    dev->streams.push_back(dev->default_stream.get());
+    devices_.push_back(std::move(dev));
+  }
+}
+
+EmulatedBackend::~EmulatedBackend() {
+  for (int d = 0; d < device_count(); ++d) drain_device(d);
+}
+
+EmulatedBackend::Device& EmulatedBackend::device(int index) const {
+  EMBER_CHECK(index >= 0 && index < device_count(), CudaError, "CUDA error: invalid device ordinal (device ", index,
+              " of ", device_count(), ")");
+  return *devices_[static_cast<size_t>(index)];
+}
+
+EmulatedStream& EmulatedBackend::cast(BackendStream* stream) {
+  EMBER_ASSERT(stream != nullptr);
+  return static_cast<EmulatedStream&>(*stream);
+}
+
+EmulatedEvent& EmulatedBackend::cast(BackendEvent* event) {
+  EMBER_ASSERT(event != nullptr);
+  return static_cast<EmulatedEvent&>(*event);
+}
+
+cuda::DeviceProperties EmulatedBackend::properties(int index) const {
+  Device& dev = device(index);
+  cuda::DeviceProperties props;
+  props.name = cat("ember emulated GPU ", dev.physical);
+  props.total_memory = dev.memory.capacity();
+  // Reported as an Ampere-class part so that TF32 is available, as on the spec's GPUs.
+  props.major = 8;
+  props.minor = 0;
+  props.multi_processor_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return props;
+}
+
+// ---- memory -------------------------------------------------------------------------
+
+void* EmulatedBackend::raw_alloc(int index, size_t bytes) { return device(index).memory.allocate(bytes); }
+
+void EmulatedBackend::raw_free(int index, void* ptr) {
+  if (ptr == nullptr) return;
+  synchronize_device(index);  // cudaFree waits for the device
+  EMBER_CHECK(device(index).memory.release(ptr), CudaError, "CUDA error: invalid argument (raw_free of ", ptr,
+              ", which is not memory of cuda:", index, ")");
+}
+
+std::pair<size_t, size_t> EmulatedBackend::mem_get_info(int index) { return device(index).memory.info(); }
+
+void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
+
+void EmulatedBackend::pinned_free(void* ptr) {
+  if (ptr == nullptr) return;
+  EMBER_CHECK(pinned_.release(ptr), CudaError, "CUDA error: invalid argument (pinned_free of ", ptr,
+              ", which is not pinned memory)");
+}
+
+// ---- streams ----------------------------------------------------------------------------
+
+BackendStream* EmulatedBackend::default_stream(int index) { return device(index).default_stream.get(); }
+
+BackendStream* EmulatedBackend::create_stream(int index, int priority) {
+  Device& dev = device(index);
+  auto [least, greatest] = priority_range();
+  auto stream = std::make_unique<EmulatedStream>(index, std::clamp(priority, greatest, least), dev.error,
+                                                 launch_blocking_);
+  std::lock_guard lock(streams_mutex_);
+  dev.streams.push_back(stream.get());
+  return stream.release();
+}
+
+void EmulatedBackend::destroy_stream(BackendStream* native) noexcept {
+  auto* stream = static_cast<EmulatedStream*>(native);
+  if (stream == nullptr) return;
+  {
+    std::lock_guard lock(streams_mutex_);
+    auto& list = devices_[static_cast<size_t>(stream->device())]->streams;
+    list.erase(std::remove(list.begin(), list.end(), stream), list.end());
+  }
+  delete stream;  // drains, then joins the worker
+}
+
+bool EmulatedBackend::query(BackendStream* native) {
+  EmulatedStream& stream = cast(native);
+  device(stream.device()).error.raise_if_set();
+  return stream.idle();
+}
+
+void EmulatedBackend::synchronize(BackendStream* native) {
+  EmulatedStream& stream = cast(native);
+  stream.drain();
+  device(stream.device()).error.raise_if_set();
+}
+
+void EmulatedBackend::drain_device(int index) {
+  Device& dev = device(index);
+  std::vector<std::pair<std::shared_ptr<Timeline>, uint64_t>> targets;
+  {
+    std::lock_guard lock(streams_mutex_);
+    for (EmulatedStream* s : dev.streams) targets.emplace_back(s->timeline(), s->submitted());
+  }
+  for (auto& [timeline, seq] : targets) timeline->wait_for(seq);
+}
+
+void EmulatedBackend::synchronize_device(int index) {
+  drain_device(index);
+  device(index).error.raise_if_set();
+}
+
+// ---- events ------------------------------------------------------------------------------
+
+BackendEvent* EmulatedBackend::create_event(int index, bool enable_timing) {
+  device(index);
+  return new EmulatedEvent(index, enable_timing);
+}
+
+void EmulatedBackend::destroy_event(BackendEvent* event) noexcept { delete static_cast<EmulatedEvent*>(event); }
+
+void EmulatedBackend::record(BackendEvent* native_event, BackendStream* native_stream) {
+  EmulatedEvent& event = cast(native_event);
+  EmulatedStream& stream = cast(native_stream);
+  EMBER_CHECK(event.device() == stream.device(), ValueError, "Event device ", event.device(),
+              " does not match recording stream's device ", stream.device(), ".");
+  auto mark = std::make_shared<RecordMark>();
+  mark->timeline = stream.timeline();
+  mark->device = stream.device();
+  // The sequence number is known only once queued; the worker never reads it, and the
+  // mark is published (set_mark) only after it is written.
+  RecordMark* raw = mark.get();
+  uint64_t seq = stream.enqueue(RecordWork{mark});
+  raw->seq = seq;
+  event.set_mark(std::move(mark));
+  if (launch_blocking_) synchronize(native_stream);
+}
+
+void EmulatedBackend::wait(BackendStream* native_stream, BackendEvent* native_event) {
+  EmulatedStream& stream = cast(native_stream);
+  std::shared_ptr<RecordMark> mark = cast(native_event).mark();
+  // Nothing to wait for: never recorded, already reached, or earlier on this same FIFO.
+  if (mark == nullptr || mark->done() || mark->timeline == stream.timeline()) return;
+  submit(stream, WaitWork{std::move(mark)});
+}
+
+bool EmulatedBackend::query(BackendEvent* native_event) {
+  EmulatedEvent& event = cast(native_event);
+  device(event.device()).error.raise_if_set();
+  std::shared_ptr<RecordMark> mark = event.mark();
+  return mark == nullptr || mark->done();
+}
+
+void EmulatedBackend::synchronize(BackendEvent* native_event) {
+  EmulatedEvent& event = cast(native_event);
+  if (std::shared_ptr<RecordMark> mark = event.mark()) mark->timeline->wait_for(mark->seq);
+  device(event.device()).error.raise_if_set();
+}
+
+float EmulatedBackend::elapsed_ms(BackendEvent* start_event, BackendEvent* end_event) {
+  EmulatedEvent& start = cast(start_event);
+  EmulatedEvent& end = cast(end_event);
+  EMBER_CHECK(start.timing() && end.timing(), ValueError,
+              "Both events must be created with argument 'enable_timing=True'.");
+  std::shared_ptr<RecordMark> a = start.mark(), b = end.mark();
+  EMBER_CHECK(a && b, ValueError, "Both events must be recorded before calculating elapsed time.");
+  EMBER_CHECK(start.device() == end.device(), ValueError, "elapsed_time: the events are on different devices (",
+              start.device(), " and ", end.device(), ")");
+  EMBER_CHECK(a->done() && b->done(), ValueError, "Both events must be completed before calculating elapsed time.");
+  return std::chrono::duration<float, std::milli>(b->time - a->time).count();
+}
+
+// ---- work ------------------------------------------------------------------------------------
+
+void EmulatedBackend::submit(EmulatedStream& stream, WorkItem item) {
+  uint64_t seq = stream.enqueue(std::move(item));
+  if (launch_blocking_) {
+    stream.timeline()->wait_for(seq);
+    device(stream.device()).error.raise_if_set();
+  }
+}
+
+void EmulatedBackend::launch(BackendStream* stream, const KernelCall& call) {
+  submit(cast(stream), KernelWork{call});
+}
+
+void EmulatedBackend::launch_host_function(BackendStream* stream, std::function<void()> fn) {
+  submit(cast(stream), FunctionWork{std::move(fn)});
+}
+
+void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
+                           BackendStream* native) {
+  EmulatedStream& stream = cast(native);
+  if (bytes == 0) return;
+  if (kind == CopyKind::HostToDevice && !host_pinned) {
+    // cudaMemcpyAsync from pageable memory returns once the source has been consumed:
+    // snapshot it, so the caller may reuse its buffer at once.
+    std::unique_ptr<std::byte[]> staging(new std::byte[bytes]);
+    std::memcpy(staging.get(), src, bytes);
+    submit(stream, CopyWork{dst, nullptr, bytes, std::move(staging)});
+    return;
+  }
+  if (kind == CopyKind::DeviceToHost && !host_pinned) {
+    // Into pageable memory the copy is synchronous: it returns with the data in place.
+    uint64_t seq = stream.enqueue(CopyWork{dst, src, bytes, nullptr});
+    stream.timeline()->wait_for(seq);
+    device(stream.device()).error.raise_if_set();
+    return;
+  }
+  submit(stream, CopyWork{dst, src, bytes, nullptr});
+}
+
+void EmulatedBackend::sleep(BackendStream* stream, std::chrono::nanoseconds duration) {
+  submit(cast(stream), SleepWork{duration});
+}
+
+bool EmulatedBackend::can_access_peer(int index, int peer) {
+  device(index);
+  device(peer);
+  return index != peer;  // as cudaDeviceCanAccessPeer: every pair of distinct devices
+}
+
+void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(); }
+
+void EmulatedBackend::reset(int index) {
+  drain_device(index);
+  device(index).error.clear();
+}
+
+}  // namespace emulated
+}  // namespace ember::detail

@@ -1,0 +1,116 @@
+// EmulatedBackend: N virtual CUDA devices on host threads (design.md, "Three backends").
+//
+// Each device has a memory arena, a sticky error, a default stream, and the streams
+// created on it; every stream is a worker thread running a FIFO (Note [Emulated stream
+// queue]). Events are positions in a stream with the host time the worker reached them.
+// Kernels run detail::cpu::run on the worker. With CUDA_LAUNCH_BLOCKING=1 (read when the
+// backend is made) every enqueue waits for its work and raises its error at once.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/emulated/device_memory.h"
+#include "backends/emulated/emulated_stream.h"
+#include "backends/emulated/sticky_error.h"
+#include "runtime/backend.h"
+
+namespace ember::detail::emulated {
+
+class EmulatedEvent final : public BackendEvent {
+ public:
+  EmulatedEvent(int device, bool timing) : device_(device), timing_(timing) {}
+  int device() const noexcept { return device_; }
+  bool timing() const noexcept { return timing_; }
+  /// The latest recording; nullptr before the first.
+  std::shared_ptr<RecordMark> mark() const {
+    std::lock_guard lock(mutex_);
+    return mark_;
+  }
+  void set_mark(std::shared_ptr<RecordMark> mark) {
+    std::lock_guard lock(mutex_);
+    mark_ = std::move(mark);
+  }
+
+ private:
+  const int device_;
+  const bool timing_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<RecordMark> mark_;
+};
+
+class EmulatedBackend final : public Backend {
+ public:
+  /// `visible[i]` is the physical emulated device that visible device i is.
+  EmulatedBackend(size_t bytes_per_device, const std::vector<int>& visible);
+  ~EmulatedBackend() override;
+
+  const char* name() const noexcept override { return "emulated"; }
+  int device_count() const override { return static_cast<int>(devices_.size()); }
+  cuda::DeviceProperties properties(int device) const override;
+  void set_device(int device) override {}
+
+  void* raw_alloc(int device, size_t bytes) override;
+  void raw_free(int device, void* ptr) override;
+  std::pair<size_t, size_t> mem_get_info(int device) override;
+  void* pinned_alloc(size_t bytes) override;
+  void pinned_free(void* ptr) override;
+
+  BackendStream* default_stream(int device) override;
+  BackendStream* create_stream(int device, int priority) override;
+  void destroy_stream(BackendStream* stream) noexcept override;
+  bool query(BackendStream* stream) override;
+  void synchronize(BackendStream* stream) override;
+  void synchronize_device(int device) override;
+  std::pair<int, int> priority_range() const override { return {0, -1}; }
+
+  BackendEvent* create_event(int device, bool enable_timing) override;
+  void destroy_event(BackendEvent* event) noexcept override;
+  void record(BackendEvent* event, BackendStream* stream) override;
+  void wait(BackendStream* stream, BackendEvent* event) override;
+  bool query(BackendEvent* event) override;
+  void synchronize(BackendEvent* event) override;
+  float elapsed_ms(BackendEvent* start, BackendEvent* end) override;
+
+  void launch(BackendStream* stream, const KernelCall& call) override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
+            BackendStream* stream) override;
+  void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override;
+  bool can_access_peer(int device, int peer) override;
+  void check_error(int device) override;
+  void reset(int device) override;
+
+  /// Runs `fn` on `stream` (cudaLaunchHostFunc); an exception it throws becomes the
+  /// device's sticky error, exactly like a failing kernel.
+  void launch_host_function(BackendStream* stream, std::function<void()> fn);
+  bool launch_blocking() const noexcept { return launch_blocking_; }
+  /// The physical emulated device behind visible device `device`.
+  int physical_device(int device) const { return devices_.at(device)->physical; }
+
+ private:
+  struct Device {
+    Device(int physical_index, size_t capacity) : physical(physical_index), memory(capacity) {}
+    int physical;
+    DeviceMemory memory;
+    StickyError error;
+    std::unique_ptr<EmulatedStream> default_stream;
+    std::vector<EmulatedStream*> streams;  // every live stream, guarded by streams_mutex_
+  };
+
+  Device& device(int index) const;
+  static EmulatedStream& cast(BackendStream* stream);
+  static EmulatedEvent& cast(BackendEvent* event);
+  /// Queues `item`; under CUDA_LAUNCH_BLOCKING waits for it and raises its error.
+  void submit(EmulatedStream& stream, WorkItem item);
+  /// Waits for every stream of `device` without raising.
+  void drain_device(int device);
+
+  const bool launch_blocking_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  PinnedMemory pinned_;
+  mutable std::mutex streams_mutex_;
+};
+
+}  // namespace ember::detail::emulated

@@ -1,0 +1,244 @@
+// Tensor metadata and views. Views share storage and never launch work.
+#include <algorithm>
+#include <numeric>
+
+#include "core/tensor_impl.h"
+#include "ember/errors.h"
+
+namespace ember {
+
+using detail::IntListPrinter;
+using detail::make_view;
+using detail::wrap_dim;
+
+namespace {
+const detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
+  EMBER_CHECK(impl != nullptr, ValueError, "Tensor is undefined");
+  return *impl;
+}
+}  // namespace
+
+Device Tensor::device() const { return checked(impl_).device(); }
+DType Tensor::dtype() const { return checked(impl_).dtype(); }
+const IntList& Tensor::sizes() const { return checked(impl_).sizes(); }
+const IntList& Tensor::strides() const { return checked(impl_).strides(); }
+int64_t Tensor::size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim())]; }
+int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim())]; }
+int64_t Tensor::dim() const { return checked(impl_).dim(); }
+int64_t Tensor::numel() const { return checked(impl_).numel(); }
+int64_t Tensor::storage_offset() const { return checked(impl_).offset(); }
+size_t Tensor::element_size() const { return ember::element_size(dtype()); }
+size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
+bool Tensor::is_cuda() const { return device().is_cuda(); }
+bool Tensor::is_cpu() const { return device().is_cpu(); }
+bool Tensor::is_pinned() const { return checked(impl_).storage()->pinned(); }
+bool Tensor::is_contiguous() const { return checked(impl_).is_contiguous(); }
+int Tensor::get_device() const { return is_cuda() ? device().index() : -1; }
+TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(device()).pinned_memory(is_pinned()); }
+void* Tensor::data_ptr() const { return checked(impl_).data(); }
+
+Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t offset) const {
+  return make_view(*this, sizes, strides, offset);
+}
+
+namespace {
+
+// Infers one -1 entry of a requested shape, as view/reshape do.
+IntList infer_shape(const IntList& shape, int64_t numel) {
+  IntList out = shape;
+  int64_t known = 1;
+  int infer = -1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1) {
+      EMBER_CHECK(infer < 0, ValueError, "only one dimension can be inferred");
+      infer = static_cast<int>(i);
+    } else {
+      EMBER_CHECK(shape[i] >= 0, ValueError, "invalid shape dimension ", shape[i]);
+      known *= shape[i];
+    }
+  }
+  if (infer >= 0) {
+    EMBER_CHECK(known != 0 && numel % known == 0, ValueError, "shape '", IntListPrinter{shape},
+                "' is invalid for input of size ", numel);
+    out[infer] = numel / known;
+  } else {
+    EMBER_CHECK(known == numel, ValueError, "shape '", IntListPrinter{shape}, "' is invalid for input of size ", numel);
+  }
+  return out;
+}
+
+// Strides for viewing (sizes, strides) as `shape` without copying, if possible
+// (PyTorch's computeStride): groups of old dims that are contiguous among themselves
+// map onto groups of new dims.
+bool view_strides(const IntList& sizes, const IntList& strides, const IntList& shape, IntList& out) {
+  int64_t numel = 1;
+  for (int64_t s : sizes) numel *= s;
+  out.assign(shape.size(), 0);
+  if (numel == 0) {
+    out = detail::contiguous_strides(shape);
+    return true;
+  }
+  int64_t view_d = static_cast<int64_t>(shape.size()) - 1;
+  int64_t chunk_base_stride = strides.empty() ? 1 : strides.back();
+  int64_t tensor_numel = 1, view_numel = 1;
+  for (int64_t tensor_d = static_cast<int64_t>(sizes.size()) - 1; tensor_d >= 0; --tensor_d) {
+    tensor_numel *= sizes[tensor_d];
+    if (tensor_d == 0 || (sizes[tensor_d - 1] != 1 && strides[tensor_d - 1] != tensor_numel * chunk_base_stride)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || shape[view_d] == 1)) {
+        out[view_d] = view_numel * chunk_base_stride;
+        view_numel *= shape[view_d];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (tensor_d > 0) {
+        chunk_base_stride = strides[tensor_d - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+}  // namespace
+
+Tensor Tensor::view(const IntList& shape) const {
+  IntList target = infer_shape(shape, numel());
+  IntList new_strides;
+  EMBER_CHECK(view_strides(sizes(), strides(), target, new_strides), ValueError,
+              "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
+              "two contiguous subspaces). Use .reshape(...) instead.");
+  return make_view(*this, target, new_strides, storage_offset());
+}
+
+Tensor Tensor::reshape(const IntList& shape) const {
+  IntList target = infer_shape(shape, numel());
+  IntList new_strides;
+  if (view_strides(sizes(), strides(), target, new_strides)) return make_view(*this, target, new_strides, storage_offset());
+  return contiguous().view(target);
+}
+
+Tensor Tensor::flatten() const { return reshape({-1}); }
+
+Tensor Tensor::t() const {
+  EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
+  return dim() < 2 ? *this : transpose(0, 1);
+}
+
+Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  int64_t n = dim();
+  dim0 = wrap_dim(dim0, n);
+  dim1 = wrap_dim(dim1, n);
+  if (n == 0) return *this;
+  IntList s = sizes(), st = strides();
+  std::swap(s[dim0], s[dim1]);
+  std::swap(st[dim0], st[dim1]);
+  return make_view(*this, s, st, storage_offset());
+}
+
+Tensor Tensor::permute(const IntList& dims) const {
+  int64_t n = dim();
+  EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, ValueError,
+              "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
+              "ordering of dimensions i.e. input.dim() = ", n, " is not equal to len(dims) = ", dims.size());
+  IntList s(n), st(n);
+  std::vector<bool> seen(n, false);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t d = wrap_dim(dims[i], n);
+    EMBER_CHECK(!seen[d], ValueError, "permute(): duplicate dims are not allowed.");
+    seen[d] = true;
+    s[i] = sizes()[d];
+    st[i] = strides()[d];
+  }
+  return make_view(*this, s, st, storage_offset());
+}
+
+Tensor Tensor::select(int64_t dim, int64_t index) const {
+  EMBER_CHECK(this->dim() > 0, IndexError, "select() cannot be applied to a 0-dim tensor.");
+  dim = wrap_dim(dim, this->dim());
+  int64_t size = sizes()[dim];
+  EMBER_CHECK(index >= -size && index < size, IndexError, "select(): index ", index, " out of range for tensor of size ",
+              IntListPrinter{sizes()}, " at dimension ", dim);
+  if (index < 0) index += size;
+  IntList s = sizes(), st = strides();
+  int64_t offset = storage_offset() + index * st[dim];
+  s.erase(s.begin() + dim);
+  st.erase(st.begin() + dim);
+  return make_view(*this, s, st, offset);
+}
+
+Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
+  EMBER_CHECK(this->dim() > 0, IndexError, "slice() cannot be applied to a 0-dim tensor.");
+  EMBER_CHECK(step > 0, ValueError, "slice step must be positive, but got ", step);
+  dim = wrap_dim(dim, this->dim());
+  int64_t size = sizes()[dim];
+  // Python slice semantics: negative bounds count from the end, out-of-range bounds clamp.
+  if (start < 0) start += size;
+  if (end < 0) end += size;
+  start = std::clamp<int64_t>(start, 0, size);
+  end = std::clamp<int64_t>(end, start, size);
+  IntList s = sizes(), st = strides();
+  s[dim] = (end - start + step - 1) / step;
+  int64_t offset = storage_offset() + start * st[dim];
+  st[dim] *= step;
+  return make_view(*this, s, st, offset);
+}
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  EMBER_CHECK(this->dim() > 0, IndexError, "narrow() cannot be applied to a 0-dim tensor.");
+  dim = wrap_dim(dim, this->dim());
+  int64_t size = sizes()[dim];
+  EMBER_CHECK(start >= -size && start <= size, IndexError, "start out of range (expected to be in range of [", -size,
+              ", ", size, "], but got ", start, ")");
+  if (start < 0) start += size;
+  EMBER_CHECK(length >= 0 && start + length <= size, ValueError, "start (", start, ") + length (", length,
+              ") exceeds dimension size (", size, ").");
+  return slice(dim, start, start + length);
+}
+
+Tensor Tensor::unsqueeze(int64_t dim) const {
+  dim = wrap_dim(dim, this->dim() + 1);
+  IntList s = sizes(), st = strides();
+  int64_t stride = dim < this->dim() ? st[dim] * s[dim] : 1;
+  s.insert(s.begin() + dim, 1);
+  st.insert(st.begin() + dim, stride);
+  return make_view(*this, s, st, storage_offset());
+}
+
+Tensor Tensor::squeeze(int64_t dim) const {
+  if (this->dim() == 0) return *this;
+  dim = wrap_dim(dim, this->dim());
+  if (sizes()[dim] != 1) return *this;
+  IntList s = sizes(), st = strides();
+  s.erase(s.begin() + dim);
+  st.erase(st.begin() + dim);
+  return make_view(*this, s, st, storage_offset());
+}
+
+Tensor Tensor::expand(const IntList& shape) const {
+  int64_t n = static_cast<int64_t>(shape.size());
+  EMBER_CHECK(n >= dim(), ValueError, "expand: the number of sizes provided (", n,
+              ") must be greater or equal to the number of dimensions in the tensor (", dim(), ")");
+  IntList s(n), st(n);
+  for (int64_t i = n - 1; i >= 0; --i) {
+    int64_t src = i - (n - dim());
+    int64_t want = shape[i];
+    if (src >= 0) {
+      int64_t have = sizes()[src];
+      if (want == -1) want = have;
+      EMBER_CHECK(have == want || have == 1, ValueError, "The expanded size of the tensor (", want,
+                  ") must match the existing size (", have, ") at non-singleton dimension ", i,
+                  ".  Target sizes: ", IntListPrinter{shape}, ".  Tensor sizes: ", IntListPrinter{sizes()});
+      s[i] = want;
+      st[i] = have == want ? strides()[src] : 0;
+    } else {
+      EMBER_CHECK(want >= 0, ValueError, "The expanded size of the tensor (", want,
+                  ") isn't allowed in a leading, non-existing dimension ", i);
+      s[i] = want;
+      st[i] = 0;
+    }
+  }
+  return make_view(*this, s, st, storage_offset());
+}
+
+}  // namespace ember

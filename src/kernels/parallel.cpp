@@ -1,0 +1,145 @@
+// The pool behind parallel_for; see Note [CPU parallelism] in parallel.h.
+#include "kernels/parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ember::detail {
+namespace {
+
+thread_local bool t_in_pool_worker = false;
+
+int configured_threads() {
+  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
+    char* end = nullptr;
+    long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
+  }
+  unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+// One parallel region: chunks are claimed with an atomic counter by the caller and
+// by whichever workers wake in time.
+struct Job {
+  Job(RangeFn f, int64_t b, int64_t e, int64_t c, int64_t n) : fn(f), begin(b), end(e), chunk(c), num_chunks(n) {}
+  RangeFn fn;
+  int64_t begin, end, chunk;
+  int64_t num_chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> done{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+
+  // Runs chunks until none are left.
+  void work() {
+    for (int64_t c = next.fetch_add(1); c < num_chunks; c = next.fetch_add(1)) {
+      int64_t b = begin + c * chunk, e = std::min(end, b + chunk);
+      try {
+        fn(b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+      done.fetch_add(1, std::memory_order_release);
+    }
+  }
+};
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int threads) {
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  }
+  ~ThreadPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Returns false (and does nothing) when another region is running.
+  bool try_run(Job& job) {
+    std::unique_lock<std::mutex> busy(busy_, std::try_to_lock);
+    if (!busy.owns_lock()) return false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = &job;
+      ++generation_;
+    }
+    wake_.notify_all();
+    job.work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    // The job lives on the caller's stack: retire it only when no worker holds it.
+    finished_.wait(lock, [&] { return active_ == 0 && job.done.load(std::memory_order_acquire) == job.num_chunks; });
+    job_ = nullptr;
+    return true;
+  }
+
+ private:
+  void worker_loop() {
+    t_in_pool_worker = true;
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stopping_ || (job_ != nullptr && generation_ != seen); });
+      if (stopping_) return;
+      seen = generation_;
+      Job* job = job_;
+      ++active_;
+      lock.unlock();
+      job->work();
+      lock.lock();
+      if (--active_ == 0) finished_.notify_all();
+    }
+  }
+
+  std::mutex busy_;   // held by the caller running a region
+  std::mutex mutex_;  // guards job_, generation_, active_, stopping_
+  std::condition_variable wake_, finished_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int active_ = 0;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+ThreadPool& pool() {
+  // Leaked on purpose: kernels may run from threads that outlive static destruction.
+  static ThreadPool* instance = new ThreadPool(configured_threads());
+  return *instance;
+}
+
+}  // namespace
+
+int num_threads() { return pool().size(); }
+
+void parallel_for_impl(int64_t begin, int64_t end, int64_t grain, RangeFn fn) {
+  int64_t n = end - begin;
+  int threads = t_in_pool_worker ? 1 : num_threads();
+  int64_t chunks = std::min<int64_t>(threads, (n + grain - 1) / std::max<int64_t>(grain, 1));
+  if (chunks <= 1) {
+    fn(begin, end);
+    return;
+  }
+  int64_t chunk = (n + chunks - 1) / chunks;
+  Job job(fn, begin, end, chunk, (n + chunk - 1) / chunk);
+  if (!pool().try_run(job)) {
+    fn(begin, end);  // pool busy: run inline rather than wait
+    return;
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,148 @@
+// ember::conv2d: im2col + batched matmul on every backend.
+//
+// Note [Convolution TF32]
+// A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
+// one Matmul KernelCall per group: out[n, group] = weight[group] @ columns[n, group]. The
+// matmuls are built here rather than through ember::matmul because their TF32 switch is
+// backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the matmul precision: a user who
+// turns off matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both
+// host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32.
+#include "ember/nn.h"
+
+#include <memory>
+#include <sstream>
+
+#include "config/backend_flags.h"
+#include "core/tensor_impl.h"
+#include "ember/errors.h"
+#include "kernels/kernel_call.h"
+#include "nn/conv_geometry.h"
+#include "ops/launch.h"
+
+namespace ember {
+namespace {
+
+std::string shape_str(const IntList& shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+// A conv parameter given as one value (applied to both dims) or two.
+std::pair<int64_t, int64_t> pair_param(const IntList& values, const char* name) {
+  EMBER_CHECK(values.size() == 1 || values.size() == 2, ValueError, "expected ", name,
+              " to be a single integer value or a list of 2 values to match the convolution dimensions, but got ",
+              name, "=", shape_str(values));
+  return values.size() == 1 ? std::pair{values[0], values[0]} : std::pair{values[0], values[1]};
+}
+
+detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, IntList strides) {
+  detail::TensorArg arg;
+  arg.data = static_cast<char*>(base.data_ptr()) + offset * static_cast<int64_t>(base.element_size());
+  arg.dtype = base.dtype();
+  arg.sizes = std::move(sizes);
+  arg.strides = std::move(strides);
+  return arg;
+}
+
+Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
+                      const IntList& padding, const IntList& dilation, int64_t groups) {
+  const auto [stride_h, stride_w] = pair_param(stride, "stride");
+  const auto [pad_h, pad_w] = pair_param(padding, "padding");
+  const auto [dilation_h, dilation_w] = pair_param(dilation, "dilation");
+  EMBER_CHECK(stride_h > 0 && stride_w > 0, ValueError, "non-positive stride is not supported");
+  EMBER_CHECK(pad_h >= 0 && pad_w >= 0, ValueError, "negative padding is not supported");
+  EMBER_CHECK(dilation_h > 0 && dilation_w > 0, ValueError, "dilation should be greater than zero");
+
+  const int64_t batch = input.size(0), channels = input.size(1), height = input.size(2), width = input.size(3);
+  const int64_t out_channels = weight.size(0), kernel_h = weight.size(2), kernel_w = weight.size(3);
+  EMBER_CHECK(out_channels % groups == 0, ValueError, "Given groups=", groups, ", expected weight to be divisible by ",
+              groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
+  EMBER_CHECK(channels == weight.size(1) * groups, ValueError, "Given groups=", groups, ", weight of size ",
+              shape_str(weight.sizes()), ", expected input", shape_str(input.sizes()), " to have ",
+              weight.size(1) * groups, " channels, but got ", channels, " channels instead");
+  if (bias.defined()) {
+    detail::check_same_device(input, bias);
+    EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, "conv2d: input type (", dtype_name(input.dtype()),
+                ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ValueError, "Given weight of size ",
+                shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
+                " elements, but got bias of size ", shape_str(bias.sizes()), " instead");
+  }
+  const int64_t padded_h = height + 2 * pad_h, padded_w = width + 2 * pad_w;
+  const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
+  EMBER_CHECK(span_h <= padded_h && span_w <= padded_w, ValueError,
+              "Calculated padded input size per channel: (", padded_h, " x ", padded_w, "). Kernel size: (", span_h,
+              " x ", span_w, "). Kernel size can't be greater than actual input size");
+
+  auto geometry = std::make_shared<detail::nn::ConvGeometry>();
+  *geometry = {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+               (padded_h - span_h) / stride_h + 1, (padded_w - span_w) / stride_w + 1};
+  const Device device = input.device();
+  const int device_index = device.is_cuda() ? device.index() : -1;
+  const int64_t positions = geometry->out_h * geometry->out_w;
+  const int64_t rows = channels * kernel_h * kernel_w;  // of the columns, all groups
+  Tensor out = detail::make_tensor({batch, out_channels, geometry->out_h, geometry->out_w}, input.dtype(), device);
+  if (out.numel() == 0) return out;
+
+  // A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns.
+  Tensor columns;
+  if (kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+      input.is_contiguous()) {
+    columns = input;
+  } else {
+    columns = detail::make_tensor({batch, rows, positions}, input.dtype(), device);
+    detail::KernelCall unfold;
+    unfold.op = detail::OpKind::Im2Col;
+    unfold.inputs.push_back(matrix_arg(input, 0, input.sizes(), input.strides()));
+    unfold.outputs.push_back(matrix_arg(columns, 0, columns.sizes(), columns.strides()));
+    unfold.device = device_index;
+    unfold.payload = geometry;
+    detail::launch(device, unfold);
+  }
+
+  const Tensor w = weight.contiguous();
+  const int64_t group_out = out_channels / groups, group_rows = rows / groups;
+  const bool allow_tf32 = input.dtype() == kFloat32 && detail::cudnn_allows_tf32();  // Note [Convolution TF32]
+  for (int64_t g = 0; g < groups; ++g) {
+    detail::KernelCall product;
+    product.op = detail::OpKind::Matmul;
+    // The group's weight is shared by every batch item: batch stride 0.
+    product.inputs.push_back(matrix_arg(w, g * group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}));
+    product.inputs.push_back(matrix_arg(columns, g * group_rows * positions, {batch, group_rows, positions},
+                                        {rows * positions, positions, 1}));
+    product.outputs.push_back(matrix_arg(out, g * group_out * positions, {batch, group_out, positions},
+                                         {out_channels * positions, positions, 1}));
+    product.allow_tf32 = allow_tf32;
+    product.device = device_index;
+    detail::launch(device, product);
+  }
+  if (bias.defined()) out.add_(bias.view({1, out_channels, 1, 1}));
+  return out;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
+              const IntList& padding, const IntList& dilation, int64_t groups) {
+  EMBER_CHECK(input.defined() && weight.defined(), ValueError, "conv2d: expected defined input and weight tensors");
+  EMBER_CHECK(input.dim() == 3 || input.dim() == 4, ValueError,
+              "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ",
+              shape_str(input.sizes()));
+  EMBER_CHECK(weight.dim() == 4, ValueError, "Expected 4-dimensional weight for ", input.dim(),
+              "-dimensional input ", shape_str(input.sizes()), ", but got weight of size ", shape_str(weight.sizes()),
+              " instead");
+  detail::check_same_device(input, weight);
+  EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError,
+              "conv2d: expected a float32 or float64 input, but got ", dtype_name(input.dtype()));
+  EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, "conv2d: input type (", dtype_name(input.dtype()),
+              ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
+  EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
+  if (input.dim() == 3)
+    return conv2d_batched(input.unsqueeze(0), weight, bias, stride, padding, dilation, groups).squeeze(0);
+  return conv2d_batched(input, weight, bias, stride, padding, dilation, groups);
+}
+
+}  // namespace ember

@@ -1,0 +1,245 @@
+// Element-wise ops: device checks, type promotion, broadcasting, output allocation.
+#include "core/type_promotion.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+#include "ops/launch.h"
+
+namespace ember {
+
+using detail::KernelCall;
+using detail::make_arg;
+using detail::OpKind;
+using detail::Operand;
+
+namespace {
+
+DType promoted(const Tensor& a, const Tensor& b) {
+  return detail::result_type({Operand::tensor(a.dtype(), a.dim()), Operand::tensor(b.dtype(), b.dim())});
+}
+
+// A 0-dim cpu tensor may join a cuda op as a scalar input: it is moved to the op's device.
+void align_devices(Tensor& a, Tensor& b) {
+  if (a.device() == b.device()) return;
+  if (b.is_cpu() && b.dim() == 0) {
+    b = b.to(a.device());
+  } else if (a.is_cpu() && a.dim() == 0) {
+    a = a.to(b.device());
+  } else {
+    detail::check_same_device(a, b);
+  }
+}
+
+bool is_comparison(OpKind op) {
+  return op == OpKind::Eq || op == OpKind::Ne || op == OpKind::Lt || op == OpKind::Le || op == OpKind::Gt ||
+         op == OpKind::Ge;
+}
+
+const char* op_name(OpKind op) {
+  switch (op) {
+    case OpKind::Add: return "add";
+    case OpKind::Sub: return "sub";
+    case OpKind::Mul: return "mul";
+    case OpKind::Div: return "div";
+    case OpKind::Pow: return "pow";
+    case OpKind::Lt: return "lt";
+    case OpKind::Le: return "le";
+    case OpKind::Gt: return "gt";
+    case OpKind::Ge: return "ge";
+    default: return "op";
+  }
+}
+
+void check_op_dtype(OpKind op, DType dtype) {
+  if (op == OpKind::Sub || op == OpKind::RSubScalar) {
+    EMBER_CHECK(dtype != kBool, TypeError,
+                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                "`logical_xor()` operator instead.");
+  }
+  if (op == OpKind::Lt || op == OpKind::Le || op == OpKind::Gt || op == OpKind::Ge) {
+    EMBER_CHECK(!is_complex(dtype), TypeError, op_name(op), " is not supported for complex tensors");
+  }
+}
+
+// The dtype an op computes in, given the promoted input dtype.
+DType compute_dtype(OpKind op, DType promoted_dtype) {
+  if ((op == OpKind::Div || op == OpKind::RDivScalar) && is_integral(promoted_dtype, true)) return default_dtype();
+  return promoted_dtype;
+}
+
+Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
+  align_devices(a, b);
+  DType dtype = compute_dtype(op, promoted(a, b));
+  check_op_dtype(op, dtype);
+  IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
+  if (a.dtype() != dtype) a = a.to(dtype);
+  if (b.dtype() != dtype) b = b.to(dtype);
+  Tensor out = detail::empty_on(shape, is_comparison(op) ? kBool : dtype, a.device());
+  KernelCall call{op, {make_arg(out)}, {make_arg(a, shape), make_arg(b, shape)}, alpha};
+  detail::launch(out.device(), call);
+  return out;
+}
+
+Tensor with_scalar(OpKind op, Tensor a, const Scalar& s) {
+  DType dtype = compute_dtype(op, detail::result_type({Operand::tensor(a.dtype(), a.dim()), Operand::scalar(s)}));
+  check_op_dtype(op, dtype);
+  if (a.dtype() != dtype) a = a.to(dtype);
+  Tensor out = detail::empty_on(a.sizes(), is_comparison(op) ? kBool : dtype, a.device());
+  KernelCall call{op, {make_arg(out)}, {make_arg(a)}, s};
+  detail::launch(out.device(), call);
+  return out;
+}
+
+// Comparisons against a scalar reuse the tensor-tensor kernel with a 0-dim operand.
+Tensor compare_scalar(OpKind op, const Tensor& a, const Scalar& s) {
+  return binary(op, a, full({}, s, TensorOptions(s.dtype()).device(a.device())));
+}
+
+Tensor unary(OpKind op, Tensor a, bool float_only) {
+  DType dtype = a.dtype();
+  if (float_only && is_integral(dtype, true)) dtype = default_dtype();
+  if (a.dtype() != dtype) a = a.to(dtype);
+  Tensor out = detail::empty_on(a.sizes(), dtype, a.device());
+  KernelCall call{op, {make_arg(out)}, {make_arg(a)}};
+  detail::launch(out.device(), call);
+  return out;
+}
+
+// In place: computes in the promoted dtype, which must cast to self's dtype.
+Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) {
+  if (other.device() != self.device() && other.is_cpu() && other.dim() == 0) other = other.to(self.device());
+  detail::check_same_device(self, other);
+  DType dtype = compute_dtype(op, promoted(self, other));
+  check_op_dtype(op, dtype);
+  EMBER_CHECK(promote_types(dtype, self.dtype()) == self.dtype(), TypeError, "result type ", dtype,
+              " can't be cast to the desired output type ", self.dtype());
+  IntList shape = detail::broadcast_shapes(self.sizes(), other.sizes());
+  EMBER_CHECK(shape == self.sizes(), ValueError, "output with shape ", detail::IntListPrinter{self.sizes()},
+              " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
+  if (other.dtype() != dtype) other = other.to(dtype);
+  if (dtype == self.dtype()) {
+    KernelCall call{op, {make_arg(self)}, {make_arg(self), make_arg(other, shape)}, alpha};
+    detail::launch(self.device(), call);
+  } else {
+    self.copy_(binary(op, self, other, alpha));
+  }
+  return self;
+}
+
+Tensor& inplace_scalar(Tensor& self, OpKind op, const Scalar& s) {
+  DType dtype = compute_dtype(op, detail::result_type({Operand::tensor(self.dtype(), self.dim()), Operand::scalar(s)}));
+  EMBER_CHECK(promote_types(dtype, self.dtype()) == self.dtype(), TypeError, "result type ", dtype,
+              " can't be cast to the desired output type ", self.dtype());
+  KernelCall call{op, {make_arg(self)}, {make_arg(self)}, s};
+  detail::launch(self.device(), call);
+  return self;
+}
+
+Scalar negate(const Scalar& s) {
+  if (s.is_complex()) return Scalar(-s.to_complex());
+  if (s.is_floating_point()) return Scalar(-s.to_double());
+  return Scalar(-s.to<int64_t>());
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(OpKind::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(OpKind::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& exponent) { return binary(OpKind::Pow, a, exponent); }
+Tensor pow(const Tensor& a, const Scalar& exponent) { return with_scalar(OpKind::PowScalar, a, exponent); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
+
+Tensor neg(const Tensor& a) {
+  EMBER_CHECK(a.dtype() != kBool, TypeError,
+              "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
+              "the `~` or `logical_not()` operator instead.");
+  return unary(OpKind::Neg, a, false);
+}
+Tensor abs(const Tensor& a) { return unary(OpKind::Abs, a, false); }
+Tensor exp(const Tensor& a) { return unary(OpKind::Exp, a, true); }
+Tensor log(const Tensor& a) { return unary(OpKind::Log, a, true); }
+Tensor sqrt(const Tensor& a) { return unary(OpKind::Sqrt, a, true); }
+Tensor sigmoid(const Tensor& a) { return unary(OpKind::Sigmoid, a, true); }
+Tensor tanh(const Tensor& a) { return unary(OpKind::Tanh, a, true); }
+Tensor relu(const Tensor& a) {
+  EMBER_CHECK(a.dtype() != kBool && !is_complex(a.dtype()), TypeError, "relu is not supported for ", a.dtype());
+  return unary(OpKind::Relu, a, false);
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::AddScalar, a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) {
+  EMBER_CHECK(a.dtype() != kBool || !b.is_bool(), TypeError,
+              "Subtraction, the `-` operator, with two bool tensors is not supported.");
+  return with_scalar(OpKind::AddScalar, a, negate(b));
+}
+Tensor operator*(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::MulScalar, a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return binary(OpKind::Div, a, full({}, b, TensorOptions(b.dtype()).device(a.device()))); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return b + a; }
+Tensor operator-(const Scalar& a, const Tensor& b) { return with_scalar(OpKind::RSubScalar, b, a); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return b * a; }
+Tensor operator/(const Scalar& a, const Tensor& b) { return with_scalar(OpKind::RDivScalar, b, a); }
+
+DType result_type(const Tensor& a, const Tensor& b) { return promoted(a, b); }
+DType result_type(const Tensor& a, const Scalar& b) {
+  return detail::result_type({Operand::tensor(a.dtype(), a.dim()), Operand::scalar(b)});
+}
+
+// ---- Tensor methods ----------------------------------------------------------
+Tensor Tensor::neg() const { return ember::neg(*this); }
+Tensor Tensor::abs() const { return ember::abs(*this); }
+Tensor Tensor::exp() const { return ember::exp(*this); }
+Tensor Tensor::log() const { return ember::log(*this); }
+Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
+Tensor Tensor::relu() const { return ember::relu(*this); }
+Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
+Tensor Tensor::tanh() const { return ember::tanh(*this); }
+Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
+Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return ember::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return ember::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o) const { return ember::div(*this, o); }
+Tensor Tensor::eq(const Tensor& o) const { return ember::eq(*this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return ember::ne(*this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return ember::lt(*this, o); }
+Tensor Tensor::le(const Tensor& o) const { return ember::le(*this, o); }
+Tensor Tensor::gt(const Tensor& o) const { return ember::gt(*this, o); }
+Tensor Tensor::ge(const Tensor& o) const { return ember::ge(*this, o); }
+Tensor Tensor::eq(const Scalar& o) const { return compare_scalar(OpKind::Eq, *this, o); }
+Tensor Tensor::ne(const Scalar& o) const { return compare_scalar(OpKind::Ne, *this, o); }
+Tensor Tensor::lt(const Scalar& o) const { return compare_scalar(OpKind::Lt, *this, o); }
+Tensor Tensor::le(const Scalar& o) const { return compare_scalar(OpKind::Le, *this, o); }
+Tensor Tensor::gt(const Scalar& o) const { return compare_scalar(OpKind::Gt, *this, o); }
+Tensor Tensor::ge(const Scalar& o) const { return compare_scalar(OpKind::Ge, *this, o); }
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return inplace(*this, OpKind::Add, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return inplace(*this, OpKind::Sub, o, alpha); }
+Tensor& Tensor::mul_(const Tensor& o) { return inplace(*this, OpKind::Mul, o); }
+Tensor& Tensor::div_(const Tensor& o) { return inplace(*this, OpKind::Div, o); }
+Tensor& Tensor::operator+=(const Scalar& o) { return inplace_scalar(*this, OpKind::AddScalar, o); }
+Tensor& Tensor::operator-=(const Scalar& o) { return inplace_scalar(*this, OpKind::AddScalar, negate(o)); }
+Tensor& Tensor::operator*=(const Scalar& o) { return inplace_scalar(*this, OpKind::MulScalar, o); }
+Tensor& Tensor::operator/=(const Scalar& o) {
+  return div_(full({}, o, TensorOptions(o.dtype()).device(device())));
+}
+
+Tensor& Tensor::fill_(const Scalar& value) {
+  KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, value};
+  detail::launch(device(), call);
+  return *this;
+}
+Tensor& Tensor::zero_() { return fill_(0); }
+
+}  // namespace ember

@@ -1,0 +1,52 @@
+#include "ops/launch.h"
+
+#include "backends/cpu/cpu_kernels.h"
+#include "ember/errors.h"
+#include "runtime/context.h"
+
+namespace ember::detail {
+
+void launch(Device device, KernelCall& call) {
+  if (device.is_cpu()) {
+    call.device = -1;
+    cpu::run(call);
+    return;
+  }
+  call.device = device.index();
+  StreamState* stream = current_stream_state(device.index());
+  backend().launch(stream->native(), call);
+}
+
+TensorArg make_arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype(), t.sizes(), t.strides()}; }
+
+TensorArg make_arg(const Tensor& t, const IntList& shape) {
+  const IntList& sizes = t.sizes();
+  const IntList& strides = t.strides();
+  size_t n = shape.size(), offset = n - sizes.size();
+  TensorArg arg{t.data_ptr(), t.dtype(), shape, IntList(n, 0)};
+  for (size_t i = offset; i < n; ++i) {
+    if (sizes[i - offset] != 1) arg.strides[i] = strides[i - offset];
+  }
+  return arg;
+}
+
+IntList broadcast_shapes(const IntList& a, const IntList& b) {
+  size_t n = std::max(a.size(), b.size());
+  IntList out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    EMBER_CHECK(da == db || da == 1 || db == 1, ValueError, "The size of tensor a (", da,
+                ") must match the size of tensor b (", db, ") at non-singleton dimension ", i);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+void check_same_device(const Tensor& a, const Tensor& b) {
+  Device da = a.device(), db = b.device();
+  EMBER_CHECK(da == db, DeviceError, "Expected all tensors to be on the same device, but found at least two devices, ",
+              da, " and ", db, "!");
+}
+
+}  // namespace ember::detail

@@ -1,0 +1,75 @@
+// matmul (1-D, 2-D and batched with broadcasting) and index_select.
+#include "config/backend_flags.h"
+#include "ember/errors.h"
+#include "ember/ops.h"
+#include "ops/launch.h"
+
+namespace ember {
+
+using detail::IntListPrinter;
+using detail::KernelCall;
+using detail::OpKind;
+
+namespace {
+
+// A (B, rows, cols) view of `t` broadcast to batch shape `batch`; copies only when the
+// batch dims cannot be flattened into one strided dim.
+Tensor as_batched(const Tensor& t, const IntList& batch, int64_t batch_numel) {
+  IntList shape = batch;
+  shape.push_back(t.size(-2));
+  shape.push_back(t.size(-1));
+  return t.expand(shape).reshape({batch_numel, t.size(-2), t.size(-1)});
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  detail::check_same_device(a_in, b_in);
+  EMBER_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, ValueError, "both arguments to matmul need to be at least 1D, but they are ",
+              a_in.dim(), "D and ", b_in.dim(), "D");
+  EMBER_CHECK(a_in.dtype() == b_in.dtype(), TypeError, "expected m1 and m2 to have the same dtype, but got: ",
+              dtype_name(a_in.dtype()), " != ", dtype_name(b_in.dtype()));
+  EMBER_CHECK(a_in.dtype() != kBool, TypeError, "\"addmm\" not implemented for 'Bool'");
+  // 1-D operands become matrices and their added dim is dropped from the result (numpy rules).
+  Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
+  Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;
+  EMBER_CHECK(a.size(-1) == b.size(-2), ValueError, "mat1 and mat2 shapes cannot be multiplied (", a.size(-2), "x",
+              a.size(-1), " and ", b.size(-2), "x", b.size(-1), ")");
+  IntList a_batch(a.sizes().begin(), a.sizes().end() - 2), b_batch(b.sizes().begin(), b.sizes().end() - 2);
+  IntList batch = detail::broadcast_shapes(a_batch, b_batch);
+  int64_t batch_numel = 1;
+  for (int64_t s : batch) batch_numel *= s;
+  int64_t n = a.size(-2), m = b.size(-1);
+
+  Tensor out = detail::empty_on({batch_numel, n, m}, a.dtype(), a.device());
+  Tensor a3 = as_batched(a, batch, batch_numel), b3 = as_batched(b, batch, batch_numel);
+  KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
+  call.allow_tf32 = a.dtype() == kFloat32 && detail::matmul_allows_tf32();
+  detail::launch(a.device(), call);
+
+  IntList shape = batch;
+  if (a_in.dim() > 1) shape.push_back(n);
+  if (b_in.dim() > 1) shape.push_back(m);
+  return out.view(shape);
+}
+
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  EMBER_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, TypeError,
+              "index_select(): Expected dtype int32 or int64 for index");
+  EMBER_CHECK(index.dim() <= 1, IndexError, "index_select(): Index is supposed to be a vector");
+  detail::check_same_device(a, index);
+  int64_t d = detail::wrap_dim(dim, a.dim());
+  IntList shape = a.sizes();
+  if (a.dim() > 0) shape[d] = index.numel();
+  Tensor out = detail::empty_on(shape, a.dtype(), a.device());
+  if (out.numel() == 0 && index.numel() == 0) return out;
+  KernelCall call{OpKind::IndexSelect, {detail::make_arg(out)}, {detail::make_arg(a), detail::make_arg(index)}};
+  call.dim = d;
+  detail::launch(a.device(), call);
+  return out;
+}
+
+Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }
+Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return ember::index_select(*this, dim, index); }
+
+}  // namespace ember

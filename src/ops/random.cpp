@@ -1,0 +1,80 @@
+// Random number generation: one Philox stream per device, seeded by manual_seed.
+//
+// Each op reserves a range of the device's counter space, so a seed followed by the
+// same sequence of ops gives the same numbers on every backend (the kernels compute
+// element i from (seed, offset + i) alone; see kernels/philox.h).
+#include <map>
+#include <mutex>
+
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ops/launch.h"
+
+namespace ember {
+
+namespace {
+
+constexpr uint64_t kDefaultSeed = 67280421310721ull;  // PyTorch's default seed
+
+class Generators {
+ public:
+  // Returns {seed, offset} and advances the device's offset by `count` counters.
+  std::pair<uint64_t, uint64_t> reserve(Device device, uint64_t count) {
+    std::lock_guard lock(mutex_);
+    auto [it, inserted] = offsets_.try_emplace(device.is_cpu() ? -1 : device.index(), 0);
+    uint64_t offset = it->second;
+    it->second += (count + 3) & ~uint64_t{3};  // whole Philox blocks
+    return {seed_, offset};
+  }
+  void seed(uint64_t seed) {
+    std::lock_guard lock(mutex_);
+    seed_ = seed;
+    offsets_.clear();
+  }
+
+ private:
+  std::mutex mutex_;
+  uint64_t seed_ = kDefaultSeed;
+  std::map<int, uint64_t> offsets_;
+};
+
+Generators& generators() {
+  static Generators instance;
+  return instance;
+}
+
+void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
+  if (t.numel() == 0) return;
+  // Normal takes two uniforms per element, double uniforms two words each: reserve 4.
+  auto [seed, offset] = generators().reserve(t.device(), 4 * static_cast<uint64_t>(t.numel()));
+  detail::KernelCall call{op, {detail::make_arg(t)}, {}, a, b};
+  call.seed = seed;
+  call.offset = offset;
+  detail::launch(t.device(), call);
+}
+
+}  // namespace
+
+void manual_seed(uint64_t seed) { generators().seed(seed); }
+
+Tensor& Tensor::normal_(double mean, double std) {
+  EMBER_CHECK(is_floating_point(dtype()), TypeError, "normal_ expects a floating point dtype, but got ", dtype());
+  EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
+  fill_random(*this, detail::OpKind::Normal, mean, std);
+  return *this;
+}
+
+Tensor& Tensor::uniform_(double from, double to) {
+  EMBER_CHECK(is_floating_point(dtype()), TypeError, "uniform_ expects a floating point dtype, but got ", dtype());
+  EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
+              " > to=", to);
+  fill_random(*this, detail::OpKind::Uniform, from, to);
+  return *this;
+}
+
+Tensor rand(const IntList& shape, const TensorOptions& options) { return empty(shape, options).uniform_(0.0, 1.0); }
+Tensor randn(const IntList& shape, const TensorOptions& options) { return empty(shape, options).normal_(0.0, 1.0); }
+Tensor rand_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).uniform_(0.0, 1.0); }
+Tensor randn_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).normal_(0.0, 1.0); }
+
+}  // namespace ember

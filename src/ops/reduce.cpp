@@ -1,0 +1,110 @@
+// Reductions: sum, mean, max, min over all elements or one dim; allclose, equal.
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+#include "ops/launch.h"
+
+namespace ember {
+
+using detail::KernelCall;
+using detail::OpKind;
+
+namespace {
+
+const char* reduction_name(OpKind op) {
+  switch (op) {
+    case OpKind::Sum: return "sum";
+    case OpKind::Mean: return "mean";
+    case OpKind::Max: return "max";
+    case OpKind::Min: return "min";
+    default: return "all";
+  }
+}
+
+DType reduction_dtype(OpKind op, DType in) {
+  switch (op) {
+    case OpKind::Sum: return is_integral(in, true) ? kInt64 : in;
+    case OpKind::Mean:
+      EMBER_CHECK(is_floating_point(in) || is_complex(in), TypeError,
+                  "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                  "dtype. Got: ", dtype_name(in));
+      return in;
+    case OpKind::All: return kBool;
+    default:
+      EMBER_CHECK(!is_complex(in), TypeError, reduction_name(op), "(): does not support complex input");
+      return in;
+  }
+}
+
+// dim < 0 with all_dims: the whole tensor to a 0-dim result.
+Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepdim) {
+  DType out_dtype = reduction_dtype(op, a.dtype());
+  if (all_dims) {
+    EMBER_CHECK(a.numel() > 0 || (op != OpKind::Max && op != OpKind::Min), ValueError, reduction_name(op),
+                "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
+                "the 'dim' argument.");
+    Tensor out = detail::empty_on({}, out_dtype, a.device());
+    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
+    call.dim = -1;
+    detail::launch(a.device(), call);
+    return out;
+  }
+  int64_t d = detail::wrap_dim(dim, a.dim());
+  if (a.dim() == 0) return reduce(op, a, true, -1, false);
+  EMBER_CHECK(a.size(d) > 0 || (op != OpKind::Max && op != OpKind::Min), IndexError, reduction_name(op),
+              "(): Expected reduction dim ", d, " to have non-zero size.");
+  IntList kept = a.sizes();
+  kept[d] = 1;
+  Tensor out = detail::empty_on(kept, out_dtype, a.device());
+  KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
+  call.dim = d;
+  detail::launch(a.device(), call);
+  return keepdim ? out : out.squeeze(d);
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& a) { return reduce(OpKind::Sum, a, true, -1, false); }
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Sum, a, false, dim, keepdim); }
+Tensor mean(const Tensor& a) { return reduce(OpKind::Mean, a, true, -1, false); }
+Tensor mean(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Mean, a, false, dim, keepdim); }
+Tensor max(const Tensor& a) { return reduce(OpKind::Max, a, true, -1, false); }
+Tensor max(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Max, a, false, dim, keepdim); }
+Tensor min(const Tensor& a) { return reduce(OpKind::Min, a, true, -1, false); }
+Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Min, a, false, dim, keepdim); }
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  detail::check_same_device(a, b);
+  DType dtype = result_type(a, b);
+  EMBER_CHECK(a.dtype() == b.dtype(), TypeError, "Float did not match ", dtype_name(b.dtype()),
+              ": allclose expects both tensors to have the same dtype, but got ", dtype_name(a.dtype()), " and ",
+              dtype_name(b.dtype()));
+  IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
+  Tensor close = detail::empty_on(shape, kBool, a.device());
+  KernelCall call{OpKind::IsClose, {detail::make_arg(close)}, {detail::make_arg(a, shape), detail::make_arg(b, shape)},
+                  atol, rtol};
+  call.flag = equal_nan;
+  detail::launch(a.device(), call);
+  return reduce(OpKind::All, close, true, -1, false).item<bool>();
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  detail::check_same_device(a, b);
+  if (a.sizes() != b.sizes()) return false;
+  return reduce(OpKind::All, eq(a, b), true, -1, false).item<bool>();
+}
+
+Tensor Tensor::sum() const { return ember::sum(*this); }
+Tensor Tensor::sum(int64_t dim, bool keepdim) const { return ember::sum(*this, dim, keepdim); }
+Tensor Tensor::mean() const { return ember::mean(*this); }
+Tensor Tensor::mean(int64_t dim, bool keepdim) const { return ember::mean(*this, dim, keepdim); }
+Tensor Tensor::max() const { return ember::max(*this); }
+Tensor Tensor::max(int64_t dim, bool keepdim) const { return ember::max(*this, dim, keepdim); }
+Tensor Tensor::min() const { return ember::min(*this); }
+Tensor Tensor::min(int64_t dim, bool keepdim) const { return ember::min(*this, dim, keepdim); }
+bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return ember::allclose(*this, o, rtol, atol, equal_nan);
+}
+bool Tensor::equal(const Tensor& o) const { return ember::equal(*this, o); }
+
+}  // namespace ember

@@ -1,0 +1,244 @@
+// Streams: current streams per thread and device, StreamGuard, ordering and concurrency.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "backends/emulated/emulated_backend.h"
+#include "ember/cuda.h"
+#include "runtime/stream_state.h"
+#include "ember/errors.h"
+#include "runtime/context.h"
+
+namespace cuda = ember::cuda;
+using namespace std::chrono_literals;
+
+namespace {
+
+const bool kEmulated = [] {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("CUDA_LAUNCH_BLOCKING");
+  cuda::emulate(4, size_t{1} << 30);
+  return true;
+}();
+
+ember::detail::emulated::EmulatedBackend& emulated() {
+  return dynamic_cast<ember::detail::emulated::EmulatedBackend&>(ember::detail::backend());
+}
+
+void on_stream(const cuda::Stream& s, std::function<void()> fn) {
+  emulated().launch_host_function(s.state()->native(), std::move(fn));
+}
+
+TEST(RuntimeStreams, DefaultAndCurrentStreams) {
+  cuda::Stream d0 = cuda::default_stream();
+  EXPECT_TRUE(d0.is_default());
+  EXPECT_EQ(d0.id(), 0u);
+  EXPECT_EQ(d0.device_index(), 0);
+  EXPECT_EQ(cuda::current_stream(), d0);
+  EXPECT_EQ(cuda::default_stream(2).device_index(), 2);
+  EXPECT_NE(cuda::default_stream(2), d0);
+  EXPECT_EQ(cuda::current_stream(3), cuda::default_stream(3));
+  EXPECT_THROW(cuda::default_stream(4), ember::IndexError);
+}
+
+TEST(RuntimeStreams, NewStreamsAreDistinct) {
+  cuda::Stream a, b;
+  EXPECT_FALSE(a.is_default());
+  EXPECT_NE(a, b);
+  EXPECT_NE(a.id(), b.id());
+  EXPECT_NE(a.id(), 0u);
+  cuda::Stream copy = a;
+  EXPECT_EQ(copy, a);
+  EXPECT_EQ(std::hash<cuda::Stream>()(copy), std::hash<cuda::Stream>()(a));
+  EXPECT_EQ(a.device_index(), 0);
+  EXPECT_EQ(a.device(), ember::Device(ember::kCUDA, 0));
+  cuda::Stream on2(2, -1);
+  EXPECT_EQ(on2.device_index(), 2);
+  EXPECT_EQ(on2.priority(), -1);
+  EXPECT_EQ(cuda::Stream(1, -7).priority(), -1);  // clamped into the range, as CUDA does
+  EXPECT_EQ(cuda::Stream(1, 5).priority(), 0);
+  EXPECT_EQ(cuda::Stream::priority_range(), (std::pair<int, int>{0, -1}));
+  EXPECT_THROW(cuda::Stream(4), ember::IndexError);
+  cuda::DeviceGuard g(3);
+  EXPECT_EQ(cuda::Stream().device_index(), 3);  // new streams go to the current device
+}
+
+TEST(RuntimeStreams, Printing) {
+  std::ostringstream d;
+  d << cuda::default_stream(1);
+  EXPECT_EQ(d.str(), "<ember.cuda.Stream device=cuda:1 cuda_stream=0x0>");
+  cuda::Stream s(2);
+  std::ostringstream o;
+  o << s;
+  EXPECT_EQ(o.str().rfind("<ember.cuda.Stream device=cuda:2 cuda_stream=0x", 0), 0u) << o.str();
+  EXPECT_NE(o.str(), "<ember.cuda.Stream device=cuda:2 cuda_stream=0x0>");
+}
+
+TEST(RuntimeStreams, SetStreamIsPerThreadAndPerDevice) {
+  cuda::Stream s1(1);
+  cuda::set_stream(s1);
+  EXPECT_EQ(cuda::current_device(), 1);  // as torch.cuda.set_stream: its device becomes current
+  EXPECT_EQ(cuda::current_stream(), s1);
+  EXPECT_EQ(cuda::current_stream(0), cuda::default_stream(0));
+  std::thread([&] {
+    EXPECT_EQ(cuda::current_stream(1), cuda::default_stream(1));  // another thread: its own
+  }).join();
+  cuda::set_stream(cuda::default_stream(1));
+  EXPECT_EQ(cuda::current_stream(1), cuda::default_stream(1));
+  cuda::set_device(0);
+}
+
+TEST(RuntimeStreams, CurrentStreamKeepsTheStreamAlive) {
+  {
+    cuda::Stream s(0);
+    cuda::set_stream(s);
+  }
+  cuda::Stream current = cuda::current_stream();
+  EXPECT_FALSE(current.is_default());
+  current.synchronize();
+  cuda::set_stream(cuda::default_stream(0));
+}
+
+TEST(RuntimeStreams, StreamGuardRestoresStreamAndDevice) {
+  cuda::Stream s0(0), s2(2), s2b(2);
+  cuda::set_stream(s0);
+  cuda::set_stream(s2b);
+  cuda::set_device(0);
+  {
+    cuda::StreamGuard g(s2);
+    EXPECT_EQ(cuda::current_device(), 2);
+    EXPECT_EQ(cuda::current_stream(), s2);
+    EXPECT_EQ(cuda::current_stream(0), s0);
+    {
+      cuda::StreamGuard inner(cuda::default_stream(1));
+      EXPECT_EQ(cuda::current_device(), 1);
+      EXPECT_EQ(cuda::current_stream(), cuda::default_stream(1));
+    }
+    EXPECT_EQ(cuda::current_device(), 2);
+    EXPECT_EQ(cuda::current_stream(), s2);
+  }
+  EXPECT_EQ(cuda::current_device(), 0);
+  EXPECT_EQ(cuda::current_stream(), s0);
+  EXPECT_EQ(cuda::current_stream(2), s2b);
+  cuda::set_stream(cuda::default_stream(2));
+  cuda::set_stream(cuda::default_stream(0));
+}
+
+TEST(RuntimeStreams, WorkRunsInOrder) {
+  cuda::Stream s;
+  std::vector<int> order;  // touched only by the stream's worker until synchronize
+  for (int i = 0; i < 100; ++i) on_stream(s, [&order, i] { order.push_back(i); });
+  s.synchronize();
+  ASSERT_EQ(order.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);
+}
+
+TEST(RuntimeStreams, BusyStreamAndIdleStream) {
+  cuda::Stream busy, idle;
+  {
+    cuda::StreamGuard g(busy);
+    cuda::sleep(300ms);
+  }
+  EXPECT_FALSE(busy.query());
+  EXPECT_TRUE(idle.query());  // streams are independent: nothing queued on this one
+  on_stream(idle, [] {});
+  idle.synchronize();
+  EXPECT_TRUE(idle.query());
+  EXPECT_FALSE(busy.query());  // the other stream ran while this one was still busy
+  busy.synchronize();
+  EXPECT_TRUE(busy.query());
+}
+
+TEST(RuntimeStreams, HostReturnsBeforeWorkRuns) {
+  cuda::Stream s;
+  std::atomic<bool> ran{false};
+  {
+    cuda::StreamGuard g(s);
+    cuda::sleep(200ms);
+  }
+  on_stream(s, [&] { ran = true; });
+  EXPECT_FALSE(ran.load());
+  s.synchronize();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(RuntimeStreams, WaitStreamOrdersWork) {
+  cuda::Stream s1, s2;
+  {
+    cuda::StreamGuard g(s1);
+    cuda::sleep(200ms);
+  }
+  std::atomic<bool> s1_done{false};
+  on_stream(s1, [&] { s1_done = true; });
+  s2.wait_stream(s1);
+  bool saw_s1_done = false;
+  on_stream(s2, [&] { saw_s1_done = s1_done.load(); });
+  cuda::Event e = s2.record_event();
+  EXPECT_FALSE(e.query());  // s2 is held back by s1's sleep
+  e.synchronize();
+  EXPECT_TRUE(saw_s1_done);
+  EXPECT_TRUE(s1.query());
+}
+
+TEST(RuntimeStreams, WaitStreamAcrossDevices) {
+  cuda::Stream s0(0), s3(3);
+  {
+    cuda::StreamGuard g(s0);
+    cuda::sleep(100ms);
+  }
+  std::atomic<bool> s0_done{false};
+  on_stream(s0, [&] { s0_done = true; });
+  s3.wait_stream(s0);
+  bool seen = false;
+  on_stream(s3, [&] { seen = s0_done.load(); });
+  s3.synchronize();
+  EXPECT_TRUE(seen);
+}
+
+TEST(RuntimeStreams, SynchronizeDeviceWaitsForEveryStream) {
+  cuda::Stream a(1), b(1);
+  std::atomic<int> done{0};
+  for (auto* s : {&a, &b}) {
+    cuda::StreamGuard g(*s);
+    cuda::sleep(50ms);
+    on_stream(*s, [&] { ++done; });
+  }
+  cuda::synchronize(1);
+  EXPECT_EQ(done.load(), 2);
+  EXPECT_TRUE(a.query());
+  EXPECT_TRUE(b.query());
+}
+
+TEST(RuntimeStreams, DestroyingAStreamDrainsIt) {
+  std::atomic<int> ran{0};
+  {
+    cuda::Stream s;
+    cuda::StreamGuard g(s);
+    cuda::sleep(50ms);
+    for (int i = 0; i < 10; ++i) on_stream(s, [&] { ++ran; });
+  }  // the last handle goes with work still queued
+  EXPECT_EQ(ran.load(), 10);
+}
+
+TEST(RuntimeStreams, SleepRejectsNegativeDurations) {
+  EXPECT_THROW(cuda::sleep(-1ns), ember::ValueError);
+}
+
+TEST(RuntimeStreams, ContextHotPath) {
+  cuda::Stream s(2);
+  EXPECT_EQ(ember::detail::current_stream_state(2), cuda::default_stream(2).state());
+  cuda::set_stream(s);
+  EXPECT_EQ(ember::detail::current_stream_state(2), s.state());
+  EXPECT_EQ(ember::detail::default_stream_state(2), cuda::default_stream(2).state());
+  EXPECT_THROW(ember::detail::current_stream_state(7), ember::IndexError);
+  cuda::set_stream(cuda::default_stream(2));
+  cuda::set_device(0);
+}
+
+}  // namespace
