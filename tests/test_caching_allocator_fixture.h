@@ -31,6 +31,11 @@ inline BackendMaker fake_backend_maker() {
   return {"fake", [](size_t bytes) { return std::make_unique<FakeBackend>(1, bytes); }};
 }
 
+/// Device 0 of the emulated backend (an arena of `bytes`, streams on worker threads).
+inline BackendMaker emulated_backend_maker() {
+  return {"emulated", [](size_t bytes) { return detail::make_emulated_backend(bytes, {0}); }};
+}
+
 class CachingAllocatorTest : public ::testing::TestWithParam<BackendMaker> {
  protected:
   void SetUp() override { use(64 * MiB); }

@@ -17,6 +17,7 @@
 #include "memory/caching_allocator.h"
 #include "memory/caching_host_allocator.h"
 #include "runtime/context.h"
+#include "runtime/registry.h"
 
 namespace ember::detail {
 namespace {
@@ -69,6 +70,8 @@ void size_registry(Registry& r) {
   std::call_once(r.sized, [&] {
     r.device_count = backend().device_count();
     r.devices = std::make_unique<std::atomic<DeviceAllocator*>[]>(static_cast<size_t>(r.device_count));
+    // cuda::reset_device returns the device's cache before its streams become invalid.
+    set_device_reset_hook(&empty_device_cache);
   });
 }
 
