@@ -1,10 +1,5 @@
 // The public memory API of ember::cuda and detail::cuda_allocator / pinned_allocator,
-// over a two-device FakeBackend.
-//
-// Until the runtime lands, this file stands in for the runtime functions memory.cpp
-// calls (backend(), the current device and stream, StreamState). Once the runtime is
-// merged these definitions still take precedence inside this executable only; switch
-// the file to the emulated backend (cuda::emulate) and drop the fakes then.
+// over two emulated devices of 64 MiB.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -13,43 +8,20 @@
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "ember/stream.h"
 #include "memory/memory.h"
-#include "runtime/context.h"
-#include "test_caching_allocator_fake_backend.h"
+#include "runtime/stream_state.h"
 
 namespace {
 
 constexpr size_t MiB = size_t{1} << 20;
 
-ember::testing::FakeBackend& fake() {
-  static ember::testing::FakeBackend backend(2, 64 * MiB);
-  return backend;
-}
+// Before any other cuda use in this process (static initialization runs before main).
+const bool emulated = (ember::cuda::emulate(2, 64 * MiB), true);
 
-ember::detail::StreamState& default_state(int device) {
-  static ember::detail::StreamState states[2] = {{0, 0, 0, fake().default_stream(0), false, 0},
-                                                 {1, 0, 0, fake().default_stream(1), false, 0}};
-  return states[device];
-}
-
-thread_local int current_device = 0;
-thread_local ember::detail::StreamState* current_stream[2] = {nullptr, nullptr};
+ember::detail::StreamState& default_state(int device) { return *ember::cuda::default_stream(device).state(); }
 
 }  // namespace
-
-namespace ember::detail {
-// Fakes of the runtime's functions (see the file comment).
-Backend& backend() { return fake(); }
-int current_device_index() { return current_device; }
-void check_device_index(int device) {
-  EMBER_CHECK(device >= 0 && device < 2, IndexError, "Device index value ", device, " is out of index range [0, 2)");
-}
-StreamState* current_stream_state(int device) {
-  return current_stream[device] ? current_stream[device] : &default_state(device);
-}
-StreamState::~StreamState() = default;
-BackendStream* StreamState::native() const { return native_; }
-}  // namespace ember::detail
 
 namespace ember::testing {
 namespace {
@@ -57,6 +29,8 @@ namespace {
 using nlohmann::json;
 
 TEST(MemoryApi, AllocatorsArePerDeviceAndCreatedOnce) {
+  ASSERT_TRUE(emulated);
+  ASSERT_EQ(cuda::backend_name(), "emulated");
   detail::Allocator* first = nullptr;
   std::vector<std::thread> threads;
   std::vector<detail::Allocator*> seen(8);
@@ -89,22 +63,30 @@ TEST(MemoryApi, StatsFollowAllocationsPerDevice) {
 }
 
 TEST(MemoryApi, AllocationsBindToTheCurrentStream) {
-  detail::StreamState side(0, 0, 5, fake().create_stream(0, 0), true, 0);
+  cuda::Stream side(0);
   detail::Allocator& device0 = detail::cuda_allocator(0);
   void* p = device0.allocate(4096);
   device0.deallocate(p);
-  current_stream[0] = &side;
-  void* q = device0.allocate(4096);
-  EXPECT_NE(q, p);  // p's block belongs to the default stream
-  device0.deallocate(q);
-  EXPECT_EQ(device0.allocate(4096), q);
-  device0.deallocate(q);
-  current_stream[0] = nullptr;
+  void* q = nullptr;
+  {
+    cuda::StreamGuard guard(side);
+    q = device0.allocate(4096);
+    EXPECT_NE(q, p);  // p's block belongs to the default stream
+    device0.deallocate(q);
+    EXPECT_EQ(device0.allocate(4096), q);
+    device0.deallocate(q);
+  }
   EXPECT_EQ(device0.allocate(4096), p);
-  device0.record_stream(p, &side);
-  fake().sleep(side.native(), std::chrono::seconds(1));
+  device0.record_stream(p, side.state());
+  {
+    cuda::StreamGuard guard(side);
+    cuda::sleep(std::chrono::seconds(1));
+  }
   device0.deallocate(p);
-  EXPECT_NE(device0.allocate(4096), p);  // deferred until `side` finishes
+  void* r = device0.allocate(4096);
+  EXPECT_NE(r, p);  // deferred until `side` finishes
+  device0.deallocate(r);
+  side.synchronize();
 }
 
 TEST(MemoryApi, SnapshotCoversEveryDeviceAndMatchesTheStats) {
@@ -137,7 +119,8 @@ TEST(MemoryApi, EmptyCacheReleasesEveryDevice) {
   EXPECT_GT(cuda::memory_reserved(1), 0u);
   cuda::empty_cache();
   EXPECT_EQ(cuda::memory_reserved(1), 0u);
-  EXPECT_EQ(cuda::mem_get_info(1), std::make_pair(64 * MiB, 64 * MiB));
+  EXPECT_EQ(cuda::mem_get_info(1).first, cuda::mem_get_info(1).second);
+  EXPECT_EQ(cuda::mem_get_info(1).second, 64 * MiB);
   EXPECT_GE(cuda::memory_stats(1).at("num_sync_all_streams"), 1);
   const std::string summary = cuda::memory_summary(1);
   EXPECT_THAT(summary, ::testing::HasSubstr("ember CUDA memory summary, device ID 1"));
@@ -161,9 +144,12 @@ TEST(MemoryApi, PinnedAllocatorAndItsStats) {
   EXPECT_EQ(cuda::host_memory_stats().at("allocated_bytes.current"), 4096);
   pinned.record_stream(p, &default_state(0));
   pinned.deallocate(p);
+  cuda::default_stream(0).synchronize();  // the recorded event has completed
   EXPECT_EQ(pinned.allocate(4000), p);
   pinned.deallocate(p);
   EXPECT_EQ(cuda::host_memory_stats().at("num_host_alloc"), 1);
+  cuda::reset_device(1);  // the reset hook returns the device's cache
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
 }
 
 }  // namespace
