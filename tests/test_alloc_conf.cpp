@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
 
 #include "ember/errors.h"
@@ -86,6 +87,20 @@ TEST(AllocConf, RoundupWithZeroDisablesAnInterval) {
   AllocatorConfig config = parse_alloc_conf("roundup_power2_divisions:[1:0,>:4]");
   EXPECT_EQ(config.divisions_for(1 * MiB), 0u);
   EXPECT_EQ(config.divisions_for(2 * MiB), 4u);
+}
+
+TEST(AllocConf, EnvironmentIsReadOnceAndAMalformedValueKeepsFailing) {
+  // The only test touching the process-wide config: it is frozen by the first success.
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:10", 1);
+  EXPECT_THROW(env_alloc_config(), ValueError);
+  EXPECT_THROW(env_alloc_config(), ValueError);  // not silently replaced by defaults
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64", 1);
+  ::setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
+  const AllocatorConfig& config = env_alloc_config();
+  EXPECT_EQ(config.max_split_size, 64 * MiB);
+  EXPECT_FALSE(config.caching_enabled);
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:100", 1);
+  EXPECT_EQ(env_alloc_config().max_split_size, 64 * MiB);
 }
 
 }  // namespace

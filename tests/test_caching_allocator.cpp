@@ -208,7 +208,7 @@ TEST_P(CachingAllocatorTest, WithoutCachingEveryFreeReturnsTheSegment) {
   EXPECT_EQ(stat("segment.all.current"), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -31,6 +31,11 @@ inline BackendMaker fake_backend_maker() {
   return {"fake", [](size_t bytes) { return std::make_unique<FakeBackend>(1, bytes); }};
 }
 
+/// Device 0 of the emulated backend (an arena of `bytes`, streams on worker threads).
+inline BackendMaker emulated_backend_maker() {
+  return {"emulated", [](size_t bytes) { return detail::make_emulated_backend(bytes, {0}); }};
+}
+
 class CachingAllocatorTest : public ::testing::TestWithParam<BackendMaker> {
  protected:
   void SetUp() override { use(64 * MiB); }
@@ -50,8 +55,11 @@ class CachingAllocatorTest : public ::testing::TestWithParam<BackendMaker> {
     return {native, id, 0};
   }
   int64_t stat(const std::string& key) const { return allocator_->stats().to_map().at(key); }
-  /// Queues work on `stream` that stays pending until finish(stream).
-  void keep_busy(detail::StreamRef stream) { backend_->sleep(stream.native, std::chrono::seconds(1)); }
+  /// Queues work on `stream` that stays pending until finish(stream) (the fake backend), or
+  /// for `duration` (a real or emulated one: long enough for the checks that follow).
+  void keep_busy(detail::StreamRef stream, std::chrono::nanoseconds duration = std::chrono::seconds(1)) {
+    backend_->sleep(stream.native, duration);
+  }
   void finish(detail::StreamRef stream) { backend_->synchronize(stream.native); }
   detail::CachingAllocator& alloc() { return *allocator_; }
 

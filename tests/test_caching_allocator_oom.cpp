@@ -156,7 +156,7 @@ TEST_P(CachingAllocatorTest, WithoutGarbageCollectionCachedSegmentsStay) {
   alloc().free(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

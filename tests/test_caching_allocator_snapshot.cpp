@@ -173,7 +173,7 @@ TEST(FormatSize, FollowsPyTorch) {
   EXPECT_EQ(detail::format_size(size_t{8} << 30), "8.00 GiB");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

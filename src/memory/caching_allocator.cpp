@@ -31,13 +31,6 @@ size_t roundup_power2_next_division(size_t size, size_t divisions) {
 
 }  // namespace
 
-bool CachingAllocator::BlockOrder::operator()(const Block* a, const Block* b) const noexcept {
-  // Grouped by stream, then best fit by size; the address breaks ties.
-  if (a->stream != b->stream) return reinterpret_cast<uintptr_t>(a->stream) < reinterpret_cast<uintptr_t>(b->stream);
-  if (a->size != b->size) return a->size < b->size;
-  return reinterpret_cast<uintptr_t>(a->ptr) < reinterpret_cast<uintptr_t>(b->ptr);
-}
-
 CachingAllocator::CachingAllocator(Backend& backend, int device, AllocatorConfig config)
     : backend_(backend), device_(device), config_(config) {
   stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
@@ -54,7 +47,39 @@ CachingAllocator::~CachingAllocator() {
   } catch (...) {
     // A device with a sticky error cannot free; the memory goes with the process.
   }
+  // Segments still in use keep their device memory (a later free would be a bug in the
+  // caller), but their bookkeeping goes with the allocator.
+  for (Block* head : segment_heads()) {
+    for (Block* block = head; block != nullptr;) {
+      Block* next = block->next;
+      delete block;
+      block = next;
+    }
+  }
+  for (const auto& [stream, queue] : pending_events_)
+    for (const PendingFree& entry : queue) backend_.destroy_event(entry.event);
   for (BackendEvent* event : event_pool_) backend_.destroy_event(event);
+  for (Block* block : spare_blocks_) delete block;
+}
+
+CachingAllocator::Block* CachingAllocator::new_block() {
+  if (spare_blocks_.empty()) return new Block;
+  Block* block = spare_blocks_.back();
+  spare_blocks_.pop_back();
+  return block;
+}
+
+void CachingAllocator::delete_block(Block* block) noexcept {
+  // Blocks come and go with every split and merge; recycling keeps malloc off the hot path.
+  block->stream_uses.clear();
+  std::vector<StreamRef> keep_capacity = std::move(block->stream_uses);
+  *block = Block{};
+  block->stream_uses = std::move(keep_capacity);
+  try {
+    spare_blocks_.push_back(block);
+  } catch (...) {
+    delete block;
+  }
 }
 
 size_t CachingAllocator::round_size(size_t bytes) const noexcept {
@@ -98,23 +123,21 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   block->requested_size = bytes;
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}})
     stats_.requested_bytes[type].increase(static_cast<int64_t>(bytes));
-  allocated_.emplace(block->ptr, block);
+  allocated_.insert(block);
   if (recording_) record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id);
   return block->ptr;
 }
 
 bool CachingAllocator::get_free_block(AllocRequest& request) {
   BlockPool& pool = *request.pool;
-  Block key;
-  key.stream = request.stream.native;
-  key.size = request.size;
-  auto it = pool.blocks.lower_bound(&key);
-  if (it == pool.blocks.end() || (*it)->stream != key.stream) return false;
+  const auto stream = reinterpret_cast<uintptr_t>(request.stream.native);
+  auto it = pool.blocks.lower_bound(PoolEntry{stream, request.size, 0, nullptr});
+  if (it == pool.blocks.end() || it->stream != stream) return false;
   const size_t max_split = config_.max_split_size;
   // Oversize blocks are kept whole: not for small requests, nor for much smaller ones.
-  if (request.size < max_split && (*it)->size >= max_split) return false;
-  if (request.size >= max_split && (*it)->size >= request.size + kLargeBuffer) return false;
-  request.block = *it;
+  if (request.size < max_split && it->size >= max_split) return false;
+  if (request.size >= max_split && it->size >= request.size + kLargeBuffer) return false;
+  request.block = it->block;
   pool.blocks.erase(it);
   return true;
 }
@@ -126,7 +149,7 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   void* ptr = backend_.raw_alloc(device_, size);
   if (ptr == nullptr) return false;
   reserved_total_ += size;
-  auto* block = new Block;
+  Block* block = new_block();
   block->ptr = static_cast<char*>(ptr);
   block->size = size;
   block->stream = request.stream.native;
@@ -147,27 +170,26 @@ bool CachingAllocator::release_available_cached_blocks(const AllocRequest& reque
   // Only with max_split_size: oversize blocks never split, so free enough of them.
   if (config_.max_split_size == std::numeric_limits<size_t>::max()) return false;
   BlockPool& pool = *request.pool;
-  Block key;
-  key.stream = request.stream.native;
-  key.size = std::max(request.size, config_.max_split_size);
-  auto it = pool.blocks.lower_bound(&key);
-  if (it != pool.blocks.end() && (*it)->stream == key.stream) {
-    release_block(*it);
+  const auto stream = reinterpret_cast<uintptr_t>(request.stream.native);
+  const size_t wanted = std::max(request.size, config_.max_split_size);
+  auto it = pool.blocks.lower_bound(PoolEntry{stream, wanted, 0, nullptr});
+  if (it != pool.blocks.end() && it->stream == stream) {
+    release_block(it->block);
     return true;
   }
   // No single block is large enough: release the largest oversize ones of this stream.
   if (it == pool.blocks.begin()) return false;
   size_t released = 0;
   --it;
-  while (released < key.size && (*it)->size >= config_.max_split_size && (*it)->stream == key.stream) {
-    Block* block = *it;
+  while (released < wanted && it->size >= config_.max_split_size && it->stream == stream) {
+    Block* block = it->block;
     bool at_begin = it == pool.blocks.begin();
     if (!at_begin) --it;
     released += block->size;
     release_block(block);
     if (at_begin) break;
   }
-  return released >= key.size;
+  return released >= wanted;
 }
 
 void CachingAllocator::release_cached_blocks() {
@@ -179,7 +201,7 @@ void CachingAllocator::release_cached_blocks() {
 
 void CachingAllocator::release_whole_segments(BlockPool& pool) {
   for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
-    Block* block = *it++;
+    Block* block = (it++)->block;
     if (!block->is_split()) release_block(block);
   }
 }
@@ -194,8 +216,8 @@ void CachingAllocator::release_block(Block* block) {
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
   if (recording_) record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
-  block->pool->blocks.erase(block);
-  delete block;
+  block->pool->blocks.erase(entry_of(block));
+  delete_block(block);
 }
 
 void CachingAllocator::garbage_collect_cached_blocks() {
@@ -204,8 +226,8 @@ void CachingAllocator::garbage_collect_cached_blocks() {
   const auto threshold = static_cast<size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_maximum_));
   if (reserved_total_ <= threshold) return;
   std::vector<Block*> candidates;
-  for (Block* block : large_pool_.blocks)
-    if (!block->is_split()) candidates.push_back(block);
+  for (const PoolEntry& entry : large_pool_.blocks)
+    if (!entry.block->is_split()) candidates.push_back(entry.block);
   std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
   const size_t target = reserved_total_ - threshold;
   size_t reclaimed = 0;
@@ -231,7 +253,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
   if (should_split(block, request.size)) {
     // The front becomes the allocation, the rest stays cached in the same pool.
     Block* remaining = block;
-    block = new Block;
+    block = new_block();
     block->ptr = remaining->ptr;
     block->size = request.size;
     block->stream = remaining->stream;
@@ -244,7 +266,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
     remaining->ptr += request.size;
     remaining->size -= request.size;
     remaining->last_use = ++use_clock_;
-    pool.blocks.insert(remaining);
+    pool.blocks.insert(entry_of(remaining));
     for (size_t type : {size_t{kAggregate}, pool_type}) {
       if (already_split) {
         stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
@@ -273,10 +295,8 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
 void CachingAllocator::free(void* ptr) noexcept {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
-  auto it = allocated_.find(ptr);
-  EMBER_ASSERT(it != allocated_.end());  // freeing a pointer this allocator never returned
-  Block* block = it->second;
-  allocated_.erase(it);
+  Block* block = allocated_.erase(ptr);
+  EMBER_ASSERT(block != nullptr);  // freeing a pointer this allocator never returned
   block->allocated = false;
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
     stats_.allocation[type].decrease(1);
@@ -300,10 +320,9 @@ void CachingAllocator::free(void* ptr) noexcept {
 void CachingAllocator::record_stream(void* ptr, StreamRef stream) {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
-  auto it = allocated_.find(ptr);
-  EMBER_CHECK(it != allocated_.end(), ValueError, "record_stream: pointer ", ptr,
+  Block* block = allocated_.find(ptr);
+  EMBER_CHECK(block != nullptr, ValueError, "record_stream: pointer ", ptr,
               " was not allocated by the caching allocator of cuda:", device_, " or was already freed");
-  Block* block = it->second;
   // The allocation stream already orders the block's uses.
   if (stream.native == block->stream) return;
   for (const StreamRef& use : block->stream_uses)
@@ -325,7 +344,7 @@ void CachingAllocator::free_block(Block* block) {
     }
   }
   block->last_use = ++use_clock_;
-  pool.blocks.insert(block);
+  pool.blocks.insert(entry_of(block));
   if (block->is_split()) {
     split_blocks_change += 1;
     split_bytes_change += static_cast<int64_t>(block->size);
@@ -354,8 +373,8 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
   }
   const size_t subsumed = src->size;
   dst->size += subsumed;
-  pool.blocks.erase(src);
-  delete src;
+  pool.blocks.erase(entry_of(src));
+  delete_block(src);
   return subsumed;
 }
 

@@ -28,13 +28,13 @@
 #include <mutex>
 #include <set>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "memory/alloc_conf.h"
 #include "memory/device_stats.h"
+#include "memory/pointer_map.h"
 #include "runtime/backend.h"
 
 namespace ember::detail {
@@ -102,11 +102,26 @@ class CachingAllocator {
     uint64_t stream_id;
     int64_t time_us;
   };
-  struct BlockOrder {
-    bool operator()(const Block* a, const Block* b) const noexcept;
+  // A cached block's sort key lives in the set node itself, so a best-fit search
+  // touches only tree nodes, not the blocks. Ordered by stream, then size (best fit),
+  // then address.
+  struct PoolEntry {
+    uintptr_t stream;
+    size_t size;
+    uintptr_t ptr;
+    Block* block;
+    bool operator<(const PoolEntry& other) const noexcept {
+      if (stream != other.stream) return stream < other.stream;
+      if (size != other.size) return size < other.size;
+      return ptr < other.ptr;
+    }
   };
+  static PoolEntry entry_of(Block* block) noexcept {
+    return {reinterpret_cast<uintptr_t>(block->stream), block->size, reinterpret_cast<uintptr_t>(block->ptr), block};
+  }
+  using BlockSet = std::set<PoolEntry, std::less<>, RecyclingAllocator<PoolEntry>>;
   struct BlockPool {
-    std::set<Block*, BlockOrder> blocks;
+    BlockSet blocks;
     bool is_small;
   };
   struct AllocRequest {
@@ -137,6 +152,10 @@ class CachingAllocator {
   [[noreturn]] void throw_out_of_memory(const AllocRequest& request);
   void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id);
   static StatType pool_stat(const BlockPool& pool) noexcept { return pool.is_small ? kSmallPool : kLargePool; }
+  /// First block of every segment, by address.
+  std::vector<Block*> segment_heads() const;
+  Block* new_block();
+  void delete_block(Block* block) noexcept;
   BackendEvent* acquire_event(int device);
   void release_event(int device, BackendEvent* event) noexcept;
 
@@ -145,10 +164,11 @@ class CachingAllocator {
   const AllocatorConfig config_;
   mutable std::mutex mutex_;
   DeviceStats stats_;
-  BlockPool small_pool_{{}, true};
-  BlockPool large_pool_{{}, false};
-  std::unordered_map<void*, Block*> allocated_;  // user pointer -> its block
-  std::map<uintptr_t, Block*> segments_;        // segment start -> first block, for snapshots
+  NodeRecycler set_nodes_;  // before the pools: their nodes come from it
+  BlockPool small_pool_{BlockSet(RecyclingAllocator<PoolEntry>(&set_nodes_)), true};
+  BlockPool large_pool_{BlockSet(RecyclingAllocator<PoolEntry>(&set_nodes_)), false};
+  PointerMap<Block> allocated_;      // user pointer -> its block
+  std::vector<Block*> spare_blocks_;  // recycled Block objects
   // Deferred frees in record order, per stream: events of one stream complete in order,
   // so polling stops at the first incomplete event of each stream.
   struct PendingFree {

@@ -31,21 +31,26 @@ void CachingAllocator::record_trace(const char* action, uintptr_t address, size_
   trace_.push_back({action, address, size, stream_id, static_cast<int64_t>(now.count())});
 }
 
-nlohmann::json CachingAllocator::segments_json() const {
-  std::lock_guard lock(mutex_);
+std::vector<CachingAllocator::Block*> CachingAllocator::segment_heads() const {
   // Every segment's first block is cached, allocated, or waiting for its events.
-  std::vector<const Block*> heads;
-  auto consider = [&](const Block* block) {
+  std::vector<Block*> heads;
+  auto consider = [&](Block* block) {
     if (block->prev == nullptr) heads.push_back(block);
   };
   for (const BlockPool* pool : {&small_pool_, &large_pool_})
-    for (const Block* block : pool->blocks) consider(block);
-  for (const auto& [ptr, block] : allocated_) consider(block);
-  std::unordered_set<const Block*> pending;
+    for (const PoolEntry& entry : pool->blocks) consider(entry.block);
+  allocated_.for_each(consider);
+  std::unordered_set<Block*> pending;
   for (const auto& [stream, queue] : pending_events_)
     for (const PendingFree& entry : queue)
       if (pending.insert(entry.block).second) consider(entry.block);
   std::sort(heads.begin(), heads.end(), [](const Block* a, const Block* b) { return a->ptr < b->ptr; });
+  return heads;
+}
+
+nlohmann::json CachingAllocator::segments_json() const {
+  std::lock_guard lock(mutex_);
+  const std::vector<Block*> heads = segment_heads();
 
   nlohmann::json segments = nlohmann::json::array();
   for (const Block* head : heads) {

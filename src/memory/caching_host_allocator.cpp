@@ -24,6 +24,8 @@ CachingHostAllocator::~CachingHostAllocator() {
   }
   pending_.clear();
   release_free_blocks();
+  // Blocks still in use keep their pinned memory; only the bookkeeping goes.
+  blocks_.for_each([](Block* block) { delete block; });
 }
 
 void* CachingHostAllocator::malloc(size_t bytes) {
@@ -51,7 +53,7 @@ void* CachingHostAllocator::malloc(size_t bytes) {
     block = new Block;
     block->ptr = ptr;
     block->size = size;
-    blocks_.emplace(ptr, block);
+    blocks_.insert(block);
     segment_.increase(1);
     reserved_bytes_.increase(static_cast<int64_t>(size));
     ++num_host_alloc_;
@@ -65,9 +67,8 @@ void* CachingHostAllocator::malloc(size_t bytes) {
 void CachingHostAllocator::free(void* ptr) noexcept {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
-  auto it = blocks_.find(ptr);
-  EMBER_ASSERT(it != blocks_.end() && it->second->allocated);  // not a live pinned block
-  Block* block = it->second;
+  Block* block = blocks_.find(ptr);
+  EMBER_ASSERT(block != nullptr && block->allocated);  // not a live pinned block
   block->allocated = false;
   allocation_.decrease(1);
   allocated_bytes_.decrease(static_cast<int64_t>(block->size));
@@ -95,12 +96,12 @@ void CachingHostAllocator::free(void* ptr) noexcept {
 void CachingHostAllocator::record_stream(void* ptr, StreamRef stream) {
   if (ptr == nullptr) return;
   std::lock_guard lock(mutex_);
-  auto it = blocks_.find(ptr);
-  EMBER_CHECK(it != blocks_.end() && it->second->allocated, ValueError, "record_stream: pointer ", ptr,
+  Block* block = blocks_.find(ptr);
+  EMBER_CHECK(block != nullptr && block->allocated, ValueError, "record_stream: pointer ", ptr,
               " is not a live block of the pinned memory allocator");
-  for (const StreamRef& use : it->second->stream_uses)
+  for (const StreamRef& use : block->stream_uses)
     if (use.native == stream.native) return;
-  it->second->stream_uses.push_back(stream);
+  block->stream_uses.push_back(stream);
 }
 
 void CachingHostAllocator::empty_cache() {

@@ -15,11 +15,11 @@
 #include <map>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "memory/caching_allocator.h"
 #include "memory/device_stats.h"
+#include "memory/pointer_map.h"
 #include "runtime/backend.h"
 
 namespace ember::detail {
@@ -65,7 +65,7 @@ class CachingHostAllocator {
   Backend& backend_;
   mutable std::mutex mutex_;
   std::array<std::vector<Block*>, kNumClasses> free_blocks_;  // by log2 of the size class
-  std::unordered_map<void*, Block*> blocks_;                  // every block, in use or cached
+  PointerMap<Block> blocks_;                                  // every block, in use or cached
   std::deque<PendingFree> pending_;  // record order; polled until the first incomplete one
   Stat allocation_, segment_, allocated_bytes_, reserved_bytes_;
   int64_t num_host_alloc_ = 0;

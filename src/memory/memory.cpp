@@ -17,6 +17,7 @@
 #include "memory/caching_allocator.h"
 #include "memory/caching_host_allocator.h"
 #include "runtime/context.h"
+#include "runtime/registry.h"
 
 namespace ember::detail {
 namespace {
@@ -69,6 +70,8 @@ void size_registry(Registry& r) {
   std::call_once(r.sized, [&] {
     r.device_count = backend().device_count();
     r.devices = std::make_unique<std::atomic<DeviceAllocator*>[]>(static_cast<size_t>(r.device_count));
+    // cuda::reset_device returns the device's cache before its streams become invalid.
+    set_device_reset_hook(&empty_device_cache);
   });
 }
 
@@ -91,8 +94,8 @@ DeviceAllocator& device_allocator(int device) {
 // Allocators that exist now; devices never used have none.
 std::vector<DeviceAllocator*> existing_allocators() {
   Registry& r = registry();
+  size_registry(r);  // also orders this read after the sizing on another thread
   std::vector<DeviceAllocator*> result;
-  if (r.devices == nullptr) return result;
   for (int device = 0; device < r.device_count; ++device)
     result.push_back(r.devices[device].load(std::memory_order_acquire));
   return result;
@@ -119,7 +122,8 @@ Allocator& pinned_allocator() { return pinned(); }
 
 void empty_device_cache(int device) {
   Registry& r = registry();
-  if (r.devices == nullptr || device < 0 || device >= r.device_count) return;
+  size_registry(r);
+  if (device < 0 || device >= r.device_count) return;
   if (DeviceAllocator* allocator = r.devices[device].load(std::memory_order_acquire)) allocator->cache().empty_cache();
 }
 
