@@ -75,10 +75,8 @@ Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::M
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   detail::check_same_device(a, b);
-  DType dtype = result_type(a, b);
-  EMBER_CHECK(a.dtype() == b.dtype(), TypeError, "Float did not match ", dtype_name(b.dtype()),
-              ": allclose expects both tensors to have the same dtype, but got ", dtype_name(a.dtype()), " and ",
-              dtype_name(b.dtype()));
+  EMBER_CHECK(a.dtype() == b.dtype(), TypeError, "allclose(): expected both tensors to have the same dtype, but got ",
+              dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
   IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
   Tensor close = detail::empty_on(shape, kBool, a.device());
   KernelCall call{OpKind::IsClose, {detail::make_arg(close)}, {detail::make_arg(a, shape), detail::make_arg(b, shape)},
