@@ -15,18 +15,23 @@ namespace {
 
 void section(const std::string& title) { std::cout << "\n=== " << title << " ===\n"; }
 
+// The spec's examples name GPUs 0, 1 and 2. On a machine with fewer, index i runs on
+// device i % device_count() (the tour says so at start).
+int gpu(int i) { return i % cuda::device_count(); }
+Device cuda_device(int i) { return Device(kCUDA, gpu(i)); }
+
 void device_placement() {
   section("Devices: placement follows the tensor, not the current device");
   Device cuda("cuda");
   Device cuda0("cuda:0");
-  Device cuda2("cuda:2");
+  Device cuda2 = cuda_device(2);
 
   auto x = tensor({1., 2.}, cuda0);
   auto y = tensor({1., 2.}).cuda();
   std::cout << "x.device is " << x.device().repr() << "\n";
   std::cout << "y.device is " << y.device().repr() << "\n";
   {
-    cuda::DeviceGuard guard(1);
+    cuda::DeviceGuard guard(gpu(1));
     auto a = tensor({1., 2.}, cuda);
     auto b = tensor({1., 2.}).cuda();
     auto b2 = tensor({1., 2.}).to(cuda);
@@ -41,11 +46,11 @@ void device_placement() {
     std::cout << "d, e, f are on " << d.device() << ", " << e.device() << ", " << f.device() << "\n";
   }
   try {
-    auto bad = tensor({1., 2.}, "cuda:0") + tensor({1., 2.}, "cuda:1");
+    auto bad = tensor({1., 2.}, "cuda:0") + tensor({1., 2.}, cuda_device(1));
   } catch (const DeviceError& err) {
     std::cout << "cross-device op refused: " << err.what() << "\n";
   }
-  auto moved = tensor({1., 2.}, "cuda:0").to("cuda:1");
+  auto moved = tensor({1., 2.}, "cuda:0").to(cuda_device(1));
   std::cout << "copies may cross devices: " << moved << "\n";
 }
 
@@ -147,9 +152,9 @@ void fft_plan_cache() {
   std::cout << "fft then ifft round trip close: " << allclose(y, x.to(kComplex64), 1e-4, 1e-5) << "\n";
   fft::rfft(randn({4, 64}, "cuda"));
   std::cout << "plans cached after three transforms of two geometries and directions: " << cache.size() << "\n";
-  backends::cuda::cufft_plan_cache[1].set_max_size(10);
+  backends::cuda::cufft_plan_cache[gpu(1)].set_max_size(10);
   {
-    cuda::DeviceGuard guard(1);
+    cuda::DeviceGuard guard(gpu(1));
     std::cout << "device 1's cache max_size through DeviceGuard(1): " << backends::cuda::cufft_plan_cache.max_size()
               << "\n";
   }
@@ -165,10 +170,15 @@ void device_agnostic(bool disable_cuda) {
   std::cout << "args.device = " << device << "\n";
   auto x = empty({8, 42}, device);
   std::cout << "x = empty({8, 42}, args.device) is on " << x.device() << "\n";
+  if (disable_cuda) {
+    auto y_cpu = empty({2}).new_full({3, 2}, 0.3);
+    std::cout << "with --disable-cuda nothing touches cuda; new_full on the cpu:\n" << y_cpu << "\n";
+    return;
+  }
 
   std::cout << "Outside device is " << cuda::current_device() << "\n";
   {
-    cuda::DeviceGuard guard(1);
+    cuda::DeviceGuard guard(gpu(1));
     std::cout << "Inside device is " << cuda::current_device() << "\n";
   }
   std::cout << "Outside device is still " << cuda::current_device() << "\n";
@@ -201,14 +211,17 @@ void pinned_memory() {
 
 int main(int argc, char** argv) {
   bool disable_cuda = argc > 1 && std::strcmp(argv[1], "--disable-cuda") == 0;
+  if (disable_cuda) {
+    device_agnostic(true);
+    return 0;
+  }
   if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) {
     std::cout << "No GPU found: running on 4 emulated CUDA devices (ember::cuda::emulate(4)).\n";
     cuda::emulate(4, size_t{2} << 30);
   }
   std::cout << "cuda backend: " << cuda::backend_name() << ", " << cuda::device_count() << " devices\n";
-  if (disable_cuda) {
-    device_agnostic(true);
-    return 0;
+  if (cuda::device_count() < 3) {
+    std::cout << "The spec's examples use GPUs 0-2; here GPU i means cuda:(i % " << cuda::device_count() << ").\n";
   }
   device_placement();
   asynchronous_execution();
