@@ -175,3 +175,63 @@ INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::Values("cpu", "cuda:0", "cuda:
                          [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda" + info.param.substr(5); });
 
 }  // namespace
+
+namespace {
+
+class OpsEdgeCases : public Ops {};
+
+TEST_P(OpsEdgeCases, ScalarsKeepTheirPrecision) {
+  auto d = T({0.1}, kFloat64);
+  EXPECT_TRUE(d.eq(0.1).item<bool>());
+  EXPECT_EQ((T({1.}, kFloat64) / 0.1).item<double>(), 10.0);
+  auto h = tensor(3.0, TensorOptions(kFloat16).device(dev_));
+  EXPECT_EQ((h / 2.0).dtype(), kFloat16);
+}
+
+TEST_P(OpsEdgeCases, InPlaceCastsAndOverlap) {
+  auto h = T({1, 2}, kFloat16);
+  h.add_(T({0.5, 0.5}, kFloat32));  // computed in float32, written back as float16
+  EXPECT_EQ(h.dtype(), kFloat16);
+  EXPECT_EQ(F(h), (std::vector<float>{1.5, 2.5}));
+  auto i = T({1, 2}, kInt32);
+  i.add_(T({1, 1}, kInt64));
+  EXPECT_EQ(i.to_vector<int32_t>(), (std::vector<int32_t>{2, 3}));
+  EXPECT_THROW_MSG(i.add_(T({0.5, 0.5})), TypeError, "can't be cast to the desired output type");
+  auto x = T({{1, 2}, {3, 4}});
+  EXPECT_THROW_MSG(x.add_(x.t()), ValueError, "refer to a single memory location");
+  EXPECT_EQ(F(x), (std::vector<float>{1, 2, 3, 4}));  // left intact
+  auto e = T({1, 2}).expand({3, 2});
+  EXPECT_THROW_MSG(e.add_(ones({3, 2}, dev_)), ValueError, "refer to a single memory location");
+  x.copy_(x);  // the same view: nothing to do
+  x.select(1, 0).add_(x.select(1, 1));  // interleaved columns do not share elements
+  EXPECT_EQ(F(x), (std::vector<float>{3, 2, 7, 4}));
+  EXPECT_THROW_MSG(T({true}, kBool) - T({1}, kInt64), TypeError, "with a bool tensor is not supported");
+  EXPECT_THROW_MSG(1 - T({true}, kBool), TypeError, "with a bool tensor is not supported");
+}
+
+TEST_P(OpsEdgeCases, ZeroDimTensors) {
+  auto s = tensor(3.0, TensorOptions().device(dev_));
+  EXPECT_EQ(s.view({1}).sizes(), (IntList{1}));
+  EXPECT_EQ(s.reshape({1, 1}).sizes(), (IntList{1, 1}));
+  EXPECT_EQ(s.flatten().item<float>(), 3.f);
+  EXPECT_THROW_MSG(s.size(0), IndexError, "dimension specified as 0 but tensor has no dimensions");
+  EXPECT_EQ(s.index_select(0, T({0}, kInt64)).item<float>(), 3.f);
+  EXPECT_THROW_MSG(s.index_select(0, T({0, 0}, kInt64)), IndexError, "Index to scalar can have only 1 value");
+  EXPECT_THROW_MSG(s.as_strided({2}, {1}, 0), ValueError, "require a storage of 2 elements");
+  EXPECT_TRUE(empty({0, 3}, dev_).t().is_contiguous());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OpsEdgeCases, ::testing::Values("cpu", "cuda:0"),
+                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda0"); });
+
+TEST(CopiesToHost, NonBlockingLandsInPinnedMemory) {
+  ember::testing::ensure_cuda();
+  auto d = arange(8, TensorOptions(kFloat32).device("cuda:0"));
+  auto h = d.to(Device(kCPU), /*non_blocking=*/true);
+  EXPECT_TRUE(h.is_pinned());
+  cuda::current_stream(0).synchronize();
+  EXPECT_EQ(h.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_FALSE(d.cpu().is_pinned());
+}
+
+}  // namespace

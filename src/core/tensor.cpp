@@ -22,8 +22,15 @@ Device Tensor::device() const { return checked(impl_).device(); }
 DType Tensor::dtype() const { return checked(impl_).dtype(); }
 const IntList& Tensor::sizes() const { return checked(impl_).sizes(); }
 const IntList& Tensor::strides() const { return checked(impl_).strides(); }
-int64_t Tensor::size(int64_t dim) const { return sizes()[wrap_dim(dim, this->dim())]; }
-int64_t Tensor::stride(int64_t dim) const { return strides()[wrap_dim(dim, this->dim())]; }
+namespace {
+int64_t checked_dim(const Tensor& t, int64_t dim) {
+  EMBER_CHECK(t.dim() > 0, IndexError, "dimension specified as ", dim, " but tensor has no dimensions");
+  return wrap_dim(dim, t.dim());
+}
+}  // namespace
+
+int64_t Tensor::size(int64_t dim) const { return sizes()[checked_dim(*this, dim)]; }
+int64_t Tensor::stride(int64_t dim) const { return strides()[checked_dim(*this, dim)]; }
 int64_t Tensor::dim() const { return checked(impl_).dim(); }
 int64_t Tensor::numel() const { return checked(impl_).numel(); }
 int64_t Tensor::storage_offset() const { return checked(impl_).offset(); }
@@ -38,6 +45,21 @@ TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(dev
 void* Tensor::data_ptr() const { return checked(impl_).data(); }
 
 Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t offset) const {
+  EMBER_CHECK(sizes.size() == strides.size(), ValueError, "mismatch in length of strides and shape");
+  EMBER_CHECK(offset >= 0, ValueError, "Tensor: invalid storage offset ", offset);
+  int64_t last = offset;
+  bool empty = false;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    EMBER_CHECK(sizes[i] >= 0, ValueError, "Trying to create tensor with negative dimension ", sizes[i]);
+    EMBER_CHECK(strides[i] >= 0, ValueError, "as_strided: Negative strides are not supported at the moment, got strides: ",
+                IntListPrinter{strides});
+    empty |= sizes[i] == 0;
+    last += (sizes[i] - 1) * strides[i];
+  }
+  int64_t storage_elements = static_cast<int64_t>(impl()->storage()->nbytes() / element_size());
+  EMBER_CHECK(empty || last < storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
+              IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", last + 1,
+              " elements, but the storage has ", storage_elements);
   return make_view(*this, sizes, strides, offset);
 }
 
@@ -74,6 +96,10 @@ bool view_strides(const IntList& sizes, const IntList& strides, const IntList& s
   int64_t numel = 1;
   for (int64_t s : sizes) numel *= s;
   out.assign(shape.size(), 0);
+  if (sizes.empty()) {  // a 0-dim tensor views as any shape of one element
+    out.assign(shape.size(), 1);
+    return true;
+  }
   if (numel == 0) {
     out = detail::contiguous_strides(shape);
     return true;
@@ -226,6 +252,7 @@ Tensor Tensor::expand(const IntList& shape) const {
     if (src >= 0) {
       int64_t have = sizes()[src];
       if (want == -1) want = have;
+      EMBER_CHECK(want >= 0, ValueError, "The expanded size of the tensor (", want, ") isn't allowed");
       EMBER_CHECK(have == want || have == 1, ValueError, "The expanded size of the tensor (", want,
                   ") must match the existing size (", have, ") at non-singleton dimension ", i,
                   ".  Target sizes: ", IntListPrinter{shape}, ".  Tensor sizes: ", IntListPrinter{sizes()});

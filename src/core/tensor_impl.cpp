@@ -6,10 +6,12 @@ namespace ember::detail {
 
 namespace {
 bool compute_contiguous(const IntList& sizes, const IntList& strides) {
+  for (int64_t s : sizes) {
+    if (s == 0) return true;  // an empty tensor is contiguous whatever its strides
+  }
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
-    if (sizes[i] == 0) return true;
     if (strides[i] != expected) return false;
     expected *= sizes[i];
   }

@@ -61,4 +61,11 @@ DType result_type(std::initializer_list<Operand> operands) {
   return result_type(std::span<const Operand>(operands.begin(), operands.size()));
 }
 
+bool can_cast(DType from, DType to) noexcept {
+  if (is_complex(from) && !is_complex(to)) return false;
+  if (is_floating_point(from) && is_integral(to, /*include_bool=*/true)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
 }  // namespace ember::detail

@@ -48,6 +48,10 @@ class ResultTypeState {
   std::optional<DType> scalar_result_;
 };
 
+/// torch.can_cast: whether a result of dtype `from` may be written into a `to` tensor
+/// (no complex to real, floating to integral, or non-bool to bool).
+bool can_cast(DType from, DType to) noexcept;
+
 /// torch.result_type over all operands; ValueError when there are none.
 DType result_type(std::span<const Operand> operands);
 DType result_type(std::initializer_list<Operand> operands);

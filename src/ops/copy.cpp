@@ -19,6 +19,7 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
+#include "ops/overlap.h"
 #include "runtime/context.h"
 
 namespace ember {
@@ -76,6 +77,19 @@ void copy_device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking
   if (!direct) copy_same_device(dst, target);
 }
 
+// A backend event that lives for one scope.
+class ScopedEvent {
+ public:
+  explicit ScopedEvent(int device) : event_(detail::backend().create_event(device, false)) {}
+  ~ScopedEvent() { detail::backend().destroy_event(event_); }
+  ScopedEvent(const ScopedEvent&) = delete;
+  ScopedEvent& operator=(const ScopedEvent&) = delete;
+  detail::BackendEvent* get() const noexcept { return event_; }
+
+ private:
+  detail::BackendEvent* event_;
+};
+
 void copy_device_to_device(const Tensor& dst, const Tensor& src) {
   detail::Backend& backend = detail::backend();
   Tensor source = contiguous_as(src, dst.sizes(), dst.dtype());
@@ -83,15 +97,12 @@ void copy_device_to_device(const Tensor& dst, const Tensor& src) {
   auto* src_stream = stream_of(source)->native();
   auto* dst_stream = stream_of(target)->native();
   // Order the copy after the destination's queued work and before its later work.
-  auto* dst_ready = backend.create_event(dst.device().index(), false);
-  backend.record(dst_ready, dst_stream);
-  backend.wait(src_stream, dst_ready);
+  ScopedEvent dst_ready(dst.device().index()), copied(src.device().index());
+  backend.record(dst_ready.get(), dst_stream);
+  backend.wait(src_stream, dst_ready.get());
   backend.copy(target.data_ptr(), source.data_ptr(), source.nbytes(), CopyKind::DeviceToDevice, false, src_stream);
-  auto* copied = backend.create_event(src.device().index(), false);
-  backend.record(copied, src_stream);
-  backend.wait(dst_stream, copied);
-  backend.destroy_event(dst_ready);
-  backend.destroy_event(copied);
+  backend.record(copied.get(), src_stream);
+  backend.wait(dst_stream, copied.get());
   // A temporary `source` was allocated on the source stream, which ran the copy: the
   // allocator only reuses it for later work on that stream.
   if (!target.is_same(dst)) copy_same_device(dst, target);
@@ -107,6 +118,9 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   if (numel() == 0) return *this;
   Device to = device(), from = src.device();
   if (to == from) {
+    if (detail::same_view(*this, src)) return *this;
+    detail::check_no_internal_overlap(*this);
+    detail::check_no_partial_overlap(*this, src);
     copy_same_device(*this, src);
   } else if (from.is_cpu()) {
     copy_host_to_device(*this, src, non_blocking);
@@ -121,7 +135,9 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
   Device target = options.has_device() ? detail::resolve_device(options.device()) : device();
   DType dtype = options.has_dtype() ? options.dtype() : this->dtype();
-  bool pinned = options.pinned_memory() && target.is_cpu();
+  // Like PyTorch, a non-blocking copy from a cuda tensor to the cpu lands in pinned
+  // memory, so that it can stay asynchronous.
+  bool pinned = target.is_cpu() && (options.pinned_memory() || (non_blocking && is_cuda()));
   if (!copy && target == device() && dtype == this->dtype() && (!pinned || is_pinned())) return *this;
   Tensor out = detail::make_tensor(sizes(), dtype, target, pinned);
   out.copy_(*this, non_blocking);

@@ -4,6 +4,7 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
+#include "ops/overlap.h"
 
 namespace ember {
 
@@ -50,12 +51,11 @@ const char* op_name(OpKind op) {
   }
 }
 
+constexpr const char* kBoolSubtraction =
+    "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the "
+    "`~` or `logical_not()` operator instead.";
+
 void check_op_dtype(OpKind op, DType dtype) {
-  if (op == OpKind::Sub || op == OpKind::RSubScalar) {
-    EMBER_CHECK(dtype != kBool, TypeError,
-                "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-                "`logical_xor()` operator instead.");
-  }
   if (op == OpKind::Lt || op == OpKind::Le || op == OpKind::Gt || op == OpKind::Ge) {
     EMBER_CHECK(!is_complex(dtype), TypeError, op_name(op), " is not supported for complex tensors");
   }
@@ -68,6 +68,7 @@ DType compute_dtype(OpKind op, DType promoted_dtype) {
 }
 
 Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
+  EMBER_CHECK(op != OpKind::Sub || (a.dtype() != kBool && b.dtype() != kBool), TypeError, kBoolSubtraction);
   align_devices(a, b);
   DType dtype = compute_dtype(op, promoted(a, b));
   check_op_dtype(op, dtype);
@@ -90,10 +91,16 @@ Tensor with_scalar(OpKind op, Tensor a, const Scalar& s) {
   return out;
 }
 
-// Comparisons against a scalar reuse the tensor-tensor kernel with a 0-dim operand.
-Tensor compare_scalar(OpKind op, const Tensor& a, const Scalar& s) {
-  return binary(op, a, full({}, s, TensorOptions(s.dtype()).device(a.device())));
+// `s` as a 0-dim operand in the dtype `a op s` computes in, so that it is not rounded
+// through its own default dtype first (a float64 tensor compared with 0.1 uses 0.1 as
+// a double).
+Tensor scalar_operand(const Tensor& a, const Scalar& s) {
+  DType dtype = detail::result_type({Operand::tensor(a.dtype(), a.dim()), Operand::scalar(s)});
+  return full({}, s, TensorOptions(dtype).device(a.device()));
 }
+
+// Comparisons against a scalar reuse the tensor-tensor kernel with a 0-dim operand.
+Tensor compare_scalar(OpKind op, const Tensor& a, const Scalar& s) { return binary(op, a, scalar_operand(a, s)); }
 
 Tensor unary(OpKind op, Tensor a, bool float_only) {
   DType dtype = a.dtype();
@@ -106,14 +113,21 @@ Tensor unary(OpKind op, Tensor a, bool float_only) {
   return out;
 }
 
+void check_can_cast(DType result, DType self) {
+  EMBER_CHECK(detail::can_cast(result, self), TypeError, "result type ", result,
+              " can't be cast to the desired output type ", self);
+}
+
 // In place: computes in the promoted dtype, which must cast to self's dtype.
 Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) {
+  EMBER_CHECK(op != OpKind::Sub || (self.dtype() != kBool && other.dtype() != kBool), TypeError, kBoolSubtraction);
   if (other.device() != self.device() && other.is_cpu() && other.dim() == 0) other = other.to(self.device());
   detail::check_same_device(self, other);
   DType dtype = compute_dtype(op, promoted(self, other));
   check_op_dtype(op, dtype);
-  EMBER_CHECK(promote_types(dtype, self.dtype()) == self.dtype(), TypeError, "result type ", dtype,
-              " can't be cast to the desired output type ", self.dtype());
+  check_can_cast(dtype, self.dtype());
+  detail::check_no_internal_overlap(self);
+  detail::check_no_partial_overlap(self, other);
   IntList shape = detail::broadcast_shapes(self.sizes(), other.sizes());
   EMBER_CHECK(shape == self.sizes(), ValueError, "output with shape ", detail::IntListPrinter{self.sizes()},
               " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
@@ -129,8 +143,12 @@ Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) 
 
 Tensor& inplace_scalar(Tensor& self, OpKind op, const Scalar& s) {
   DType dtype = compute_dtype(op, detail::result_type({Operand::tensor(self.dtype(), self.dim()), Operand::scalar(s)}));
-  EMBER_CHECK(promote_types(dtype, self.dtype()) == self.dtype(), TypeError, "result type ", dtype,
-              " can't be cast to the desired output type ", self.dtype());
+  check_can_cast(dtype, self.dtype());
+  detail::check_no_internal_overlap(self);
+  if (dtype != self.dtype()) {
+    self.copy_(with_scalar(op, self, s));
+    return self;
+  }
   KernelCall call{op, {make_arg(self)}, {make_arg(self)}, s};
   detail::launch(self.device(), call);
   return self;
@@ -181,14 +199,16 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
 Tensor operator+(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::AddScalar, a, b); }
 Tensor operator-(const Tensor& a, const Scalar& b) {
-  EMBER_CHECK(a.dtype() != kBool || !b.is_bool(), TypeError,
-              "Subtraction, the `-` operator, with two bool tensors is not supported.");
+  EMBER_CHECK(a.dtype() != kBool && !b.is_bool(), TypeError, kBoolSubtraction);
   return with_scalar(OpKind::AddScalar, a, negate(b));
 }
 Tensor operator*(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::MulScalar, a, b); }
-Tensor operator/(const Tensor& a, const Scalar& b) { return binary(OpKind::Div, a, full({}, b, TensorOptions(b.dtype()).device(a.device()))); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return binary(OpKind::Div, a, scalar_operand(a, b)); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return b + a; }
-Tensor operator-(const Scalar& a, const Tensor& b) { return with_scalar(OpKind::RSubScalar, b, a); }
+Tensor operator-(const Scalar& a, const Tensor& b) {
+  EMBER_CHECK(b.dtype() != kBool && !a.is_bool(), TypeError, kBoolSubtraction);
+  return with_scalar(OpKind::RSubScalar, b, a);
+}
 Tensor operator*(const Scalar& a, const Tensor& b) { return b * a; }
 Tensor operator/(const Scalar& a, const Tensor& b) { return with_scalar(OpKind::RDivScalar, b, a); }
 
@@ -230,10 +250,13 @@ Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return inplace(*thi
 Tensor& Tensor::mul_(const Tensor& o) { return inplace(*this, OpKind::Mul, o); }
 Tensor& Tensor::div_(const Tensor& o) { return inplace(*this, OpKind::Div, o); }
 Tensor& Tensor::operator+=(const Scalar& o) { return inplace_scalar(*this, OpKind::AddScalar, o); }
-Tensor& Tensor::operator-=(const Scalar& o) { return inplace_scalar(*this, OpKind::AddScalar, negate(o)); }
+Tensor& Tensor::operator-=(const Scalar& o) {
+  EMBER_CHECK(dtype() != kBool && !o.is_bool(), TypeError, kBoolSubtraction);
+  return inplace_scalar(*this, OpKind::AddScalar, negate(o));
+}
 Tensor& Tensor::operator*=(const Scalar& o) { return inplace_scalar(*this, OpKind::MulScalar, o); }
 Tensor& Tensor::operator/=(const Scalar& o) {
-  return div_(full({}, o, TensorOptions(o.dtype()).device(device())));
+  return div_(scalar_operand(*this, o));
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {

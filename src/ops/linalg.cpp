@@ -59,6 +59,8 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   EMBER_CHECK(index.dim() <= 1, IndexError, "index_select(): Index is supposed to be a vector");
   detail::check_same_device(a, index);
   int64_t d = detail::wrap_dim(dim, a.dim());
+  EMBER_CHECK(a.dim() > 0 || index.numel() == 1, IndexError,
+              "index_select(): Index to scalar can have only 1 value, got ", index.numel(), " value(s)");
   IntList shape = a.sizes();
   if (a.dim() > 0) shape[d] = index.numel();
   Tensor out = detail::empty_on(shape, a.dtype(), a.device());
