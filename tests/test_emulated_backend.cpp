@@ -6,7 +6,7 @@
 #include <numeric>
 #include <vector>
 
-#include "backends/emulated/emulated_backend.h"
+#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "runtime/stream_state.h"
@@ -14,7 +14,7 @@
 namespace cuda = ember::cuda;
 using namespace std::chrono_literals;
 using ember::detail::CopyKind;
-using ember::detail::emulated::EmulatedBackend;
+using ember::testing::emulated;
 
 namespace {
 
@@ -26,8 +26,6 @@ const bool kEmulated = [] {
   cuda::emulate(4, kCapacity);  // 32 GiB of virtual device memory: never touched
   return true;
 }();
-
-EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::backend()); }
 
 TEST(EmulatedBackend, MemoryIsCapacityLimited) {
   auto& b = emulated();

@@ -3,15 +3,17 @@
 
 #include <cstdlib>
 
-#include "backends/emulated/emulated_backend.h"
+#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "runtime/stream_state.h"
 #include "ember/errors.h"
 #include "kernels/kernel_call.h"
+#include "test_support.h"
 
 namespace cuda = ember::cuda;
 using namespace std::chrono_literals;
-using ember::detail::emulated::EmulatedBackend;
+using ember::testing::emulated;
+using ember::testing::error_of;
 
 namespace {
 
@@ -21,17 +23,6 @@ const bool kEmulated = [] {
   cuda::emulate(4, size_t{1} << 30);
   return true;
 }();
-
-EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::backend()); }
-
-std::string sync_error(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ember::CudaError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 void expect_async_message(const std::string& message, const std::string& original) {
   EXPECT_EQ(message.rfind("CUDA error: device-side assert triggered", 0), 0u) << message;
@@ -52,14 +43,18 @@ TEST(EmulatedErrors, HostFunctionFailureIsStickyAndDeferred) {
                                                   [] { throw ember::IndexError("index 7 is out of bounds"); }));
   bool skipped_ran = false;
   emulated().launch_host_function(s.state()->native(), [&] { skipped_ran = true; });
-  expect_async_message(sync_error([&] { s.synchronize(); }), "index 7 is out of bounds");
+  expect_async_message(error_of<ember::CudaError>([&] { s.synchronize(); }), "index 7 is out of bounds");
   EXPECT_FALSE(skipped_ran);  // work after the failure is skipped, as on a faulted GPU
   // Sticky: every synchronizing call on the device reports it, on any stream.
-  expect_async_message(sync_error([] { cuda::synchronize(1); }), "index 7 is out of bounds");
-  expect_async_message(sync_error([] { cuda::default_stream(1).synchronize(); }), "index 7");
-  expect_async_message(sync_error([] { cuda::Event e; e.record(cuda::default_stream(1)); e.synchronize(); }),
+  expect_async_message(error_of<ember::CudaError>([] { cuda::synchronize(1); }), "index 7 is out of bounds");
+  expect_async_message(error_of<ember::CudaError>([] { cuda::default_stream(1).synchronize(); }), "index 7");
+  expect_async_message(error_of<ember::CudaError>([] {
+                         cuda::Event e;
+                         e.record(cuda::default_stream(1));
+                         e.synchronize();
+                       }),
                        "index 7");
-  expect_async_message(sync_error([] { emulated().check_error(1); }), "index 7");
+  expect_async_message(error_of<ember::CudaError>([] { emulated().check_error(1); }), "index 7");
   // Other devices are unaffected.
   EXPECT_NO_THROW(cuda::synchronize(0));
   cuda::reset_device(1);
@@ -71,7 +66,7 @@ TEST(EmulatedErrors, RawFreeReportsThePendingError) {
   void* p = emulated().raw_alloc(2, 4096);
   ASSERT_NE(p, nullptr);
   emulated().launch_host_function(emulated().default_stream(2), [] { throw ember::ValueError("bad kernel"); });
-  expect_async_message(sync_error([&] { emulated().raw_free(2, p); }), "bad kernel");
+  expect_async_message(error_of<ember::CudaError>([&] { emulated().raw_free(2, p); }), "bad kernel");
   cuda::reset_device(2);
   emulated().raw_free(2, p);
 }
@@ -88,7 +83,7 @@ TEST(EmulatedErrors, KernelLaunchFailureFromTheKernel) {
   call.inputs = {{source.data(), ember::kFloat32, {3}, {1}}, {index.data(), ember::kInt64, {2}, {1}}};
   call.outputs = {{out.data(), ember::kFloat32, {2}, {1}}};
   EXPECT_NO_THROW(emulated().launch(emulated().default_stream(3), call));
-  std::string message = sync_error([] { cuda::synchronize(3); });
+  std::string message = error_of<ember::CudaError>([] { cuda::synchronize(3); });
   EXPECT_EQ(message.rfind("CUDA error: device-side assert triggered", 0), 0u) << message;
   EXPECT_NE(message.find("CUDA_LAUNCH_BLOCKING=1"), std::string::npos) << message;
   cuda::reset_device(3);

@@ -3,14 +3,14 @@
 
 #include <cstdlib>
 
-#include "backends/emulated/emulated_backend.h"
+#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "runtime/stream_state.h"
 #include "ember/errors.h"
 
 namespace cuda = ember::cuda;
 using namespace std::chrono_literals;
-using ember::detail::emulated::EmulatedBackend;
+using ember::testing::emulated;
 
 namespace {
 
@@ -21,8 +21,6 @@ const bool kBlocking = [] {
   cuda::emulate(2, size_t{1} << 30);
   return true;
 }();
-
-EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::backend()); }
 
 TEST(EmulatedLaunchBlocking, EnqueueWaitsForTheWork) {
   EXPECT_TRUE(emulated().launch_blocking());

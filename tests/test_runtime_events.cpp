@@ -1,36 +1,16 @@
 // Events: lazy creation, record/wait/query/synchronize, timing and its errors, device
 // rules, events that outlive their stream, and reset_device invalidation.
-#include <gtest/gtest.h>
-
-#include <cstdlib>
-
-#include "ember/cuda.h"
-#include "ember/errors.h"
 #include "runtime/registry.h"
+#include "test_support.h"
 
 namespace cuda = ember::cuda;
+using ember::testing::error_of;
 using namespace std::chrono_literals;
 
 namespace {
 
-const bool kEmulated = [] {
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  unsetenv("CUDA_LAUNCH_BLOCKING");
-  cuda::emulate(4, size_t{1} << 30);
-  return true;
-}();
-
-template <class E, class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
 TEST(RuntimeEvents, UnrecordedEvent) {
+  EMBER_REQUIRE_DEVICES(1);
   cuda::Event e;
   EXPECT_FALSE(e.is_recorded());
   EXPECT_EQ(e.device_index(), -1);
@@ -40,6 +20,7 @@ TEST(RuntimeEvents, UnrecordedEvent) {
 }
 
 TEST(RuntimeEvents, DeviceComesFromTheFirstRecordingStream) {
+  EMBER_REQUIRE_DEVICES(3);
   cuda::Event e;
   cuda::Stream s(2);
   e.record(s);
@@ -54,6 +35,7 @@ TEST(RuntimeEvents, DeviceComesFromTheFirstRecordingStream) {
 }
 
 TEST(RuntimeEvents, QueryAndSynchronizeFollowTheStream) {
+  EMBER_REQUIRE_DEVICES(1);
   cuda::Stream s;
   cuda::StreamGuard g(s);
   cuda::sleep(200ms);
@@ -66,6 +48,7 @@ TEST(RuntimeEvents, QueryAndSynchronizeFollowTheStream) {
 }
 
 TEST(RuntimeEvents, ReRecordingMovesTheMarker) {
+  EMBER_REQUIRE_DEVICES(1);
   cuda::Stream s;
   cuda::Event e;
   e.record(s);
@@ -80,6 +63,7 @@ TEST(RuntimeEvents, ReRecordingMovesTheMarker) {
 }
 
 TEST(RuntimeEvents, ElapsedTimeCoversTheSleep) {
+  EMBER_REQUIRE_DEVICES(1);
   cuda::Event start(true), end(true);
   cuda::Stream s;
   cuda::StreamGuard g(s);
@@ -93,6 +77,7 @@ TEST(RuntimeEvents, ElapsedTimeCoversTheSleep) {
 }
 
 TEST(RuntimeEvents, ElapsedTimeErrors) {
+  EMBER_REQUIRE_DEVICES(1);
   cuda::Event plain, timed(true), timed2(true);
   EXPECT_EQ(error_of<ember::ValueError>([&] { plain.elapsed_time(timed); }),
             "Both events must be created with argument 'enable_timing=True'.");
@@ -112,6 +97,7 @@ TEST(RuntimeEvents, ElapsedTimeErrors) {
 }
 
 TEST(RuntimeEvents, WaitMakesAnotherStreamWait) {
+  EMBER_REQUIRE_DEVICES(2);
   cuda::Stream producer(0), consumer(1);
   cuda::Event ready;
   {
@@ -132,6 +118,7 @@ TEST(RuntimeEvents, WaitMakesAnotherStreamWait) {
 }
 
 TEST(RuntimeEvents, EventOutlivesItsStream) {
+  EMBER_REQUIRE_DEVICES(2);
   cuda::Event e(true);
   cuda::Event start(true);
   {
@@ -150,6 +137,7 @@ TEST(RuntimeEvents, EventOutlivesItsStream) {
 }
 
 TEST(RuntimeEvents, RecordEventWithAGivenEvent) {
+  EMBER_REQUIRE_DEVICES(4);
   cuda::Stream s(3);
   cuda::Event e(true);
   cuda::Event returned = s.record_event(e);
@@ -159,6 +147,7 @@ TEST(RuntimeEvents, RecordEventWithAGivenEvent) {
 }
 
 TEST(RuntimeEvents, ResetDeviceInvalidatesOldStreamsAndEvents) {
+  EMBER_REQUIRE_DEVICES(4);
   int hooked = -1;
   static int* hook_target = nullptr;
   hook_target = &hooked;

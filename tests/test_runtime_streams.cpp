@@ -1,41 +1,22 @@
 // Streams: current streams per thread and device, StreamGuard, ordering and concurrency.
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <cstdlib>
-#include <mutex>
 #include <sstream>
 #include <thread>
-#include <unordered_set>
+#include <utility>
 #include <vector>
 
-#include "backends/emulated/emulated_backend.h"
-#include "ember/cuda.h"
-#include "runtime/stream_state.h"
-#include "ember/errors.h"
+#include "emulated_support.h"
 #include "runtime/context.h"
+#include "test_support.h"
 
 namespace cuda = ember::cuda;
+using ember::testing::on_stream;
 using namespace std::chrono_literals;
 
 namespace {
 
-const bool kEmulated = [] {
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  unsetenv("CUDA_LAUNCH_BLOCKING");
-  cuda::emulate(4, size_t{1} << 30);
-  return true;
-}();
-
-ember::detail::emulated::EmulatedBackend& emulated() {
-  return dynamic_cast<ember::detail::emulated::EmulatedBackend&>(ember::detail::backend());
-}
-
-void on_stream(const cuda::Stream& s, std::function<void()> fn) {
-  emulated().launch_host_function(s.state()->native(), std::move(fn));
-}
-
 TEST(RuntimeStreams, DefaultAndCurrentStreams) {
+  EMBER_REQUIRE_DEVICES(4);
   cuda::Stream d0 = cuda::default_stream();
   EXPECT_TRUE(d0.is_default());
   EXPECT_EQ(d0.id(), 0u);
@@ -44,10 +25,11 @@ TEST(RuntimeStreams, DefaultAndCurrentStreams) {
   EXPECT_EQ(cuda::default_stream(2).device_index(), 2);
   EXPECT_NE(cuda::default_stream(2), d0);
   EXPECT_EQ(cuda::current_stream(3), cuda::default_stream(3));
-  EXPECT_THROW(cuda::default_stream(4), ember::IndexError);
+  EXPECT_THROW(cuda::default_stream(cuda::device_count()), ember::IndexError);
 }
 
 TEST(RuntimeStreams, NewStreamsAreDistinct) {
+  EMBER_REQUIRE_DEVICES(4);
   cuda::Stream a, b;
   EXPECT_FALSE(a.is_default());
   EXPECT_NE(a, b);
@@ -58,18 +40,29 @@ TEST(RuntimeStreams, NewStreamsAreDistinct) {
   EXPECT_EQ(std::hash<cuda::Stream>()(copy), std::hash<cuda::Stream>()(a));
   EXPECT_EQ(a.device_index(), 0);
   EXPECT_EQ(a.device(), ember::Device(ember::kCUDA, 0));
-  cuda::Stream on2(2, -1);
+  auto [least, greatest] = cuda::Stream::priority_range();
+  EXPECT_LE(greatest, least);  // lower numbers are higher priorities
+  cuda::Stream on2(2, greatest);
   EXPECT_EQ(on2.device_index(), 2);
-  EXPECT_EQ(on2.priority(), -1);
-  EXPECT_EQ(cuda::Stream(1, -7).priority(), -1);  // clamped into the range, as CUDA does
-  EXPECT_EQ(cuda::Stream(1, 5).priority(), 0);
-  EXPECT_EQ(cuda::Stream::priority_range(), (std::pair<int, int>{0, -1}));
-  EXPECT_THROW(cuda::Stream(4), ember::IndexError);
+  EXPECT_EQ(on2.priority(), greatest);
+  EXPECT_EQ(cuda::Stream(1, greatest - 6).priority(), greatest);  // clamped into the range, as CUDA does
+  EXPECT_EQ(cuda::Stream(1, least + 5).priority(), least);
+  EXPECT_THROW(cuda::Stream(cuda::device_count()), ember::IndexError);
   cuda::DeviceGuard g(3);
   EXPECT_EQ(cuda::Stream().device_index(), 3);  // new streams go to the current device
 }
 
+TEST(RuntimeStreams, EmulatedPriorities) {
+  EMBER_REQUIRE_EMULATED();  // a GPU's range depends on the GPU
+  cuda::Stream on2(2, -1);
+  EXPECT_EQ(on2.priority(), -1);
+  EXPECT_EQ(cuda::Stream(1, -7).priority(), -1);
+  EXPECT_EQ(cuda::Stream(1, 5).priority(), 0);
+  EXPECT_EQ(cuda::Stream::priority_range(), (std::pair<int, int>{0, -1}));
+}
+
 TEST(RuntimeStreams, Printing) {
+  EMBER_REQUIRE_DEVICES(3);
   std::ostringstream d;
   d << cuda::default_stream(1);
   EXPECT_EQ(d.str(), "<ember.cuda.Stream device=cuda:1 cuda_stream=0x0>");
@@ -81,6 +74,7 @@ TEST(RuntimeStreams, Printing) {
 }
 
 TEST(RuntimeStreams, SetStreamIsPerThreadAndPerDevice) {
+  EMBER_REQUIRE_DEVICES(2);
   cuda::Stream s1(1);
   cuda::set_stream(s1);
   EXPECT_EQ(cuda::current_device(), 1);  // as torch.cuda.set_stream: its device becomes current
@@ -95,6 +89,7 @@ TEST(RuntimeStreams, SetStreamIsPerThreadAndPerDevice) {
 }
 
 TEST(RuntimeStreams, CurrentStreamKeepsTheStreamAlive) {
+  EMBER_REQUIRE_DEVICES(1);
   {
     cuda::Stream s(0);
     cuda::set_stream(s);
@@ -106,6 +101,7 @@ TEST(RuntimeStreams, CurrentStreamKeepsTheStreamAlive) {
 }
 
 TEST(RuntimeStreams, StreamGuardRestoresStreamAndDevice) {
+  EMBER_REQUIRE_DEVICES(3);
   cuda::Stream s0(0), s2(2), s2b(2);
   cuda::set_stream(s0);
   cuda::set_stream(s2b);
@@ -131,6 +127,7 @@ TEST(RuntimeStreams, StreamGuardRestoresStreamAndDevice) {
 }
 
 TEST(RuntimeStreams, WorkRunsInOrder) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream s;
   std::vector<int> order;  // touched only by the stream's worker until synchronize
   for (int i = 0; i < 100; ++i) on_stream(s, [&order, i] { order.push_back(i); });
@@ -140,6 +137,7 @@ TEST(RuntimeStreams, WorkRunsInOrder) {
 }
 
 TEST(RuntimeStreams, BusyStreamAndIdleStream) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream busy, idle;
   {
     cuda::StreamGuard g(busy);
@@ -156,6 +154,7 @@ TEST(RuntimeStreams, BusyStreamAndIdleStream) {
 }
 
 TEST(RuntimeStreams, HostReturnsBeforeWorkRuns) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream s;
   std::atomic<bool> ran{false};
   {
@@ -169,6 +168,7 @@ TEST(RuntimeStreams, HostReturnsBeforeWorkRuns) {
 }
 
 TEST(RuntimeStreams, WaitStreamOrdersWork) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream s1, s2;
   {
     cuda::StreamGuard g(s1);
@@ -186,7 +186,25 @@ TEST(RuntimeStreams, WaitStreamOrdersWork) {
   EXPECT_TRUE(s1.query());
 }
 
+// WaitStreamOrdersWork without host functions, so that it also runs on a GPU.
+TEST(RuntimeStreams, WaitStreamHoldsBackTheWaiter) {
+  EMBER_REQUIRE_DEVICES(1);
+  cuda::Stream s1, s2;
+  {
+    cuda::StreamGuard g(s1);
+    cuda::sleep(200ms);
+  }
+  s2.wait_stream(s1);
+  cuda::Event e = s2.record_event();
+  EXPECT_FALSE(e.query());  // s2 is held back by s1's sleep
+  cuda::synchronize(0);
+  EXPECT_TRUE(e.query());
+  EXPECT_TRUE(s1.query());
+  EXPECT_TRUE(s2.query());
+}
+
 TEST(RuntimeStreams, WaitStreamAcrossDevices) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream s0(0), s3(3);
   {
     cuda::StreamGuard g(s0);
@@ -202,6 +220,7 @@ TEST(RuntimeStreams, WaitStreamAcrossDevices) {
 }
 
 TEST(RuntimeStreams, SynchronizeDeviceWaitsForEveryStream) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   cuda::Stream a(1), b(1);
   std::atomic<int> done{0};
   for (auto* s : {&a, &b}) {
@@ -216,6 +235,7 @@ TEST(RuntimeStreams, SynchronizeDeviceWaitsForEveryStream) {
 }
 
 TEST(RuntimeStreams, DestroyingAStreamDrainsIt) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   std::atomic<int> ran{0};
   {
     cuda::Stream s;
@@ -227,16 +247,18 @@ TEST(RuntimeStreams, DestroyingAStreamDrainsIt) {
 }
 
 TEST(RuntimeStreams, SleepRejectsNegativeDurations) {
+  EMBER_REQUIRE_DEVICES(1);
   EXPECT_THROW(cuda::sleep(-1ns), ember::ValueError);
 }
 
 TEST(RuntimeStreams, ContextHotPath) {
+  EMBER_REQUIRE_DEVICES(3);
   cuda::Stream s(2);
   EXPECT_EQ(ember::detail::current_stream_state(2), cuda::default_stream(2).state());
   cuda::set_stream(s);
   EXPECT_EQ(ember::detail::current_stream_state(2), s.state());
   EXPECT_EQ(ember::detail::default_stream_state(2), cuda::default_stream(2).state());
-  EXPECT_THROW(ember::detail::current_stream_state(7), ember::IndexError);
+  EXPECT_THROW(ember::detail::current_stream_state(cuda::device_count()), ember::IndexError);
   cuda::set_stream(cuda::default_stream(2));
   cuda::set_device(0);
 }

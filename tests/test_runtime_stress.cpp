@@ -1,32 +1,20 @@
 // Many host threads x many streams enqueuing, recording and waiting at once; meant to
 // run under ThreadSanitizer (-DEMBER_SANITIZE=thread) as well.
-#include <gtest/gtest.h>
-
 #include <atomic>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
-#include "backends/emulated/emulated_backend.h"
-#include "ember/cuda.h"
-#include "runtime/stream_state.h"
+#include "emulated_support.h"
+#include "test_support.h"
 
 namespace cuda = ember::cuda;
+using ember::testing::on_stream;
 using namespace std::chrono_literals;
-using ember::detail::emulated::EmulatedBackend;
 
 namespace {
 
-const bool kEmulated = [] {
-  unsetenv("CUDA_VISIBLE_DEVICES");
-  unsetenv("CUDA_LAUNCH_BLOCKING");
-  cuda::emulate(4, size_t{1} << 30);
-  return true;
-}();
-
-EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::backend()); }
-
 TEST(RuntimeStress, ThreadsStreamsEvents) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
   constexpr int kThreads = 8, kStreamsPerThread = 4, kRounds = 500;
   // One counter per stream, incremented only by that stream's worker. Stream 0 of each
   // thread reads the others' after waiting on their events: without the ordering the
@@ -43,7 +31,7 @@ TEST(RuntimeStress, ThreadsStreamsEvents) {
       for (int round = 0; round < kRounds; ++round) {
         for (int i = 0; i < kStreamsPerThread; ++i) {
           std::atomic<int>* counter = &counters[t * kStreamsPerThread + i];
-          emulated().launch_host_function(streams[i].state()->native(), [counter] { counter->fetch_add(1, std::memory_order_relaxed); });
+          on_stream(streams[i], [counter] { counter->fetch_add(1, std::memory_order_relaxed); });
         }
         // Stream 0 waits for the others, then checks that their increments happened.
         cuda::Event marks[kStreamsPerThread];
@@ -53,7 +41,7 @@ TEST(RuntimeStress, ThreadsStreamsEvents) {
         }
         std::vector<std::atomic<int>*> others;
         for (int i = 1; i < kStreamsPerThread; ++i) others.push_back(&counters[t * kStreamsPerThread + i]);
-        emulated().launch_host_function(streams[0].state()->native(), [others, round, &cross_checks_failed] {
+        on_stream(streams[0], [others, round, &cross_checks_failed] {
           for (auto* c : others) {
             if (c->load(std::memory_order_relaxed) < round + 1) ++cross_checks_failed;
           }
@@ -67,7 +55,7 @@ TEST(RuntimeStress, ThreadsStreamsEvents) {
         }
         if (round % 64 == 0) {
           cuda::Stream temporary(round % cuda::device_count());  // made and dropped with work queued
-          emulated().launch_host_function(temporary.state()->native(), [] {});
+          on_stream(temporary, [] {});
         }
       }
       for (auto& s : streams) s.synchronize();

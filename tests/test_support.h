@@ -5,18 +5,47 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "ember/ember.h"
 
 namespace ember::testing {
 
+/// The emulated devices ensure_cuda() turns on when there is no GPU.
+constexpr int kEmulatedDevices = 4;
+constexpr size_t kEmulatedBytes = size_t{1} << 30;
+
+/// True once ensure_cuda() has turned on its own emulated devices (kEmulatedDevices of
+/// the bytes it was given), as opposed to a GPU or EMBER_EMULATED_DEVICES.
+inline bool& emulating_defaults() {
+  static bool emulating = false;
+  return emulating;
+}
+
 /// Selects the cuda backend for this process (once).
-inline void ensure_cuda(size_t emulated_bytes = size_t{1} << 30) {
+inline void ensure_cuda(size_t emulated_bytes = kEmulatedBytes) {
   static bool done = [&] {
-    if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(4, emulated_bytes);
+    if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) {
+      // The default emulation is a fixed configuration: a stray CUDA_VISIBLE_DEVICES
+      // (meant for real GPUs) must not hide some of its devices.
+      unsetenv("CUDA_VISIBLE_DEVICES");
+      cuda::emulate(kEmulatedDevices, emulated_bytes);
+      emulating_defaults() = true;
+    }
     return true;
   }();
   (void)done;
+}
+
+/// Runs `f` and returns the message of the `E` it throws, or "<no error>".
+template <class E, class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& err) {
+    return err.what();
+  }
+  return "<no error>";
 }
 
 /// Skips the test unless at least `n` cuda devices exist.
@@ -24,6 +53,16 @@ inline void ensure_cuda(size_t emulated_bytes = size_t{1} << 30) {
   do {                                                                                     \
     ::ember::testing::ensure_cuda();                                                       \
     if (::ember::cuda::device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " devices"; \
+  } while (false)
+
+/// Skips the test unless it runs on ensure_cuda()'s default emulated devices: for checks
+/// of emulated-only behaviour (exact device count, names, memory, host functions).
+#define EMBER_REQUIRE_EMULATED()                                                               \
+  do {                                                                                         \
+    ::ember::testing::ensure_cuda();                                                           \
+    if (!::ember::testing::emulating_defaults())                                               \
+      GTEST_SKIP() << "needs the default emulated devices, not '" << ::ember::cuda::backend_name() \
+                   << "'";                                                                     \
   } while (false)
 
 /// Expects `stmt` to throw `E` whose message contains `text`.
