@@ -117,7 +117,7 @@ int DriverBackend::pointer_device(const void* ptr) {
 }
 
 bool DriverBackend::can_access_peer(int device, int peer) {
-  if (device == peer) return true;
+  if (device == peer) return false;  // as cudaDeviceCanAccessPeer and torch.cuda.can_device_access_peer
   int can = 0;
   check_cuda(cudaDeviceCanAccessPeer(&can, device, peer));
   return can != 0;
