@@ -32,7 +32,11 @@ size_t roundup_power2_next_division(size_t size, size_t divisions) {
 }  // namespace
 
 CachingAllocator::CachingAllocator(Backend& backend, int device, AllocatorConfig config)
-    : backend_(backend), device_(device), config_(config) {
+    : backend_(backend),
+      device_(device),
+      config_(config),
+      power2_rounding_(std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
+                                   [](size_t divisions) { return divisions > 1; })) {
   stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
                               ? -1
                               : static_cast<int64_t>(config_.max_split_size);
@@ -71,10 +75,18 @@ CachingAllocator::Block* CachingAllocator::new_block() {
 
 void CachingAllocator::delete_block(Block* block) noexcept {
   // Blocks come and go with every split and merge; recycling keeps malloc off the hot path.
+  // Field by field, so stream_uses keeps its capacity without a vector move round trip.
+  block->ptr = nullptr;
+  block->size = block->requested_size = 0;
+  block->stream = nullptr;
+  block->stream_id = 0;
+  block->pool = nullptr;
+  block->prev = block->next = nullptr;
+  block->allocated = false;
+  block->event_count = 0;
   block->stream_uses.clear();
-  std::vector<StreamRef> keep_capacity = std::move(block->stream_uses);
-  *block = Block{};
-  block->stream_uses = std::move(keep_capacity);
+  block->last_use = 0;
+  block->cached = {};
   try {
     spare_blocks_.push_back(block);
   } catch (...) {
@@ -84,6 +96,7 @@ void CachingAllocator::delete_block(Block* block) noexcept {
 
 size_t CachingAllocator::round_size(size_t bytes) const noexcept {
   if (bytes < kMinBlockSize) return kMinBlockSize;
+  if (!power2_rounding_) return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
   size_t divisions = config_.divisions_for(bytes);
   if (divisions > 1 && bytes > kMinBlockSize * divisions) return roundup_power2_next_division(bytes, divisions);
   return kMinBlockSize * ((bytes + kMinBlockSize - 1) / kMinBlockSize);
@@ -216,7 +229,7 @@ void CachingAllocator::release_block(Block* block) {
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
   if (recording_) record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
-  block->pool->blocks.erase(entry_of(block));
+  block->pool->blocks.erase(block->cached);
   delete_block(block);
 }
 
@@ -266,7 +279,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
     remaining->ptr += request.size;
     remaining->size -= request.size;
     remaining->last_use = ++use_clock_;
-    pool.blocks.insert(entry_of(remaining));
+    cache_block(remaining);
     for (size_t type : {size_t{kAggregate}, pool_type}) {
       if (already_split) {
         stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
@@ -344,7 +357,7 @@ void CachingAllocator::free_block(Block* block) {
     }
   }
   block->last_use = ++use_clock_;
-  pool.blocks.insert(entry_of(block));
+  cache_block(block);
   if (block->is_split()) {
     split_blocks_change += 1;
     split_bytes_change += static_cast<int64_t>(block->size);
@@ -373,7 +386,7 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
   }
   const size_t subsumed = src->size;
   dst->size += subsumed;
-  pool.blocks.erase(entry_of(src));
+  pool.blocks.erase(src->cached);
   delete_block(src);
   return subsumed;
 }

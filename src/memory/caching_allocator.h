@@ -78,7 +78,32 @@ class CachingAllocator {
   nlohmann::json trace_json() const;
 
  private:
+  struct TraceEntry {
+    const char* action;
+    uintptr_t address;
+    size_t size;
+    uint64_t stream_id;
+    int64_t time_us;
+  };
   struct BlockPool;
+  struct Block;
+  // A cached block's sort key lives in the set node itself, so a best-fit search
+  // touches only tree nodes, not the blocks. Ordered by stream, then size (best fit),
+  // then address; size and address compare as one 128-bit key, which compiles to
+  // flag arithmetic instead of a second unpredictable branch per tree level.
+  struct PoolEntry {
+    uintptr_t stream;
+    size_t size;
+    uintptr_t ptr;
+    Block* block;
+    bool operator<(const PoolEntry& other) const noexcept {
+      using Key = unsigned __int128;
+      const Key key = (Key{size} << 64) | ptr;
+      const Key other_key = (Key{other.size} << 64) | other.ptr;
+      return stream != other.stream ? stream < other.stream : key < other_key;
+    }
+  };
+  using BlockSet = std::set<PoolEntry, std::less<>, RecyclingAllocator<PoolEntry>>;
   struct Block {
     char* ptr = nullptr;
     size_t size = 0;
@@ -92,38 +117,21 @@ class CachingAllocator {
     int event_count = 0;                 // outstanding events of a deferred free
     std::vector<StreamRef> stream_uses;  // streams added by record_stream
     uint64_t last_use = 0;               // use_clock_ when it entered the cache
+    // While cached: the block's entry in pool->blocks, so removing a cached block
+    // (merge, release) is an O(1) erase instead of a second tree search.
+    BlockSet::iterator cached;
 
     bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
   };
-  struct TraceEntry {
-    const char* action;
-    uintptr_t address;
-    size_t size;
-    uint64_t stream_id;
-    int64_t time_us;
-  };
-  // A cached block's sort key lives in the set node itself, so a best-fit search
-  // touches only tree nodes, not the blocks. Ordered by stream, then size (best fit),
-  // then address.
-  struct PoolEntry {
-    uintptr_t stream;
-    size_t size;
-    uintptr_t ptr;
-    Block* block;
-    bool operator<(const PoolEntry& other) const noexcept {
-      if (stream != other.stream) return stream < other.stream;
-      if (size != other.size) return size < other.size;
-      return ptr < other.ptr;
-    }
-  };
-  static PoolEntry entry_of(Block* block) noexcept {
-    return {reinterpret_cast<uintptr_t>(block->stream), block->size, reinterpret_cast<uintptr_t>(block->ptr), block};
-  }
-  using BlockSet = std::set<PoolEntry, std::less<>, RecyclingAllocator<PoolEntry>>;
   struct BlockPool {
     BlockSet blocks;
     bool is_small;
   };
+  static PoolEntry entry_of(Block* block) noexcept {
+    return {reinterpret_cast<uintptr_t>(block->stream), block->size, reinterpret_cast<uintptr_t>(block->ptr), block};
+  }
+  /// Puts `block` into its pool's cache and remembers where.
+  static void cache_block(Block* block) { block->cached = block->pool->blocks.insert(entry_of(block)).first; }
   struct AllocRequest {
     size_t size = 0;        // rounded block size
     size_t alloc_size = 0;  // segment size if a new segment is needed
@@ -162,6 +170,7 @@ class CachingAllocator {
   Backend& backend_;
   const int device_;
   const AllocatorConfig config_;
+  const bool power2_rounding_;  // some roundup_power2_divisions entry is above 1
   mutable std::mutex mutex_;
   DeviceStats stats_;
   NodeRecycler set_nodes_;  // before the pools: their nodes come from it
