@@ -4,6 +4,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
+#include "fft/plan_cache.h"
 
 namespace ember::detail {
 
@@ -192,7 +193,9 @@ void DriverBackend::reset(int device) {
   (void)cudaGetLastError();
   if (err == cudaSuccess || !is_kernel_error(err)) return;
   // A kernel error is sticky: only cudaDeviceReset clears it, and that destroys every
-  // stream, event, allocation and library handle of the device.
+  // stream, event, allocation and library handle of the device. cuFFT plans go first,
+  // while their context still exists.
+  fft::device_plan_cache(device).clear();
   check_cuda(cudaDeviceReset());
   std::lock_guard lock(mutex_);
   ++generations_[device];
