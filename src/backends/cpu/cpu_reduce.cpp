@@ -169,14 +169,16 @@ void reduce_rows(const Geometry& g, const TensorArg& out, const T* in) {
   const LoopShape s = reduced_shape(g, sizeof(T));
   if (g.num_outputs == 1 && g.reduce_size > kGrainSize) {
     const int64_t blocks = (g.reduce_size + kGrainSize - 1) / kGrainSize;
-    std::vector<typename R::Acc> partial(static_cast<size_t>(blocks));
+    // One slot per block, written by different threads: a std::unique_ptr array, not a
+    // vector, which for bool would pack the slots into shared words (a data race).
+    std::unique_ptr<typename R::Acc[]> partial(new typename R::Acc[static_cast<size_t>(blocks)]);
     parallel_for(0, blocks, 1, [&](int64_t b, int64_t e) {
       for (int64_t k = b; k < e; ++k) {
         partial[k] = reduce_range<R>(s, in, k * kGrainSize, std::min(g.reduce_size, (k + 1) * kGrainSize));
       }
     });
     typename R::Acc acc = R::acc_identity();
-    for (const auto& p : partial) acc = R::combine(acc, p);
+    for (int64_t k = 0; k < blocks; ++k) acc = R::combine(acc, partial[k]);
     int64_t in_off, out_off;
     output_offsets(g.kept, 0, in_off, out_off);
     store(out, out_off, R::finish(acc, g.reduce_size));

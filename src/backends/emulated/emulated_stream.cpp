@@ -56,6 +56,9 @@ void EmulatedStream::run_worker() {
   std::deque<WorkItem> batch;
   uint64_t done = 0;
   for (;;) {
+    // Poll briefly for more work before sleeping, so a host that enqueues again soon
+    // (the common case) neither pays for a wake-up nor waits for one.
+    Timeline::spin_until([&] { return submitted_.load(std::memory_order_acquire) != done; });
     {
       std::unique_lock lock(mutex_);
       while (queue_.empty() && !stopping_) {

@@ -12,9 +12,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 
 namespace ember::detail::emulated {
 
@@ -24,9 +26,25 @@ class Timeline {
   uint64_t completed() const noexcept { return completed_.load(std::memory_order_acquire); }
   bool reached(uint64_t seq) const noexcept { return completed() >= seq; }
 
+  /// How long a waiter or an idle worker polls before it sleeps: most waits end within
+  /// microseconds, and a sleep costs a wake-up of tens of microseconds (CUDA's default
+  /// synchronisation also spins, then yields).
+  static constexpr std::chrono::microseconds kSpin{50};
+
+  /// Polls `ready` for up to kSpin, yielding the core between polls.
+  template <typename Ready>
+  static bool spin_until(Ready ready) {
+    auto deadline = std::chrono::steady_clock::now() + kSpin;
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
+  }
+
   /// Blocks until item `seq` has completed.
   void wait_for(uint64_t seq) {
-    if (reached(seq)) return;
+    if (spin_until([&] { return reached(seq); })) return;
     waiters_.fetch_add(1);
     {
       std::unique_lock lock(mutex_);
