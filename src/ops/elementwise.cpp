@@ -1,4 +1,5 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
+#include "kernels/op_name.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -36,28 +37,13 @@ bool is_comparison(OpKind op) {
          op == OpKind::Ge;
 }
 
-const char* op_name(OpKind op) {
-  switch (op) {
-    case OpKind::Add: return "add";
-    case OpKind::Sub: return "sub";
-    case OpKind::Mul: return "mul";
-    case OpKind::Div: return "div";
-    case OpKind::Pow: return "pow";
-    case OpKind::Lt: return "lt";
-    case OpKind::Le: return "le";
-    case OpKind::Gt: return "gt";
-    case OpKind::Ge: return "ge";
-    default: return "op";
-  }
-}
-
 constexpr const char* kBoolSubtraction =
     "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, use the "
     "`~` or `logical_not()` operator instead.";
 
 void check_op_dtype(OpKind op, DType dtype) {
   if (op == OpKind::Lt || op == OpKind::Le || op == OpKind::Gt || op == OpKind::Ge) {
-    EMBER_CHECK(!is_complex(dtype), TypeError, op_name(op), " is not supported for complex tensors");
+    EMBER_CHECK(!is_complex(dtype), TypeError, detail::op_name(op), " is not supported for complex tensors");
   }
 }
 

@@ -1,4 +1,5 @@
 // Reductions: sum, mean, max, min over all elements or one dim; allclose, equal.
+#include "kernels/op_name.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
@@ -11,16 +12,6 @@ using detail::OpKind;
 
 namespace {
 
-const char* reduction_name(OpKind op) {
-  switch (op) {
-    case OpKind::Sum: return "sum";
-    case OpKind::Mean: return "mean";
-    case OpKind::Max: return "max";
-    case OpKind::Min: return "min";
-    default: return "all";
-  }
-}
-
 DType reduction_dtype(OpKind op, DType in) {
   switch (op) {
     case OpKind::Sum: return is_integral(in, true) ? kInt64 : in;
@@ -31,7 +22,7 @@ DType reduction_dtype(OpKind op, DType in) {
       return in;
     case OpKind::All: return kBool;
     default:
-      EMBER_CHECK(!is_complex(in), TypeError, reduction_name(op), "(): does not support complex input");
+      EMBER_CHECK(!is_complex(in), TypeError, detail::op_name(op), "(): does not support complex input");
       return in;
   }
 }
@@ -40,7 +31,7 @@ DType reduction_dtype(OpKind op, DType in) {
 Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepdim) {
   DType out_dtype = reduction_dtype(op, a.dtype());
   if (all_dims) {
-    EMBER_CHECK(a.numel() > 0 || (op != OpKind::Max && op != OpKind::Min), ValueError, reduction_name(op),
+    EMBER_CHECK(a.numel() > 0 || (op != OpKind::Max && op != OpKind::Min), ValueError, detail::op_name(op),
                 "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
                 "the 'dim' argument.");
     Tensor out = detail::empty_on({}, out_dtype, a.device());
@@ -51,7 +42,7 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
   }
   int64_t d = detail::wrap_dim(dim, a.dim());
   if (a.dim() == 0) return reduce(op, a, true, -1, false);
-  EMBER_CHECK(a.size(d) > 0 || (op != OpKind::Max && op != OpKind::Min), IndexError, reduction_name(op),
+  EMBER_CHECK(a.size(d) > 0 || (op != OpKind::Max && op != OpKind::Min), IndexError, detail::op_name(op),
               "(): Expected reduction dim ", d, " to have non-zero size.");
   IntList kept = a.sizes();
   kept[d] = 1;

@@ -1,6 +1,7 @@
 // Tensor-tensor element-wise ops: arithmetic, comparisons, isclose.
 #include <type_traits>
 
+#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/functors.h"
@@ -8,28 +9,10 @@
 namespace ember::detail::cpu {
 namespace {
 
-const char* binary_name(OpKind op) {
-  switch (op) {
-    case OpKind::Add: return "add";
-    case OpKind::Sub: return "sub";
-    case OpKind::Mul: return "mul";
-    case OpKind::Div: return "div";
-    case OpKind::Pow: return "pow";
-    case OpKind::Eq: return "eq";
-    case OpKind::Ne: return "ne";
-    case OpKind::Lt: return "lt";
-    case OpKind::Le: return "le";
-    case OpKind::Gt: return "gt";
-    case OpKind::Ge: return "ge";
-    case OpKind::IsClose: return "isclose";
-    default: return "binary op";
-  }
-}
-
 template <typename T>
 void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a, const TensorArg& b) {
   using C = compute_t<T>;
-  const char* name = binary_name(call.op);
+  const char* name = op_name(call.op);
   constexpr bool is_bool = std::is_same_v<T, bool>;
   auto arith = [&](auto fn) {
     expect_dtype(name, out, a.dtype);
@@ -76,10 +59,10 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a,
 
 void run_binary(const KernelCall& call) {
   EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 2, ValueError,
-              binary_name(call.op), ": expected 1 output and 2 inputs, got ", call.outputs.size(), " and ",
+              op_name(call.op), ": expected 1 output and 2 inputs, got ", call.outputs.size(), " and ",
               call.inputs.size());
   const TensorArg &out = call.outputs[0], &a = call.inputs[0], &b = call.inputs[1];
-  EMBER_CHECK(a.dtype == b.dtype, TypeError, binary_name(call.op), ": inputs must share a dtype, got '",
+  EMBER_CHECK(a.dtype == b.dtype, TypeError, op_name(call.op), ": inputs must share a dtype, got '",
               scalar_type_name(a.dtype), "' and '", scalar_type_name(b.dtype), "'");
   dispatch(a.dtype, [&]<typename T>(TypeTag<T>) { run_typed<T>(call, out, a, b); });
 }

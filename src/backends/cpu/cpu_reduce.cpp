@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/reducers.h"
@@ -271,20 +272,10 @@ void reduce(const KernelCall& call, const TensorArg& out, const TensorArg& in) {
   }
 }
 
-const char* reduce_name(OpKind op) {
-  switch (op) {
-    case OpKind::Sum: return "sum";
-    case OpKind::Mean: return "mean";
-    case OpKind::Max: return "max";
-    case OpKind::Min: return "min";
-    default: return "all";
-  }
-}
-
 }  // namespace
 
 void run_reduce(const KernelCall& call) {
-  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, reduce_name(call.op),
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, op_name(call.op),
               ": expected 1 output and 1 input");
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
@@ -295,7 +286,7 @@ void run_reduce(const KernelCall& call) {
         else return reduce<MeanReducer<T>, T>(call, out, in);
       case OpKind::Max: case OpKind::Min:
         if constexpr (is_complex_v<T>) {
-          not_implemented(reduce_name(call.op), in.dtype);
+          not_implemented(op_name(call.op), in.dtype);
         } else {
           if (call.op == OpKind::Max) return reduce<MinMaxReducer<T, true>, T>(call, out, in);
           return reduce<MinMaxReducer<T, false>, T>(call, out, in);

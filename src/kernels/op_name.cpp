@@ -1,0 +1,45 @@
+#include "kernels/op_name.h"
+
+namespace ember::detail {
+
+const char* op_name(OpKind op) noexcept {
+  switch (op) {
+    case OpKind::Copy: return "copy_";
+    case OpKind::Fill: return "fill_";
+    case OpKind::Add: case OpKind::AddScalar: return "add";
+    case OpKind::Sub: case OpKind::RSubScalar: return "sub";
+    case OpKind::Mul: case OpKind::MulScalar: return "mul";
+    case OpKind::Div: case OpKind::RDivScalar: return "div";
+    case OpKind::Pow: case OpKind::PowScalar: return "pow";
+    case OpKind::Eq: return "eq";
+    case OpKind::Ne: return "ne";
+    case OpKind::Lt: return "lt";
+    case OpKind::Le: return "le";
+    case OpKind::Gt: return "gt";
+    case OpKind::Ge: return "ge";
+    case OpKind::Neg: return "neg";
+    case OpKind::Abs: return "abs";
+    case OpKind::Exp: return "exp";
+    case OpKind::Log: return "log";
+    case OpKind::Sqrt: return "sqrt";
+    case OpKind::Relu: return "relu";
+    case OpKind::Sigmoid: return "sigmoid";
+    case OpKind::Tanh: return "tanh";
+    case OpKind::IsClose: return "isclose";
+    case OpKind::Sum: return "sum";
+    case OpKind::Mean: return "mean";
+    case OpKind::Max: return "max";
+    case OpKind::Min: return "min";
+    case OpKind::All: return "all";
+    case OpKind::Matmul: return "matmul";
+    case OpKind::IndexSelect: return "index_select";
+    case OpKind::Normal: return "normal_";
+    case OpKind::Uniform: return "uniform_";
+    case OpKind::Arange: return "arange";
+    case OpKind::FFT: return "fft";
+    case OpKind::Im2Col: return "im2col";
+  }
+  return "op";
+}
+
+}  // namespace ember::detail
