@@ -7,7 +7,8 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Copy: return "copy_";
     case OpKind::Fill: return "fill_";
     case OpKind::Add: case OpKind::AddScalar: return "add";
-    case OpKind::Sub: case OpKind::RSubScalar: return "sub";
+    case OpKind::Sub: return "sub";
+    case OpKind::RSubScalar: return "rsub";
     case OpKind::Mul: case OpKind::MulScalar: return "mul";
     case OpKind::Div: case OpKind::RDivScalar: return "div";
     case OpKind::Pow: case OpKind::PowScalar: return "pow";

@@ -1,6 +1,7 @@
 // Unary and tensor-scalar element-wise ops.
 #include <type_traits>
 
+#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/functors.h"
@@ -8,29 +9,10 @@
 namespace ember::detail::cpu {
 namespace {
 
-const char* unary_name(OpKind op) {
-  switch (op) {
-    case OpKind::AddScalar: return "add";
-    case OpKind::MulScalar: return "mul";
-    case OpKind::PowScalar: return "pow";
-    case OpKind::RSubScalar: return "rsub";
-    case OpKind::RDivScalar: return "div";
-    case OpKind::Neg: return "neg";
-    case OpKind::Abs: return "abs";
-    case OpKind::Exp: return "exp";
-    case OpKind::Log: return "log";
-    case OpKind::Sqrt: return "sqrt";
-    case OpKind::Relu: return "relu";
-    case OpKind::Sigmoid: return "sigmoid";
-    case OpKind::Tanh: return "tanh";
-    default: return "unary op";
-  }
-}
-
 template <typename T>
 void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in) {
   using C = compute_t<T>;
-  const char* name = unary_name(call.op);
+  const char* name = op_name(call.op);
   constexpr bool is_bool = std::is_same_v<T, bool>;
   constexpr bool is_real_floating = is_floating_v<T>;
   constexpr bool is_inexact = is_real_floating || is_complex_v<T>;
@@ -93,7 +75,7 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
 }  // namespace
 
 void run_unary(const KernelCall& call) {
-  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, unary_name(call.op),
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, op_name(call.op),
               ": expected 1 output and 1 input, got ", call.outputs.size(), " and ", call.inputs.size());
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) { run_typed<T>(call, out, in); });
