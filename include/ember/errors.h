@@ -49,6 +49,18 @@ class CudaError : public Error {
   using Error::Error;
 };
 
+/// A collective, store, rendezvous or peer failure in ember::distributed.
+class DistributedError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Two streams access the same memory without ordering (the stream sanitizer).
+class DataRaceError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 
 template <typename... Args>
