@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "autograd/record.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ops/launch.h"
@@ -60,21 +61,34 @@ void manual_seed(uint64_t seed) { generators().seed(seed); }
 Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()), TypeError, "normal_ expects a floating point dtype, but got ", dtype());
   EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
-  fill_random(*this, detail::OpKind::Normal, mean, std);
-  return *this;
+  autograd::detail::Attrs node;
+  node.name = "NormalBackward0";
+  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+                                            [&] { fill_random(*this, detail::OpKind::Normal, mean, std); }, node);
 }
 
 Tensor& Tensor::uniform_(double from, double to) {
   EMBER_CHECK(is_floating_point(dtype()), TypeError, "uniform_ expects a floating point dtype, but got ", dtype());
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
-  fill_random(*this, detail::OpKind::Uniform, from, to);
-  return *this;
+  autograd::detail::Attrs node;
+  node.name = "UniformBackward0";
+  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+                                            [&] { fill_random(*this, detail::OpKind::Uniform, from, to); }, node);
 }
 
-Tensor rand(const IntList& shape, const TensorOptions& options) { return empty(shape, options).uniform_(0.0, 1.0); }
-Tensor randn(const IntList& shape, const TensorOptions& options) { return empty(shape, options).normal_(0.0, 1.0); }
-Tensor rand_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).uniform_(0.0, 1.0); }
-Tensor randn_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).normal_(0.0, 1.0); }
+// requires_grad is set once the values are written (a leaf that requires grad refuses in-place writes).
+Tensor rand(const IntList& shape, const TensorOptions& options) {
+  return empty(shape, options.requires_grad(false)).uniform_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor randn(const IntList& shape, const TensorOptions& options) {
+  return empty(shape, options.requires_grad(false)).normal_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor rand_like(const Tensor& t, const TensorOptions& options) {
+  return empty_like(t, options.requires_grad(false)).uniform_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor randn_like(const Tensor& t, const TensorOptions& options) {
+  return empty_like(t, options.requires_grad(false)).normal_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
 
 }  // namespace ember
