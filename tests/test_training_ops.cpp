@@ -3,6 +3,7 @@
 // device. Expected values were computed with PyTorch 1.13 (Debian's python3-torch) on
 // the same inputs; error messages are PyTorch's.
 #include <cmath>
+#include <complex>
 
 #include "test_support.h"
 
@@ -258,6 +259,37 @@ TEST_P(TrainingOps, AddmmAndBmm) {
   EXPECT_THROW_MSG(bmm(a, a), ValueError, "batch1 must be a 3D tensor");
   EXPECT_THROW_MSG(bmm(b1, ones({3, 3, 3}, dev_)), ValueError,
                    "Expected size for first two dimensions of batch2 tensor to be: [2, 3] but got: [3, 3].");
+}
+
+TEST_P(TrainingOps, ComplexRandomFillsTheRealView) {
+  // As PyTorch: a complex tensor is filled through view_as_real, each part normal with
+  // std / sqrt(2) (randn) or uniform in [from, to) (rand).
+  const TensorOptions c64 = TensorOptions(kComplex64).device(dev_);
+  manual_seed(3);
+  Tensor z = randn({5000}, c64);
+  manual_seed(3);
+  std::vector<float> parts = randn({10000}, TensorOptions(kFloat32).device(dev_)).to_vector<float>();
+  EXPECT_EQ(z.dtype(), kComplex64);
+  EXPECT_EQ(z.device(), dev_);
+  auto values = z.to_vector<std::complex<float>>();
+  double power = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    ASSERT_NEAR(values[i].real(), parts[2 * i] / std::sqrt(2.0f), 1e-6);
+    ASSERT_NEAR(values[i].imag(), parts[2 * i + 1] / std::sqrt(2.0f), 1e-6);
+    power += std::norm(values[i]);
+  }
+  EXPECT_NEAR(power / values.size(), 1.0, 0.06);  // E|z|^2 = 1
+  for (auto v : rand({1000}, TensorOptions(kComplex128).device(dev_)).to_vector<std::complex<double>>()) {
+    ASSERT_TRUE(v.real() >= 0 && v.real() < 1 && v.imag() >= 0 && v.imag() < 1) << v;
+  }
+  Tensor shifted = empty({4000}, c64).normal_(3.0, 0.5);
+  auto sv = shifted.to_vector<std::complex<float>>();
+  double re = 0, im = 0;
+  for (auto v : sv) re += v.real(), im += v.imag();
+  EXPECT_NEAR(re / sv.size(), 3.0, 0.05);  // the mean applies to both parts, as PyTorch
+  EXPECT_NEAR(im / sv.size(), 3.0, 0.05);
+  EXPECT_THROW_MSG(empty({2}, TensorOptions(kInt64).device(dev_)).normal_(), TypeError,
+                   "normal_ expects a floating point or complex dtype");
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, TrainingOps, ::testing::Values("cpu", "cuda:0"),
