@@ -1,6 +1,7 @@
 // nll_loss and cross_entropy (class indices or class probabilities, label smoothing),
 // as PyTorch's. nll_loss is one NllLoss KernelCall (contract in nn/loss_kernels.h)
 // plus its reduction; cross_entropy is log_softmax followed by it.
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -50,6 +51,12 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
                                    {ember::detail::make_arg(x3), ember::detail::make_arg(t2)},
                                    ignore_index};
     ember::detail::launch(input.device(), call);
+  }
+  if (autograd::detail::should_record(x3)) {
+    autograd::detail::Attrs attrs;
+    attrs.dim = ignore_index;
+    autograd::detail::record(autograd::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
+                             std::move(attrs));
   }
   return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
 }
