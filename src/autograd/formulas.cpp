@@ -241,6 +241,7 @@ const std::array<FormulaSpec, kFormulas> kTable = {{
     {"MaxPool2DWithIndicesBackward0", false, true, nn_formulas::max_pool2d},
     {"AvgPool2DBackward0", false, false, nn_formulas::avg_pool2d},
     {"ConvolutionBackward0", true, false, nn_formulas::conv2d},
+    {"FftC2CBackward0", false, false, nn_formulas::fft},
 }};
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "autograd/formulas_nn.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
+#include "ember/fft.h"
 #include "ember/ops.h"
 
 namespace ember::autograd::detail::nn_formulas {
@@ -229,6 +230,44 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
   }
   if (n.needs_grad(2)) out[2] = g[0].sum(3).sum(2).sum(0);
   return out;
+}
+
+// One transform over the last k dims of its input (k = attrs.ints.size(), the signal
+// sizes): attrs.dim 0 C2C, 1 R2C (onesided), 2 C2R; flag: forward (sign -); scalar: the
+// norm's scale. The adjoint of an unnormalized DFT is the unnormalized DFT of opposite
+// sign; the onesided transforms follow PyTorch's fft_r2c_backward / fft_c2r_backward.
+Grads fft(const FormulaNode& n, const Grads& g) {
+  const Attrs& a = n.attrs();
+  const int64_t k = static_cast<int64_t>(a.ints.size());
+  Tensor grad = g[0];
+  auto transform = [&](Tensor t, bool forward) {
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t d = t.dim() - k + i;
+      t = forward ? ember::fft::fft(t, std::nullopt, d, "backward") : ember::fft::ifft(t, std::nullopt, d, "forward");
+    }
+    return t;
+  };
+  if (a.dim == 0) return {transform(grad, !a.flag) * a.scalar};
+  if (a.dim == 1) {  // rfft: zero-pad the onesided gradient to the full signal, real part of the adjoint
+    int64_t last = grad.dim() - 1, full = a.ints.back();
+    if (grad.size(last) < full) {
+      IntList pad = grad.sizes();
+      pad[last] = full - grad.size(last);
+      grad = ember::cat({grad, zeros(pad, TensorOptions(grad.dtype()).device(grad.device()))}, last);
+    }
+    return {real(transform(grad, false) * a.scalar)};
+  }
+  // irfft: the onesided forward transform of the gradient, inner frequencies counted twice.
+  int64_t last = grad.dim() - 1, full = a.ints.back();
+  Tensor gi = ember::fft::rfft(grad, std::nullopt, last, "backward") * a.scalar;
+  int64_t twice = full - gi.size(last);
+  if (twice > 0) {
+    IntList w(static_cast<size_t>(gi.size(last)), 1);
+    for (int64_t i = 1; i <= twice; ++i) w[static_cast<size_t>(i)] = 2;
+    std::vector<double> weights(w.begin(), w.end());
+    gi = gi * tensor(TensorData(weights), TensorOptions(to_real(gi.dtype())).device(gi.device()));
+  }
+  return {gi};
 }
 
 }  // namespace ember::autograd::detail::nn_formulas

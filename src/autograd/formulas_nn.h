@@ -18,5 +18,6 @@ Grads nll_loss(const FormulaNode& n, const Grads& g);
 Grads max_pool2d(const FormulaNode& n, const Grads& g);
 Grads avg_pool2d(const FormulaNode& n, const Grads& g);
 Grads conv2d(const FormulaNode& n, const Grads& g);
+Grads fft(const FormulaNode& n, const Grads& g);
 
 }  // namespace ember::autograd::detail::nn_formulas

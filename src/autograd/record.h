@@ -39,7 +39,7 @@ enum class Formula : uint8_t {
   // copies
   ToCopy, Clone, CopyInPlace, Fill,
   // training ops (formulas_nn.cpp)
-  Cat, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d,
+  Cat, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d, FFT,
   kCount,
 };
 
