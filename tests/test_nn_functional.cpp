@@ -105,6 +105,7 @@ TEST_P(NnFunctional, CrossEntropyWithClassIndices) {
   expect_near(F::cross_entropy(x, t), {0.52361852});
   expect_near(F::cross_entropy(x, t, "sum"), {1.57085562});
   expect_near(F::cross_entropy(x, t, "none"), {0.62186038, 0.1851825, 0.76381266});
+  expect_near(F::cross_entropy(x.t().contiguous().t(), t), {0.52361852});  // column-major logits
   expect_near(F::cross_entropy(x, T({2, -100, 0}, kInt64)), {0.69283652});
   expect_near(F::cross_entropy(x, T({2, 3, 0}, kInt64), "mean", /*ignore_index=*/3), {0.69283652});
   expect_near(F::cross_entropy(x, t, "mean", -100, 0.1), {0.69236851});
