@@ -150,6 +150,9 @@ TEST(AutogradStreams, PortedStreamingBackwardsMultipleStreams) {
             stream1.wait_event(event);
             out = y0 + y1;
           }
+          // PyTorch's test sums on the ambient stream without this wait, a race on `out`
+          // (ThreadSanitizer reports it on the emulated backend).
+          current().wait_stream(stream1);
           auto loss = out.sum();
           if (out_of_place) {
             x_grad = autograd::grad({loss}, {x})[0];
