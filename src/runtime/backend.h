@@ -62,8 +62,13 @@ class Backend {
   // ---- streams --------------------------------------------------------------
   /// The default (legacy) stream of `device`; lives as long as the backend.
   virtual BackendStream* default_stream(int device) = 0;
+  /// A new stream; CudaError when the backend cannot make one. The runtime pools them
+  /// (Note [Stream pool] in runtime/stream_pool.h), so it calls this at most 32 times per
+  /// priority per device between resets.
   virtual BackendStream* create_stream(int device, int priority) = 0;
-  /// Waits for the stream's queued work, then destroys it. Never throws.
+  /// Destroys a stream as cudaStreamDestroy does: the call does not wait, and work still
+  /// queued completes. The runtime destroys only streams of a device that was reset since
+  /// they were made. Never throws.
   virtual void destroy_stream(BackendStream* stream) noexcept = 0;
   /// True when all queued work has completed.
   virtual bool query(BackendStream* stream) = 0;

@@ -100,7 +100,7 @@ void EmulatedBackend::destroy_stream(BackendStream* native) noexcept {
     auto& list = devices_[static_cast<size_t>(stream->device())]->streams;
     list.erase(std::remove(list.begin(), list.end(), stream), list.end());
   }
-  delete stream;  // drains, then joins the worker
+  stream->release();  // returns at once; the worker runs what is queued, then deletes the stream
 }
 
 bool EmulatedBackend::query(BackendStream* native) {
