@@ -56,7 +56,7 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
     empty |= sizes[i] == 0;
     last += (sizes[i] - 1) * strides[i];
   }
-  int64_t storage_elements = static_cast<int64_t>(impl()->storage()->nbytes() / element_size());
+  int64_t storage_elements = static_cast<int64_t>(checked(impl_).storage()->nbytes() / element_size());
   EMBER_CHECK(empty || last < storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
               IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", last + 1,
               " elements, but the storage has ", storage_elements);

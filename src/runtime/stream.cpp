@@ -79,6 +79,9 @@ Stream::Stream(int device, int priority) {
   state_ = detail::pooled_stream(index, priority);  // Note [Stream pool]
 }
 
+Stream::Stream(std::shared_ptr<detail::StreamState> state) : state_(std::move(state)) {
+  EMBER_CHECK(state_ != nullptr, ValueError, "cuda::Stream: the stream state is null");
+}
 
 Device Stream::device() const { return Device(kCUDA, device_index()); }
 int Stream::device_index() const { return state_->device(); }
