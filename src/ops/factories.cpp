@@ -83,7 +83,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "unsupported range: ", s, " -> ", e);
   EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError,
               "upper bound and larger bound inconsistent with step sign");
-  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  double size = std::ceil((e - s) / st);
+  // 2^63 is the first double past int64 (converting one is undefined behaviour).
+  EMBER_CHECK(size >= 0 && size < 9223372036854775808.0, ValueError, "invalid size, possible overflow?");
+  int64_t n = static_cast<int64_t>(size);
   Tensor out = allocate({n}, o);
   if (n > 0) {
     detail::KernelCall call{detail::OpKind::Arange, {detail::make_arg(out)}, {}, start, step};
