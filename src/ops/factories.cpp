@@ -2,9 +2,11 @@
 #include <cmath>
 #include <optional>
 
+#include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "runtime/context.h"
 
@@ -53,10 +55,34 @@ void check_lists(const TensorData& data, const IntList& shape, size_t depth, std
   for (const TensorData& item : data.items()) check_lists(item, shape, depth + 1, dtype);
 }
 
+// The name torch.tensor uses for an integer dtype in its overflow error.
+template <typename T>
+constexpr const char* integer_dtype_name() {
+  if constexpr (std::is_same_v<T, uint8_t>) return "uint8";
+  else if constexpr (std::is_same_v<T, int8_t>) return "int8";
+  else if constexpr (std::is_same_v<T, int16_t>) return "int16";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int32";
+  else return "int64";
+}
+
+// As torch.tensor: integers that do not fit an integer dtype and complex numbers for a
+// real dtype are refused; floating dtypes take any real number (overflowing to inf).
+template <typename T>
+T tensor_element(const Scalar& value) {
+  if constexpr (!detail::is_complex_v<T>) {
+    EMBER_CHECK(!value.is_complex(), TypeError, "must be real number, not complex");
+  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    EMBER_CHECK(!detail::overflows<T>(value), ValueError, "value cannot be converted to type ",
+                integer_dtype_name<T>(), " without overflow");
+  }
+  return value.to<T>();
+}
+
 template <typename T>
 void flatten_into(const TensorData& data, T*& out) {
   if (data.is_leaf()) {
-    *out++ = data.value().to<T>();
+    *out++ = tensor_element<T>(data.value());
     return;
   }
   for (const TensorData& item : data.items()) flatten_into(item, out);
