@@ -13,7 +13,9 @@
 
 namespace ember::cuda {
 
-/// True when a cuda backend (a GPU, or emulated devices) is usable.
+/// True when a cuda backend (a GPU, or emulated devices) is usable. Never throws: an
+/// invalid EMBER_EMULATED_DEVICES / EMBER_EMULATED_MEMORY makes it false with a warning on
+/// stderr, and the first call that needs a device raises the error.
 bool is_available();
 int device_count();
 /// "driver" or "emulated"; selecting the backend if that has not happened yet.
