@@ -26,7 +26,11 @@ bool driver_is_available();
 /// Turns on `count` emulated devices of `bytes_per_device` each; only before first cuda use.
 void emulate(int count, size_t bytes_per_device = size_t{8} << 30);
 
+// Device indices: wherever a device is optional, -1 means the current device; an index
+// below -1 or past the last device is an IndexError.
+
 int current_device();
+/// Makes `device` current for the calling thread; -1 does nothing (torch.cuda.set_device(-1)).
 void set_device(int device);
 void set_device(Device device);
 /// Waits for all work on every stream of `device` (-1: the current device).
