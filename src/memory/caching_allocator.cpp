@@ -428,9 +428,14 @@ void CachingAllocator::throw_out_of_memory(const AllocRequest& request) {
   const auto reserved = static_cast<uint64_t>(stats_.reserved_bytes[kAggregate].current);
   std::string limit;
   if (limit_set_) limit = cat("This process has a memory allocation limit of ", format_size(allowed_maximum_), ". ");
-  fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". GPU ", device_,
-                         " has a total capacity of ", format_size(device_total), " of which ", format_size(device_free),
-                         " is free. ", limit, "Of the allocated memory ", format_size(allocated),
+  // The device had room, but what backs it did not (the emulated backend's host memory).
+  std::string reason = backend_.alloc_failure_reason(device_);
+  std::string capacity = reason.empty()
+                             ? cat("GPU ", device_, " has a total capacity of ", format_size(device_total), " of which ",
+                                   format_size(device_free), " is free. ")
+                             : cat("GPU ", device_, ": ", reason, ". ");
+  fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". ", capacity,
+                         limit, "Of the allocated memory ", format_size(allocated),
                          " is allocated by ember, and ", format_size(reserved - allocated),
                          " is reserved by ember but unallocated. If reserved but unallocated memory is large try "
                          "setting PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<size> or calling empty_cache() to "

@@ -55,6 +55,10 @@ class Backend {
   virtual void raw_free(int device, void* ptr) = 0;
   /// {free, total} bytes.
   virtual std::pair<size_t, size_t> mem_get_info(int device) = 0;
+  /// Why raw_alloc on `device` last returned nullptr when the device itself had room (the
+  /// emulated backend: its host memory is exhausted); empty when there is nothing to add,
+  /// the default. OutOfMemoryError messages use it; a decorator should forward it.
+  virtual std::string alloc_failure_reason(int device) { return {}; }
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;

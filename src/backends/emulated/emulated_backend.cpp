@@ -70,6 +70,15 @@ void EmulatedBackend::raw_free(int index, void* ptr) {
 
 std::pair<size_t, size_t> EmulatedBackend::mem_get_info(int index) { return device(index).memory.info(); }
 
+std::string EmulatedBackend::alloc_failure_reason(int index) {
+  Device& dev = device(index);
+  size_t bytes = dev.memory.host_failure();
+  if (bytes == 0) return {};
+  auto [free, total] = dev.memory.info();
+  return cat("the host memory that backs this emulated device is exhausted (the host could not provide ", bytes,
+             " bytes; the device itself has ", free, " of its ", total, " bytes free)");
+}
+
 void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
 
 void EmulatedBackend::pinned_free(void* ptr) {
