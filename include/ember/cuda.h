@@ -42,6 +42,10 @@ struct DeviceProperties {
   size_t total_memory = 0;
   int major = 0, minor = 0;
   int multi_processor_count = 0;
+  /// The device's UUID, 36 characters ("8-4-4-4-12" hex digits), as PyTorch prints
+  /// props.uuid; CUDA_VISIBLE_DEVICES may name the device as "GPU-" and a prefix of it.
+  /// Emulated devices have a fixed one per emulated device.
+  std::string uuid;
 };
 DeviceProperties get_device_properties(int device = -1);
 std::string get_device_name(int device = -1);

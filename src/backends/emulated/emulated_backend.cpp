@@ -6,6 +6,7 @@
 
 #include "ember/errors.h"
 #include "runtime/env.h"
+#include "runtime/visible_devices.h"
 
 namespace ember::detail {
 
@@ -54,6 +55,7 @@ cuda::DeviceProperties EmulatedBackend::properties(int index) const {
   props.major = 8;
   props.minor = 0;
   props.multi_processor_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  props.uuid = emulated_device_uuid(dev.physical);
   return props;
 }
 
