@@ -51,6 +51,7 @@ TEST(StreamPool, RoundRobinOver32StreamsPerPriority) {
 
 TEST(StreamPool, ThousandStreamsStartAtMost64Workers) {
   EMBER_REQUIRE_EMULATED();  // one worker thread per emulated stream
+  cuda::synchronize(2);       // the backend (and its default streams' workers) exists
   int before = os_threads();
   std::vector<cuda::Stream> streams;
   for (int i = 0; i < 1000; ++i) streams.emplace_back(2, i % 2 == 0 ? 0 : -1);
@@ -82,6 +83,34 @@ TEST(StreamPool, DroppingTheLastHandleDoesNotWait) {
   cuda::synchronize(3);
   EXPECT_FALSE(gave_up) << "dropping the stream's handle waited for its queued work";
   EXPECT_EQ(ran.load(), 2);
+}
+
+// The backend hook behind it (cudaStreamDestroy): returns at once; queued work still runs.
+TEST(StreamPool, BackendDestroyStreamDoesNotWait) {
+  EMBER_REQUIRE_EMULATED();
+  auto& backend = ember::testing::emulated();
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool released = false, gave_up = false;
+  std::atomic<int> ran{0};
+  ember::detail::BackendStream* stream = backend.create_stream(1, 0);
+  backend.launch_host_function(stream, [&] {
+    std::unique_lock lock(mutex);
+    gave_up = !cv.wait_for(lock, 30s, [&] { return released; });  // a deadlock guard only
+    ++ran;
+  });
+  auto* event = backend.create_event(1, false);
+  backend.record(event, stream);
+  backend.destroy_stream(stream);
+  {
+    std::lock_guard lock(mutex);
+    released = true;
+  }
+  cv.notify_all();
+  backend.synchronize(event);
+  backend.destroy_event(event);
+  EXPECT_FALSE(gave_up) << "destroy_stream waited for the stream's queued work";
+  EXPECT_EQ(ran.load(), 1);
 }
 
 TEST(StreamPool, ResetDeviceStartsTheDevicePoolAgain) {
