@@ -37,8 +37,10 @@ inline A max_of(A a, A b) {  // NaN propagates
 
 // Dense float rows, the hot case: max, then exp and sum in eight lanes (a float sum is
 // not reassociated by the compiler, lanes let it vectorise), then scale. Compiled twice,
-// for AVX2 machines and for the x86-64 baseline, and picked at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// for AVX2 machines and for the x86-64 baseline, and picked at load time (an ifunc;
+// not under the sanitizers, whose runtimes are not ready when ifunc resolvers run).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define EMBER_VECTOR_CLONES
