@@ -1,8 +1,8 @@
 // Default collation (stack each field) and pinning of batches.
 #include "data/collate.h"
 
-#include "core/tensor_impl.h"
 #include "ember/errors.h"
+#include "ember/ops.h"
 
 namespace ember::data::detail {
 
@@ -12,23 +12,7 @@ Tensor stack_items(const std::vector<Tensor>& items) {
   for (const Tensor& t : items) defined += t.defined() ? 1 : 0;
   if (defined == 0) return Tensor();
   EMBER_CHECK(defined == items.size(), ValueError, "collate: some items have the field and others do not");
-  const Tensor& first = items[0];
-  DType dtype = first.dtype();
-  for (size_t i = 1; i < items.size(); ++i) {
-    const Tensor& t = items[i];
-    EMBER_CHECK(t.sizes() == first.sizes(), ValueError, "stack expects each tensor to be equal size, but got ",
-                ember::detail::IntListPrinter{first.sizes()}, " at entry 0 and ",
-                ember::detail::IntListPrinter{t.sizes()}, " at entry ", i);
-    EMBER_CHECK(t.device() == first.device(), DeviceError,
-                "Expected all tensors to be on the same device, but found at least two devices, ", first.device(),
-                " and ", t.device(), "!");
-    dtype = promote_types(dtype, t.dtype());
-  }
-  IntList shape{static_cast<int64_t>(items.size())};
-  shape.insert(shape.end(), first.sizes().begin(), first.sizes().end());
-  Tensor out = ember::detail::make_tensor(shape, dtype, first.device());
-  for (size_t i = 0; i < items.size(); ++i) out.select(0, static_cast<int64_t>(i)).copy_(items[i]);
-  return out;
+  return ember::stack(items, 0);
 }
 
 Example collate(const std::vector<Example>& examples) {

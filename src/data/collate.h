@@ -8,8 +8,8 @@
 
 namespace ember::data::detail {
 
-/// The tensors stacked along a new first dimension (torch.stack(items)): equal sizes,
-/// one device, the promoted dtype. All undefined gives an undefined tensor.
+/// ember::stack(items): equal sizes, one device, the promoted dtype. All undefined gives
+/// an undefined tensor (an Example without that field).
 Tensor stack_items(const std::vector<Tensor>& items);
 /// default_collate: each field of the examples stacked.
 Example collate(const std::vector<Example>& examples);
