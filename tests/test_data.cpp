@@ -101,6 +101,10 @@ TEST(DataCollate, StacksItemsAndChecksShapes) {
   EXPECT_EQ(mixed.dtype(), kFloat32);
   EXPECT_THROW_MSG(data::detail::stack_items({zeros({2}), zeros({3})}), ValueError,
                    "stack expects each tensor to be equal size, but got [2] at entry 0 and [3] at entry 1");
+  // Non-contiguous items take ember::stack's element-wise copy: same values.
+  Tensor square = arange(4).view({2, 2});
+  EXPECT_EQ(data::detail::stack_items({square.t(), square}).to_vector<int64_t>(),
+            (std::vector<int64_t>{0, 2, 1, 3, 0, 1, 2, 3}));
   EXPECT_FALSE(data::detail::stack_items({Tensor(), Tensor()}).defined());
 }
 
