@@ -29,6 +29,10 @@ bool is_internal(const Frame& frame, const std::string& root) {
   if (frame.name.empty() && frame.filename.empty()) return true;
   if (!root.empty() && (starts_with(frame.filename, root + "/src/") || starts_with(frame.filename, root + "/include/ember/")))
     return true;
+  // Without debug information only names are known: ember's own functions are in
+  // namespace ember (templates' names start with their return type).
+  if (frame.filename.empty() && (starts_with(frame.name, "ember::") || frame.name.find(" ember::") != std::string::npos))
+    return true;
   for (std::string_view prefix : {"std::", "__", "c10::", "at::", "torch::", "unwind::", "CapturedTraceback"})
     if (starts_with(frame.name, prefix)) return true;
   for (std::string_view part : {"/torch/", "/c10/", "/include/c++/", "libc_start"})
