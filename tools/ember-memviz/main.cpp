@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   std::string page;
   ember::memviz::Snapshot snapshot;
   try {
-    snapshot = ember::memviz::read_snapshot(nlohmann::json::parse(in));
+    snapshot = ember::memviz::read_snapshot(in);
     nlohmann::json view = ember::memviz::build_view(snapshot, ember::memviz::ViewOptions{});
     view["source"] = std::filesystem::path(input).filename().string();
     page = ember::memviz::render_page(view);

@@ -1,5 +1,6 @@
 #include "snapshot.h"
 
+#include <istream>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -111,25 +112,19 @@ Segment read_segment(const json& object, Interner& interner) {
   return segment;
 }
 
-std::vector<TraceEntry> read_trace(const json& entries, Interner& interner) {
-  if (!entries.is_array()) malformed("a device trace is not a list");
-  std::vector<TraceEntry> trace;
-  trace.reserve(entries.size());
-  for (const json& item : entries) {
-    if (!item.is_object()) malformed("a trace entry is not an object");
-    TraceEntry entry;
-    auto action = item.find("action");
-    if (action == item.end() || !action->is_string()) malformed("a trace entry has no \"action\"");
-    entry.action = action_of(action->get<std::string>());
-    entry.address = optional_unsigned(item, "addr");
-    entry.size = optional_unsigned(item, "size");
-    entry.stream = optional_unsigned(item, "stream");
-    entry.time_us = static_cast<int64_t>(optional_unsigned(item, "time_us"));
-    auto frames = item.find("frames");
-    entry.stack = interner.stack(frames == item.end() ? nullptr : &*frames);
-    trace.push_back(entry);
-  }
-  return trace;
+TraceEntry read_trace_entry(const json& item, Interner& interner) {
+  if (!item.is_object()) malformed("a trace entry is not an object");
+  TraceEntry entry;
+  auto action = item.find("action");
+  if (action == item.end() || !action->is_string()) malformed("a trace entry has no \"action\"");
+  entry.action = action_of(action->get<std::string>());
+  entry.address = optional_unsigned(item, "addr");
+  entry.size = optional_unsigned(item, "size");
+  entry.stream = optional_unsigned(item, "stream");
+  entry.time_us = static_cast<int64_t>(optional_unsigned(item, "time_us"));
+  auto frames = item.find("frames");
+  entry.stack = interner.stack(frames == item.end() ? nullptr : &*frames);
+  return entry;
 }
 
 }  // namespace
@@ -140,17 +135,39 @@ int Snapshot::device_count() const {
   return count;
 }
 
-Snapshot read_snapshot(const json& json) {
-  if (!json.is_object()) malformed("the top level is not an object");
-  auto segments = json.find("segments");
-  if (segments == json.end() || !segments->is_array()) malformed("no \"segments\" list");
+Snapshot read_snapshot(std::istream& in) {
   Snapshot snapshot;
   Interner interner(snapshot);
-  for (const auto& segment : *segments) snapshot.segments.push_back(read_segment(segment, interner));
-  if (auto traces = json.find("device_traces"); traces != json.end()) {
-    if (!traces->is_array()) malformed("\"device_traces\" is not a list");
-    for (const auto& trace : *traces) snapshot.device_traces.push_back(read_trace(trace, interner));
+  // Trace entries are converted as the parser finishes each one and then dropped, so a
+  // trace of millions of entries never exists as a JSON tree (depths: 1 the top-level
+  // keys, 2 one device's trace, 3 an entry).
+  bool in_traces = false;
+  auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (depth == 1 && event == json::parse_event_t::key) in_traces = parsed == "device_traces";
+    if (!in_traces) return true;
+    if (depth == 1 && event == json::parse_event_t::array_end) in_traces = false;
+    if (depth == 2 && event == json::parse_event_t::array_start) snapshot.device_traces.emplace_back();
+    if (depth == 2 && (event == json::parse_event_t::object_end || event == json::parse_event_t::value))
+      malformed("a device trace is not a list");
+    if (depth == 3 && (event == json::parse_event_t::object_end || event == json::parse_event_t::value ||
+                       event == json::parse_event_t::array_end)) {
+      snapshot.device_traces.back().push_back(read_trace_entry(parsed, interner));
+      return false;
+    }
+    return true;
+  };
+  json top;
+  try {
+    top = json::parse(in, on_event);
+  } catch (const json::parse_error& error) {
+    malformed(error.what());
   }
+  if (!top.is_object()) malformed("the top level is not an object");
+  auto segments = top.find("segments");
+  if (segments == top.end() || !segments->is_array()) malformed("no \"segments\" list");
+  for (const auto& segment : *segments) snapshot.segments.push_back(read_segment(segment, interner));
+  if (auto traces = top.find("device_traces"); traces != top.end() && !traces->is_array())
+    malformed("\"device_traces\" is not a list");
   return snapshot;
 }
 

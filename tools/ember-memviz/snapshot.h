@@ -10,12 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <map>
 #include <string>
 #include <tuple>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace ember::memviz {
 
@@ -71,8 +70,8 @@ struct Snapshot {
   int device_count() const;
 };
 
-/// Parses `json` (a whole snapshot). Throws std::runtime_error naming what is missing
+/// Parses a whole snapshot from `in`. Throws std::runtime_error naming what is missing
 /// or malformed.
-Snapshot read_snapshot(const nlohmann::json& json);
+Snapshot read_snapshot(std::istream& in);
 
 }  // namespace ember::memviz

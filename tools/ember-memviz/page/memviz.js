@@ -129,9 +129,10 @@
       ctx.fillText("event " + t.samples[k], Math.min(width - 40, Math.max(TL.left + 20, xLeft(k) + step / 2)), height - TL.bottom + 6);
     }
     // One polygon per band, stepped per sample; then the summed rest on top.
-    for (const band of t.bands) {
-      if (band.k1 < band.k0) continue;
-      ctx.fillStyle = stackColor(band.stack);
+    t.bands.forEach((band, index) => {
+      if (band.k1 < band.k0) return;
+      // Same stack, same hue; neighbours told apart by lightness.
+      ctx.fillStyle = stackColor(band.stack, 50 + (index % 3) * 9);
       ctx.beginPath();
       for (let k = band.k0; k <= band.k1; k++) {
         const y = yOf(band.offsets[k - band.k0] + band.size);
@@ -143,7 +144,7 @@
         ctx.lineTo(xLeft(k + 1), y); ctx.lineTo(xLeft(k), y);
       }
       ctx.closePath(); ctx.fill();
-    }
+    });
     ctx.fillStyle = "rgba(120, 120, 120, 0.45)";
     ctx.beginPath();
     for (let k = 0; k < count; k++) {
