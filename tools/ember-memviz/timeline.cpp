@@ -90,27 +90,28 @@ nlohmann::json timeline_json(const Snapshot& snapshot, int device, const ViewOpt
     samples.push_back(std::max_element(total.begin() + begin, total.begin() + end) - total.begin());
   }
 
-  // The largest allocations alive at some sample, in allocation order.
-  std::vector<size_t> visible;
+  // The allocations covering the most drawn area (bytes x samples alive), in allocation
+  // order: a big long-lived buffer outranks a bigger one alive at a single sample.
+  std::vector<std::pair<double, size_t>> visible;  // area, index
   for (size_t i = 0; i < run.allocations.size(); ++i) {
     const Allocation& a = run.allocations[i];
-    auto it = std::lower_bound(samples.begin(), samples.end(), a.first);
-    if (it != samples.end() && *it <= a.last) visible.push_back(i);
+    const auto first = std::lower_bound(samples.begin(), samples.end(), a.first);
+    const auto end = std::upper_bound(first, samples.end(), a.last);
+    if (end > first) visible.emplace_back(static_cast<double>(a.size) * static_cast<double>(end - first), i);
   }
   const size_t shown = std::min(visible.size(), options.bands);
   std::partial_sort(visible.begin(), visible.begin() + static_cast<std::ptrdiff_t>(shown), visible.end(),
-                    [&](size_t x, size_t y) {
-                      const Allocation &a = run.allocations[x], &b = run.allocations[y];
-                      return a.size != b.size ? a.size > b.size : x < y;
-                    });
+                    [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
   visible.resize(shown);
-  std::sort(visible.begin(), visible.end(), [&](size_t x, size_t y) {
+  std::vector<size_t> drawn;
+  for (const auto& [area, index] : visible) drawn.push_back(index);
+  std::sort(drawn.begin(), drawn.end(), [&](size_t x, size_t y) {
     const Allocation &a = run.allocations[x], &b = run.allocations[y];
     return a.first != b.first ? a.first < b.first : x < y;
   });
 
   nlohmann::json bands = nlohmann::json::array();
-  for (size_t index : visible) {
+  for (size_t index : drawn) {
     const Allocation& a = run.allocations[index];
     bands.push_back({a.first, a.last, a.size, hex_address(a.address), a.stream, a.stack, a.time_us});
   }

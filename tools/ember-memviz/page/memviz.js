@@ -259,7 +259,7 @@
     $("timeline-note").textContent = t.positions > 1
       ? device.trace_entries + " trace entries, " + (t.positions - 1) + " allocation events, " + t.allocations +
         " allocations; peak " + formatSize(t.peak) + ". Drawn at " + t.samples.length + " samples (each the peak of its " +
-        "stretch); the " + t.bands.length + " largest allocations one by one, the rest summed in grey."
+        "stretch); the " + t.bands.length + " allocations of largest area one by one, the rest summed in grey."
       : "No allocation history was recorded (record_memory_history(true) before the run): the allocations at the " +
         "snapshot are drawn.";
     let reserved = 0, allocated = 0;
