@@ -26,7 +26,7 @@ struct ViewOptions {
   size_t samples = 2048;    // timeline points per device
   size_t bands = 2000;      // allocations drawn individually per device
   size_t sites = 20;        // rows of the allocation-site table per device
-  size_t segments = 3000;   // segments drawn per device (the largest)
+  size_t segments = 1400;   // segments drawn per device (the largest; a canvas is at most 32k pixels tall)
 };
 
 /// The page's data: {"frames", "stacks", "devices": [{"device", "timeline", "segments",
