@@ -13,13 +13,14 @@ using nlohmann::json;
 
 bool starts_with(const std::string& s, std::string_view prefix) { return s.rfind(prefix, 0) == 0; }
 
-// ember's source root as its own frames name it: the part of an ember::detail frame's
-// file before "/src/". Frames are symbolised on the machine that built the library, so
-// the root is whatever path that build used.
+// ember's source root as its own frames name it: the innermost frame of every stack ember
+// records is its caching allocator (src/memory/caching_allocator*.cpp), so the root is
+// the path before "/src/memory/" there. Frames are symbolised on the machine that built
+// the library, so the root is whatever path that build used.
 std::string ember_root(const Snapshot& snapshot) {
   for (const Frame& frame : snapshot.frames) {
-    if (!starts_with(frame.name, "ember::detail::")) continue;
-    if (auto at = frame.filename.rfind("/src/"); at != std::string::npos) return frame.filename.substr(0, at);
+    const auto at = frame.filename.rfind("/src/memory/caching_allocator");
+    if (at != std::string::npos) return frame.filename.substr(0, at);
   }
   return {};
 }
