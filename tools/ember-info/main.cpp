@@ -7,6 +7,7 @@
 // Exit status: 0; 1 when the cuda backend could not be set up (a bad EMBER_EMULATED_*
 // value, say: the error is part of the report); 2 on a bad command line. A machine
 // without any cuda device is not an error: it is reported as backend "none".
+#include <cctype>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
