@@ -234,6 +234,30 @@ TEST_P(NnFunctional, DropoutIsAPhiloxMaskScaledByTheKeepProbability) {
   EXPECT_THROW_MSG(F::dropout(x, 1.5), ValueError, "dropout probability has to be between 0 and 1, but got 1.5");
 }
 
+// Inputs large enough for the cpu kernels to split work over the thread pool.
+TEST_P(NnFunctional, LargeInputsAgreeWithComposedReferences) {
+  manual_seed(11);
+  auto o = TensorOptions(kFloat32).device(dev_);
+  Tensor x = randn({64, 784}, o);
+  Tensor shifted = x - x.max(1, true);
+  Tensor reference = shifted.exp() / shifted.exp().sum(1, true);
+  EXPECT_TRUE(x.softmax(1).allclose(reference, 1e-5, 1e-7));
+  EXPECT_TRUE(x.t().softmax(0).t().allclose(reference, 1e-5, 1e-7));  // the strided layout
+  EXPECT_TRUE(x.log_softmax(1).allclose(shifted - shifted.exp().sum(1, true).log(), 1e-5, 1e-5));
+  Tensor img = randn({4, 8, 64, 64}, o);
+  auto larger = [](const Tensor& a, const Tensor& b) { return where(a.ge(b), a, b); };
+  Tensor pooled = larger(larger(img.slice(2, 0, 64, 2).slice(3, 0, 64, 2), img.slice(2, 0, 64, 2).slice(3, 1, 64, 2)),
+                         larger(img.slice(2, 1, 64, 2).slice(3, 0, 64, 2), img.slice(2, 1, 64, 2).slice(3, 1, 64, 2)));
+  EXPECT_TRUE(F::max_pool2d(img, {2}).equal(pooled));
+  EXPECT_TRUE(F::max_pool2d(img.transpose(2, 3), {2}).transpose(2, 3).equal(pooled));  // the general loop
+  Tensor mean = img.mean(0, true).mean(2, true).mean(3, true);
+  Tensor rm = zeros({8}, o), rv = ones({8}, o);
+  F::batch_norm(img, rm, rv, {}, {}, true, 1.0);
+  EXPECT_TRUE(rm.allclose(mean.flatten(), 1e-4, 1e-5));
+  Tensor labels = x.argmax(1);
+  EXPECT_TRUE(F::cross_entropy(x, labels, "none").allclose(-(x.log_softmax(1) * F::one_hot(labels, 784)).sum(1), 1e-5, 1e-5));
+}
+
 // The calls of api-training.md's "Operations added for training", as written there.
 TEST_P(NnFunctional, ContractSpellings) {
   auto o = TensorOptions(kFloat32).device(dev_);

@@ -47,7 +47,8 @@ Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = detail::empty_on({batch_numel, n, m}, a.dtype(), a.device());
   Tensor a3 = as_batched(a, batch, batch_numel), b3 = as_batched(b, batch, batch_numel);
   KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
-  call.allow_tf32 = a.dtype() == kFloat32 && detail::matmul_allows_tf32();
+  // TF32 is a GPU tensor-core mode: cuda devices only; the cpu computes in full float32.
+  call.allow_tf32 = a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32();
   detail::launch(a.device(), call);
 
   IntList shape = batch;

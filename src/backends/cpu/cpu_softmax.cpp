@@ -36,11 +36,12 @@ inline A max_of(A a, A b) {  // NaN propagates
 }
 
 // Dense float rows, the hot case: max, then exp and sum in eight lanes (a float sum is
-// not reassociated by the compiler, lanes let it vectorise), then scale. Compiled twice,
-// for AVX2 machines and for the x86-64 baseline, and picked at load time. Not under
-// ThreadSanitizer: its instrumented ifunc resolver runs before the runtime is up and
-// crashes the loader.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
+// not reassociated by the compiler, lanes let it vectorise), then scale. (The NaN-aware
+// max still compiles to scalar code.) Compiled twice,
+// for AVX2 machines and for the x86-64 baseline, and picked at load time (an ifunc;
+// not under the sanitizers, whose runtimes are not ready when ifunc resolvers run).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define EMBER_VECTOR_CLONES
@@ -53,7 +54,10 @@ EMBER_VECTOR_CLONES float row_max(const float* in, int64_t n) {
   for (int j = 0; j < kVecLanes; ++j) lanes[j] = -INFINITY;
   int64_t i = 0;
   for (; i + kVecLanes <= n; i += kVecLanes) {
-    for (int j = 0; j < kVecLanes; ++j) lanes[j] = max_of(lanes[j], in[i + j]);
+    for (int j = 0; j < kVecLanes; ++j) {
+      const float v = in[i + j];
+      lanes[j] = ((v > lanes[j]) | (v != v)) ? v : lanes[j];  // NaN wins and stays
+    }
   }
   float m = -INFINITY;
   for (int j = 0; j < kVecLanes; ++j) m = max_of(m, lanes[j]);
@@ -61,25 +65,32 @@ EMBER_VECTOR_CLONES float row_max(const float* in, int64_t n) {
   return m;
 }
 
-// out[k] = exp(in[k] - m) (out may be null: only the sum); returns the sum.
-EMBER_VECTOR_CLONES float exp_shifted(const float* in, float* out, int64_t n, float m) {
+// out[k] = exp(in[k] - m); returns the sum.
+EMBER_VECTOR_CLONES float exp_shifted(const float* __restrict in, float* __restrict out, int64_t n, float m) {
   float lanes[kVecLanes] = {};
   int64_t i = 0;
   for (; i + kVecLanes <= n; i += kVecLanes) {
-    float e[kVecLanes];
-    for (int j = 0; j < kVecLanes; ++j) e[j] = fast_exp(in[i + j] - m);
-    for (int j = 0; j < kVecLanes; ++j) lanes[j] += e[j];
-    if (out) {
-      for (int j = 0; j < kVecLanes; ++j) out[i + j] = e[j];
+    for (int j = 0; j < kVecLanes; ++j) {
+      out[i + j] = fast_exp(in[i + j] - m);
+      lanes[j] += out[i + j];
     }
   }
   float sum = 0;
   for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
-  for (; i < n; ++i) {
-    const float e = fast_exp(in[i] - m);
-    if (out) out[i] = e;
-    sum += e;
+  for (; i < n; ++i) sum += (out[i] = fast_exp(in[i] - m));
+  return sum;
+}
+
+// The sum of exp(in[k] - m) alone (log_softmax).
+EMBER_VECTOR_CLONES float exp_shifted_sum(const float* in, int64_t n, float m) {
+  float lanes[kVecLanes] = {};
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) lanes[j] += fast_exp(in[i + j] - m);
   }
+  float sum = 0;
+  for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
+  for (; i < n; ++i) sum += fast_exp(in[i] - m);
   return sum;
 }
 
@@ -97,7 +108,7 @@ void softmax_row(const T* in, T* out, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
     const float m = row_max(in, n);
     if constexpr (kLog) {
-      shift_row(in, out, n, m, std::log(exp_shifted(in, nullptr, n, m)));
+      shift_row(in, out, n, m, std::log(exp_shifted_sum(in, n, m)));
     } else {
       scale_row(out, n, 1.0f / exp_shifted(in, out, n, m));
     }
