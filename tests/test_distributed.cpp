@@ -338,3 +338,50 @@ TEST(Launch, Mpirun) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Two network namespaces joined by a veth pair: two "hosts" on 10.231.0.0/24.
+class NamespacePair {
+ public:
+  NamespacePair() : a_("ember-a-" + std::to_string(::getpid())), b_("ember-b-" + std::to_string(::getpid())) {
+    Launch setup = run("set -e; ip netns add " + a_ + "; ip netns add " + b_ + "; ip link add veth-ember netns " + a_ +
+                       " type veth peer name veth-ember netns " + b_ + "; ip -n " + a_ +
+                       " addr add 10.231.0.1/24 dev veth-ember; ip -n " + b_ +
+                       " addr add 10.231.0.2/24 dev veth-ember; for ns in " + a_ + " " + b_ +
+                       "; do ip -n $ns link set veth-ember up; ip -n $ns link set lo up; done", 20s);
+    ok_ = setup.status == 0;
+    error_ = setup.output;
+  }
+  ~NamespacePair() { run("ip netns del " + a_ + " 2>/dev/null; ip netns del " + b_ + " 2>/dev/null", 20s); }
+  bool ok() const { return ok_; }
+  const std::string& error() const { return error_; }
+  const std::string& a() const { return a_; }
+  const std::string& b() const { return b_; }
+
+ private:
+  std::string a_, b_;
+  bool ok_ = false;
+  std::string error_;
+};
+
+TEST(Launch, TwoHostsInNetworkNamespaces) {
+  NamespacePair hosts;
+  if (!hosts.ok()) {
+    GTEST_SKIP() << "cannot create network namespaces (needs root, iproute2 and a kernel that allows ip netns): "
+                 << hosts.error();
+  }
+  auto node = [&](const std::string& ns, int node_rank) {
+    return "ip netns exec " + ns + " " + ember_run() + " --nnodes=2 --node-rank=" + std::to_string(node_rank) +
+           " --nproc-per-node=1 --master-addr=10.231.0.1 --master-port=29500 --term-timeout=10 " + worker() +
+           " --scenario=sum_ranks";
+  };
+  Launch launch = run("(" + node(hosts.a(), 0) + ") & first=$!; " + node(hosts.b(), 1) +
+                      "; second=$?; wait $first; first=$?; echo \"node statuses $first $second\"; "
+                      "[ $first -eq 0 ] && [ $second -eq 0 ]");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_NE(launch.output.find("rank 0 of 2: sum 3"), std::string::npos) << launch.output;
+  EXPECT_NE(launch.output.find("rank 1 of 2: sum 3"), std::string::npos) << launch.output;
+}
+
+}  // namespace
