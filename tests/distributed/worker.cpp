@@ -264,6 +264,23 @@ int failing_rank() {
   return 0;
 }
 
+/// Every rank reports "ready" after a barrier, then waits for SIGTERM (which ember-run
+/// forwards) and exits 0 once it arrives.
+int until_sigterm() {
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+  dist::barrier();
+  std::printf("rank %d ready\n", rank());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&term, &sig);
+  std::printf("rank %d got SIGTERM\n", rank());
+  std::fflush(stdout);
+  return 0;
+}
+
 /// One all_reduce, printed: the smallest check of a launch (mpirun, namespaces).
 int sum_ranks() {
   Tensor t = ember::full({4}, static_cast<double>(rank() + 1), ember::kFloat64);
@@ -286,12 +303,14 @@ int main(int argc, char** argv) {
     status = dying_peer();
   } else if (scenario == "failing_rank") {
     status = failing_rank();
+  } else if (scenario == "until_sigterm") {
+    status = until_sigterm();
   } else if (scenario == "sum_ranks") {
     status = sum_ranks();
   } else {
     ::testing::InitGoogleTest(&argc, argv);
     status = RUN_ALL_TESTS();
   }
-  if (scenario != "dying_peer") dist::destroy_process_group();
+  if (scenario != "dying_peer" && scenario != "until_sigterm") dist::destroy_process_group();
   return status;
 }
