@@ -10,7 +10,7 @@ import torch.multiprocessing as mp
 
 
 def iterations(nbytes):
-    return max(10, min(500, (32 << 20) // nbytes))
+    return max(5, min(200, (16 << 20) // nbytes))
 
 
 def run(rank, port, sizes, repetitions):

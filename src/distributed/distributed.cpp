@@ -114,18 +114,18 @@ std::string get_backend() {
 }
 
 std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) {
-  return finish(group()->all_reduce(tensor, op), async_op);
+  return finish(group()->all_reduce(tensor, op, async_op), async_op);
 }
 std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, bool async_op) {
-  return finish(group()->broadcast(tensor, src), async_op);
+  return finish(group()->broadcast(tensor, src, async_op), async_op);
 }
 std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& tensor, bool async_op) {
-  return finish(group()->all_gather(outputs, tensor), async_op);
+  return finish(group()->all_gather(outputs, tensor, async_op), async_op);
 }
 std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op,
                                      bool async_op) {
-  return finish(group()->reduce_scatter(output, inputs, op), async_op);
+  return finish(group()->reduce_scatter(output, inputs, op, async_op), async_op);
 }
-std::shared_ptr<Work> barrier(bool async_op) { return finish(group()->barrier(), async_op); }
+std::shared_ptr<Work> barrier(bool async_op) { return finish(group()->barrier(async_op), async_op); }
 
 }  // namespace ember::distributed

@@ -56,12 +56,14 @@ class ProcessGroup {
   // Each returns the work of a collective issued in the order of the calls. Argument
   // errors are thrown on the calling rank (and reported to the others, see Note
   // [Collective checks]); failures during the collective come from Work::wait().
-  virtual std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op) = 0;
-  virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) = 0;
-  virtual std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input) = 0;
-  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
-                                               ReduceOp op) = 0;
-  virtual std::shared_ptr<Work> barrier() = 0;
+  // `async_op` false says the caller waits for the work at once: a backend may then run
+  // it on the calling thread.
+  virtual std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) = 0;
+  virtual std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) = 0;
+  virtual std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool async_op) = 0;
+  virtual std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op,
+                                               bool async_op) = 0;
+  virtual std::shared_ptr<Work> barrier(bool async_op) = 0;
 
  protected:
   ProcessGroup(int rank, int world_size) : rank_(rank), world_size_(world_size) {}

@@ -2,7 +2,8 @@
 // and emulated cuda tensors, whose device memory is host memory). See Note [Collective
 // ordering] and Note [Collective checks] in process_group.h.
 //
-// One worker thread per group runs the collectives in the order issued. Gloo lacks AVG
+// One worker thread per group runs the collectives in the order issued; a blocking call
+// with nothing queued runs on the calling thread instead. Gloo lacks AVG
 // (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
 // the concatenated inputs and keeps its own block). After a transport failure the Gloo
 // context is unusable: every later collective fails at once with the first error.
@@ -99,9 +100,9 @@ class GlooGroup final : public ProcessGroup {
 
   const char* backend_name() const noexcept override { return "gloo"; }
 
-  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op) override {
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    return issue(Collective::AllReduce, tensors, tensor, op, -1, [&] {
+    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, [&] {
       check_dense("all_reduce", tensors);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
       return [this, tensor, op, reduce, tag = next_tag()] {
@@ -120,9 +121,9 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override {
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    return issue(Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, [&] {
+    return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, [&] {
       check_dense("broadcast", tensors);
       EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                   " for a world of ", world_size(), " ranks");
@@ -138,10 +139,10 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input) override {
+  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool async_op) override {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
-    return issue(Collective::AllGather, tensors, input, ReduceOp::SUM, -1, [&] {
+    return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, [&] {
       check_list("all_gather", "output", outputs, input);
       check_dense("all_gather", tensors);
       return [this, outputs, input, tag = next_tag()] {
@@ -159,10 +160,11 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) override {
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op,
+                                       bool async_op) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
-    return issue(Collective::ReduceScatter, tensors, output, op, -1, [&] {
+    return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, [&] {
       check_list("reduce_scatter", "input", inputs, output);
       check_dense("reduce_scatter", tensors);
       ReduceFn reduce = reduce_function(op, output.dtype(), "reduce_scatter");
@@ -187,16 +189,16 @@ class GlooGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> barrier() override {
+  std::shared_ptr<Work> barrier(bool async_op) override {
     // The record exchange is an all-gather: no rank passes it before every rank entered.
-    return issue(Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, [] { return [] {}; });
+    return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, [] { return [] {}; });
   }
 
  private:
   /// Validates on the calling thread, then queues the collective. An argument error is
   /// still queued, as a failed record, so that the peers fail too instead of waiting.
   template <typename Prepare>
-  std::shared_ptr<Work> issue(Collective collective, const std::vector<Tensor>& tensors, const Tensor& shape_of,
+  std::shared_ptr<Work> issue(bool async_op, Collective collective, const std::vector<Tensor>& tensors, const Tensor& shape_of,
                               ReduceOp op, int root, Prepare&& prepare) {
     auto pending = std::make_unique<PendingOp>();
     std::exception_ptr argument_error;
@@ -215,10 +217,19 @@ class GlooGroup final : public ProcessGroup {
     }
     auto work = std::make_shared<HostWork>(argument_error ? std::vector<Tensor>{} : tensors);
     pending->work = work;
-    {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(pending));
+    std::unique_lock lock(mutex_);
+    if (!async_op && !argument_error && queue_.empty() && !worker_busy_) {
+      // The caller would only wait: run it here and spare two thread hand-offs. The worker
+      // stays idle meanwhile (nothing is queued, and issue_mutex_ keeps it so).
+      worker_busy_ = true;
+      lock.unlock();
+      work->finish(execute(*pending));
+      lock.lock();
+      worker_busy_ = false;
+      return work;
     }
+    queue_.push_back(std::move(pending));
+    lock.unlock();
     queue_cv_.notify_one();
     if (argument_error) std::rethrow_exception(argument_error);
     return work;
@@ -261,8 +272,12 @@ class GlooGroup final : public ProcessGroup {
         if (queue_.empty()) return;
         op = std::move(queue_.front());
         queue_.pop_front();
+        worker_busy_ = true;
       }
       op->work->finish(execute(*op));
+      op.reset();  // the tensors go before the next collective is issued
+      std::lock_guard lock(mutex_);
+      worker_busy_ = false;
     }
   }
 
@@ -323,7 +338,7 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<ember::distributed::Store> store_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
-  std::string broken_;  // worker only
+  std::string broken_;  // by the executing thread (worker_busy_ makes it one at a time)
 
   std::mutex issue_mutex_;  // sequence numbers and queue order agree
   uint64_t sequence_ = 0;
@@ -331,6 +346,7 @@ class GlooGroup final : public ProcessGroup {
   std::condition_variable queue_cv_;
   std::deque<std::unique_ptr<PendingOp>> queue_;
   bool stopping_ = false;
+  bool worker_busy_ = false;  // a collective is executing (on the worker or inline)
   std::thread worker_;
 };
 

@@ -15,8 +15,8 @@
 // round trip per collective) and a dead peer is detected only by NCCL itself.
 #include <nccl.h>
 
-#include <mutex>
 #include <cstring>
+#include <mutex>
 #include <optional>
 
 #include "backends/cuda/cuda_backend.h"
@@ -24,6 +24,7 @@
 #include "distributed/process_group.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "ember/factories.h"
 #include "ember/stream.h"
 #include "runtime/backend.h"
 #include "runtime/stream_state.h"
@@ -113,7 +114,7 @@ class NcclGroup final : public ProcessGroup {
 
   const char* backend_name() const noexcept override { return "nccl"; }
 
-  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op) override {
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool) override {
     check_tensors("all_reduce", {tensor});
     auto type = nccl_type(tensor.dtype(), "all_reduce");
     auto red = nccl_op(op, tensor.dtype(), "all_reduce");
@@ -123,7 +124,7 @@ class NcclGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root) override {
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool) override {
     check_tensors("broadcast", {tensor});
     EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                 " for a world of ", world_size(), " ranks");
@@ -134,7 +135,7 @@ class NcclGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input) override {
+  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool) override {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
     check_list("all_gather", outputs, input);
@@ -150,7 +151,7 @@ class NcclGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) override {
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op, bool) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
     check_list("reduce_scatter", inputs, output);
@@ -168,11 +169,11 @@ class NcclGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> barrier() override {
+  std::shared_ptr<Work> barrier(bool) override {
     // As ProcessGroupNCCL: an all_reduce of one element on this rank's device.
     int device = device_ >= 0 ? device_ : cuda::current_device();
     Tensor one = ember::zeros({1}, TensorOptions().device(Device(DeviceType::CUDA, device)));
-    return all_reduce(one, ReduceOp::SUM);
+    return all_reduce(one, ReduceOp::SUM, false);
   }
 
  private:
