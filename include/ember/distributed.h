@@ -144,19 +144,23 @@ class Work {
   /// Waits for the collective and rethrows its error. On cuda tensors of the driver
   /// backend, makes the current stream wait instead of the host (as ProcessGroupNCCL).
   virtual void wait() = 0;
-  /// The error the collective ended with, if any (null while running or on success).
+  /// The error the collective ended with, if any (null while running or on success); a
+  /// new exception object of the original type each call.
   std::exception_ptr exception();
   /// The tensors the collective wrote.
   const std::vector<Tensor>& result() const noexcept { return outputs_; }
 
  protected:
   explicit Work(std::vector<Tensor> outputs) : outputs_(std::move(outputs)) {}
-  void set_exception(std::exception_ptr error);
+  /// Records `error`'s type and message. Only the record crosses threads: each waiter
+  /// throws an exception object of its own.
+  void set_exception(const std::exception_ptr& error);
 
  private:
   std::vector<Tensor> outputs_;
   std::mutex mutex_;
-  std::exception_ptr error_;
+  int error_kind_ = 0;  // 0: no error
+  std::string error_message_;
 };
 
 // ---- the default process group ------------------------------------------------------------

@@ -22,14 +22,59 @@ const char* reduce_op_name(ReduceOp op) noexcept {
 
 bool Work::is_success() { return is_completed() && !exception(); }
 
-std::exception_ptr Work::exception() {
-  std::lock_guard lock(mutex_);
-  return error_;
+namespace {
+
+enum ErrorKind : int { kNone, kError, kValue, kIndex, kType, kDevice, kMemory, kCuda, kDistributed };
+
+template <typename E>
+std::exception_ptr make_error(const std::string& message) {
+  return std::make_exception_ptr(E(message));
 }
 
-void Work::set_exception(std::exception_ptr error) {
+}  // namespace
+
+std::exception_ptr Work::exception() {
   std::lock_guard lock(mutex_);
-  error_ = std::move(error);
+  switch (error_kind_) {
+    case kNone: return nullptr;
+    case kValue: return make_error<ValueError>(error_message_);
+    case kIndex: return make_error<IndexError>(error_message_);
+    case kType: return make_error<TypeError>(error_message_);
+    case kDevice: return make_error<DeviceError>(error_message_);
+    case kMemory: return make_error<OutOfMemoryError>(error_message_);
+    case kCuda: return make_error<CudaError>(error_message_);
+    case kDistributed: return make_error<DistributedError>(error_message_);
+    default: return make_error<Error>(error_message_);
+  }
+}
+
+void Work::set_exception(const std::exception_ptr& error) {
+  int kind = kError;
+  std::string message;
+  try {
+    std::rethrow_exception(error);
+  } catch (const DistributedError& e) {
+    kind = kDistributed, message = e.what();
+  } catch (const ValueError& e) {
+    kind = kValue, message = e.what();
+  } catch (const IndexError& e) {
+    kind = kIndex, message = e.what();
+  } catch (const TypeError& e) {
+    kind = kType, message = e.what();
+  } catch (const DeviceError& e) {
+    kind = kDevice, message = e.what();
+  } catch (const OutOfMemoryError& e) {
+    kind = kMemory, message = e.what();
+  } catch (const CudaError& e) {
+    kind = kCuda, message = e.what();
+  } catch (const std::exception& e) {
+    message = e.what();
+  } catch (...) {
+    message = "unknown error";
+  }
+  std::lock_guard lock(mutex_);
+  error_kind_ = kind;
+  error_message_ = std::move(message);
 }
 
 namespace {

@@ -25,7 +25,7 @@ class HostWork final : public ember::distributed::Work {
     if (auto error = exception()) std::rethrow_exception(error);
   }
   /// Marks the work finished (with `error` when it failed) and wakes the waiters.
-  void finish(std::exception_ptr error) {
+  void finish(const std::exception_ptr& error) {
     if (error) set_exception(error);
     std::lock_guard lock(mutex_);
     done_ = true;

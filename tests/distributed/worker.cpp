@@ -265,12 +265,8 @@ int failing_rank() {
 }
 
 /// Every rank reports "ready" after a barrier, then waits for SIGTERM (which ember-run
-/// forwards) and exits 0 once it arrives.
-int until_sigterm() {
-  sigset_t term;
-  sigemptyset(&term);
-  sigaddset(&term, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &term, nullptr);
+/// forwards) and exits 0 once it arrives. main() blocked SIGTERM before any thread started.
+int until_sigterm(sigset_t term) {
   dist::barrier();
   std::printf("rank %d ready\n", rank());
   std::fflush(stdout);
@@ -297,6 +293,10 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--scenario=", 11) == 0) scenario = argv[i] + 11;
   }
+  sigset_t term;
+  sigemptyset(&term);
+  sigaddset(&term, SIGTERM);
+  if (scenario == "until_sigterm") pthread_sigmask(SIG_BLOCK, &term, nullptr);  // every thread inherits it
   dist::init_process_group("gloo", dist::InitOptions().timeout(std::chrono::seconds(20)));
   int status;
   if (scenario == "dying_peer") {
@@ -304,7 +304,7 @@ int main(int argc, char** argv) {
   } else if (scenario == "failing_rank") {
     status = failing_rank();
   } else if (scenario == "until_sigterm") {
-    status = until_sigterm();
+    status = until_sigterm(term);
   } else if (scenario == "sum_ranks") {
     status = sum_ranks();
   } else {
