@@ -264,14 +264,25 @@ int failing_rank() {
   return 0;
 }
 
+int term_pipe[2] = {-1, -1};
+
 /// Every rank reports "ready" after a barrier, then waits for SIGTERM (which ember-run
-/// forwards) and exits 0 once it arrives. main() blocked SIGTERM before any thread started.
-int until_sigterm(sigset_t term) {
+/// forwards) and exits 0 once it arrives. The handler may run on any thread (sanitizer
+/// runtimes have their own), so it only writes to a pipe that main() reads.
+int until_sigterm() {
+  if (::pipe(term_pipe) != 0) return 1;
+  struct sigaction action {};
+  action.sa_handler = [](int) {
+    char byte = 1;
+    (void)!::write(term_pipe[1], &byte, 1);
+  };
+  ::sigaction(SIGTERM, &action, nullptr);
   dist::barrier();
   std::printf("rank %d ready\n", rank());
   std::fflush(stdout);
-  int sig = 0;
-  sigwait(&term, &sig);
+  char byte = 0;
+  while (::read(term_pipe[0], &byte, 1) != 1) {
+  }
   std::printf("rank %d got SIGTERM\n", rank());
   std::fflush(stdout);
   return 0;
@@ -293,10 +304,6 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--scenario=", 11) == 0) scenario = argv[i] + 11;
   }
-  sigset_t term;
-  sigemptyset(&term);
-  sigaddset(&term, SIGTERM);
-  if (scenario == "until_sigterm") pthread_sigmask(SIG_BLOCK, &term, nullptr);  // every thread inherits it
   dist::init_process_group("gloo", dist::InitOptions().timeout(std::chrono::seconds(20)));
   int status;
   if (scenario == "dying_peer") {
@@ -304,7 +311,7 @@ int main(int argc, char** argv) {
   } else if (scenario == "failing_rank") {
     status = failing_rank();
   } else if (scenario == "until_sigterm") {
-    status = until_sigterm(term);
+    status = until_sigterm();
   } else if (scenario == "sum_ranks") {
     status = sum_ranks();
   } else {
