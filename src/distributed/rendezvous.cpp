@@ -49,6 +49,13 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
   const std::string& method = options.init_method();
   bool env_method = method == "env://" && !options.store();
   if (env_method) {
+    if (!env("RANK") && env("OMPI_COMM_WORLD_RANK")) {
+      // Started by mpirun: give the program torchrun's local variables too (without
+      // overriding ones the user set), so that code choosing its device from LOCAL_RANK
+      // runs unchanged.
+      if (const char* local = env("OMPI_COMM_WORLD_LOCAL_RANK")) ::setenv("LOCAL_RANK", local, 0);
+      if (const char* local = env("OMPI_COMM_WORLD_LOCAL_SIZE")) ::setenv("LOCAL_WORLD_SIZE", local, 0);
+    }
     if (r.rank < 0) r.rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
     if (r.world_size < 0) r.world_size = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
     if (r.rank < 0 && !env("RANK")) missing_env("RANK");

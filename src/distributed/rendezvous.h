@@ -2,7 +2,8 @@
 // init method (env://, tcp://host:port, file:///path) or the options.
 //
 // env:// reads RANK and WORLD_SIZE, else OpenMPI's OMPI_COMM_WORLD_RANK and
-// OMPI_COMM_WORLD_SIZE (a program started by mpirun); MASTER_ADDR (default 127.0.0.1) and
+// OMPI_COMM_WORLD_SIZE (a program started by mpirun, which then also gets LOCAL_RANK and
+// LOCAL_WORLD_SIZE from OpenMPI's local variables); MASTER_ADDR (default 127.0.0.1) and
 // MASTER_PORT. Rank 0 serves the TCPStore unless EMBER_USE_AGENT_STORE=1: then ember-run
 // serves it and every rank is a client (torchrun's TORCHELASTIC_USE_AGENT_STORE).
 #pragma once

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -292,7 +293,9 @@ int until_sigterm() {
 int sum_ranks() {
   Tensor t = ember::full({4}, static_cast<double>(rank() + 1), ember::kFloat64);
   dist::all_reduce(t);
-  std::printf("rank %d of %d: sum %g\n", rank(), world(), t.to_vector<double>()[0]);
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  std::printf("rank %d of %d (local rank %s): sum %g\n", rank(), world(), local_rank ? local_rank : "unset",
+              t.to_vector<double>()[0]);
   return t.to_vector<double>()[0] == world() * (world() + 1) / 2.0 ? 0 : 1;
 }
 
