@@ -15,6 +15,8 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <signal.h>
+
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +35,14 @@
 
 namespace ember::detail::distributed {
 namespace {
+
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies would otherwise kill
+/// this process with SIGPIPE instead of failing the collective with an error (Python,
+/// and so PyTorch, ignores SIGPIPE from the start). A handler the program installed stays.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+}
 
 /// Gloo's rendezvous reads and writes ember's store under the group's prefix.
 class GlooStore final : public gloo::rendezvous::Store {
@@ -69,6 +79,7 @@ class GlooGroup final : public ProcessGroup {
  public:
   explicit GlooGroup(const GroupSetup& setup)
       : ProcessGroup(setup.rank, setup.world_size), store_(setup.store), timeout_(setup.timeout) {
+    ignore_sigpipe_unless_handled();
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
       attr.iface = iface;
