@@ -5,8 +5,9 @@
 // init_process_group() and ended by destroy_process_group(). Collectives run in the
 // order each rank issues them; every rank must issue the same sequence. On cuda tensors
 // a collective is ordered on the current stream (see ProcessGroup in
-// src/distributed/process_group.h). Failures (a peer that dies or never arrives, a
-// mismatched call, a timeout) are DistributedErrors naming the operation and the peer.
+// src/distributed/process_group.h). Failures are DistributedErrors: a rank that never
+// arrives (named, at init), and on the gloo backend a peer that dies, a mismatched call
+// (named with the operation), or a timeout.
 #pragma once
 
 #include <chrono>
@@ -63,8 +64,9 @@ class Store {
 class TCPStoreServer;
 
 /// A store served over TCP by one process (the master) to every rank, as PyTorch's
-/// TCPStore. The master serves on host:port (port 0: a free port, see port()) and is a
-/// client of its own server; the others connect, retrying until the timeout.
+/// TCPStore. The master serves on `port` of every IPv4 address (port 0: a free port, see
+/// port()) and is a client of its own server; the others connect to host:port, retrying
+/// until the timeout.
 class TCPStore final : public Store {
  public:
   TCPStore(const std::string& host, int port, std::optional<int> world_size = std::nullopt,
