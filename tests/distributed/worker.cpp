@@ -243,6 +243,7 @@ TEST(StreamOrder, AsyncWaitOrdersLaterStreamWork) {
 int dying_peer() {
   signal(SIGTERM, SIG_IGN);
   Tensor t = ember::ones({16 << 20});
+  dist::barrier();  // every rank connected: the death happens mid-collective, not mid-init
   if (rank() == 1) {
     auto work = dist::all_reduce(t, dist::ReduceOp::SUM, /*async_op=*/true);
     ::kill(::getpid(), SIGKILL);
@@ -257,12 +258,12 @@ int dying_peer() {
   }
 }
 
-/// Rank 1 exits with code 3 at once; the others would wait in a barrier until the
-/// timeout, but ember-run stops them first.
+/// Once every rank is connected, rank 1 exits with code 3; the others wait for ever
+/// (pause), so only ember-run stopping them ends the launch.
 int failing_rank() {
-  if (rank() == 1) return 3;
   dist::barrier();
-  return 0;
+  if (rank() == 1) return 3;
+  for (;;) ::pause();
 }
 
 int term_pipe[2] = {-1, -1};
