@@ -125,6 +125,10 @@ int launch(const Options& options, int master_port) {
       if (!interrupted_by) interrupted_by = sig;
       stop_others(sig);
     }
+    // Reap every rank that has ended. Ranks that end in the same batch are taken as
+    // simultaneous; among them a rank killed by a signal is named before one that exited
+    // with an error, since survivors of a crash exit with errors right after it.
+    const Rank* failed_now = nullptr;
     int status = 0;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG)) > 0) {
@@ -133,13 +137,15 @@ int launch(const Options& options, int master_port) {
         r.running = false;
         r.status = status;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (failed && !first_failure && !interrupted_by) {
-          first_failure = &r;
-          std::fprintf(stderr, "ember-run: rank %d (local_rank %d, pid %d) %s; stopping the other ranks\n", r.rank,
-                       r.local_rank, static_cast<int>(r.pid), describe(status).c_str());
-          stop_others(SIGTERM);
-        }
+        if (failed && (!failed_now || (WIFSIGNALED(status) && !WIFSIGNALED(failed_now->status)))) failed_now = &r;
       }
+    }
+    if (failed_now && !first_failure && !interrupted_by) {
+      first_failure = failed_now;
+      std::fprintf(stderr, "ember-run: rank %d (local_rank %d, pid %d) %s; stopping the other ranks\n",
+                   failed_now->rank, failed_now->local_rank, static_cast<int>(failed_now->pid),
+                   describe(failed_now->status).c_str());
+      stop_others(SIGTERM);
     }
     if (stopping && Clock::now() >= kill_at) signal_all(ranks, SIGKILL);
   }
