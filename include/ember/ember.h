@@ -5,6 +5,7 @@
 #include "ember/cuda.h"
 #include "ember/data.h"
 #include "ember/device.h"
+#include "ember/distributed.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
