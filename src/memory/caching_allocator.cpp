@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "ember/errors.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -138,6 +139,7 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
     stats_.requested_bytes[type].increase(static_cast<int64_t>(bytes));
   allocated_.insert(block);
   if (recording_) record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id);
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_allocation(block->ptr, block->size);  // a fresh history
   return block->ptr;
 }
 
@@ -318,6 +320,7 @@ void CachingAllocator::free(void* ptr) noexcept {
   }
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
   if (recording_) record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_deallocation(block->ptr, block->size);
   try {
     if (!block->stream_uses.empty()) {
       insert_events(block);
