@@ -7,7 +7,7 @@
 
 #include "backends/emulated/emulated_backend.h"
 #include "ember/cuda.h"
-#include "runtime/registry.h"
+#include "runtime/backend.h"
 #include "runtime/stream_state.h"
 
 namespace ember::testing {
@@ -15,8 +15,7 @@ namespace ember::testing {
 /// The process's backend, which must be the emulated one (under the stream sanitizer,
 /// the backend its decorator wraps).
 inline detail::emulated::EmulatedBackend& emulated() {
-  detail::backend();  // selects it, or throws
-  return dynamic_cast<detail::emulated::EmulatedBackend&>(*detail::runtime().backend);
+  return dynamic_cast<detail::emulated::EmulatedBackend&>(detail::undecorated_backend());
 }
 
 /// Queues `fn` on `s` as a host function (cudaLaunchHostFunc).

@@ -99,6 +99,12 @@ Backend& backend() {
   return *rt.backend;
 }
 
+Backend& undecorated_backend() {
+  Runtime& rt = runtime();
+  EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);
+  return *rt.backend;
+}
+
 Backend* backend_or_null() noexcept {
   try {
     Runtime& rt = runtime();
