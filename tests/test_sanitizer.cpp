@@ -31,6 +31,7 @@ class Sanitizer : public ::testing::Test {
  protected:
   void SetUp() override {
     ensure_cuda();
+    (void)cuda::device_count();  // selects the backend, which reads EMBER_CUDA_SANITIZER
     was_enabled_ = csan::is_enabled();
     was_mode_ = csan::mode();
     csan::enable();
@@ -276,16 +277,19 @@ TEST_F(Sanitizer, EnvironmentVariable) {
   const char* old = std::getenv("EMBER_CUDA_SANITIZER");
   std::string saved = old ? old : "";
   setenv("EMBER_CUDA_SANITIZER", "sometimes", 1);
-  EXPECT_THROW_MSG(detail::sanitizer::configure_from_env(), ValueError,
+  EXPECT_THROW_MSG(detail::sanitizer::apply_env(), ValueError,
                    "EMBER_CUDA_SANITIZER must be 1, warn or 0, but got 'sometimes'");
   setenv("EMBER_CUDA_SANITIZER", "warn", 1);
   csan::disable();
-  detail::sanitizer::configure_from_env();
+  detail::sanitizer::apply_env();
   EXPECT_TRUE(csan::is_enabled());
   EXPECT_EQ(csan::mode(), csan::Mode::Warn);
-  setenv("EMBER_CUDA_SANITIZER", "0", 1);
+  // The program's own enable()/disable() wins over the variable.
   csan::disable();
   detail::sanitizer::configure_from_env();
+  EXPECT_FALSE(csan::is_enabled());
+  setenv("EMBER_CUDA_SANITIZER", "0", 1);
+  detail::sanitizer::apply_env();
   EXPECT_FALSE(csan::is_enabled());
   if (old) {
     setenv("EMBER_CUDA_SANITIZER", saved.c_str(), 1);

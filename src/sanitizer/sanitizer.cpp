@@ -14,6 +14,7 @@ namespace {
 
 std::atomic<cuda::sanitizer::Mode> g_mode{cuda::sanitizer::Mode::Error};
 std::atomic<long> g_warnings{0};
+std::atomic<bool> g_set_by_program{false};  // enable()/disable() called: the environment yields
 
 }  // namespace
 
@@ -43,6 +44,10 @@ void on_deallocation(const void* ptr, size_t bytes) noexcept {
 }
 
 void configure_from_env() {
+  if (!g_set_by_program.load()) apply_env();
+}
+
+void apply_env() {
   std::optional<std::string> value = env_value("EMBER_CUDA_SANITIZER");
   if (!value || value->empty() || *value == "0") return;
   if (*value == "1") {
@@ -61,6 +66,7 @@ namespace ember::cuda::sanitizer {
 namespace impl = detail::sanitizer;
 
 void enable(Mode mode) {
+  impl::g_set_by_program.store(true);
   impl::SanitizerState& s = impl::state();
   std::lock_guard lock(s.mutex);
   s.detector.reset();
@@ -69,7 +75,10 @@ void enable(Mode mode) {
   impl::g_enabled.store(true, std::memory_order_release);
 }
 
-void disable() { impl::g_enabled.store(false, std::memory_order_release); }
+void disable() {
+  impl::g_set_by_program.store(true);
+  impl::g_enabled.store(false, std::memory_order_release);
+}
 
 bool is_enabled() noexcept { return impl::enabled(); }
 

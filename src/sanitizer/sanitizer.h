@@ -26,8 +26,11 @@ Backend& wrap(Backend& upstream);
 void on_allocation(const void* ptr, size_t bytes) noexcept;
 void on_deallocation(const void* ptr, size_t bytes) noexcept;
 
-/// Reads EMBER_CUDA_SANITIZER ("1" or "warn" enable it, "0" or empty leave it off);
-/// throws ValueError for another value. Called when the backend is selected.
+/// Applies EMBER_CUDA_SANITIZER unless the program already called enable() or disable()
+/// (which win over the environment). Called when the backend is selected.
 void configure_from_env();
+/// Reads EMBER_CUDA_SANITIZER: "1" enables (Error mode), "warn" enables in Warn mode,
+/// "0" or empty leave the setting as it is; another value throws ValueError.
+void apply_env();
 
 }  // namespace ember::detail::sanitizer
