@@ -51,18 +51,21 @@ class SymbolCache {
     auto it = cache_.find(address);
     if (it != cache_.end()) return it->second;
     backward::ResolvedTrace trace = resolver_.resolve(backward::ResolvedTrace(backward::Trace(address, 0)));
+    // backward's libdw resolver gives the real (outermost) function in `source.function`
+    // with the innermost source location, and in `inliners` each inlined function,
+    // innermost first, with the location it was called from. Rebuild one frame per
+    // function: each inlined one at the location inside it, the real one last.
     std::vector<StackFrame> frames;
-    // backward lists the innermost source location in `source` and the
-    // functions it was inlined into, innermost first, in `inliners`.
-    auto frame_of = [&](const backward::ResolvedTrace::SourceLoc& loc) {
-      StackFrame frame;
-      frame.function = loc.function.empty() ? trace.object_function : loc.function;
-      frame.file = loc.filename;
-      frame.line = static_cast<int>(loc.line);
-      return frame;
-    };
-    frames.push_back(frame_of(trace.source));
-    for (const auto& loc : trace.inliners) frames.push_back(frame_of(loc));
+    std::string file = trace.source.filename;
+    int line = static_cast<int>(trace.source.line);
+    for (const auto& inlined : trace.inliners) {
+      frames.push_back(StackFrame{inlined.function, file, line});
+      file = inlined.filename;
+      line = static_cast<int>(inlined.line);
+    }
+    // The symbol table's name is qualified ("ns::Class::method"); debug information's is not.
+    std::string outer = trace.object_function.empty() ? trace.source.function : trace.object_function;
+    frames.push_back(StackFrame{outer, file, line});
     cache_.emplace(address, frames);
     return frames;
   }
