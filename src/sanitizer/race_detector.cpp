@@ -113,7 +113,7 @@ bool RaceDetector::ordered(const AccessRecord& previous, uint32_t stream) const 
 }
 
 std::vector<DataRace> RaceDetector::check(StreamKey stream, const std::vector<MemoryAccess>& accesses, const char* op,
-                                          const StackTrace& stack) {
+                                          const std::shared_ptr<const StackTrace>& stack) {
   std::vector<DataRace> races;
   if (ranges_.empty()) return races;
   uint32_t n = number_of(stream);
@@ -152,7 +152,7 @@ std::vector<DataRace> RaceDetector::check(StreamKey stream, const std::vector<Me
 }
 
 void RaceDetector::record(StreamKey stream, const std::vector<MemoryAccess>& accesses, const char* op,
-                          StackTrace stack, int device) {
+                          const std::shared_ptr<const StackTrace>& stack, int device) {
   uint32_t n = number_of(stream);
   StreamInfo& info = streams_[n];
   if (info.device < 0) info.device = device;

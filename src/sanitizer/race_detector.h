@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -61,7 +62,7 @@ struct AccessRecord {
   const char* op = "";
   const char* argument = "";
   int index = -1;
-  StackTrace stack;
+  std::shared_ptr<const StackTrace> stack;  // shared by the accesses of one op; may be null
 };
 
 struct StreamDescription {
@@ -100,10 +101,10 @@ class RaceDetector {
 
   /// The races `accesses` of one op on `stream` would cause; changes nothing.
   std::vector<DataRace> check(StreamKey stream, const std::vector<MemoryAccess>& accesses, const char* op,
-                              const StackTrace& stack);
+                              const std::shared_ptr<const StackTrace>& stack);
   /// Records the accesses as the stream's next work (seq + 1).
-  void record(StreamKey stream, const std::vector<MemoryAccess>& accesses, const char* op, StackTrace stack,
-              int device = -1);
+  void record(StreamKey stream, const std::vector<MemoryAccess>& accesses, const char* op,
+              const std::shared_ptr<const StackTrace>& stack, int device = -1);
 
   /// Forgets everything (enable() starts from a clean slate).
   void reset();

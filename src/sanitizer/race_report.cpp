@@ -24,7 +24,7 @@ void describe_access(std::ostream& out, const AccessRecord& access) {
   out << access.op << "\n"
       << (access.type == AccessType::Write ? "writing to" : "reading from") << " argument: " << access.argument;
   if (access.index >= 0) out << " " << access.index;
-  out << "\nWith stack trace:\n" << access.stack.str();
+  out << "\nWith stack trace:\n" << (access.stack ? access.stack->str() : std::string());
 }
 
 }  // namespace

@@ -46,7 +46,7 @@ void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& 
 void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op,
                                int device) {
   // Frame 0 is the caller of launch()/copy(): the op or runtime code that issued it.
-  StackTrace stack = StackTrace::capture(2);
+  auto stack = std::make_shared<const StackTrace>(StackTrace::capture(2));
   std::string report;
   {
     SanitizerState& s = state();
@@ -56,7 +56,7 @@ void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAc
       report = format_races(races, upstream_);
       if (cuda::sanitizer::mode() == cuda::sanitizer::Mode::Error) throw DataRaceError(report);
     }
-    s.detector.record(key(stream), accesses, op, std::move(stack), device);
+    s.detector.record(key(stream), accesses, op, stack, device);
   }
   if (!report.empty()) {
     std::fprintf(stderr, "============================\n%s", report.c_str());
