@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "ember/ember.h"
 #include "emulated_support.h"
@@ -268,6 +270,30 @@ TEST_F(Sanitizer, ReusedPinnedBlockStartsAFreshHistory) {
   // Written on the default stream, which never ordered itself after s's read of the old block.
   Tensor twos = full({64}, 2.0, TensorOptions().device(kCUDA));
   EXPECT_NO_THROW(again.copy_(twos, /*non_blocking=*/true));
+}
+
+TEST_F(Sanitizer, HostThreadsOnTheirOwnStreamsAreClean) {
+  std::vector<std::thread> threads;
+  std::vector<float> sums(4, 0.0f);
+  std::vector<std::string> errors(4);
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      try {
+        cuda::Stream s;
+        cuda::StreamGuard guard(s);
+        Tensor t = full({64}, static_cast<double>(i + 1), TensorOptions().device(kCUDA));
+        for (int k = 0; k < 10; ++k) t.add_(t);
+        sums[static_cast<size_t>(i)] = t.cpu().sum().item<float>();
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(i)] = e.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(errors[static_cast<size_t>(i)], "");
+    EXPECT_EQ(sums[static_cast<size_t>(i)], 64.0f * 1024.0f * static_cast<float>(i + 1));
+  }
 }
 
 TEST_F(Sanitizer, DisabledItReportsNothing) {

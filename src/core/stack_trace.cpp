@@ -25,6 +25,11 @@ constexpr int kMaxFrames = 256;
 using BacktraceFn = int (*)(void**, int);
 
 BacktraceFn libunwind_backtrace() {
+#if defined(__SANITIZE_THREAD__)
+  // libunwind frees its per-thread cache from a thread-exit destructor that locks a
+  // mutex after ThreadSanitizer has dropped the thread's state, which crashes it.
+  return nullptr;
+#endif
   static const BacktraceFn fn = []() -> BacktraceFn {
     void* handle = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
     return handle ? reinterpret_cast<BacktraceFn>(dlsym(handle, "unw_backtrace")) : nullptr;
