@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include "ember/ember.h"
+#include "runtime/backend.h"
 #if __has_include("ember/sanitizer.h")
 #define EMBER_BENCH_HAS_SANITIZER 1
 #endif
@@ -46,6 +47,27 @@ void BM_SmallAdd_SanitizerOff(benchmark::State& state) {
   run_small_add(state);
 }
 BENCHMARK(BM_SmallAdd_SanitizerOff);
+
+// The choke point alone: every backend call starts with detail::backend(), where the
+// sanitizer adds its one branch.
+void BM_BackendLookup_SanitizerOff(benchmark::State& state) {
+#ifdef EMBER_BENCH_HAS_SANITIZER
+  cuda::sanitizer::disable();
+#endif
+  for (auto _ : state) benchmark::DoNotOptimize(&detail::backend());
+}
+BENCHMARK(BM_BackendLookup_SanitizerOff);
+
+// The same add on the cpu, which the sanitizer never sees: a control for differences
+// between two builds that have nothing to do with it.
+void BM_SmallAddCpu(benchmark::State& state) {
+  Tensor a = full({64}, 1.0), b = full({64}, 2.0);
+  for (auto _ : state) {
+    Tensor c = add(a, b);
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+}
+BENCHMARK(BM_SmallAddCpu);
 
 #ifdef EMBER_BENCH_HAS_SANITIZER
 void BM_SmallAdd_SanitizerOn(benchmark::State& state) {
