@@ -3,6 +3,7 @@
 
 #include "ember/backends.h"
 #include "ember/cuda.h"
+#include "ember/data.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
