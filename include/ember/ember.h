@@ -12,6 +12,7 @@
 #include "ember/fft.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
+#include "ember/sanitizer.h"
 #include "ember/scalar.h"
 #include "ember/stream.h"
 #include "ember/tensor.h"
