@@ -37,6 +37,7 @@ class SanitizingBackend final : public Backend {
   void* raw_alloc(int device, size_t bytes) override;
   void raw_free(int device, void* ptr) override;
   std::pair<size_t, size_t> mem_get_info(int device) override { return upstream_.mem_get_info(device); }
+  std::string alloc_failure_reason(int device) override { return upstream_.alloc_failure_reason(device); }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
 
