@@ -22,7 +22,7 @@ const bool kEmulated = [] {
   return true;
 }();
 
-EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::backend()); }
+EmulatedBackend& emulated() { return dynamic_cast<EmulatedBackend&>(ember::detail::undecorated_backend()); }
 
 // Queue an empty host function: the per-item cost of the stream FIFO itself.
 void BM_EnqueueEmptyItem(benchmark::State& state) {

@@ -81,6 +81,18 @@ void streams() {
   cuda::Stream s;  // a new stream on the current device
   auto A = empty({100, 100}, cuda).normal_(0.0, 1.0);
   // The spec's incorrect example: sum() on s may start before normal_() finishes.
+  if (cuda::sanitizer::is_enabled()) {
+    // EMBER_CUDA_SANITIZER=1 (or warn) catches it: run the incorrect version once.
+    try {
+      cuda::StreamGuard guard(s);
+      Tensor racy = sum(A);
+      std::cout << "the stream sanitizer (warn mode) printed the race to stderr\n";
+    } catch (const DataRaceError& e) {
+      std::cout << "the stream sanitizer caught the incorrect version:\n" << e.what();
+    }
+  } else {
+    std::cout << "(run with EMBER_CUDA_SANITIZER=1 to see the incorrect version caught)\n";
+  }
   // The fix: make s wait for the current stream first.
   s.wait_stream(cuda::current_stream());
   Tensor B;

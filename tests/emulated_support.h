@@ -7,13 +7,15 @@
 
 #include "backends/emulated/emulated_backend.h"
 #include "ember/cuda.h"
+#include "runtime/backend.h"
 #include "runtime/stream_state.h"
 
 namespace ember::testing {
 
-/// The process's backend, which must be the emulated one.
+/// The process's backend, which must be the emulated one (under the stream sanitizer,
+/// the backend its decorator wraps).
 inline detail::emulated::EmulatedBackend& emulated() {
-  return dynamic_cast<detail::emulated::EmulatedBackend&>(detail::backend());
+  return dynamic_cast<detail::emulated::EmulatedBackend&>(detail::undecorated_backend());
 }
 
 /// Queues `fn` on `s` as a host function (cudaLaunchHostFunc).

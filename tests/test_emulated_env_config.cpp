@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "backends/emulated/emulated_backend.h"
+#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
 
@@ -25,7 +26,7 @@ TEST(EmulatedEnvConfig, VisibleDevicesFilterAndReorder) {
   EXPECT_EQ(cuda::get_device_name(0), "ember emulated GPU 3");
   EXPECT_EQ(cuda::get_device_name(1), "ember emulated GPU 1");
   EXPECT_EQ(cuda::get_device_properties(1).total_memory, size_t{512} << 20);
-  auto& b = dynamic_cast<ember::detail::emulated::EmulatedBackend&>(ember::detail::backend());
+  auto& b = ember::testing::emulated();
   EXPECT_EQ(b.physical_device(0), 3);
   EXPECT_EQ(b.mem_get_info(0).second, size_t{512} << 20);
   EXPECT_THROW(cuda::set_device(2), ember::IndexError);

@@ -1,7 +1,7 @@
 // StackTrace: where a call came from, captured cheaply and symbolised later.
 //
-// capture() walks the stack with the unwinder and keeps raw return addresses
-// only (no allocation beyond the address vector, no symbol lookup), so hot
+// capture() walks the stack (libunwind's unw_backtrace when libunwind.so.8 is
+// present, else libgcc's unwinder) and keeps raw return addresses only (no allocation beyond the address vector, no symbol lookup), so hot
 // paths (the stream sanitizer's accesses, allocation records in memory
 // snapshots) can afford one per call. frames() and str() symbolise on demand
 // through libdw (backward-cpp's resolver); each address is resolved once per

@@ -6,7 +6,8 @@
 // allocates outputs, then hands a KernelCall to detail::launch() (src/ops/launch.h).
 // cpu runs it inline (cpu::run), the emulated backend enqueues cpu::run on a stream
 // worker, the driver backend launches CUDA kernels. Because outputs and inputs are
-// listed here, this is also the place a future stream race checker observes.
+// listed here, this is also where the stream sanitizer (src/sanitizer) reads each
+// launch's reads (inputs) and writes (outputs).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "ember/errors.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -142,6 +143,7 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
     block->context = capture_context();
     record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id, block->context);
   }
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_allocation(block->ptr, block->size);  // a fresh history
   return block->ptr;
 }
 
@@ -330,6 +332,7 @@ void CachingAllocator::free(void* ptr) noexcept {
     record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
                  block->context);
   }
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_deallocation(block->ptr, block->size);
   try {
     if (!block->stream_uses.empty()) {
       insert_events(block);

@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "ember/errors.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -61,6 +62,7 @@ void* CachingHostAllocator::malloc(size_t bytes) {
   block->allocated = true;
   allocation_.increase(1);
   allocated_bytes_.increase(static_cast<int64_t>(block->size));
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_allocation(block->ptr, block->size);  // a fresh history
   return block->ptr;
 }
 
@@ -72,6 +74,7 @@ void CachingHostAllocator::free(void* ptr) noexcept {
   block->allocated = false;
   allocation_.decrease(1);
   allocated_bytes_.decrease(static_cast<int64_t>(block->size));
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_deallocation(block->ptr, block->size);
   std::vector<StreamRef> uses;
   uses.swap(block->stream_uses);
   for (const StreamRef& use : uses) {

@@ -1,6 +1,7 @@
 // The per-device caching allocators, the pinned allocator, and ember::cuda's memory API.
 //
-// Allocators are created on first use, one per device, over detail::backend(). They
+// Allocators are created on first use, one per device, over detail::undecorated_backend()
+// (the stream sanitizer learns of their blocks from their reports instead). They
 // are never destroyed: tensors in static objects may free into them during exit, after
 // any registry destructor would have run.
 #include "memory/memory.h"
@@ -84,7 +85,7 @@ DeviceAllocator& device_allocator(int device) {
   std::lock_guard lock(r.mutex);
   DeviceAllocator* allocator = r.devices[device].load(std::memory_order_relaxed);
   if (allocator == nullptr) {
-    allocator = new DeviceAllocator(backend(), device, env_alloc_config());
+    allocator = new DeviceAllocator(undecorated_backend(), device, env_alloc_config());
     if (r.history_enabled) allocator->cache().record_history(true, r.history_max_entries);
     r.devices[device].store(allocator, std::memory_order_release);
   }
@@ -102,7 +103,7 @@ std::vector<DeviceAllocator*> existing_allocators() {
 }
 
 PinnedAllocator& pinned() {
-  static auto* instance = new PinnedAllocator(backend());  // leaked on purpose
+  static auto* instance = new PinnedAllocator(undecorated_backend());  // leaked on purpose
   return *instance;
 }
 

@@ -116,6 +116,10 @@ class Backend {
 Backend& backend();
 /// The backend if one is available, else nullptr; never throws.
 Backend* backend_or_null() noexcept;
+/// The selected backend itself, never the stream sanitizer's decorator that backend()
+/// returns while the sanitizer is on: for the caching allocators, whose own events and
+/// frees order nothing the user can see (they report their blocks to the sanitizer).
+Backend& undecorated_backend();
 
 /// Backend factories; the driver one returns nullptr when there is no usable GPU.
 /// `visible` lists, in order, the physical emulated devices that are visible.

@@ -2,6 +2,7 @@
 
 #include <cblas.h>
 #include <fftw3.h>
+#include <gloo/config.h>
 
 #include <cstring>
 
@@ -34,12 +35,11 @@ std::vector<BuildSetting> build_options() {
 
 std::vector<LibraryVersion> library_versions() {
   std::vector<LibraryVersion> versions = cuda_library_versions();
-  // NCCL and Gloo arrive with the distributed backends; this build links neither.
-  versions.push_back({"NCCL", std::nullopt});
   // openblas_get_config(): "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
   versions.push_back({"OpenBLAS", trimmed(openblas_get_config())});
   versions.push_back({"FFTW", trimmed(fftw_version)});  // "fftw-3.3.10-sse2-avx"
-  versions.push_back({"Gloo", std::nullopt});
+  versions.push_back({"Gloo", std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+                                 std::to_string(GLOO_VERSION_PATCH)});
   return versions;
 }
 

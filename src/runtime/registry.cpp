@@ -9,6 +9,7 @@
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "runtime/visible_devices.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -41,6 +42,7 @@ void drain_at_exit() {
 }
 
 std::unique_ptr<Runtime> select_backend() {
+  sanitizer::configure_from_env();
   auto rt = std::make_unique<Runtime>();
   std::optional<EmulateRequest> emulate = g_emulate_request;
   if (!emulate) {
@@ -95,13 +97,22 @@ Runtime& runtime() {
 Backend& backend() {
   Runtime& rt = runtime();
   EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);
+  if (sanitizer::enabled()) [[unlikely]] return sanitizer::wrap(*rt.backend);
+  return *rt.backend;
+}
+
+Backend& undecorated_backend() {
+  Runtime& rt = runtime();
+  EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);
   return *rt.backend;
 }
 
 Backend* backend_or_null() noexcept {
   try {
     Runtime& rt = runtime();
-    return rt.device_count > 0 ? rt.backend.get() : nullptr;
+    if (rt.device_count == 0) return nullptr;
+    if (sanitizer::enabled()) [[unlikely]] return &sanitizer::wrap(*rt.backend);
+    return rt.backend.get();
   } catch (...) {
     return nullptr;
   }

@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cufft.h>
+#include <nccl.h>
 
 #include <string>
 
@@ -41,6 +42,11 @@ std::vector<LibraryVersion> cuda_library_versions() {
   versions.push_back({"cuFFT", library_version([](libraryPropertyType type, int* value) {
                         return cufftGetProperty(type, value) == CUFFT_SUCCESS;
                       })});
+  int nccl = 0;  // NCCL_VERSION_CODE form: 22805 is 2.28.5
+  versions.push_back({"NCCL", ncclGetVersion(&nccl) == ncclSuccess
+                                  ? std::optional(std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) +
+                                                  "." + std::to_string(nccl % 100))
+                                  : std::nullopt});
   return versions;
 }
 

@@ -7,7 +7,8 @@ std::vector<LibraryVersion> cuda_library_versions() {
   return {{"CUDA runtime", std::nullopt},
           {"CUDA driver", std::nullopt},
           {"cuBLAS", std::nullopt},
-          {"cuFFT", std::nullopt}};
+          {"cuFFT", std::nullopt},
+          {"NCCL", std::nullopt}};
 }
 
 }  // namespace ember::detail

@@ -1,0 +1,78 @@
+// SanitizingBackend: the stream sanitizer as a decorator over the cuda backend.
+//
+// As RMM's statistics_resource_adaptor wraps a memory resource: final, a non-owning
+// upstream, every hook forwarded. Around the forwarding it tells the RaceDetector what
+// the call means for ordering (Note [Stream race detection]): launches and copies are
+// accesses, checked before they are forwarded (a race in Error mode throws and the call
+// never reaches the upstream); records, waits and synchronisations update the clocks.
+// It knows nothing of how streams are made: a stream is its BackendStream pointer.
+#pragma once
+
+#include <mutex>
+
+#include "runtime/backend.h"
+#include "sanitizer/race_detector.h"
+
+namespace ember::detail::sanitizer {
+
+/// The detector and mode shared by the decorator and the allocators' reports.
+struct SanitizerState {
+  std::mutex mutex;
+  RaceDetector detector;  // guarded by mutex
+};
+SanitizerState& state();
+/// Counts a race reported in Warn mode (cuda::sanitizer::warnings()).
+void note_warning() noexcept;
+
+class SanitizingBackend final : public Backend {
+ public:
+  explicit SanitizingBackend(Backend& upstream) : upstream_(upstream) {}
+  Backend& upstream() const noexcept { return upstream_; }
+
+  const char* name() const noexcept override { return upstream_.name(); }
+  int device_count() const override { return upstream_.device_count(); }
+  cuda::DeviceProperties properties(int device) const override { return upstream_.properties(device); }
+  void set_device(int device) override { upstream_.set_device(device); }
+
+  void* raw_alloc(int device, size_t bytes) override;
+  void raw_free(int device, void* ptr) override;
+  std::pair<size_t, size_t> mem_get_info(int device) override { return upstream_.mem_get_info(device); }
+  std::string alloc_failure_reason(int device) override { return upstream_.alloc_failure_reason(device); }
+  void* pinned_alloc(size_t bytes) override;
+  void pinned_free(void* ptr) override;
+
+  BackendStream* default_stream(int device) override;
+  BackendStream* create_stream(int device, int priority) override;
+  void destroy_stream(BackendStream* stream) noexcept override;
+  bool query(BackendStream* stream) override;
+  void synchronize(BackendStream* stream) override;
+  void synchronize_device(int device) override;
+  std::pair<int, int> priority_range() const override { return upstream_.priority_range(); }
+
+  BackendEvent* create_event(int device, bool enable_timing) override;
+  void destroy_event(BackendEvent* event) noexcept override;
+  void record(BackendEvent* event, BackendStream* stream) override;
+  void wait(BackendStream* stream, BackendEvent* event) override;
+  bool query(BackendEvent* event) override;
+  void synchronize(BackendEvent* event) override;
+  float elapsed_ms(BackendEvent* start, BackendEvent* end) override { return upstream_.elapsed_ms(start, end); }
+
+  void launch(BackendStream* stream, const KernelCall& call) override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
+            BackendStream* stream) override;
+  void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override { upstream_.sleep(stream, duration); }
+  bool can_access_peer(int device, int peer) override { return upstream_.can_access_peer(device, peer); }
+  void check_error(int device) override { upstream_.check_error(device); }
+  void reset(int device) override;
+
+ private:
+  /// Checks the accesses (throwing or warning on a race), then records them.
+  void access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op, int device);
+
+  Backend& upstream_;
+};
+
+/// The report of `races` (PyTorch's wording); `upstream` names default streams.
+std::string format_races(const std::vector<DataRace>& races, Backend& upstream);
+
+}  // namespace ember::detail::sanitizer
