@@ -11,6 +11,7 @@
 #include "ember/nn.h"
 #include "ember/ops.h"
 #include "ember/scalar.h"
+#include "ember/serialize.h"
 #include "ember/stream.h"
 #include "ember/tensor.h"
 #include "ember/tensor_options.h"
