@@ -1,6 +1,13 @@
-// Neural-network building blocks.
+// Neural-network building blocks: functional ops, modules, initialisation.
 #pragma once
 
+#include "ember/nn/init.h"
+#include "ember/nn/module.h"
+#include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/container.h"
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/flatten.h"
+#include "ember/nn/modules/linear.h"
 #include "ember/tensor.h"
 
 namespace ember {

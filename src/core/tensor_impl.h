@@ -27,6 +27,10 @@ class TensorImpl {
   void* data() const noexcept {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size(dtype_));
   }
+  /// Takes `other`'s storage, dtype, sizes, strides and offset, keeping this impl's identity
+  /// (and anything else it carries): how nn::Module::to() moves a parameter in place, so
+  /// that handles to it (an optimizer's) see the new data.
+  void set_data(const TensorImpl& other);
 
  private:
   std::shared_ptr<StorageImpl> storage_;
