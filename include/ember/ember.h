@@ -10,6 +10,7 @@
 #include "ember/fft.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
+#include "ember/optim.h"
 #include "ember/scalar.h"
 #include "ember/serialize.h"
 #include "ember/stream.h"

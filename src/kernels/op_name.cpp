@@ -39,6 +39,7 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Arange: return "arange";
     case OpKind::FFT: return "fft";
     case OpKind::Im2Col: return "im2col";
+    case OpKind::OptimizerStep: return "optimizer_step";
   }
   return "op";
 }
