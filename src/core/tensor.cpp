@@ -144,7 +144,20 @@ Tensor Tensor::reshape(const IntList& shape) const {
   return contiguous().view(target);
 }
 
-Tensor Tensor::flatten() const { return reshape({-1}); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  const int64_t n = dim();
+  start_dim = wrap_dim(start_dim, n);
+  end_dim = wrap_dim(end_dim, n);
+  EMBER_CHECK(start_dim <= end_dim, ValueError, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (n == 0) return reshape({1});
+  if (start_dim == end_dim) return *this;
+  IntList shape(sizes().begin(), sizes().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= sizes()[d];
+  shape.push_back(merged);
+  shape.insert(shape.end(), sizes().begin() + end_dim + 1, sizes().end());
+  return reshape(shape);
+}
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");

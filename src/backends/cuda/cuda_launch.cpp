@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_ops.h"
+#include "kernels/op_name.h"
 
 namespace ember::detail::driver {
 
@@ -46,6 +47,10 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange:
       launch_generate(call, handle);
       break;
+    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: case OpKind::Softmax:
+    case OpKind::LogSoftmax: case OpKind::ArgMax: case OpKind::ArgMin: case OpKind::MaxPool2d:
+    case OpKind::AvgPool2d: case OpKind::NllLoss: case OpKind::BatchNormStats:
+      fail<CudaError>(op_name(call.op), " has no kernel on the driver backend yet");
     case OpKind::FFT:
       run_fft(call, handle);
       check_launch(handle);
