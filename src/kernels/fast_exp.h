@@ -11,9 +11,11 @@
 
 namespace ember::detail {
 
-inline float fast_exp(float x) {
+__attribute__((always_inline)) inline float fast_exp(float x) {
   const float clamped = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
-  const float n = __builtin_floorf(clamped * 1.44269504088896341f + 0.5f);
+  // Round to nearest by the 1.5 * 2^23 trick: plain SSE2 arithmetic, so it vectorises
+  // without SSE4.1's roundps.
+  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
   float r = clamped - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;

@@ -1,6 +1,8 @@
 // nll_loss and cross_entropy (class indices or class probabilities, label smoothing),
 // as PyTorch's. nll_loss is one NllLoss KernelCall (contract in nn/loss_kernels.h)
 // plus its reduction; cross_entropy is log_softmax followed by it.
+#include <cmath>
+
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -20,8 +22,10 @@ void check_long_target(const Tensor& target) {
               ember::detail::scalar_type_name(target.dtype()));
 }
 
-// The per-element losses {target shape} and whether each counts, from one kernel.
-std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target, int64_t ignore_index) {
+// The per-element losses {target shape} and whether each counts (reduction None), or the
+// reduced loss and the count (0-dim), from one kernel.
+std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target, int64_t ignore_index,
+                                       detail::Reduction reduction) {
   EMBER_CHECK(input.dim() >= 1, ValueError, "input tensor should be 1D or 2D");
   check_long_target(target);
   ember::detail::check_same_device(input, target);
@@ -42,18 +46,28 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     x3 = input.reshape({input.size(0), input.size(1), -1});
     t2 = target.reshape({input.size(0), -1});
   }
-  Tensor loss = ember::detail::empty_on(t2.sizes(), input.dtype(), input.device());
-  Tensor counted = ember::detail::empty_on(t2.sizes(), input.dtype(), input.device());
-  if (loss.numel() > 0) {
+  const bool reduced = reduction != detail::Reduction::None;
+  const IntList shape = reduced ? IntList{} : t2.sizes();
+  Tensor loss = ember::detail::empty_on(shape, input.dtype(), input.device());
+  Tensor counted = ember::detail::empty_on(shape, input.dtype(), input.device());
+  if (reduced && t2.numel() == 0) {  // as PyTorch: sum 0, mean NaN
+    loss.fill_(reduction == detail::Reduction::Sum ? 0.0 : NAN);
+    counted.fill_(0);
+    return {loss, counted};
+  }
+  if (t2.numel() > 0) {
     ember::detail::KernelCall call{ember::detail::OpKind::NllLoss,
                                    {ember::detail::make_arg(loss), ember::detail::make_arg(counted)},
                                    {ember::detail::make_arg(x3), ember::detail::make_arg(t2)},
                                    ignore_index};
+    call.dim = reduction == detail::Reduction::None ? 0 : reduction == detail::Reduction::Sum ? 1 : 2;
     ember::detail::launch(input.device(), call);
   }
+  if (reduced) return {loss, counted};
   return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
 }
 
+// Per-element losses reduced as nll_loss reduces them (the mean over counted elements).
 Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reduction reduction) {
   switch (reduction) {
     case detail::Reduction::None: return loss;
@@ -67,8 +81,7 @@ Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reducti
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index) {
   const detail::Reduction r = detail::parse_reduction(reduction);
-  auto [loss, counted] = nll_elements(input, target, ignore_index);
-  return reduce_counted(loss, counted, r);
+  return nll_elements(input, target, ignore_index, r).first;
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index,
@@ -89,10 +102,10 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::strin
     if (r == detail::Reduction::Mean) return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(classes, 1));
     return r == detail::Reduction::Sum ? loss.sum() : loss;
   }
-  auto [nll, counted] = nll_elements(logp, target, ignore_index);
-  Tensor loss = reduce_counted(nll, counted, r);
-  if (label_smoothing <= 0.0) return loss;
+  if (label_smoothing <= 0.0) return nll_elements(logp, target, ignore_index, r).first;
   // PyTorch: (1 - e) * nll + e / C * smooth, smooth = -sum_c log q_c over counted elements.
+  auto [nll, counted] = nll_elements(logp, target, ignore_index, detail::Reduction::None);
+  Tensor loss = reduce_counted(nll, counted, r);
   Tensor smooth = -logp.sum(class_dim) * counted;
   smooth = reduce_counted(smooth, counted, r);
   return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / static_cast<double>(classes));

@@ -22,13 +22,29 @@ void nll_typed(const KernelCall& call) {
   const T* x = static_cast<const T*>(in.data);
   T* l = static_cast<T*>(loss.data);
   T* w = static_cast<T*>(counted.data);
+  auto value = [&](int64_t n, int64_t s, int64_t c) {
+    return convert<double>(x[n * in.strides[0] + c * in.strides[1] + s * in.strides[2]]);
+  };
+  if (call.dim != 0) {  // reduced: one pass in double
+    double sum = 0, count = 0;
+    for (int64_t n = 0; n < batch; ++n) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        const int64_t c = t[n * target.strides[0] + s * target.strides[1]];
+        if (c == ignore) continue;
+        sum -= value(n, s, c);
+        count += 1;
+      }
+    }
+    *l = convert<T>(call.dim == 2 ? sum / count : sum);
+    *w = convert<T>(count);
+    return;
+  }
   parallel_for(0, batch * spatial, kGrainSize, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const int64_t n = i / spatial, s = i % spatial;
       const int64_t c = t[n * target.strides[0] + s * target.strides[1]];
       const bool use = c != ignore;
-      const T v = use ? x[n * in.strides[0] + c * in.strides[1] + s * in.strides[2]] : T(0);
-      l[n * loss.strides[0] + s * loss.strides[1]] = convert<T>(-convert<compute_t<T>>(v));
+      l[n * loss.strides[0] + s * loss.strides[1]] = convert<T>(use ? -value(n, s, c) : 0.0);
       w[n * counted.strides[0] + s * counted.strides[1]] = convert<T>(use ? 1.0f : 0.0f);
     }
   });

@@ -8,6 +8,11 @@
 //  - otherwise (e.g. softmax over channels of NCHW): the positions along the innermost
 //    kept dim are handled a block at a time, walking the softmax dim outermost, so every
 //    inner loop runs over neighbouring elements.
+// Without trapping math the compiler may evaluate both sides of fast_exp's selects, which
+// is what lets the row loops vectorise; ember never reads floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
 #include <algorithm>
 #include <cmath>
 
@@ -30,9 +35,72 @@ inline A max_of(A a, A b) {  // NaN propagates
   return (a != a || a > b) ? a : b;
 }
 
+// Dense float rows, the hot case: max, then exp and sum in eight lanes (a float sum is
+// not reassociated by the compiler, lanes let it vectorise), then scale. Compiled twice,
+// for AVX2 machines and for the x86-64 baseline, and picked at load time.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EMBER_VECTOR_CLONES
+#endif
+
+constexpr int kVecLanes = 8;
+
+EMBER_VECTOR_CLONES float row_max(const float* in, int64_t n) {
+  float lanes[kVecLanes];
+  for (int j = 0; j < kVecLanes; ++j) lanes[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) lanes[j] = max_of(lanes[j], in[i + j]);
+  }
+  float m = -INFINITY;
+  for (int j = 0; j < kVecLanes; ++j) m = max_of(m, lanes[j]);
+  for (; i < n; ++i) m = max_of(m, in[i]);
+  return m;
+}
+
+// out[k] = exp(in[k] - m) (out may be null: only the sum); returns the sum.
+EMBER_VECTOR_CLONES float exp_shifted(const float* in, float* out, int64_t n, float m) {
+  float lanes[kVecLanes] = {};
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    float e[kVecLanes];
+    for (int j = 0; j < kVecLanes; ++j) e[j] = fast_exp(in[i + j] - m);
+    for (int j = 0; j < kVecLanes; ++j) lanes[j] += e[j];
+    if (out) {
+      for (int j = 0; j < kVecLanes; ++j) out[i + j] = e[j];
+    }
+  }
+  float sum = 0;
+  for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
+  for (; i < n; ++i) {
+    const float e = fast_exp(in[i] - m);
+    if (out) out[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+EMBER_VECTOR_CLONES void scale_row(float* out, int64_t n, float scale) {
+  for (int64_t k = 0; k < n; ++k) out[k] *= scale;
+}
+
+EMBER_VECTOR_CLONES void shift_row(const float* in, float* out, int64_t n, float m, float log_sum) {
+  for (int64_t k = 0; k < n; ++k) out[k] = (in[k] - m) - log_sum;
+}
+
 // One dense row of n elements.
 template <typename T, bool kLog>
 void softmax_row(const T* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float m = row_max(in, n);
+    if constexpr (kLog) {
+      shift_row(in, out, n, m, std::log(exp_shifted(in, nullptr, n, m)));
+    } else {
+      scale_row(out, n, 1.0f / exp_shifted(in, out, n, m));
+    }
+    return;
+  }
   using A = compute_t<T>;
   constexpr int kLanes = 16;
   A lanes[kLanes];

@@ -7,7 +7,6 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_ops.h"
-#include "kernels/op_name.h"
 
 namespace ember::detail::driver {
 
@@ -47,10 +46,12 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange:
       launch_generate(call, handle);
       break;
-    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: case OpKind::Softmax:
-    case OpKind::LogSoftmax: case OpKind::ArgMax: case OpKind::ArgMin: case OpKind::MaxPool2d:
-    case OpKind::AvgPool2d: case OpKind::NllLoss: case OpKind::BatchNormStats:
-      fail<CudaError>(op_name(call.op), " has no kernel on the driver backend yet");
+    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: launch_select(call, handle); break;
+    case OpKind::Softmax: case OpKind::LogSoftmax: launch_softmax(call, handle); break;
+    case OpKind::ArgMax: case OpKind::ArgMin: launch_arg_reduce(call, handle); break;
+    case OpKind::MaxPool2d: case OpKind::AvgPool2d: launch_pool(call, handle); break;
+    case OpKind::NllLoss: launch_nll_loss(call, handle); break;
+    case OpKind::BatchNormStats: launch_batch_norm_stats(call, handle); break;
     case OpKind::FFT:
       run_fft(call, handle);
       check_launch(handle);
