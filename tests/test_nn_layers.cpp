@@ -101,6 +101,63 @@ TEST_P(NnLayers, WrongInputShapesNameTheModuleAndBothShapes) {
             "input[64, 3, 28, 28] to have 1 channels, but got 3 channels instead");
 }
 
+TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
+  std::vector<float> values(2 * 3 * 4 * 4);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 2;
+  Tensor x = tensor(values).view({2, 3, 4, 4}).to(device_);  // (i % 7 - 3) / 2
+  nn::BatchNorm2d bn(3);
+  bn.weight.copy_(tensor({1.0f, 0.5f, 2.0f}));
+  bn.bias.copy_(tensor({0.0f, 0.1f, -0.2f}));
+  bn.to(device_);
+  Tensor y = bn(x);
+  expect_near(y.select(0, 1).select(1, 0).slice(1, 0, 2),
+              {1.4971523f, -1.3489194f, -0.38924336f, -0.12831357f, -0.3304649f, 0.71325427f});
+  expect_near(bn.running_mean, {-0.0078125f, -0.0062500000931322575f, 0.0062500000931322575f});
+  expect_near(bn.running_var, {1.0146925449371338f, 0.9947580695152283f, 0.9947580695152283f});
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  bn.eval();
+  expect_near(bn(x).select(0, 1).select(1, 0).slice(1, 0, 2),
+              {1.4968489f, -1.4813375f, -0.39817995f, -0.14752337f, -0.21253283f, 0.79009348f});
+  EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
+  // momentum None: a cumulative average of the batch statistics.
+  nn::BatchNorm1d cumulative(2, 1e-5, std::nullopt);
+  cumulative.to(device_);
+  Tensor x1 = tensor({{1.0f, 2.0f}, {3.0f, -1.0f}, {0.5f, 0.0f}}).to(device_);
+  cumulative(x1);
+  cumulative(x1 * 2);
+  expect_near(cumulative.running_mean, {2.25f, 0.5f});
+  expect_near(cumulative.running_var, {4.375f, 5.8333330154418945f});
+  EXPECT_EQ(error_of<ValueError>([&] { bn(ones({2, 3}, device_)); }),
+            "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True): expected 4D input "
+            "(got 2D input)");
+}
+
+TEST_P(NnLayers, PoolingMatchesPyTorch) {
+  std::vector<float> values(16);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i * 7 % 11);
+  Tensor x = tensor(values).view({1, 1, 4, 4}).to(device_);
+  expect_near(nn::MaxPool2d(2)(x), {7.0f, 10.0f, 8.0f, 10.0f});
+  expect_near(nn::AvgPool2d(3, 1, 1)(x),
+              {1.6666666f, 3.0f, 4.0f, 3.0f, 2.6666667f, 4.4444447f, 5.3333335f, 3.4444444f, 3.0f, 5.5555553f,
+               5.2222223f, 3.7777777f, 2.1111112f, 3.6666667f, 3.4444444f, 2.2222223f});
+}
+
+TEST_P(NnLayers, DropoutDropsOnlyInTraining) {
+  nn::Dropout dropout(0.25);
+  Tensor x = ones({1000}, device_);
+  manual_seed(3);
+  std::vector<float> values = dropout(x).to_vector<float>();
+  int zeros = 0;
+  for (float v : values) {
+    if (v == 0) ++zeros;
+    else EXPECT_FLOAT_EQ(v, 1 / 0.75f);
+  }
+  EXPECT_GT(zeros, 180);
+  EXPECT_LT(zeros, 320);
+  dropout.eval();
+  EXPECT_TRUE(dropout(x).equal(x));
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, NnLayers, ::testing::Values("cpu", "cuda:0"),
                          [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
 
@@ -169,6 +226,23 @@ TEST(NnInit, FillsInPlaceWithTheDocumentedBounds) {
   EXPECT_EQ(w.min().item<float>(), 1.0f);
   Tensor none = empty({0, 4});
   EXPECT_TRUE(nn::init::kaiming_uniform_(none).is_same(none));  // a no-op, as PyTorch's
+}
+
+TEST(NnRepr, LayerReprsArePyTorchs) {
+  EXPECT_EQ(nn::BatchNorm1d(5).repr(), "BatchNorm1d(5, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+  EXPECT_EQ(nn::BatchNorm2d(5, 1e-3, std::nullopt, false, false).repr(),
+            "BatchNorm2d(5, eps=0.001, momentum=None, affine=False, track_running_stats=False)");
+  EXPECT_EQ(nn::MaxPool2d(2).repr(), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
+  EXPECT_EQ(nn::MaxPool2d({2, 3}, 1, 1).repr(),
+            "MaxPool2d(kernel_size=(2, 3), stride=1, padding=1, dilation=1, ceil_mode=False)");
+  EXPECT_EQ(nn::AvgPool2d(2).repr(), "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+  EXPECT_EQ(nn::AvgPool2d(3, 1, 1).repr(), "AvgPool2d(kernel_size=3, stride=1, padding=1)");
+  EXPECT_EQ(nn::Dropout(0.25).repr(), "Dropout(p=0.25, inplace=False)");
+  EXPECT_EQ(error_of<ValueError>([] { nn::Dropout(1.5); }),
+            "dropout probability has to be between 0 and 1, but got 1.5");
+  nn::BatchNorm2d bn(3, 1e-5, 0.1, /*affine=*/false);
+  EXPECT_EQ(bn.state_dict().keys(), (std::vector<std::string>{"running_mean", "running_var", "num_batches_tracked"}));
+  EXPECT_TRUE(bn.parameters().empty());
 }
 
 TEST(NnRepr, FloatsPrintAsPythonRepr) {

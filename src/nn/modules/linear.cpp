@@ -4,7 +4,7 @@
 
 #include "ember/factories.h"
 #include "ember/nn/init.h"
-#include "ember/ops.h"
+#include "ember/nn.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
 
@@ -31,8 +31,7 @@ void Linear::reset_parameters() {
 
 Tensor Linear::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] {
-    Tensor out = matmul(input, weight.t());
-    return bias.defined() ? out + bias : out;
+    return functional::linear(input, weight, bias);
   });
 }
 
