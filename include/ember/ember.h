@@ -1,6 +1,7 @@
 // The whole public API of ember.
 #pragma once
 
+#include "ember/autograd.h"
 #include "ember/backends.h"
 #include "ember/cuda.h"
 #include "ember/device.h"

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ember/device.h"
@@ -19,6 +21,10 @@ namespace ember {
 
 namespace cuda {
 class Stream;
+}
+
+namespace autograd {
+class Node;
 }
 
 namespace detail {
@@ -185,6 +191,45 @@ class Tensor {
   Tensor new_full(const IntList& shape, const Scalar& value) const;
   /// x.new_tensor(data): the data with this tensor's dtype, on its device.
   Tensor new_tensor(const TensorData& data) const;
+
+  // ---- autograd (src/autograd) ----------------------------------------------
+  /// True for a leaf that asked for gradients and for every result computed from one.
+  bool requires_grad() const;
+  /// Makes a leaf require grad (or not). Integer tensors cannot; non-leaves cannot stop.
+  Tensor& requires_grad_(bool requires_grad = true);
+  /// True unless the tensor was computed by a recorded op (it has no grad_fn).
+  bool is_leaf() const;
+  /// The accumulated gradient; undefined until a backward pass sets it.
+  const Tensor& grad() const;
+  /// The gradient slot itself: assign {} to clear it, or a tensor to replace it.
+  Tensor& mutable_grad() const;
+  /// The node that computed this tensor (null for leaves); ->name() as PyTorch's ("MulBackward0").
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// The same data outside the graph (shares storage and version counter).
+  Tensor detach() const;
+  /// Keeps the gradient of a non-leaf in grad() after backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  /// Calls `hook` with this tensor's gradient during backward; a defined result replaces it.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  template <typename F>
+    requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
+  unsigned register_hook(F hook) const {
+    return register_hook(std::function<Tensor(const Tensor&)>([h = std::move(hook)](const Tensor& g) {
+      h(g);
+      return Tensor();
+    }));
+  }
+  void remove_hook(unsigned handle) const;
+  /// Leaves only: `hook(tensor)` runs after the gradient is accumulated into grad().
+  void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const;
+  /// Computes the gradient of this tensor w.r.t. the graph's leaves (autograd::backward).
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
+  /// Bumped by every in-place change of the data; shared by views of the same storage.
+  uint32_t _version() const;
+  /// Which output of grad_fn() this tensor is.
+  uint32_t output_nr() const;
 
   detail::TensorImpl* impl() const noexcept { return impl_.get(); }
   const std::shared_ptr<detail::TensorImpl>& impl_ptr() const noexcept { return impl_; }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 
@@ -12,6 +13,17 @@ using detail::make_view;
 using detail::wrap_dim;
 
 namespace {
+using autograd::detail::Attrs;
+using autograd::detail::Formula;
+
+// A view of `self`, recorded as `formula` when autograd needs it (Note [Recording ops]).
+Tensor recorded_view(Formula formula, const Tensor& self, IntList sizes, IntList strides, int64_t offset,
+                     Attrs attrs = {}) {
+  Tensor out = make_view(self, std::move(sizes), std::move(strides), offset);
+  if (autograd::detail::should_record(self)) autograd::detail::record(formula, {self}, out, std::move(attrs));
+  return out;
+}
+
 const detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
   EMBER_CHECK(impl != nullptr, ValueError, "Tensor is undefined");
   return *impl;
@@ -60,7 +72,11 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
   EMBER_CHECK(empty || last < storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
               IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", last + 1,
               " elements, but the storage has ", storage_elements);
-  return make_view(*this, sizes, strides, offset);
+  Attrs attrs;
+  attrs.ints = sizes;
+  attrs.ints2 = strides;
+  attrs.dim = offset;
+  return recorded_view(Formula::AsStrided, *this, sizes, strides, offset, std::move(attrs));
 }
 
 namespace {
@@ -134,13 +150,15 @@ Tensor Tensor::view(const IntList& shape) const {
   EMBER_CHECK(view_strides(sizes(), strides(), target, new_strides), ValueError,
               "view size is not compatible with input tensor's size and stride (at least one dimension spans across "
               "two contiguous subspaces). Use .reshape(...) instead.");
-  return make_view(*this, target, new_strides, storage_offset());
+  return recorded_view(Formula::View, *this, target, new_strides, storage_offset());
 }
 
 Tensor Tensor::reshape(const IntList& shape) const {
   IntList target = infer_shape(shape, numel());
   IntList new_strides;
-  if (view_strides(sizes(), strides(), target, new_strides)) return make_view(*this, target, new_strides, storage_offset());
+  if (view_strides(sizes(), strides(), target, new_strides)) {
+    return recorded_view(Formula::View, *this, target, new_strides, storage_offset());
+  }
   return contiguous().view(target);
 }
 
@@ -161,18 +179,22 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return dim() < 2 ? *this : transpose(0, 1);
+  return autograd::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   int64_t n = dim();
   dim0 = wrap_dim(dim0, n);
   dim1 = wrap_dim(dim1, n);
-  if (n == 0) return *this;
   IntList s = sizes(), st = strides();
-  std::swap(s[dim0], s[dim1]);
-  std::swap(st[dim0], st[dim1]);
-  return make_view(*this, s, st, storage_offset());
+  if (n > 0) {
+    std::swap(s[dim0], s[dim1]);
+    std::swap(st[dim0], st[dim1]);
+  }
+  Attrs attrs;
+  attrs.dim = dim0;
+  attrs.dim2 = dim1;
+  return recorded_view(Formula::Transpose, *this, s, st, storage_offset(), std::move(attrs));
 }
 
 Tensor Tensor::permute(const IntList& dims) const {
@@ -182,14 +204,16 @@ Tensor Tensor::permute(const IntList& dims) const {
               "ordering of dimensions i.e. input.dim() = ", n, " is not equal to len(dims) = ", dims.size());
   IntList s(n), st(n);
   std::vector<bool> seen(n, false);
+  Attrs attrs;
   for (int64_t i = 0; i < n; ++i) {
     int64_t d = wrap_dim(dims[i], n);
     EMBER_CHECK(!seen[d], ValueError, "permute(): duplicate dims are not allowed.");
     seen[d] = true;
     s[i] = sizes()[d];
     st[i] = strides()[d];
+    attrs.ints.push_back(d);
   }
-  return make_view(*this, s, st, storage_offset());
+  return recorded_view(Formula::Permute, *this, s, st, storage_offset(), std::move(attrs));
 }
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
@@ -203,7 +227,10 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   int64_t offset = storage_offset() + index * st[dim];
   s.erase(s.begin() + dim);
   st.erase(st.begin() + dim);
-  return make_view(*this, s, st, offset);
+  Attrs attrs;
+  attrs.dim = dim;
+  attrs.dim2 = index;
+  return recorded_view(Formula::Select, *this, s, st, offset, std::move(attrs));
 }
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
@@ -220,7 +247,12 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   s[dim] = (end - start + step - 1) / step;
   int64_t offset = storage_offset() + start * st[dim];
   st[dim] *= step;
-  return make_view(*this, s, st, offset);
+  Attrs attrs;
+  attrs.dim = dim;
+  attrs.dim2 = start;
+  attrs.dim3 = end;
+  attrs.scalar = step;
+  return recorded_view(Formula::Slice, *this, s, st, offset, std::move(attrs));
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -241,17 +273,21 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   int64_t stride = dim < this->dim() ? st[dim] * s[dim] : 1;
   s.insert(s.begin() + dim, 1);
   st.insert(st.begin() + dim, stride);
-  return make_view(*this, s, st, storage_offset());
+  Attrs attrs;
+  attrs.dim = dim;
+  return recorded_view(Formula::Unsqueeze, *this, s, st, storage_offset(), std::move(attrs));
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
-  if (this->dim() == 0) return *this;
   dim = wrap_dim(dim, this->dim());
-  if (sizes()[dim] != 1) return *this;
   IntList s = sizes(), st = strides();
-  s.erase(s.begin() + dim);
-  st.erase(st.begin() + dim);
-  return make_view(*this, s, st, storage_offset());
+  if (this->dim() > 0 && sizes()[dim] == 1) {
+    s.erase(s.begin() + dim);
+    st.erase(st.begin() + dim);
+  }
+  Attrs attrs;
+  attrs.dim = dim;
+  return recorded_view(Formula::Squeeze, *this, s, st, storage_offset(), std::move(attrs));
 }
 
 Tensor Tensor::expand(const IntList& shape) const {
@@ -278,7 +314,7 @@ Tensor Tensor::expand(const IntList& shape) const {
       st[i] = 0;
     }
   }
-  return make_view(*this, s, st, storage_offset());
+  return recorded_view(Formula::Expand, *this, s, st, storage_offset());
 }
 
 }  // namespace ember

@@ -10,6 +10,14 @@
 
 namespace ember::detail {
 
+/// What a tensor carries for autograd (defined in src/autograd); absent for tensors that
+/// autograd never saw, so plain tensors pay one null pointer.
+class AutogradMetaInterface {
+ public:
+  virtual ~AutogradMetaInterface() = default;
+  virtual bool requires_grad() const = 0;
+};
+
 class TensorImpl {
  public:
   TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, IntList sizes, IntList strides, int64_t offset);
@@ -32,6 +40,11 @@ class TensorImpl {
   /// that handles to it (an optimizer's) see the new data.
   void set_data(const TensorImpl& other);
 
+  AutogradMetaInterface* autograd_meta() const noexcept { return autograd_meta_.get(); }
+  void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) noexcept { autograd_meta_ = std::move(meta); }
+  /// Whether the tensor takes part in autograd (grad mode is checked by the caller).
+  bool requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad(); }
+
  private:
   std::shared_ptr<StorageImpl> storage_;
   DType dtype_;
@@ -40,6 +53,7 @@ class TensorImpl {
   int64_t offset_;
   int64_t numel_;
   bool contiguous_;
+  std::unique_ptr<AutogradMetaInterface> autograd_meta_;
 };
 
 /// Prints a shape as "[2, 3]" in messages.

@@ -13,6 +13,7 @@
 //   the destination stream's queued work and before its later work (events both ways).
 #include <cstring>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -110,27 +111,47 @@ void copy_device_to_device(const Tensor& dst, const Tensor& src) {
 
 }  // namespace
 
+namespace {
+void copy_values(Tensor& self, const Tensor& src, bool non_blocking);
+
+// The stream the backward of a copy from `src` to `target` writes src's gradient on:
+// the source side's current stream, when the copy crosses to another cuda device.
+std::optional<cuda::Stream> source_stream(const Tensor& src, Device target) {
+  if (!src.is_cuda() || src.device() == target) return std::nullopt;
+  return cuda::current_stream(src.get_device());
+}
+}  // namespace
+
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   EMBER_CHECK(defined() && src.defined(), ValueError, "copy_(): both tensors must be defined");
-  IntList shape = detail::broadcast_shapes(sizes(), src.sizes());
-  EMBER_CHECK(shape == sizes(), ValueError, "output with shape ", detail::IntListPrinter{sizes()},
-              " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
-  if (numel() == 0) return *this;
-  Device to = device(), from = src.device();
-  if (to == from) {
-    if (detail::same_view(*this, src)) return *this;
-    detail::check_no_internal_overlap(*this);
-    detail::check_no_partial_overlap(*this, src);
-    copy_same_device(*this, src);
-  } else if (from.is_cpu()) {
-    copy_host_to_device(*this, src, non_blocking);
-  } else if (to.is_cpu()) {
-    copy_device_to_host(*this, src, non_blocking);
-  } else {
-    copy_device_to_device(*this, src);
-  }
-  return *this;
+  autograd::detail::Attrs attrs;
+  if (autograd::detail::should_record(*this, src)) attrs.stream = source_stream(src, device());
+  return autograd::detail::recorded_inplace(
+      autograd::detail::Formula::CopyInPlace, *this, src, [&] { copy_values(*this, src, non_blocking); },
+      std::move(attrs));
 }
+
+namespace {
+void copy_values(Tensor& self, const Tensor& src, bool non_blocking) {
+  IntList shape = detail::broadcast_shapes(self.sizes(), src.sizes());
+  EMBER_CHECK(shape == self.sizes(), ValueError, "output with shape ", detail::IntListPrinter{self.sizes()},
+              " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
+  if (self.numel() == 0) return;
+  Device to = self.device(), from = src.device();
+  if (to == from) {
+    if (detail::same_view(self, src)) return;
+    detail::check_no_internal_overlap(self);
+    detail::check_no_partial_overlap(self, src);
+    copy_same_device(self, src);
+  } else if (from.is_cpu()) {
+    copy_host_to_device(self, src, non_blocking);
+  } else if (to.is_cpu()) {
+    copy_device_to_host(self, src, non_blocking);
+  } else {
+    copy_device_to_device(self, src);
+  }
+}
+}  // namespace
 
 Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) const {
   Device target = options.has_device() ? detail::resolve_device(options.device()) : device();
@@ -139,9 +160,17 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   // memory, so that it can stay asynchronous.
   bool pinned = target.is_cpu() && (options.pinned_memory() || (non_blocking && is_cuda()));
   if (!copy && target == device() && dtype == this->dtype() && (!pinned || is_pinned())) return *this;
-  Tensor out = detail::make_tensor(sizes(), dtype, target, pinned);
-  out.copy_(*this, non_blocking);
-  return out;
+  autograd::detail::Attrs attrs;
+  bool same_kind = target == device() && dtype == this->dtype();
+  if (autograd::detail::should_record(*this)) attrs.stream = source_stream(*this, target);
+  return autograd::detail::recorded(
+      same_kind ? autograd::detail::Formula::Clone : autograd::detail::Formula::ToCopy, {this},
+      [&] {
+        Tensor out = detail::make_tensor(sizes(), dtype, target, pinned);
+        out.copy_(*this, non_blocking);
+        return out;
+      },
+      std::move(attrs));
 }
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const {
   return to(TensorOptions(device), non_blocking, copy);

@@ -1,4 +1,5 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
+#include "autograd/record.h"
 #include "kernels/op_name.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
@@ -13,6 +14,9 @@ using detail::KernelCall;
 using detail::make_arg;
 using detail::OpKind;
 using detail::Operand;
+using autograd::detail::Formula;
+using autograd::detail::recorded;
+using autograd::detail::recorded_inplace;
 
 namespace {
 
@@ -148,12 +152,24 @@ Scalar negate(const Scalar& s) {
 
 }  // namespace
 
-Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(OpKind::Add, a, b, alpha); }
-Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary(OpKind::Sub, a, b, alpha); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }
-Tensor pow(const Tensor& a, const Tensor& exponent) { return binary(OpKind::Pow, a, exponent); }
-Tensor pow(const Tensor& a, const Scalar& exponent) { return with_scalar(OpKind::PowScalar, a, exponent); }
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return recorded(Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, {alpha});
+}
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  return recorded(Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, {alpha});
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return recorded(Formula::Mul, {&a, &b}, [&] { return binary(OpKind::Mul, a, b); });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return recorded(Formula::Div, {&a, &b}, [&] { return binary(OpKind::Div, a, b); });
+}
+Tensor pow(const Tensor& a, const Tensor& exponent) {
+  return recorded(Formula::Pow, {&a, &exponent}, [&] { return binary(OpKind::Pow, a, exponent); });
+}
+Tensor pow(const Tensor& a, const Scalar& exponent) {
+  return recorded(Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); }, {exponent});
+}
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
 Tensor lt(const Tensor& a, const Tensor& b) { return binary(OpKind::Lt, a, b); }
@@ -161,42 +177,54 @@ Tensor le(const Tensor& a, const Tensor& b) { return binary(OpKind::Le, a, b); }
 Tensor gt(const Tensor& a, const Tensor& b) { return binary(OpKind::Gt, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
 
+namespace {
+Tensor unary_recorded(Formula formula, OpKind op, const Tensor& a, bool float_only) {
+  return recorded(formula, {&a}, [&] { return unary(op, a, float_only); });
+}
+}  // namespace
+
 Tensor neg(const Tensor& a) {
   EMBER_CHECK(a.dtype() != kBool, TypeError,
               "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, use "
               "the `~` or `logical_not()` operator instead.");
-  return unary(OpKind::Neg, a, false);
+  return unary_recorded(Formula::Neg, OpKind::Neg, a, false);
 }
-Tensor abs(const Tensor& a) { return unary(OpKind::Abs, a, false); }
-Tensor exp(const Tensor& a) { return unary(OpKind::Exp, a, true); }
-Tensor log(const Tensor& a) { return unary(OpKind::Log, a, true); }
-Tensor sqrt(const Tensor& a) { return unary(OpKind::Sqrt, a, true); }
-Tensor sigmoid(const Tensor& a) { return unary(OpKind::Sigmoid, a, true); }
-Tensor tanh(const Tensor& a) { return unary(OpKind::Tanh, a, true); }
+Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a, false); }
+Tensor exp(const Tensor& a) { return unary_recorded(Formula::Exp, OpKind::Exp, a, true); }
+Tensor log(const Tensor& a) { return unary_recorded(Formula::Log, OpKind::Log, a, true); }
+Tensor sqrt(const Tensor& a) { return unary_recorded(Formula::Sqrt, OpKind::Sqrt, a, true); }
+Tensor sigmoid(const Tensor& a) { return unary_recorded(Formula::Sigmoid, OpKind::Sigmoid, a, true); }
+Tensor tanh(const Tensor& a) { return unary_recorded(Formula::Tanh, OpKind::Tanh, a, true); }
 Tensor relu(const Tensor& a) {
   EMBER_CHECK(a.dtype() != kBool && !is_complex(a.dtype()), TypeError, "relu is not supported for ", a.dtype());
-  return unary(OpKind::Relu, a, false);
+  return unary_recorded(Formula::Relu, OpKind::Relu, a, false);
 }
+
+namespace {
+Tensor scalar_op(Formula formula, OpKind op, const Tensor& a, const Scalar& s) {
+  return recorded(formula, {&a}, [&] { return with_scalar(op, a, s); }, {s});
+}
+}  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator+(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::AddScalar, a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return scalar_op(Formula::AddScalar, OpKind::AddScalar, a, b); }
 Tensor operator-(const Tensor& a, const Scalar& b) {
   EMBER_CHECK(a.dtype() != kBool && !b.is_bool(), TypeError, kBoolSubtraction);
-  return with_scalar(OpKind::AddScalar, a, negate(b));
+  return scalar_op(Formula::AddScalar, OpKind::AddScalar, a, negate(b));
 }
-Tensor operator*(const Tensor& a, const Scalar& b) { return with_scalar(OpKind::MulScalar, a, b); }
-Tensor operator/(const Tensor& a, const Scalar& b) { return binary(OpKind::Div, a, scalar_operand(a, b)); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return scalar_op(Formula::MulScalar, OpKind::MulScalar, a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, scalar_operand(a, b)); }
 Tensor operator+(const Scalar& a, const Tensor& b) { return b + a; }
 Tensor operator-(const Scalar& a, const Tensor& b) {
   EMBER_CHECK(b.dtype() != kBool && !a.is_bool(), TypeError, kBoolSubtraction);
-  return with_scalar(OpKind::RSubScalar, b, a);
+  return scalar_op(Formula::RSubScalar, OpKind::RSubScalar, b, a);
 }
 Tensor operator*(const Scalar& a, const Tensor& b) { return b * a; }
-Tensor operator/(const Scalar& a, const Tensor& b) { return with_scalar(OpKind::RDivScalar, b, a); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return scalar_op(Formula::RDivScalar, OpKind::RDivScalar, b, a); }
 
 DType result_type(const Tensor& a, const Tensor& b) { return promoted(a, b); }
 DType result_type(const Tensor& a, const Scalar& b) {
@@ -231,24 +259,41 @@ Tensor Tensor::le(const Scalar& o) const { return compare_scalar(OpKind::Le, *th
 Tensor Tensor::gt(const Scalar& o) const { return compare_scalar(OpKind::Gt, *this, o); }
 Tensor Tensor::ge(const Scalar& o) const { return compare_scalar(OpKind::Ge, *this, o); }
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return inplace(*this, OpKind::Add, o, alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return inplace(*this, OpKind::Sub, o, alpha); }
-Tensor& Tensor::mul_(const Tensor& o) { return inplace(*this, OpKind::Mul, o); }
-Tensor& Tensor::div_(const Tensor& o) { return inplace(*this, OpKind::Div, o); }
-Tensor& Tensor::operator+=(const Scalar& o) { return inplace_scalar(*this, OpKind::AddScalar, o); }
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
+  return recorded_inplace(Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, {alpha});
+}
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
+  return recorded_inplace(Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, {alpha});
+}
+Tensor& Tensor::mul_(const Tensor& o) {
+  return recorded_inplace(Formula::Mul, *this, o, [&] { inplace(*this, OpKind::Mul, o); });
+}
+Tensor& Tensor::div_(const Tensor& o) {
+  return recorded_inplace(Formula::Div, *this, o, [&] { inplace(*this, OpKind::Div, o); });
+}
+Tensor& Tensor::operator+=(const Scalar& o) {
+  return recorded_inplace(Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, o); },
+                          {o});
+}
 Tensor& Tensor::operator-=(const Scalar& o) {
   EMBER_CHECK(dtype() != kBool && !o.is_bool(), TypeError, kBoolSubtraction);
-  return inplace_scalar(*this, OpKind::AddScalar, negate(o));
+  Scalar negated = negate(o);
+  return recorded_inplace(Formula::AddScalar, *this, Tensor(),
+                          [&] { inplace_scalar(*this, OpKind::AddScalar, negated); }, {negated});
 }
-Tensor& Tensor::operator*=(const Scalar& o) { return inplace_scalar(*this, OpKind::MulScalar, o); }
+Tensor& Tensor::operator*=(const Scalar& o) {
+  return recorded_inplace(Formula::MulScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::MulScalar, o); },
+                          {o});
+}
 Tensor& Tensor::operator/=(const Scalar& o) {
   return div_(scalar_operand(*this, o));
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
-  KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, value};
-  detail::launch(device(), call);
-  return *this;
+  return recorded_inplace(Formula::Fill, *this, Tensor(), [&] {
+    KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, value};
+    detail::launch(device(), call);
+  });
 }
 Tensor& Tensor::zero_() { return fill_(0); }
 

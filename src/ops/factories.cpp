@@ -27,6 +27,13 @@ Tensor allocate(const IntList& shape, const TensorOptions& options) {
   return detail::make_tensor(shape, options.dtype(), device, options.pinned_memory());
 }
 
+// requires_grad is set last, once the values are written: a leaf that requires grad
+// refuses in-place writes.
+Tensor leaf(Tensor t, const TensorOptions& options) {
+  if (options.requires_grad()) t.requires_grad_(true);
+  return t;
+}
+
 // The shape of nested lists, read along their first elements.
 IntList shape_of(const TensorData& data) {
   IntList shape;
@@ -64,13 +71,17 @@ void flatten_into(const TensorData& data, T*& out) {
 
 }  // namespace
 
-Tensor empty(const IntList& shape, const TensorOptions& options) { return allocate(shape, options); }
-Tensor zeros(const IntList& shape, const TensorOptions& options) { return allocate(shape, options).fill_(0); }
-Tensor ones(const IntList& shape, const TensorOptions& options) { return allocate(shape, options).fill_(1); }
+Tensor empty(const IntList& shape, const TensorOptions& options) { return leaf(allocate(shape, options), options); }
+Tensor zeros(const IntList& shape, const TensorOptions& options) {
+  return leaf(allocate(shape, options).fill_(0), options);
+}
+Tensor ones(const IntList& shape, const TensorOptions& options) {
+  return leaf(allocate(shape, options).fill_(1), options);
+}
 
 Tensor full(const IntList& shape, const Scalar& value, const TensorOptions& options) {
   TensorOptions o = options.has_dtype() ? options : options.dtype(value.dtype());
-  return allocate(shape, o).fill_(value);
+  return leaf(allocate(shape, o).fill_(value), options);
 }
 
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
@@ -89,7 +100,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     detail::KernelCall call{detail::OpKind::Arange, {detail::make_arg(out)}, {}, start, step};
     detail::launch(out.device(), call);
   }
-  return out;
+  return leaf(out, options);
 }
 
 Tensor tensor(const TensorData& data, const TensorOptions& options) {
@@ -112,7 +123,7 @@ Tensor tensor(const TensorData& data, const TensorOptions& options) {
     EMBER_CASE(DType::Float32) EMBER_CASE(DType::Float64) EMBER_CASE(DType::Complex64) EMBER_CASE(DType::Complex128)
 #undef EMBER_CASE
   }
-  return host.to(TensorOptions(dtype).device(options.device()).pinned_memory(options.pinned_memory()));
+  return leaf(host.to(TensorOptions(dtype).device(options.device()).pinned_memory(options.pinned_memory())), options);
 }
 
 Tensor empty_like(const Tensor& t, const TensorOptions& options) { return empty(t.sizes(), merge(options, t)); }

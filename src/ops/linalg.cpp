@@ -1,4 +1,5 @@
 // matmul (1-D, 2-D and batched with broadcasting) and index_select.
+#include "autograd/record.h"
 #include "config/backend_flags.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -24,7 +25,8 @@ Tensor as_batched(const Tensor& t, const IntList& batch, int64_t batch_numel) {
 
 }  // namespace
 
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+namespace {
+Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   detail::check_same_device(a_in, b_in);
   EMBER_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, ValueError, "both arguments to matmul need to be at least 1D, but they are ",
               a_in.dim(), "D and ", b_in.dim(), "D");
@@ -54,6 +56,23 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   return out.view(shape);
 }
 
+// PyTorch's node for each case of matmul.
+const char* matmul_node_name(const Tensor& a, const Tensor& b) {
+  if (a.dim() == 1 && b.dim() == 1) return "DotBackward0";
+  if (a.dim() == 2 && b.dim() == 1) return "MvBackward0";
+  if (a.dim() == 2 && b.dim() == 2) return "MmBackward0";
+  if (a.dim() == 3 && b.dim() == 3) return "BmmBackward0";
+  return "MatmulBackward0";
+}
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  autograd::detail::Attrs attrs;
+  attrs.name = matmul_node_name(a, b);
+  return autograd::detail::recorded(autograd::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); },
+                                    std::move(attrs));
+}
+
 Tensor bmm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.dim() == 3, ValueError, "batch1 must be a 3D tensor");
   EMBER_CHECK(b.dim() == 3, ValueError, "batch2 must be a 3D tensor");
@@ -80,7 +99,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   return product.add_(unit_beta ? expanded : expanded * beta);
 }
 
-Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+namespace {
+Tensor index_select_impl(const Tensor& a, int64_t dim, const Tensor& index) {
   EMBER_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, TypeError,
               "index_select(): Expected dtype int32 or int64 for index");
   EMBER_CHECK(index.dim() <= 1, IndexError, "index_select(): Index is supposed to be a vector");
@@ -96,6 +116,14 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   call.dim = d;
   detail::launch(a.device(), call);
   return out;
+}
+}  // namespace
+
+Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
+  autograd::detail::Attrs attrs;
+  attrs.dim = a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim());
+  return autograd::detail::recorded(autograd::detail::Formula::IndexSelect, {&a, &index},
+                                    [&] { return index_select_impl(a, dim, index); }, std::move(attrs));
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }

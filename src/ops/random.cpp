@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 
+#include "autograd/record.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ops/launch.h"
@@ -75,9 +76,12 @@ Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
               "normal_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
+  autograd::detail::Attrs node;
+  node.name = "NormalBackward0";
   // Complex: each part normal with std / sqrt(2), so |z - mean| has variance std^2 (as PyTorch).
-  fill_random(*this, detail::OpKind::Normal, mean, is_complex(dtype()) ? std / std::sqrt(2.0) : std);
-  return *this;
+  double part_std = is_complex(dtype()) ? std / std::sqrt(2.0) : std;
+  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+                                            [&] { fill_random(*this, detail::OpKind::Normal, mean, part_std); }, node);
 }
 
 Tensor& Tensor::uniform_(double from, double to) {
@@ -85,13 +89,24 @@ Tensor& Tensor::uniform_(double from, double to) {
               "uniform_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
-  fill_random(*this, detail::OpKind::Uniform, from, to);
-  return *this;
+  autograd::detail::Attrs node;
+  node.name = "UniformBackward0";
+  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+                                            [&] { fill_random(*this, detail::OpKind::Uniform, from, to); }, node);
 }
 
-Tensor rand(const IntList& shape, const TensorOptions& options) { return empty(shape, options).uniform_(0.0, 1.0); }
-Tensor randn(const IntList& shape, const TensorOptions& options) { return empty(shape, options).normal_(0.0, 1.0); }
-Tensor rand_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).uniform_(0.0, 1.0); }
-Tensor randn_like(const Tensor& t, const TensorOptions& options) { return empty_like(t, options).normal_(0.0, 1.0); }
+// requires_grad is set once the values are written (a leaf that requires grad refuses in-place writes).
+Tensor rand(const IntList& shape, const TensorOptions& options) {
+  return empty(shape, options.requires_grad(false)).uniform_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor randn(const IntList& shape, const TensorOptions& options) {
+  return empty(shape, options.requires_grad(false)).normal_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor rand_like(const Tensor& t, const TensorOptions& options) {
+  return empty_like(t, options.requires_grad(false)).uniform_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
+Tensor randn_like(const Tensor& t, const TensorOptions& options) {
+  return empty_like(t, options.requires_grad(false)).normal_(0.0, 1.0).requires_grad_(options.requires_grad());
+}
 
 }  // namespace ember

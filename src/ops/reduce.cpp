@@ -1,4 +1,5 @@
 // Reductions: sum, mean, max, min over all elements or one dim; allclose, equal.
+#include "autograd/record.h"
 #include "kernels/op_name.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -55,14 +56,29 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
 
 }  // namespace
 
-Tensor sum(const Tensor& a) { return reduce(OpKind::Sum, a, true, -1, false); }
-Tensor sum(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Sum, a, false, dim, keepdim); }
-Tensor mean(const Tensor& a) { return reduce(OpKind::Mean, a, true, -1, false); }
-Tensor mean(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Mean, a, false, dim, keepdim); }
-Tensor max(const Tensor& a) { return reduce(OpKind::Max, a, true, -1, false); }
-Tensor max(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Max, a, false, dim, keepdim); }
-Tensor min(const Tensor& a) { return reduce(OpKind::Min, a, true, -1, false); }
-Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return reduce(OpKind::Min, a, false, dim, keepdim); }
+namespace {
+using autograd::detail::Formula;
+Tensor reduce_all(Formula f, OpKind op, const Tensor& a) {
+  return autograd::detail::recorded(f, {&a}, [&] { return reduce(op, a, true, -1, false); });
+}
+Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepdim) {
+  autograd::detail::Attrs attrs;
+  attrs.dim = a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim());
+  attrs.flag = keepdim;
+  return autograd::detail::recorded(f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
+}
+}  // namespace
+
+Tensor sum(const Tensor& a) { return reduce_all(Formula::Sum, OpKind::Sum, a); }
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::SumDim, OpKind::Sum, a, dim, keepdim); }
+Tensor mean(const Tensor& a) { return reduce_all(Formula::Mean, OpKind::Mean, a); }
+Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
+  return reduce_dim(Formula::MeanDim, OpKind::Mean, a, dim, keepdim);
+}
+Tensor max(const Tensor& a) { return reduce_all(Formula::MaxAll, OpKind::Max, a); }
+Tensor max(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::MaxDim, OpKind::Max, a, dim, keepdim); }
+Tensor min(const Tensor& a) { return reduce_all(Formula::MinAll, OpKind::Min, a); }
+Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::MinDim, OpKind::Min, a, dim, keepdim); }
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   detail::check_same_device(a, b);

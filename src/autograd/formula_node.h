@@ -1,0 +1,75 @@
+// FormulaNode: the node of a built-in op, running the op's derivative formula.
+#pragma once
+
+#include <vector>
+
+#include "autograd/node.h"
+#include "autograd/record.h"
+#include "autograd/saved_variable.h"
+
+namespace ember::autograd::detail {
+
+/// What a formula knows of each forward input besides the saved tensors.
+struct InputInfo {
+  IntList sizes;
+  IntList strides;
+  int64_t offset = 0;
+  DType dtype = kFloat32;
+  Device device{kCPU};
+};
+
+class FormulaNode;
+
+/// A formula: the gradients of the forward inputs, given the gradients of its outputs.
+/// It may name the saved inputs/outputs it declared, attrs() and info(i); it returns one
+/// tensor per input (undefined where needs_grad(i) is false or the gradient is zero), in
+/// the output's shape where the op broadcast: the engine sums it down to the input's shape
+/// and casts it to the input's dtype (Note [Gradient validation] in engine.cpp).
+using BackwardFormula = std::vector<Tensor> (*)(const FormulaNode& node, const std::vector<Tensor>& grads);
+
+struct FormulaSpec {
+  const char* name;       // PyTorch's node name
+  bool saves_inputs;      // keeps every input for the backward
+  bool saves_output;      // keeps output 0 (as an alias; see SavedVariable)
+  BackwardFormula backward;
+};
+
+/// The table (formulas.cpp).
+const FormulaSpec& formula_spec(Formula formula);
+
+class FormulaNode final : public Node {
+ public:
+  FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs);
+
+  std::string name() const override { return attrs_.name != nullptr ? attrs_.name : spec_->name; }
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  void release_variables() override;
+
+  /// Saved input `i`, checked against in-place changes.
+  Tensor input(size_t i) const { return saved_inputs_.at(i).unpack(name()); }
+  /// Saved output 0, checked against in-place changes.
+  Tensor output() const { return saved_output_.unpack(name()); }
+  const Attrs& attrs() const noexcept { return attrs_; }
+  const InputInfo& info(size_t i) const { return infos_.at(i); }
+  bool needs_grad(size_t i) const { return next_edges()[i].is_valid(); }
+
+  void save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs);
+
+ private:
+  Formula formula_;
+  const FormulaSpec* spec_;
+  Attrs attrs_;
+  std::vector<InputInfo> infos_;
+  std::vector<SavedVariable> saved_inputs_;
+  SavedVariable saved_output_;
+};
+
+// ---- helpers for formulas ------------------------------------------------------------
+/// conj(t) for complex tensors, t itself otherwise.
+Tensor conj(const Tensor& t);
+/// The real part of a complex tensor, t itself otherwise.
+Tensor real(const Tensor& t);
+/// `g` summed over broadcast dims down to `shape`.
+Tensor sum_to(const Tensor& g, const IntList& shape);
+
+}  // namespace ember::autograd::detail

@@ -1,0 +1,238 @@
+// Derivative formulas of the built-in ops, one line per input where possible (as PyTorch's
+// derivatives.yaml). A formula may name: g (the output's gradient; grads[i] for op
+// outputs i), n.input(i) and n.output() (saved tensors its spec declares), n.attrs()
+// (the op's non-tensor arguments), n.info(i) (each input's sizes, strides, dtype,
+// device) and n.needs_grad(i). Gradients of complex inputs follow PyTorch's convention
+// (the conjugate Wirtinger derivative: grad * conj(d out / d in)). Formulas call public
+// ops, so they run on every backend and record themselves under create_graph.
+#include <array>
+
+#include "autograd/formula_node.h"
+#include "autograd/formulas_impl.h"
+#include "ember/autograd.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+namespace ember::autograd::detail {
+
+namespace {
+
+using Grads = std::vector<Tensor>;
+using Node = FormulaNode;
+
+Tensor mask_of(const Tensor& cond, DType dtype) { return cond.to(dtype); }
+
+// A saved output is reused unless create_graph asks for a differentiable formula, which
+// recomputes it from the input (the saved alias has no history).
+template <typename F>
+Tensor result_or(const Node& n, F recompute) {
+  return is_grad_enabled() ? recompute(n.input(0)) : n.output();
+}
+
+// ---- element-wise -----------------------------------------------------------------------
+Grads add(const Node& n, const Grads& g) {
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? g[0] * n.attrs().scalar : Tensor()};
+}
+Grads sub(const Node& n, const Grads& g) {
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? g[0] * negated(n.attrs().scalar) : Tensor()};
+}
+Grads mul(const Node& n, const Grads& g) {
+  return {n.needs_grad(0) ? g[0] * conj(n.input(1)) : Tensor(), n.needs_grad(1) ? g[0] * conj(n.input(0)) : Tensor()};
+}
+Grads div(const Node& n, const Grads& g) {
+  Tensor b = conj(n.input(1));
+  Tensor ga = n.needs_grad(0) ? g[0] / b : Tensor();
+  Tensor gb = n.needs_grad(1) ? -g[0] * conj(n.input(0)) / (b * b) : Tensor();
+  return {ga, gb};
+}
+Grads pow(const Node& n, const Grads& g) {
+  Tensor x = n.input(0), e = n.input(1);
+  Tensor ga = n.needs_grad(0) ? g[0] * conj(e * ember::pow(x, e - 1)) : Tensor();
+  Tensor gb = n.needs_grad(1) ? g[0] * conj(ember::pow(x, e) * ember::log(x)) : Tensor();
+  return {ga, gb};
+}
+Grads add_scalar(const Node&, const Grads& g) { return {g[0]}; }
+Grads mul_scalar(const Node& n, const Grads& g) { return {g[0] * conj_scalar(n.attrs().scalar)}; }
+Grads pow_scalar(const Node& n, const Grads& g) {
+  const Scalar& e = n.attrs().scalar;
+  if (e.is_complex() ? e.to_complex() == std::complex<double>(0) : e.to_double() == 0.0) return {zeros_like(g[0])};
+  Tensor x = n.input(0);
+  return {g[0] * conj(ember::pow(x, minus_one(e)) * e)};
+}
+Grads rsub_scalar(const Node&, const Grads& g) { return {-g[0]}; }
+Grads rdiv_scalar(const Node& n, const Grads& g) {  // s / x
+  Tensor x = n.input(0);
+  return {-g[0] * conj(n.attrs().scalar / (x * x))};
+}
+Grads neg(const Node&, const Grads& g) { return {-g[0]}; }
+Grads abs(const Node& n, const Grads& g) {
+  Tensor x = n.input(0);
+  if (is_complex(x.dtype())) return {g[0] * (x / ember::abs(x))};  // grad * sgn(x); real grad
+  return {g[0] * (mask_of(x.gt(0), x.dtype()) - mask_of(x.lt(0), x.dtype()))};
+}
+Grads exp(const Node& n, const Grads& g) {
+  return {g[0] * conj(result_or(n, [](const Tensor& x) { return ember::exp(x); }))};
+}
+Grads log(const Node& n, const Grads& g) { return {g[0] / conj(n.input(0))}; }
+Grads sqrt(const Node& n, const Grads& g) {
+  return {g[0] / (conj(result_or(n, [](const Tensor& x) { return ember::sqrt(x); })) * 2)};
+}
+Grads relu(const Node& n, const Grads& g) { return {g[0] * mask_of(n.input(0).gt(0), g[0].dtype())}; }
+Grads sigmoid(const Node& n, const Grads& g) {
+  Tensor y = result_or(n, [](const Tensor& x) { return ember::sigmoid(x); });
+  return {g[0] * conj(y * (1 - y))};
+}
+Grads tanh(const Node& n, const Grads& g) {
+  Tensor y = result_or(n, [](const Tensor& x) { return ember::tanh(x); });
+  return {g[0] * conj(1 - y * y)};
+}
+
+// ---- reductions ---------------------------------------------------------------------------
+// The output's gradient with the reduced dim put back (size 1) when keepdim was false.
+Tensor unsqueeze_reduced(const Node& n, const Tensor& g) {
+  const Attrs& a = n.attrs();
+  return a.flag || n.info(0).sizes.empty() ? g : g.unsqueeze(a.dim);
+}
+Grads sum(const Node& n, const Grads& g) { return {g[0].expand(n.info(0).sizes)}; }
+Grads sum_dim(const Node& n, const Grads& g) { return {unsqueeze_reduced(n, g[0]).expand(n.info(0).sizes)}; }
+Grads mean(const Node& n, const Grads& g) {
+  int64_t count = 1;
+  for (int64_t s : n.info(0).sizes) count *= s;
+  return {g[0].expand(n.info(0).sizes) / Scalar(static_cast<double>(count))};
+}
+Grads mean_dim(const Node& n, const Grads& g) {
+  const IntList& sizes = n.info(0).sizes;
+  double count = sizes.empty() ? 1.0 : static_cast<double>(sizes[n.attrs().dim]);
+  return {unsqueeze_reduced(n, g[0]).expand(sizes) / Scalar(count)};
+}
+// max()/min() over all elements: the gradient is shared evenly between tied elements.
+Grads extremum_all(const Node& n, const Grads& g) {
+  Tensor x = n.input(0);
+  Tensor mask = mask_of(x.eq(n.output()), g[0].dtype());
+  return {mask * (g[0] / mask.sum())};
+}
+// max(dim)/min(dim): the gradient goes to the elements equal to the result.
+Grads extremum_dim(const Node& n, const Grads& g) {
+  Tensor x = n.input(0);
+  Tensor mask = mask_of(x.eq(unsqueeze_reduced(n, n.output())), g[0].dtype());
+  return {mask * unsqueeze_reduced(n, g[0])};
+}
+
+// ---- linear algebra and indexing ------------------------------------------------------------
+Grads matmul(const Node& n, const Grads& g) {
+  Tensor a = n.input(0), b = n.input(1);
+  bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
+  Tensor A = a_vector ? a.unsqueeze(0) : a, B = b_vector ? b.unsqueeze(1) : b;
+  Tensor G = a_vector && b_vector ? g[0].reshape({1, 1}) : a_vector ? g[0].unsqueeze(-2)
+                                                       : b_vector ? g[0].unsqueeze(-1)
+                                                                  : g[0];
+  Tensor ga, gb;
+  if (n.needs_grad(0)) {
+    ga = G.matmul(conj(B).transpose(-1, -2));
+    if (a_vector) ga = ga.squeeze(-2);
+  }
+  if (n.needs_grad(1)) {
+    gb = conj(A).transpose(-1, -2).matmul(G);
+    if (b_vector) gb = gb.squeeze(-1);
+  }
+  return {ga, gb};
+}
+Grads index_select(const Node& n, const Grads& g) {
+  return {index_select_backward(g[0], n.info(0).sizes, n.attrs().dim, n.input(1)), Tensor()};
+}
+
+// ---- views ----------------------------------------------------------------------------------
+Grads view(const Node& n, const Grads& g) { return {g[0].reshape(n.info(0).sizes)}; }
+Grads transpose(const Node& n, const Grads& g) { return {g[0].transpose(n.attrs().dim, n.attrs().dim2)}; }
+Grads t(const Node& n, const Grads& g) { return {n.info(0).sizes.size() < 2 ? g[0] : g[0].transpose(0, 1)}; }
+Grads permute(const Node& n, const Grads& g) {
+  const IntList& dims = n.attrs().ints;
+  IntList inverse(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
+  return {g[0].permute(inverse)};
+}
+Grads select(const Node& n, const Grads& g) {
+  const InputInfo& in = n.info(0);
+  Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
+  out.select(n.attrs().dim, n.attrs().dim2).copy_(g[0]);
+  return {out};
+}
+Grads slice(const Node& n, const Grads& g) {
+  const InputInfo& in = n.info(0);
+  const Attrs& a = n.attrs();
+  Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
+  out.slice(a.dim, a.dim2, a.dim3, a.scalar.to<int64_t>()).copy_(g[0]);
+  return {out};
+}
+Grads unsqueeze(const Node& n, const Grads& g) { return {g[0].squeeze(n.attrs().dim)}; }
+Grads squeeze(const Node& n, const Grads& g) {
+  return {static_cast<int64_t>(n.info(0).sizes.size()) == g[0].dim() ? g[0] : g[0].unsqueeze(n.attrs().dim)};
+}
+Grads expand(const Node& n, const Grads& g) { return {sum_to(g[0], n.info(0).sizes)}; }
+Grads as_strided(const Node& n, const Grads& g) {
+  return {as_strided_backward(g[0], n.info(0), n.attrs())};
+}
+
+// ---- copies ---------------------------------------------------------------------------------
+Grads to_copy(const Node& n, const Grads& g) { return {to_copy_backward(g[0], n.info(0), n.attrs())}; }
+Grads clone(const Node&, const Grads& g) { return {g[0]}; }
+Grads copy_inplace(const Node& n, const Grads& g) {  // inputs: self (overwritten), src
+  return {Tensor(), to_copy_backward(sum_to(g[0], n.info(1).sizes), n.info(1), n.attrs())};
+}
+
+Grads fill(const Node& n, const Grads&) { return Grads(n.next_edges().size()); }
+
+constexpr size_t kFormulas = static_cast<size_t>(Formula::kCount);
+
+// name, saves inputs, saves output, formula
+const std::array<FormulaSpec, kFormulas> kTable = {{
+    {"AddBackward0", false, false, add},
+    {"SubBackward0", false, false, sub},
+    {"MulBackward0", true, false, mul},
+    {"DivBackward0", true, false, div},
+    {"PowBackward1", true, false, pow},
+    {"AddBackward1", false, false, add_scalar},
+    {"MulBackward1", false, false, mul_scalar},
+    {"PowBackward0", true, false, pow_scalar},
+    {"RsubBackward1", false, false, rsub_scalar},
+    {"DivBackward1", true, false, rdiv_scalar},
+    {"NegBackward0", false, false, neg},
+    {"AbsBackward0", true, false, abs},
+    {"ExpBackward0", true, true, exp},
+    {"LogBackward0", true, false, log},
+    {"SqrtBackward0", true, true, sqrt},
+    {"ReluBackward0", true, false, relu},
+    {"SigmoidBackward0", true, true, sigmoid},
+    {"TanhBackward0", true, true, tanh},
+    {"SumBackward0", false, false, sum},
+    {"SumBackward1", false, false, sum_dim},
+    {"MeanBackward0", false, false, mean},
+    {"MeanBackward1", false, false, mean_dim},
+    {"MaxBackward1", true, true, extremum_all},
+    {"MaxBackward0", true, true, extremum_dim},
+    {"MinBackward1", true, true, extremum_all},
+    {"MinBackward0", true, true, extremum_dim},
+    {"MmBackward0", true, false, matmul},
+    {"IndexSelectBackward0", true, false, index_select},
+    {"ViewBackward0", false, false, view},
+    {"TBackward0", false, false, t},
+    {"TransposeBackward0", false, false, transpose},
+    {"PermuteBackward0", false, false, permute},
+    {"SelectBackward0", false, false, select},
+    {"SliceBackward0", false, false, slice},
+    {"UnsqueezeBackward0", false, false, unsqueeze},
+    {"SqueezeBackward1", false, false, squeeze},
+    {"ExpandBackward0", false, false, expand},
+    {"AsStridedBackward0", false, false, as_strided},
+    {"ToCopyBackward0", false, false, to_copy},
+    {"CloneBackward0", false, false, clone},
+    {"CopyBackwards", false, false, copy_inplace},
+    {"FillBackward0", false, false, fill},
+}};
+
+}  // namespace
+
+const FormulaSpec& formula_spec(Formula formula) { return kTable.at(static_cast<size_t>(formula)); }
+
+}  // namespace ember::autograd::detail

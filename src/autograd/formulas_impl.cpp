@@ -1,0 +1,74 @@
+#include "autograd/formulas_impl.h"
+
+#include "ember/autograd.h"
+#include "ember/cuda.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+namespace ember::autograd::detail {
+
+Scalar negated(const Scalar& s) {
+  if (s.is_complex()) return Scalar(-s.to_complex());
+  if (s.is_floating_point()) return Scalar(-s.to_double());
+  return Scalar(-s.to<int64_t>());
+}
+
+Scalar conj_scalar(const Scalar& s) { return s.is_complex() ? Scalar(std::conj(s.to_complex())) : s; }
+
+Scalar minus_one(const Scalar& s) {
+  if (s.is_complex()) return Scalar(s.to_complex() - 1.0);
+  if (s.is_floating_point()) return Scalar(s.to_double() - 1.0);
+  return Scalar(s.to<int64_t>() - 1);
+}
+
+Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index) {
+  if (sizes.empty()) return grad.reshape({});
+  // A one-hot matrix M[k, j] = (index[k] == j) moves slice k back to position j: summing
+  // over k is a matmul, which accumulates repeated indices.
+  int64_t size = sizes[dim];
+  Tensor positions = arange(size, TensorOptions(kInt64).device(grad.device()));
+  Tensor one_hot = index.reshape({-1, 1}).to(kInt64).eq(positions.reshape({1, -1})).to(grad.dtype());
+  Tensor moved = grad.transpose(dim, -1);                // [..., n_index]
+  Tensor back = moved.matmul(one_hot);                   // [..., size]
+  return back.transpose(dim, -1);
+}
+
+Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs) {
+  IntList sizes = attrs.ints, strides = attrs.ints2;
+  Tensor g = grad;
+  // Elements repeated through stride 0 all map to one storage element: sum them first.
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (strides[d] == 0 && sizes[d] > 1) {
+      g = g.sum(static_cast<int64_t>(d), true);
+      sizes[d] = 1;
+    }
+  }
+  // The storage span both geometries touch, as a flat buffer.
+  int64_t extent = std::max<int64_t>(attrs.dim, in.offset) + 1;
+  auto reach = [](const IntList& sz, const IntList& st, int64_t offset) {
+    int64_t last = offset;
+    for (size_t d = 0; d < sz.size(); ++d) {
+      if (sz[d] == 0) return offset;
+      last += (sz[d] - 1) * st[d];
+    }
+    return last;
+  };
+  extent = std::max(extent, reach(sizes, strides, attrs.dim) + 1);
+  extent = std::max(extent, reach(in.sizes, in.strides, in.offset) + 1);
+  Tensor flat = zeros({extent}, TensorOptions(g.dtype()).device(g.device()));
+  Tensor target = flat.as_strided(sizes, strides, attrs.dim);
+  target.copy_(g);  // copy_ refuses overlapping targets (other than stride 0, handled above)
+  return flat.as_strided(in.sizes, in.strides, in.offset).clone();
+}
+
+Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs) {
+  TensorOptions back = TensorOptions(in.dtype).device(in.device);
+  if (grad.device() == in.device || !attrs.stream) return grad.to(back);
+  // Across devices, the destination (the forward's source) is written on the stream that
+  // was current there in the forward, as the forward's copy read it there.
+  cuda::StreamGuard guard(*attrs.stream);
+  return grad.to(back);
+}
+
+}  // namespace ember::autograd::detail

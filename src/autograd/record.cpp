@@ -1,0 +1,118 @@
+// The recording seam (Note [Recording ops] in record.h) and FormulaNode.
+#include <algorithm>
+
+#include "autograd/autograd_meta.h"
+#include "autograd/formula_node.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+
+namespace ember::autograd::detail {
+
+bool should_record(std::initializer_list<const Tensor*> inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor* t : inputs) {
+    if (t->defined() && t->impl()->requires_grad()) return true;
+  }
+  return false;
+}
+
+namespace {
+bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(t.dtype()) || is_complex(t.dtype())); }
+}  // namespace
+
+bool saves_inputs(Formula formula) { return formula_spec(formula).saves_inputs; }
+
+void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
+            bool inplace) {
+  if (std::none_of(outputs.begin(), outputs.end(), [](const Tensor* t) { return differentiable(*t); })) return;
+  std::vector<Edge> edges;
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+  for (size_t o = inplace ? 1 : 0; o < outputs.size(); ++o) {
+    Tensor* out = outputs[o];
+    for (const Tensor& in : inputs) {
+      if (out->defined() && out->is_same(in)) *out = alias_of(*out);
+    }
+  }
+  auto node = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
+  node->save(inputs, outputs);
+  auto& metadata = node->internals().inputs;
+  metadata.reserve(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& out = *outputs[i];
+    metadata.push_back(InputMetadata::of(out));
+    if (!differentiable(out)) continue;
+    AutogradMeta& meta = materialize_meta(out);
+    meta.grad_fn_ = node;
+    meta.output_nr_ = static_cast<uint32_t>(i);
+  }
+}
+
+void check_inplace(const Tensor& self) {
+  AutogradMeta* meta = meta_of(self);
+  EMBER_CHECK(!(is_grad_enabled() && meta != nullptr && meta->requires_grad_ && !meta->grad_fn_), Error,
+              "a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+// ---- FormulaNode -----------------------------------------------------------------------
+
+FormulaNode::FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs)
+    : Node(std::move(edges)), formula_(formula), spec_(&formula_spec(formula)), attrs_(std::move(attrs)) {}
+
+void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs) {
+  infos_.reserve(inputs.size());
+  for (const Tensor& t : inputs) {
+    if (t.defined()) {
+      infos_.push_back({t.sizes(), t.strides(), t.storage_offset(), t.dtype(), t.device()});
+    } else {
+      infos_.push_back({});
+    }
+  }
+  if (spec_->saves_inputs) {
+    saved_inputs_.reserve(inputs.size());
+    for (const Tensor& t : inputs) saved_inputs_.emplace_back(t, false);
+  }
+  if (spec_->saves_output) saved_output_ = SavedVariable(*outputs.at(0), true);
+}
+
+std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
+  bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
+  if (!any) return std::vector<Tensor>(next_edges().size());
+  if (grads.size() == 1) return spec_->backward(*this, grads);
+  // Multi-output ops: a missing gradient of one output is zero.
+  for (size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) {
+      const auto& m = internals().inputs[i];
+      grads[i] = zeros(m.shape, TensorOptions(m.dtype).device(m.device));
+    }
+  }
+  return spec_->backward(*this, grads);
+}
+
+void FormulaNode::release_variables() {
+  for (auto& s : saved_inputs_) s.reset();
+  if (spec_->saves_output) saved_output_.reset();
+}
+
+// ---- helpers ---------------------------------------------------------------------------
+
+Tensor real(const Tensor& t) { return is_complex(t.dtype()) ? t.to(to_real(t.dtype())) : t; }
+
+Tensor conj(const Tensor& t) {
+  if (!is_complex(t.dtype())) return t;
+  return real(t) * 2 - t;  // re - i im
+}
+
+Tensor sum_to(const Tensor& g, const IntList& shape) {
+  if (g.sizes() == shape) return g;
+  Tensor out = g;
+  int64_t lead = out.dim() - static_cast<int64_t>(shape.size());
+  for (int64_t i = 0; i < lead; ++i) out = out.sum(0);
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    if (shape[d] == 1 && out.size(d) != 1) out = out.sum(d, true);
+  }
+  return out;
+}
+
+}  // namespace ember::autograd::detail

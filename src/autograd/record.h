@@ -1,0 +1,123 @@
+// The one seam between the op layer and autograd.
+//
+// Note [Recording ops]
+// A public op entry point (src/ops, the views in src/core/tensor.cpp) computes its result
+// as always, then, only when `should_record(inputs...)` says so (grad mode on and an input
+// requires grad), calls `record(formula, inputs, outputs, attrs)`. That makes one node
+// of the formula's kind (formulas.h) whose next edges lead to the inputs' nodes, saves
+// what the formula names and points the outputs' grad_fn at it. In-place entry points
+// call `check_inplace(self)` before writing and `bump_version(self)` after; when they
+// must record, they compute the op out of place (recorded), write the values into self
+// and move the result's history onto self (`rebase_history`). A composite op computes
+// under NoGradGuard and records one node. Nothing below the op layer sees this.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "ember/autograd.h"
+#include "ember/scalar.h"
+#include "ember/stream.h"
+#include "ember/tensor.h"
+
+namespace ember::autograd::detail {
+
+/// The derivative formulas (one per differentiable op signature; formulas.cpp).
+enum class Formula : uint8_t {
+  // element-wise
+  Add, Sub, Mul, Div, Pow, AddScalar, MulScalar, PowScalar, RSubScalar, RDivScalar,
+  Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
+  // reductions
+  Sum, SumDim, Mean, MeanDim, MaxAll, MaxDim, MinAll, MinDim,
+  // linear algebra and indexing
+  Matmul, IndexSelect,
+  // views
+  View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,
+  // copies
+  ToCopy, Clone, CopyInPlace, Fill,
+  kCount,
+};
+
+/// Non-tensor arguments a formula may use.
+struct Attrs {
+  Scalar scalar;
+  int64_t dim = 0;
+  int64_t dim2 = 0;
+  int64_t dim3 = 0;
+  bool flag = false;
+  IntList ints;
+  IntList ints2;
+  /// A stream the backward needs besides the node's own (e.g. a copy's source side).
+  std::optional<cuda::Stream> stream;
+  /// Overrides the formula's node name (one formula serving several PyTorch names).
+  const char* name = nullptr;
+};
+
+/// True when grad mode is on and any defined input requires grad.
+bool should_record(std::initializer_list<const Tensor*> inputs);
+inline bool should_record(const Tensor& a) { return should_record({&a}); }
+inline bool should_record(const Tensor& a, const Tensor& b) { return should_record({&a, &b}); }
+
+/// Records `outputs = op(inputs)` as one node of `formula`. An output that is the same
+/// tensor as an input is replaced by an alias first, so the input keeps its own history;
+/// with `inplace`, output 0 is the input that was modified and takes the new history.
+/// Outputs of integer dtypes are not differentiable and get no history.
+void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs = {},
+            bool inplace = false);
+inline void record(Formula formula, const std::vector<Tensor>& inputs, Tensor& out, Attrs attrs = {}) {
+  record(formula, inputs, std::vector<Tensor*>{&out}, std::move(attrs));
+}
+
+/// `compute()`, recorded as one node of `formula` over `inputs` when should_record(inputs);
+/// `compute` then runs without recording, so the ops it is made of leave no nodes.
+template <typename F>
+Tensor recorded(Formula formula, std::initializer_list<const Tensor*> inputs, F&& compute, Attrs attrs = {}) {
+  if (!should_record(inputs)) return compute();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = compute();
+  }
+  std::vector<Tensor> in;
+  in.reserve(inputs.size());
+  for (const Tensor* t : inputs) in.push_back(*t);
+  record(formula, in, out, std::move(attrs));
+  return out;
+}
+
+/// Before an in-place op on `self`: refuses a leaf that requires grad while grad mode is on.
+void check_inplace(const Tensor& self);
+/// After an in-place op on `self`: the data changed (saved copies of it are now stale).
+inline void bump_version(const Tensor& self) { self.impl()->storage()->bump_version(); }
+
+/// Whether `formula` keeps its inputs for the backward.
+bool saves_inputs(Formula formula);
+
+/// An in-place op `self = op(self, other)` (other may be undefined): runs `write()`
+/// without recording, bumps self's version and, when should_record(self, other), records
+/// `formula` with self as its output. A formula that saves its inputs sees a copy of self
+/// taken before the write.
+template <typename F>
+Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write, Attrs attrs = {}) {
+  check_inplace(self);
+  if (!should_record(self, other)) {
+    write();
+    bump_version(self);
+    return self;
+  }
+  Tensor before = saves_inputs(formula) ? self.clone() : self;
+  {
+    NoGradGuard no_grad;
+    write();
+  }
+  bump_version(self);
+  std::vector<Tensor> inputs{before};
+  if (other.defined()) inputs.push_back(other);
+  record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true);
+  return self;
+}
+
+}  // namespace ember::autograd::detail

@@ -1,0 +1,68 @@
+#include "autograd/saved_variable.h"
+
+#include "autograd/autograd_meta.h"
+#include "core/tensor_impl.h"
+#include "ember/errors.h"
+
+namespace ember::autograd {
+
+namespace {
+const char* type_name(DType d) {
+  switch (d) {
+    case kFloat32: return "FloatTensor";
+    case kFloat64: return "DoubleTensor";
+    case kFloat16: return "HalfTensor";
+    case kBFloat16: return "BFloat16Tensor";
+    case kComplex64: return "ComplexFloatTensor";
+    case kComplex128: return "ComplexDoubleTensor";
+    case kInt64: return "LongTensor";
+    case kInt32: return "IntTensor";
+    case kInt16: return "ShortTensor";
+    case kInt8: return "CharTensor";
+    case kUInt8: return "ByteTensor";
+    case kBool: return "BoolTensor";
+  }
+  return "Tensor";
+}
+}  // namespace
+
+std::string type_string(const Tensor& t) {
+  return std::string(t.is_cuda() ? "torch.cuda." : "torch.") + type_name(t.dtype());
+}
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output) : is_output_(is_output) {
+  if (!t.defined()) return;
+  saved_version_ = t._version();
+  if (is_output) {
+    if (AutogradMeta* meta = meta_of(t)) output_nr_ = meta->output_nr_;
+    data_ = alias_of(t);
+  } else {
+    data_ = t;
+  }
+}
+
+Tensor SavedVariable::unpack(const std::string& node_name) const {
+  EMBER_CHECK(!released_, Error,
+              "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+              "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+              "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+              "if you need to access saved tensors after calling backward.");
+  if (!data_.defined()) return data_;
+  uint32_t now = data_._version();
+  if (now != saved_version_) {
+    // As PyTorch, name the node that now produces the tensor (an in-place op replaced it).
+    std::string which;
+    if (is_output_) {
+      which = ember::detail::cat(", which is output ", output_nr_, " of ", node_name, ",");
+    } else if (AutogradMeta* meta = meta_of(data_); meta != nullptr && meta->grad_fn_) {
+      which = ember::detail::cat(", which is output ", meta->output_nr_, " of ", meta->grad_fn_->name(), ",");
+    }
+    ember::detail::fail<Error>("one of the variables needed for gradient computation has been modified by an inplace "
+                        "operation: [", type_string(data_), " ", ember::detail::IntListPrinter{data_.sizes()}, "]", which,
+                        " is at version ", now, "; expected version ", saved_version_,
+                        " instead.");
+  }
+  return data_;
+}
+
+}  // namespace ember::autograd

@@ -1,0 +1,34 @@
+// SavedVariable: a tensor a node keeps for its backward, checked against in-place changes.
+#pragma once
+
+#include <string>
+
+#include "ember/tensor.h"
+
+namespace ember::autograd {
+
+/// Saves an input (as it is, so double backward can differentiate through it) or an
+/// output (as an alias without metadata, so the node does not keep itself alive).
+/// unpack() throws PyTorch's errors when the data changed in place since it was saved
+/// or when the graph was freed by a backward pass without retain_graph.
+class SavedVariable {
+ public:
+  SavedVariable() = default;
+  SavedVariable(const Tensor& t, bool is_output);
+
+  Tensor unpack(const std::string& node_name) const;
+  void reset() { data_ = Tensor(); released_ = true; }
+  bool defined() const noexcept { return data_.defined() || released_; }
+
+ private:
+  Tensor data_;
+  uint32_t saved_version_ = 0;
+  uint32_t output_nr_ = 0;
+  bool is_output_ = false;
+  bool released_ = false;
+};
+
+/// PyTorch's name of a tensor type in messages: "torch.FloatTensor", "torch.cuda.DoubleTensor".
+std::string type_string(const Tensor& t);
+
+}  // namespace ember::autograd
