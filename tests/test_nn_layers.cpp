@@ -38,6 +38,7 @@ class NnLayers : public ::testing::TestWithParam<std::string> {
 
 TEST_P(NnLayers, LinearMatchesPyTorch) {
   nn::Linear linear(6, 3);
+  NoGradGuard no_grad;  // setting parameters, as under torch.no_grad()
   linear.weight.copy_(arange(18, kFloat32).view({3, 6}) / 10 - 0.8);
   linear.bias.copy_(tensor({0.5f, -0.25f, 1.0f}));
   linear.to(device_);
@@ -49,6 +50,7 @@ TEST_P(NnLayers, LinearMatchesPyTorch) {
 
 TEST_P(NnLayers, Conv2dMatchesPyTorch) {
   nn::Conv2d conv(2, 3, 3, /*stride=*/2, /*padding=*/1);
+  NoGradGuard no_grad;
   conv.weight.copy_(arange(54, kFloat32).view({3, 2, 3, 3}) / 50 - 0.5);
   conv.bias.copy_(tensor({0.1f, -0.2f, 0.3f}));
   conv.to(device_);
@@ -81,6 +83,7 @@ TEST_P(NnLayers, ActivationsAndFlattenMatchPyTorch) {
 TEST_P(NnLayers, SequentialChainsItsModules) {
   auto first = std::make_shared<nn::Linear>(6, 3);
   nn::Sequential seq{first, std::make_shared<nn::ReLU>()};
+  NoGradGuard no_grad;
   first->weight.copy_(arange(18, kFloat32).view({3, 6}) / 10 - 0.8);
   first->bias.copy_(tensor({0.5f, -0.25f, 1.0f}));
   seq.to(device_);
@@ -106,8 +109,11 @@ TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 2;
   Tensor x = tensor(values).view({2, 3, 4, 4}).to(device_);  // (i % 7 - 3) / 2
   nn::BatchNorm2d bn(3);
-  bn.weight.copy_(tensor({1.0f, 0.5f, 2.0f}));
-  bn.bias.copy_(tensor({0.0f, 0.1f, -0.2f}));
+  {
+    NoGradGuard no_grad;
+    bn.weight.copy_(tensor({1.0f, 0.5f, 2.0f}));
+    bn.bias.copy_(tensor({0.0f, 0.1f, -0.2f}));
+  }
   bn.to(device_);
   Tensor y = bn(x);
   expect_near(y.select(0, 1).select(1, 0).slice(1, 0, 2),

@@ -153,6 +153,7 @@ TEST(NnModule, LoadStateDictCopiesValuesAcrossDTypes) {
   auto a = std::make_shared<Net>();
   auto b = std::make_shared<Net>();
   b->to(kFloat64);
+  NoGradGuard no_grad;
   b->fc->weight.fill_(0.5);
   b->steps.fill_(7);
   nn::LoadStateDictResult result = a->load_state_dict(b->state_dict());
