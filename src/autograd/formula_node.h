@@ -30,7 +30,7 @@ using BackwardFormula = std::vector<Tensor> (*)(const FormulaNode& node, const s
 struct FormulaSpec {
   const char* name;       // PyTorch's node name
   bool saves_inputs;      // keeps every input for the backward
-  bool saves_output;      // keeps output 0 (as an alias; see SavedVariable)
+  bool saves_output;      // keeps the outputs (as aliases; see SavedVariable)
   BackwardFormula backward;
 };
 
@@ -47,8 +47,8 @@ class FormulaNode final : public Node {
 
   /// Saved input `i`, checked against in-place changes.
   Tensor input(size_t i) const { return saved_inputs_.at(i).unpack(name()); }
-  /// Saved output 0, checked against in-place changes.
-  Tensor output() const { return saved_output_.unpack(name()); }
+  /// Saved output `i`, checked against in-place changes.
+  Tensor output(size_t i = 0) const { return saved_outputs_.at(i).unpack(name()); }
   const Attrs& attrs() const noexcept { return attrs_; }
   const InputInfo& info(size_t i) const { return infos_.at(i); }
   bool needs_grad(size_t i) const { return next_edges()[i].is_valid(); }
@@ -61,7 +61,7 @@ class FormulaNode final : public Node {
   Attrs attrs_;
   std::vector<InputInfo> infos_;
   std::vector<SavedVariable> saved_inputs_;
-  SavedVariable saved_output_;
+  std::vector<SavedVariable> saved_outputs_;
 };
 
 // ---- helpers for formulas ------------------------------------------------------------

@@ -9,6 +9,7 @@
 
 #include "autograd/formula_node.h"
 #include "autograd/formulas_impl.h"
+#include "autograd/formulas_nn.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -229,6 +230,18 @@ const std::array<FormulaSpec, kFormulas> kTable = {{
     {"CloneBackward0", false, false, clone},
     {"CopyBackwards", false, false, copy_inplace},
     {"FillBackward0", false, false, fill},
+    {"CatBackward0", false, false, nn_formulas::cat},
+    {"WhereBackward0", true, false, nn_formulas::where},
+    {"ClampBackward1", true, false, nn_formulas::clamp_scalar},
+    {"ClampBackward0", true, false, nn_formulas::clamp},
+    {"SoftmaxBackward0", true, true, nn_formulas::softmax},
+    {"LogSoftmaxBackward0", true, true, nn_formulas::log_softmax},
+    {"NativeBatchNormBackward0", true, true, nn_formulas::var_mean},
+    {"NllLossBackward0", true, false, nn_formulas::nll_loss},
+    {"MaxPool2DWithIndicesBackward0", false, true, nn_formulas::max_pool2d},
+    {"AvgPool2DBackward0", false, false, nn_formulas::avg_pool2d},
+    {"ConvolutionBackward0", true, false, nn_formulas::conv2d},
+    {"FftC2CBackward0", false, false, nn_formulas::fft},
 }};
 
 }  // namespace

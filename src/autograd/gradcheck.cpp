@@ -76,6 +76,10 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double 
     }
   }
 
+  struct Mismatch {
+    double difference = 0;
+    std::string where;
+  } worst;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const Tensor& out = outputs[o];
     if (!out.requires_grad()) continue;
@@ -93,13 +97,13 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double 
               C n = numerical[d][q][j][o][static_cast<size_t>(k)];
               double num = p == 0 ? n.real() : n.imag();
               double ana = q == 0 ? analytical[j].real() : analytical[j].imag();
-              if (std::abs(num - ana) > atol + rtol * std::abs(num) || std::isnan(ana) != std::isnan(num)) {
-                std::ostringstream msg;
-                msg << "Jacobian mismatch for output " << o << " with respect to input " << diff[d] << ": d output["
-                    << k << "]" << (p ? ".imag" : "") << " / d input[" << j << "]" << (q ? ".imag" : "")
-                    << ": numerical " << num << ", analytical " << ana << " (difference " << std::abs(num - ana)
-                    << ")";
-                throw Error(msg.str());
+              double difference = std::isnan(ana) != std::isnan(num) ? INFINITY : std::abs(num - ana);
+              if (difference > atol + rtol * std::abs(num) && difference > worst.difference) {
+                std::ostringstream where;
+                where << "output " << o << " with respect to input " << diff[d] << " (largest difference at d output["
+                      << k << "]" << (p ? ".imag" : "") << " / d input[" << j << "]" << (q ? ".imag" : "")
+                      << ": numerical " << num << ", analytical " << ana << ", difference " << difference << ")";
+                worst = {difference, where.str()};
               }
             }
           }
@@ -107,6 +111,7 @@ bool gradcheck(const GradcheckFn& fn, const std::vector<Tensor>& inputs, double 
       }
     }
   }
+  EMBER_CHECK(worst.where.empty(), Error, "Jacobian mismatch for ", worst.where);
   return true;
 }
 

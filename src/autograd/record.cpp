@@ -23,6 +23,14 @@ bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(
 
 bool saves_inputs(Formula formula) { return formula_spec(formula).saves_inputs; }
 
+bool should_record(const std::vector<Tensor>& inputs) {
+  if (!is_grad_enabled()) return false;
+  for (const Tensor& t : inputs) {
+    if (t.defined() && t.impl()->requires_grad()) return true;
+  }
+  return false;
+}
+
 void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
             bool inplace) {
   if (std::none_of(outputs.begin(), outputs.end(), [](const Tensor* t) { return differentiable(*t); })) return;
@@ -73,7 +81,9 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
     saved_inputs_.reserve(inputs.size());
     for (const Tensor& t : inputs) saved_inputs_.emplace_back(t, false);
   }
-  if (spec_->saves_output) saved_output_ = SavedVariable(*outputs.at(0), true);
+  if (spec_->saves_output) {
+    for (const Tensor* out : outputs) saved_outputs_.emplace_back(*out, true);
+  }
 }
 
 std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
@@ -92,7 +102,7 @@ std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
 
 void FormulaNode::release_variables() {
   for (auto& s : saved_inputs_) s.reset();
-  if (spec_->saves_output) saved_output_.reset();
+  for (auto& s : saved_outputs_) s.reset();
 }
 
 // ---- helpers ---------------------------------------------------------------------------

@@ -38,12 +38,15 @@ enum class Formula : uint8_t {
   View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,
   // copies
   ToCopy, Clone, CopyInPlace, Fill,
+  // training ops (formulas_nn.cpp)
+  Cat, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d, FFT,
   kCount,
 };
 
 /// Non-tensor arguments a formula may use.
 struct Attrs {
   Scalar scalar;
+  Scalar scalar2;
   int64_t dim = 0;
   int64_t dim2 = 0;
   int64_t dim3 = 0;
@@ -60,6 +63,7 @@ struct Attrs {
 bool should_record(std::initializer_list<const Tensor*> inputs);
 inline bool should_record(const Tensor& a) { return should_record({&a}); }
 inline bool should_record(const Tensor& a, const Tensor& b) { return should_record({&a, &b}); }
+bool should_record(const std::vector<Tensor>& inputs);
 
 /// Records `outputs = op(inputs)` as one node of `formula`. An output that is the same
 /// tensor as an input is replaced by an alias first, so the input keeps its own history;
@@ -85,6 +89,19 @@ Tensor recorded(Formula formula, std::initializer_list<const Tensor*> inputs, F&
   in.reserve(inputs.size());
   for (const Tensor* t : inputs) in.push_back(*t);
   record(formula, in, out, std::move(attrs));
+  return out;
+}
+
+/// As `recorded`, over a list of inputs (cat).
+template <typename F>
+Tensor recorded_list(Formula formula, const std::vector<Tensor>& inputs, F&& compute, Attrs attrs = {}) {
+  if (!should_record(inputs)) return compute();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = compute();
+  }
+  record(formula, inputs, out, std::move(attrs));
   return out;
 }
 

@@ -14,9 +14,11 @@
 #include <cmath>
 #include <numeric>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "ember/ops.h"
 #include "fft/plan_cache.h"
 #include "kernels/kernel_call.h"
 #include "ops/launch.h"
@@ -78,10 +80,9 @@ Tensor resize_dim(const Tensor& x, int64_t dim, int64_t n) {
   if (current == n) return x;
   if (current > n) return x.narrow(dim, 0, n);
   IntList shape = x.sizes();
-  shape[static_cast<size_t>(dim)] = n;
-  Tensor padded = zeros(shape, TensorOptions(x.dtype()).device(x.device()));
-  padded.narrow(dim, 0, current).copy_(x);
-  return padded;
+  shape[static_cast<size_t>(dim)] = n - current;
+  // cat, not a copy into a slice, so that the padding is differentiable.
+  return cat({x, zeros(shape, TensorOptions(x.dtype()).device(x.device()))}, dim);
 }
 
 int64_t product(const IntList& values) {
@@ -144,6 +145,16 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   call.payload = device.is_cuda() ? detail::fft::device_plan_cache(device.index()).get(key)
                                   : detail::fft::host_plan_cache().get(key);
   detail::launch(device, call);
+  if (autograd::detail::should_record(in)) {
+    autograd::detail::Attrs attrs;
+    attrs.ints = signal_sizes;
+    attrs.dim = kind == TransformKind::C2C ? 0 : kind == TransformKind::R2C ? 1 : 2;
+    attrs.flag = forward;
+    attrs.scalar = scale;
+    attrs.name = kind == TransformKind::C2C ? "FftC2CBackward0" : kind == TransformKind::R2C ? "FftR2CBackward0"
+                                                                                            : "FftC2RBackward0";
+    autograd::detail::record(autograd::detail::Formula::FFT, {in}, out, std::move(attrs));
+  }
   return out.permute(inverse);
 }
 

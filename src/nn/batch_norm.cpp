@@ -1,7 +1,9 @@
 // batch_norm: statistics over every dim but 1 (one BatchNormStats KernelCall in training),
 // running-stat update with momentum (unbiased variance, as PyTorch), then the input
 // scaled and shifted per channel.
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
+#include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
@@ -48,6 +50,10 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                                    {ember::detail::make_arg(mean), ember::detail::make_arg(var)},
                                    {ember::detail::make_arg(x3)}};
     ember::detail::launch(input.device(), call);
+    if (autograd::detail::should_record(x3)) {
+      autograd::detail::record(autograd::detail::Formula::VarMean, {x3}, std::vector<Tensor*>{&mean, &var});
+    }
+    NoGradGuard no_grad;  // the running statistics stay outside the graph
     if (running_mean.defined()) {
       Tensor& rm = const_cast<Tensor&>(running_mean);  // updated in place, as PyTorch's
       rm *= (1.0 - momentum);

@@ -3,6 +3,7 @@
 // plus its reduction; cross_entropy is log_softmax followed by it.
 #include <cmath>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -20,6 +21,16 @@ using ember::detail::IntListPrinter;
 void check_long_target(const Tensor& target) {
   EMBER_CHECK(target.dtype() == kInt64, TypeError, "expected scalar type Long but found ",
               ember::detail::scalar_type_name(target.dtype()));
+}
+
+// Per-element losses reduced as nll_loss reduces them (the mean over counted elements).
+Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reduction reduction) {
+  switch (reduction) {
+    case detail::Reduction::None: return loss;
+    case detail::Reduction::Sum: return loss.sum();
+    case detail::Reduction::Mean: return loss.sum() / counted.sum();
+  }
+  return loss;
 }
 
 // The per-element losses {target shape} and whether each counts (reduction None), or the
@@ -46,7 +57,10 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     x3 = input.reshape({input.size(0), input.size(1), -1});
     t2 = target.reshape({input.size(0), -1});
   }
-  const bool reduced = reduction != detail::Reduction::None;
+  // The NllLoss formula differentiates per-element losses: when recording, the kernel does
+  // not reduce and the reduction below is made of differentiable ops.
+  const bool record = autograd::detail::should_record(x3);
+  const bool reduced = reduction != detail::Reduction::None && !record;
   const IntList shape = reduced ? IntList{} : t2.sizes();
   Tensor loss = ember::detail::empty_on(shape, input.dtype(), input.device());
   Tensor counted = ember::detail::empty_on(shape, input.dtype(), input.device());
@@ -60,21 +74,21 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
                                    {ember::detail::make_arg(loss), ember::detail::make_arg(counted)},
                                    {ember::detail::make_arg(x3), ember::detail::make_arg(t2)},
                                    ignore_index};
-    call.dim = reduction == detail::Reduction::None ? 0 : reduction == detail::Reduction::Sum ? 1 : 2;
+    call.dim = !reduced ? 0 : reduction == detail::Reduction::Sum ? 1 : 2;
     ember::detail::launch(input.device(), call);
   }
-  if (reduced) return {loss, counted};
-  return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
-}
-
-// Per-element losses reduced as nll_loss reduces them (the mean over counted elements).
-Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reduction reduction) {
-  switch (reduction) {
-    case detail::Reduction::None: return loss;
-    case detail::Reduction::Sum: return loss.sum();
-    case detail::Reduction::Mean: return loss.sum() / counted.sum();
+  if (record) {
+    autograd::detail::Attrs attrs;
+    attrs.dim = ignore_index;
+    autograd::detail::record(autograd::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
+                             std::move(attrs));
   }
-  return loss;
+  if (reduced) return {loss, counted};
+  if (record && reduction != detail::Reduction::None) {
+    // The graph holds per-element losses; reduce them with differentiable ops.
+    return {reduce_counted(loss, counted, reduction), counted.sum()};
+  }
+  return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
 }
 
 }  // namespace

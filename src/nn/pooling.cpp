@@ -2,6 +2,7 @@
 // (pooling_output_shape, pool2d_shape_check), then one MaxPool2d / AvgPool2d KernelCall.
 #include <memory>
 
+#include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -63,6 +64,11 @@ Prepared prepare(const char* op, const Tensor& input, const IntList& kernel_size
   return {x, g, input.dim() == 4};
 }
 
+// The window walk the backward formulas take (formulas_nn.cpp).
+IntList geometry_list(const PoolGeometry& g) {
+  return {g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dilation_h, g.dilation_w};
+}
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const IntList& kernel_size,
@@ -77,6 +83,12 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const In
                                  {ember::detail::make_arg(p.input)}};
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
+  if (autograd::detail::should_record(p.input)) {
+    autograd::detail::Attrs attrs;
+    attrs.ints = geometry_list(p.geometry);
+    autograd::detail::record(autograd::detail::Formula::MaxPool2d, {p.input}, std::vector<Tensor*>{&out, &indices},
+                             std::move(attrs));
+  }
   if (!p.batched) return {out.squeeze(0), indices.squeeze(0)};
   return {out, indices};
 }
@@ -98,6 +110,13 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
                                  {ember::detail::make_arg(p.input)}};
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
+  if (autograd::detail::should_record(p.input)) {
+    autograd::detail::Attrs attrs;
+    attrs.ints = geometry_list(p.geometry);
+    attrs.flag = count_include_pad;
+    attrs.dim2 = divisor_override.value_or(0);
+    autograd::detail::record(autograd::detail::Formula::AvgPool2d, {p.input}, out, std::move(attrs));
+  }
   return p.batched ? out : out.squeeze(0);
 }
 

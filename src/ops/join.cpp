@@ -3,6 +3,7 @@
 // cat allocates the result once and copies each input into its slice (one Copy
 // KernelCall per input, which also converts to the promoted dtype); chunk and split
 // return views, as PyTorch's do.
+#include "autograd/record.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -19,7 +20,25 @@ bool is_legacy_empty(const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; }
 
 }  // namespace
 
+namespace {
+Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim);
+}  // namespace
+
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (!autograd::detail::should_record(tensors)) return cat_impl(tensors, dim);
+  autograd::detail::Attrs attrs;  // each input's size along dim (-1: a skipped empty input)
+  const Tensor* reference = &tensors[0];
+  for (const Tensor& t : tensors) {
+    if (!is_legacy_empty(t)) reference = &t;
+  }
+  attrs.dim = detail::wrap_dim(dim, reference->dim());
+  for (const Tensor& t : tensors) attrs.ints.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
+  return autograd::detail::recorded_list(autograd::detail::Formula::Cat, tensors,
+                                         [&] { return cat_impl(tensors, dim); }, std::move(attrs));
+}
+
+namespace {
+Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), ValueError, "torch.cat(): expected a non-empty list of Tensors");
   detail::ResultTypeState promotion;
   const Tensor* reference = nullptr;
@@ -58,6 +77,7 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   return out;
 }
+}  // namespace
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");

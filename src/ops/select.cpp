@@ -1,4 +1,5 @@
 // where, clamp and masked_fill: element-wise selection with broadcasting and promotion.
+#include "autograd/record.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -58,18 +59,35 @@ void check_clamp_dtype(DType dtype) {
 
 }  // namespace
 
+namespace {
+// Where's node: inputs (condition, taken where true, taken where false); a scalar side
+// is an undefined input.
+template <typename F>
+Tensor recorded_where(const Tensor& cond, const Tensor& a, const Tensor& b, F&& compute, const char* name = nullptr) {
+  autograd::detail::Attrs attrs;
+  attrs.name = name;
+  return autograd::detail::recorded(autograd::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
+                                    std::move(attrs));
+}
+const Tensor kNone;
+}  // namespace
+
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  return select_where(cond, a, b, result_type(a, b));
+  return recorded_where(cond, a, b, [&] { return select_where(cond, a, b, result_type(a, b)); });
 }
 
 Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
-  DType dtype = result_type(b, a);
-  return select_where(cond, scalar_tensor(a, dtype, b.device()), b, dtype);
+  return recorded_where(cond, kNone, b, [&] {
+    DType dtype = result_type(b, a);
+    return select_where(cond, scalar_tensor(a, dtype, b.device()), b, dtype);
+  });
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
-  DType dtype = result_type(a, b);
-  return select_where(cond, a, scalar_tensor(b, dtype, a.device()), dtype);
+  return recorded_where(cond, a, kNone, [&] {
+    DType dtype = result_type(a, b);
+    return select_where(cond, a, scalar_tensor(b, dtype, a.device()), dtype);
+  });
 }
 
 Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optional<Scalar>& max) {
@@ -85,6 +103,13 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
   KernelCall call{OpKind::ClampScalar, {make_arg(out)}, {make_arg(x)}, min.value_or(0), max.value_or(0)};
   call.dim = (min ? 1 : 0) | (max ? 2 : 0);
   detail::launch(out.device(), call);
+  if (autograd::detail::should_record(a)) {
+    autograd::detail::Attrs attrs;
+    attrs.scalar = min.value_or(0);
+    attrs.scalar2 = max.value_or(0);
+    attrs.dim = call.dim;
+    autograd::detail::record(autograd::detail::Formula::ClampScalar, {a}, out, std::move(attrs));
+  }
   return out;
 }
 
@@ -112,6 +137,9 @@ Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max) {
   KernelCall call{OpKind::Clamp, {make_arg(out)}, {make_arg(x, shape), make_arg(lo, shape), make_arg(hi, shape)}};
   call.dim = (min.defined() ? 1 : 0) | (max.defined() ? 2 : 0);
   detail::launch(device, call);
+  if (autograd::detail::should_record({&a, &min, &max})) {
+    autograd::detail::record(autograd::detail::Formula::Clamp, {a, min, max}, out);
+  }
   return out;
 }
 
@@ -120,13 +148,16 @@ Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value) {
               detail::scalar_type_name(mask.dtype()));
   EMBER_CHECK(value.dim() == 0, ValueError, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
               "with ", value.dim(), " dimension(s).");
-  return select_where(mask, as_dtype(value, a.dtype()), a, a.dtype());
+  return recorded_where(mask, value, a, [&] { return select_where(mask, as_dtype(value, a.dtype()), a, a.dtype()); },
+                        "MaskedFillBackward0");
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {
   EMBER_CHECK(mask.dtype() == kBool, TypeError, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               detail::scalar_type_name(mask.dtype()));
-  return select_where(mask, scalar_tensor(value, a.dtype(), a.device()), a, a.dtype());
+  return recorded_where(mask, kNone, a,
+                        [&] { return select_where(mask, scalar_tensor(value, a.dtype(), a.device()), a, a.dtype()); },
+                        "MaskedFillBackward0");
 }
 
 Tensor Tensor::clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max) const {

@@ -1,0 +1,273 @@
+// Derivative formulas of the training ops: cat, where/masked_fill, clamp, softmax,
+// log_softmax, the batch statistics of batch_norm, nll_loss, pooling and conv2d. As in
+// formulas.cpp, each is written with public ops only.
+//
+// Pooling and convolution scatter gradients back to input positions without a scatter
+// kernel: for each kernel offset (i, j), the input positions it read form a strided view
+// of a zero-padded buffer (as_strided), distinct within the view, and the offset's share
+// of the gradient is added into that view. kernel_h * kernel_w small steps per backward.
+#include <algorithm>
+
+#include "autograd/formulas_nn.h"
+#include "ember/autograd.h"
+#include "ember/factories.h"
+#include "ember/fft.h"
+#include "ember/ops.h"
+
+namespace ember::autograd::detail::nn_formulas {
+
+namespace {
+
+Tensor float_mask(const Tensor& cond, DType dtype) { return cond.to(dtype); }
+
+Tensor on(const Tensor& t, const InputInfo& in) { return t.defined() && t.device() != in.device ? t.to(in.device) : t; }
+
+// Geometry of a pooling or convolution window walk (attrs.ints).
+struct Window {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw;
+  int64_t N, C, H, W, oh, ow;
+  // Padded extent covering every window.
+  int64_t Hp() const { return std::max(H + 2 * ph, (oh - 1) * sh + (kh - 1) * dh + 1); }
+  int64_t Wp() const { return std::max(W + 2 * pw, (ow - 1) * sw + (kw - 1) * dw + 1); }
+};
+
+Window window_of(const IntList& geometry, const IntList& input_sizes, const IntList& output_sizes) {
+  return {geometry[0], geometry[1], geometry[2], geometry[3], geometry[4], geometry[5], geometry[6], geometry[7],
+          input_sizes[0], input_sizes[1], input_sizes[2], input_sizes[3], output_sizes[2], output_sizes[3]};
+}
+
+// The (N, channels, oh, ow) view of padded buffer `padded` {N, C, Hp, Wp} that kernel
+// offset (i, j) reads, starting at channel `c0`.
+Tensor offset_view(const Tensor& padded, const Window& w, int64_t i, int64_t j, int64_t c0, int64_t channels) {
+  int64_t Hp = padded.size(2), Wp = padded.size(3), C = padded.size(1);
+  return padded.as_strided({w.N, channels, w.oh, w.ow}, {C * Hp * Wp, Hp * Wp, w.sh * Wp, w.sw},
+                           c0 * Hp * Wp + i * w.dh * Wp + j * w.dw);
+}
+
+Tensor unpad(const Tensor& padded, const Window& w) { return padded.narrow(2, w.ph, w.H).narrow(3, w.pw, w.W); }
+
+Tensor host_tensor_on(std::vector<int64_t> values, const IntList& shape, Device device) {
+  return tensor(TensorData(values)).reshape(shape).to(device);
+}
+Tensor host_tensor_on(std::vector<double> values, const IntList& shape, DType dtype, Device device) {
+  return tensor(TensorData(values), TensorOptions(dtype)).reshape(shape).to(device);
+}
+
+}  // namespace
+
+Grads cat(const FormulaNode& n, const Grads& g) {
+  const Attrs& a = n.attrs();
+  Grads out(a.ints.size());
+  int64_t offset = 0;
+  for (size_t i = 0; i < a.ints.size(); ++i) {
+    int64_t size = a.ints[i];
+    if (n.needs_grad(i) && size >= 0) out[i] = g[0].narrow(a.dim, offset, size);
+    offset += std::max<int64_t>(size, 0);
+  }
+  return out;
+}
+
+// Inputs: condition, a (taken where true), b (where false); also masked_fill (mask, value, self).
+Grads where(const FormulaNode& n, const Grads& g) {
+  Tensor cond = n.input(0);
+  Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  Tensor ga = n.needs_grad(1) ? on(ember::where(cond, g[0], zero), n.info(1)) : Tensor();
+  Tensor gb = n.needs_grad(2) ? on(ember::where(cond, zero, g[0]), n.info(2)) : Tensor();
+  return {Tensor(), ga, gb};
+}
+
+// attrs: scalar = min, scalar2 = max, dim bits: 1 min given, 2 max given.
+Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
+  Tensor x = n.input(0);
+  const Attrs& a = n.attrs();
+  Tensor keep = ones_like(x, TensorOptions(g[0].dtype()));
+  if (a.dim & 1) keep = keep * float_mask(x.ge(a.scalar), g[0].dtype());
+  if (a.dim & 2) keep = keep * float_mask(x.le(a.scalar2), g[0].dtype());
+  return {g[0] * keep};
+}
+
+// Inputs: x, min, max (either bound may be undefined).
+Grads clamp(const FormulaNode& n, const Grads& g) {
+  Tensor x = n.input(0), lo = n.input(1), hi = n.input(2);
+  DType dtype = g[0].dtype();
+  Tensor keep = ones_like(g[0]);
+  Grads out(3);
+  if (lo.defined()) {
+    keep = keep * float_mask(x.ge(lo), dtype);
+    if (n.needs_grad(1)) out[1] = g[0] * float_mask(x.lt(lo), dtype);
+  }
+  if (hi.defined()) {
+    keep = keep * float_mask(x.le(hi), dtype);
+    if (n.needs_grad(2)) out[2] = g[0] * float_mask(x.gt(hi), dtype);
+  }
+  if (n.needs_grad(0)) out[0] = g[0] * keep;
+  return out;
+}
+
+Grads softmax(const FormulaNode& n, const Grads& g) {
+  int64_t d = n.attrs().dim;
+  Tensor y = is_grad_enabled() ? ember::softmax(n.input(0), d) : n.output();
+  Tensor gy = g[0] * y;
+  return {gy - y * gy.sum(d, true)};
+}
+
+Grads log_softmax(const FormulaNode& n, const Grads& g) {
+  int64_t d = n.attrs().dim;
+  Tensor y = is_grad_enabled() ? ember::log_softmax(n.input(0), d) : n.output();
+  return {g[0] - y.exp() * g[0].sum(d, true)};
+}
+
+// Batch statistics of x {N, C, L} per channel: mean and biased variance (outputs 0, 1).
+Grads var_mean(const FormulaNode& n, const Grads& g) {
+  Tensor x = n.input(0);
+  Tensor mean = is_grad_enabled() ? x.mean(2, true).mean(0, true) : n.output(0).reshape({1, -1, 1});
+  double count = static_cast<double>(x.size(0) * x.size(2));
+  Tensor g_mean = g[0].reshape({1, -1, 1}), g_var = g[1].reshape({1, -1, 1});
+  return {(g_mean + g_var * (x - mean) * 2.0) / count};
+}
+
+// x {N, C, L} log-probabilities, t {N, L} class indices; output 0 is -x[n, t, l] where
+// t != ignore_index (attrs.dim), output 1 the count mask (not differentiated).
+Grads nll_loss(const FormulaNode& n, const Grads& g) {
+  Tensor t = n.input(1);
+  const InputInfo& x = n.info(0);
+  Tensor classes = arange(x.sizes[1], TensorOptions(kInt64).device(x.device)).reshape({1, -1, 1});
+  Tensor pick = float_mask(t.unsqueeze(1).eq(classes), g[0].dtype());
+  Tensor counted = float_mask(t.ne(n.attrs().dim), g[0].dtype());
+  return {-(pick * (g[0] * counted).unsqueeze(1)), Tensor()};
+}
+
+// attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.
+Grads max_pool2d(const FormulaNode& n, const Grads& g) {
+  Tensor indices = n.output(1);
+  Window w = window_of(n.attrs().ints, n.info(0).sizes, indices.sizes());
+  Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  for (int64_t i = 0; i < w.kh; ++i) {
+    for (int64_t j = 0; j < w.kw; ++j) {
+      // The flat index each window reads at offset (i, j); -1 in the padding.
+      std::vector<int64_t> position(static_cast<size_t>(w.oh * w.ow));
+      for (int64_t y = 0; y < w.oh; ++y) {
+        for (int64_t x = 0; x < w.ow; ++x) {
+          int64_t r = y * w.sh - w.ph + i * w.dh, c = x * w.sw - w.pw + j * w.dw;
+          position[y * w.ow + x] = r >= 0 && r < w.H && c >= 0 && c < w.W ? r * w.W + c : -1;
+        }
+      }
+      Tensor target = host_tensor_on(std::move(position), {w.oh, w.ow}, g[0].device());
+      offset_view(padded, w, i, j, 0, w.C).add_(g[0] * float_mask(indices.eq(target), g[0].dtype()));
+    }
+  }
+  return {unpad(padded, w)};
+}
+
+// attrs.ints: kh, kw, sh, sw, ph, pw, 1, 1; flag: count_include_pad; dim2: divisor_override.
+Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
+  const Attrs& a = n.attrs();
+  Window w = window_of(a.ints, n.info(0).sizes, g[0].sizes());
+  Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  for (int64_t i = 0; i < w.kh; ++i) {
+    for (int64_t j = 0; j < w.kw; ++j) {
+      // PyTorch's avg_pool2d: the weight of input element (window y, x; offset i, j).
+      std::vector<double> weight(static_cast<size_t>(w.oh * w.ow));
+      for (int64_t y = 0; y < w.oh; ++y) {
+        for (int64_t x = 0; x < w.ow; ++x) {
+          int64_t h0 = y * w.sh - w.ph, w0 = x * w.sw - w.pw;
+          int64_t h1 = std::min(h0 + w.kh, w.H + w.ph), w1 = std::min(w0 + w.kw, w.W + w.pw);
+          int64_t pool = (h1 - h0) * (w1 - w0);
+          int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
+          int64_t he = std::min(h1, w.H), we = std::min(w1, w.W);
+          int64_t divisor = a.dim2 != 0 ? a.dim2 : a.flag ? pool : (he - hs) * (we - ws);
+          int64_t r = h0 + i, c = w0 + j;
+          bool inside = r >= hs && r < he && c >= ws && c < we;
+          weight[y * w.ow + x] = inside && divisor != 0 ? 1.0 / static_cast<double>(divisor) : 0.0;
+        }
+      }
+      Tensor scale = host_tensor_on(std::move(weight), {w.oh, w.ow}, g[0].dtype(), g[0].device());
+      offset_view(padded, w, i, j, 0, w.C).add_(g[0] * scale);
+    }
+  }
+  return {unpad(padded, w)};
+}
+
+// Inputs: x {N, Cin, H, W}, weight {Cout, Cin/groups, kh, kw}, bias {Cout} or undefined;
+// attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw, groups.
+Grads conv2d(const FormulaNode& n, const Grads& g) {
+  const IntList& geometry = n.attrs().ints;
+  Tensor weight = n.input(1);
+  Window w = window_of(geometry, n.info(0).sizes, g[0].sizes());
+  int64_t groups = geometry[8];
+  int64_t cout = weight.size(0), cin_g = weight.size(1), cout_g = cout / groups;
+  TensorOptions options = TensorOptions(g[0].dtype()).device(g[0].device());
+  Grads out(3);
+  if (n.needs_grad(0)) {
+    Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
+    for (int64_t k = 0; k < groups; ++k) {
+      Tensor gk = g[0].narrow(1, k * cout_g, cout_g).permute({0, 2, 3, 1});  // {N, oh, ow, Cout_g}
+      for (int64_t i = 0; i < w.kh; ++i) {
+        for (int64_t j = 0; j < w.kw; ++j) {
+          Tensor wk = weight.narrow(0, k * cout_g, cout_g).select(3, j).select(2, i);  // {Cout_g, Cin_g}
+          offset_view(padded, w, i, j, k * cin_g, cin_g).add_(gk.matmul(wk).permute({0, 3, 1, 2}));
+        }
+      }
+    }
+    out[0] = unpad(padded, w);
+  }
+  if (n.needs_grad(1)) {
+    Tensor x = n.input(0);
+    Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
+    unpad(padded, w).copy_(x);
+    Tensor grad_weight = zeros(weight.sizes(), options);
+    int64_t rows = w.N * w.oh * w.ow;
+    for (int64_t k = 0; k < groups; ++k) {
+      Tensor gk = g[0].narrow(1, k * cout_g, cout_g).permute({1, 0, 2, 3}).reshape({cout_g, rows});
+      for (int64_t i = 0; i < w.kh; ++i) {
+        for (int64_t j = 0; j < w.kw; ++j) {
+          Tensor xk = offset_view(padded, w, i, j, k * cin_g, cin_g).permute({0, 2, 3, 1}).reshape({rows, cin_g});
+          grad_weight.narrow(0, k * cout_g, cout_g).select(3, j).select(2, i).copy_(gk.matmul(xk));
+        }
+      }
+    }
+    out[1] = grad_weight;
+  }
+  if (n.needs_grad(2)) out[2] = g[0].sum(3).sum(2).sum(0);
+  return out;
+}
+
+// One transform over the last k dims of its input (k = attrs.ints.size(), the signal
+// sizes): attrs.dim 0 C2C, 1 R2C (onesided), 2 C2R; flag: forward (sign -); scalar: the
+// norm's scale. The adjoint of an unnormalized DFT is the unnormalized DFT of opposite
+// sign; the onesided transforms follow PyTorch's fft_r2c_backward / fft_c2r_backward.
+Grads fft(const FormulaNode& n, const Grads& g) {
+  const Attrs& a = n.attrs();
+  const int64_t k = static_cast<int64_t>(a.ints.size());
+  Tensor grad = g[0];
+  auto transform = [&](Tensor t, bool forward) {
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t d = t.dim() - k + i;
+      t = forward ? ember::fft::fft(t, std::nullopt, d, "backward") : ember::fft::ifft(t, std::nullopt, d, "forward");
+    }
+    return t;
+  };
+  if (a.dim == 0) return {transform(grad, !a.flag) * a.scalar};
+  if (a.dim == 1) {  // rfft: zero-pad the onesided gradient to the full signal, real part of the adjoint
+    int64_t last = grad.dim() - 1, full = a.ints.back();
+    if (grad.size(last) < full) {
+      IntList pad = grad.sizes();
+      pad[last] = full - grad.size(last);
+      grad = ember::cat({grad, zeros(pad, TensorOptions(grad.dtype()).device(grad.device()))}, last);
+    }
+    return {real(transform(grad, false) * a.scalar)};
+  }
+  // irfft: the onesided forward transform of the gradient, inner frequencies counted twice.
+  int64_t last = grad.dim() - 1, full = a.ints.back();
+  Tensor gi = ember::fft::rfft(grad, std::nullopt, last, "backward") * a.scalar;
+  int64_t twice = full - gi.size(last);
+  if (twice > 0) {
+    IntList w(static_cast<size_t>(gi.size(last)), 1);
+    for (int64_t i = 1; i <= twice; ++i) w[static_cast<size_t>(i)] = 2;
+    std::vector<double> weights(w.begin(), w.end());
+    gi = gi * tensor(TensorData(weights), TensorOptions(to_real(gi.dtype())).device(gi.device()));
+  }
+  return {gi};
+}
+
+}  // namespace ember::autograd::detail::nn_formulas
