@@ -73,8 +73,10 @@ void ember_max_pool2d_64x8x26x26(benchmark::State& state) {
 }
 
 void ember_conv2d_relu_64x1x28x28(benchmark::State& state) {
+  ember::backends::cudnn.allow_tf32 = false;  // plain fp32, as LibTorch on the CPU
   auto x = ember::rand({64, 1, 28, 28}), w = ember::randn({8, 1, 3, 3}), b = ember::randn({8});
   for (auto _ : state) benchmark::DoNotOptimize(ember::relu(ember::conv2d(x, w, b)));
+  ember::backends::cudnn.allow_tf32 = true;
 }
 
 #if EMBER_BENCH_WITH_TORCH

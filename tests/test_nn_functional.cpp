@@ -105,6 +105,7 @@ TEST_P(NnFunctional, CrossEntropyWithClassIndices) {
   expect_near(F::cross_entropy(x, t), {0.52361852});
   expect_near(F::cross_entropy(x, t, "sum"), {1.57085562});
   expect_near(F::cross_entropy(x, t, "none"), {0.62186038, 0.1851825, 0.76381266});
+  expect_near(F::cross_entropy(x.t().contiguous().t(), t), {0.52361852});  // column-major logits
   expect_near(F::cross_entropy(x, T({2, -100, 0}, kInt64)), {0.69283652});
   expect_near(F::cross_entropy(x, T({2, 3, 0}, kInt64), "mean", /*ignore_index=*/3), {0.69283652});
   expect_near(F::cross_entropy(x, t, "mean", -100, 0.1), {0.69236851});
@@ -231,6 +232,37 @@ TEST_P(NnFunctional, DropoutIsAPhiloxMaskScaledByTheKeepProbability) {
   EXPECT_TRUE(F::dropout(x, 0.25, false).is_same(x));
   EXPECT_EQ(F::dropout(x, 1.0, true).sum().item<float>(), 0.f);
   EXPECT_THROW_MSG(F::dropout(x, 1.5), ValueError, "dropout probability has to be between 0 and 1, but got 1.5");
+}
+
+// The calls of api-training.md's "Operations added for training", as written there.
+TEST_P(NnFunctional, ContractSpellings) {
+  auto o = TensorOptions(kFloat32).device(dev_);
+  Tensor a = ones({2, 3}, o), b = ones({2, 3}, o), x = rand({4, 6}, o), mask = x.gt(0.5);
+  EXPECT_EQ(ember::cat({a, b}, /*dim=*/1).sizes(), (IntList{2, 6}));
+  EXPECT_EQ(ember::stack({a, b}, 0).sizes(), (IntList{2, 2, 3}));
+  EXPECT_EQ(x.chunk(3, 0).size(), 2u);
+  EXPECT_EQ(x.split(2, 0).size(), 2u);
+  EXPECT_EQ(ember::where(mask, x, x * 2).sizes(), x.sizes());
+  EXPECT_LE(x.clamp(-1, 1).max().item<float>(), 1.f);
+  EXPECT_EQ(x.softmax(1).sizes(), x.log_softmax(1).sizes());
+  EXPECT_EQ(x.argmax(1, false).sizes(), (IntList{4}));
+  EXPECT_EQ(x.reshape({2, 2, 6}).flatten(1, -1).sizes(), (IntList{2, 12}));
+  EXPECT_EQ(x.masked_fill(mask, 0.0).sizes(), x.sizes());
+  EXPECT_EQ(ember::addmm(ones({3}, o), a.t(), b).sizes(), (IntList{3, 3}));
+  EXPECT_EQ(ember::bmm(ones({2, 2, 3}, o), ones({2, 3, 4}, o)).sizes(), (IntList{2, 2, 4}));
+  Tensor img = rand({2, 3, 8, 8}, o), w = rand({5, 6}, o), bias = rand({5}, o);
+  EXPECT_EQ(F::linear(x, w, bias).sizes(), (IntList{4, 5}));
+  EXPECT_EQ(F::max_pool2d(img, {2, 2}, /*stride=*/{2, 2}, /*padding=*/{0, 0}).sizes(), (IntList{2, 3, 4, 4}));
+  EXPECT_EQ(F::avg_pool2d(img, {2, 2}, {2, 2}, {0, 0}).sizes(), (IntList{2, 3, 4, 4}));
+  EXPECT_EQ(F::dropout(img, 0.5, /*training=*/true).sizes(), img.sizes());
+  Tensor running_mean = zeros({3}, o), running_var = ones({3}, o);
+  EXPECT_EQ(F::batch_norm(img, running_mean, running_var, ones({3}, o), zeros({3}, o), /*training=*/true,
+                          /*momentum=*/0.1, /*eps=*/1e-5).sizes(), img.sizes());
+  Tensor logits = rand({4, 10}, o), target = zeros({4}, TensorOptions(kInt64).device(dev_));
+  EXPECT_EQ(F::cross_entropy(logits, target, "mean", -100, 0.0).dim(), 0);
+  EXPECT_EQ(F::nll_loss(logits.log_softmax(1), target, "mean", -100).dim(), 0);
+  EXPECT_EQ(F::mse_loss(a, b, "mean").item<float>(), 0.f);
+  EXPECT_EQ(F::one_hot(target, /*num_classes=*/10).sizes(), (IntList{4, 10}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, NnFunctional, ::testing::Values("cpu", "cuda:0"),

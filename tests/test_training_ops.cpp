@@ -219,6 +219,12 @@ TEST_P(TrainingOps, SoftmaxAndLogSoftmaxAlongEachDim) {
   Tensor wide = arange(3000, TensorOptions(kFloat64).device(dev_)).reshape({3, 1000}) * 0.01;
   EXPECT_TRUE(wide.softmax(1).sum(1).allclose(ones({3}, TensorOptions(kFloat64).device(dev_)), 1e-12, 1e-12));
   EXPECT_EQ(T(3.0).softmax(0).item<float>(), 1.f);
+  // Half precision computes in float and rounds once.
+  for (DType half : {kFloat16, kBFloat16}) {
+    Tensor h = x.to(half).log_softmax(1);
+    EXPECT_EQ(h.dtype(), half);
+    EXPECT_TRUE(h.to(kFloat32).allclose(x.log_softmax(1), 1e-2, 1e-2)) << half;
+  }
   EXPECT_THROW_MSG(T({1, 2}, kInt64).softmax(0), TypeError, "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
   EXPECT_THROW_MSG(x.softmax(3), IndexError, "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
 }
