@@ -4,6 +4,7 @@
 #include "ember/autograd.h"
 #include "ember/backends.h"
 #include "ember/cuda.h"
+#include "ember/data.h"
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
