@@ -252,6 +252,49 @@ void pinned_memory() {
             << " rows, every batch pinned: " << all_pinned << "\n";
 }
 
+void backward_streams() {
+  section("Stream semantics of backward passes");
+  // Each backward op runs on the stream its forward op ran on: the forward runs on strm.
+  cuda::Stream strm(0);
+  auto x = randn({1000}, TensorOptions().device("cuda:0").requires_grad(true));
+  auto forward = [&] {
+    strm.wait_stream(cuda::current_stream(0));
+    cuda::StreamGuard guard(strm);
+    return (x * x).sum();
+  };
+  auto check = [&](const char* label) {
+    // backward() made the calling stream wait for the gradient work: reading is safe here.
+    NoGradGuard no_grad;
+    std::cout << label << ": x.grad == 2 * x: " << std::boolalpha << x.grad().allclose(x * 2) << "\n";
+    x.mutable_grad() = {};
+  };
+
+  // Safe: populating initial_grad and invoking backward are in the same stream context.
+  auto loss = forward();
+  {
+    cuda::StreamGuard guard(strm);
+    loss.backward(ones_like(loss));
+    check("safe, same stream context");
+  }
+
+  // Unsafe (not run): initial_grad is populated on the default stream and consumed on
+  // strm without synchronization, exactly as in PyTorch:
+  //   auto initial_grad = ones_like(loss);
+  //   { cuda::StreamGuard guard(strm); loss.backward(initial_grad); }
+  std::cout << "unsafe: ones_like on the default stream, backward on strm without a wait (not run)\n";
+
+  // Safe, with synchronization.
+  loss = forward();
+  auto initial_grad = ones_like(loss);
+  strm.wait_stream(cuda::current_stream(0));
+  {
+    cuda::StreamGuard guard(strm);
+    initial_grad.record_stream(strm);
+    loss.backward(initial_grad);
+    check("safe, wait_stream + record_stream");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -278,6 +321,7 @@ int main(int argc, char** argv) {
   device_agnostic(false);
   device_agnostic_training(Device("cuda"));
   pinned_memory();
+  backward_streams();
   std::cout << "\nTour complete.\n";
   return 0;
 }

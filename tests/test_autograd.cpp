@@ -299,6 +299,31 @@ TEST_P(Autograd, ComplexGradientsFollowPyTorchsConvention) {
   EXPECT_NEAR(g[1].imag(), -0.4472, 1e-4);
 }
 
+TEST_P(Autograd, SeveralRootsAndChosenInputs) {
+  auto a = T({1, 2}, true), b = T({3, 4}, true);
+  auto ya = (a * b).sum(), yb = (b * 2).sum();
+  autograd::backward({ya, yb}, {}, std::nullopt, false, /*inputs=*/{b});
+  EXPECT_FALSE(a.grad().defined());  // only the chosen input accumulates
+  EXPECT_EQ(F(b.grad()), (std::vector<float>{3, 4}));  // a + 2
+}
+
+TEST_P(Autograd, AFailureInTheMiddleLeavesARetainedGraphUsable) {
+  auto x = T({1, 2}, true);
+  auto y = x * 3;
+  bool fail = true;
+  y.register_hook([&](const Tensor& g) {
+    if (fail) throw ValueError("hook failed");
+    return g;
+  });
+  auto loss = (y * y).sum();
+  EXPECT_THROW_MSG(loss.backward({}, /*retain_graph=*/true), ValueError, "hook failed");
+  EXPECT_TRUE(is_grad_enabled());
+  fail = false;
+  loss.backward();
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{18, 36}));
+  if (dev_.is_cuda()) cuda::synchronize();  // nothing was left waiting
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, Autograd, ::testing::Values("cpu", "cuda:0"),
                          [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda"); });
 

@@ -191,6 +191,10 @@ TEST_P(Gradcheck, Functional) {
         {R({4, 3, 2}), R({3}), R({3})});
   Tensor target = I({2, 0, 1});
   check("nll_loss", fn([target](const Ts& x) { return F::nll_loss(x[0], target, "mean", -100); }), {R({3, 4})});
+  check("nll_loss sum, ignored class", fn([target](const Ts& x) { return F::nll_loss(x[0], target, "sum", 0); }),
+        {R({3, 4})});
+  check("nll_loss none", fn([target](const Ts& x) { return F::nll_loss(x[0], target, "none", -100); }), {R({3, 4})});
+  check("cross_entropy mean", fn([target](const Ts& x) { return F::cross_entropy(x[0], target); }), {R({3, 4})});
   check("cross_entropy", fn([target](const Ts& x) { return F::cross_entropy(x[0], target, "sum", 0, 0.1); }),
         {R({3, 4})});
   check("cross_entropy probabilities", fn([](const Ts& x) { return F::cross_entropy(x[0], x[1].softmax(1)); }),

@@ -4,12 +4,15 @@
 // A public op entry point (src/ops, the views in src/core/tensor.cpp) computes its result
 // as always, then, only when `should_record(inputs...)` says so (grad mode on and an input
 // requires grad), calls `record(formula, inputs, outputs, attrs)`. That makes one node
-// of the formula's kind (formulas.h) whose next edges lead to the inputs' nodes, saves
-// what the formula names and points the outputs' grad_fn at it. In-place entry points
-// call `check_inplace(self)` before writing and `bump_version(self)` after; when they
-// must record, they compute the op out of place (recorded), write the values into self
-// and move the result's history onto self (`rebase_history`). A composite op computes
-// under NoGradGuard and records one node. Nothing below the op layer sees this.
+// of the formula's kind (formula_node.h, formulas.cpp) whose next edges lead to the
+// inputs' nodes, saves what the formula names and points the outputs' grad_fn at it.
+// In-place entry points go through `recorded_inplace`: it refuses a leaf that requires
+// grad, writes, bumps the version counter and, when recording, makes self the output of
+// a new node whose input is self's previous history. A composite op computes under
+// NoGradGuard and records one node (`recorded`). Nothing below the op layer sees this.
+//
+// Not handled: an in-place change of a view does not rewrite the history of its base
+// (PyTorch's CopySlices); the base's gradient then ignores the change.
 #pragma once
 
 #include <cstdint>

@@ -23,16 +23,6 @@ void check_long_target(const Tensor& target) {
               ember::detail::scalar_type_name(target.dtype()));
 }
 
-// Per-element losses reduced as nll_loss reduces them (the mean over counted elements).
-Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reduction reduction) {
-  switch (reduction) {
-    case detail::Reduction::None: return loss;
-    case detail::Reduction::Sum: return loss.sum();
-    case detail::Reduction::Mean: return loss.sum() / counted.sum();
-  }
-  return loss;
-}
-
 // The per-element losses {target shape} and whether each counts (reduction None), or the
 // reduced loss and the count (0-dim), from one kernel.
 std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target, int64_t ignore_index,
@@ -57,10 +47,7 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     x3 = input.reshape({input.size(0), input.size(1), -1});
     t2 = target.reshape({input.size(0), -1});
   }
-  // The NllLoss formula differentiates per-element losses: when recording, the kernel does
-  // not reduce and the reduction below is made of differentiable ops.
-  const bool record = autograd::detail::should_record(x3);
-  const bool reduced = reduction != detail::Reduction::None && !record;
+  const bool reduced = reduction != detail::Reduction::None;
   const IntList shape = reduced ? IntList{} : t2.sizes();
   Tensor loss = ember::detail::empty_on(shape, input.dtype(), input.device());
   Tensor counted = ember::detail::empty_on(shape, input.dtype(), input.device());
@@ -69,26 +56,34 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     counted.fill_(0);
     return {loss, counted};
   }
+  const int64_t call_reduction = reduction == detail::Reduction::None ? 0 : reduction == detail::Reduction::Sum ? 1 : 2;
   if (t2.numel() > 0) {
     ember::detail::KernelCall call{ember::detail::OpKind::NllLoss,
                                    {ember::detail::make_arg(loss), ember::detail::make_arg(counted)},
                                    {ember::detail::make_arg(x3), ember::detail::make_arg(t2)},
                                    ignore_index};
-    call.dim = !reduced ? 0 : reduction == detail::Reduction::Sum ? 1 : 2;
+    call.dim = call_reduction;
     ember::detail::launch(input.device(), call);
   }
-  if (record) {
+  if (autograd::detail::should_record(x3)) {
     autograd::detail::Attrs attrs;
     attrs.dim = ignore_index;
+    attrs.dim2 = call_reduction;
     autograd::detail::record(autograd::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
                              std::move(attrs));
   }
   if (reduced) return {loss, counted};
-  if (record && reduction != detail::Reduction::None) {
-    // The graph holds per-element losses; reduce them with differentiable ops.
-    return {reduce_counted(loss, counted, reduction), counted.sum()};
-  }
   return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
+}
+
+// Per-element losses reduced as nll_loss reduces them (the mean over counted elements).
+Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reduction reduction) {
+  switch (reduction) {
+    case detail::Reduction::None: return loss;
+    case detail::Reduction::Sum: return loss.sum();
+    case detail::Reduction::Mean: return loss.sum() / counted.sum();
+  }
+  return loss;
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+// Autograd on the cpu, with LibTorch timed side by side in the same run:
+//  chain: forward + backward through 100 small element-wise ops (host overhead of
+//         recording and of the engine);
+//  mlp:   forward + backward of a 784-512-512-10 MLP, batch 256, float32, cross entropy.
+// The summary at the end gives ember / torch (below 1: ember is faster).
+#include <benchmark/benchmark.h>
+
+#include <map>
+#include <string>
+
+#include "ember/ember.h"
+
+#if EMBER_BENCH_WITH_TORCH
+#include <torch/torch.h>
+#endif
+
+namespace {
+
+constexpr int kChain = 100;
+
+void ember_chain(benchmark::State& state) {
+  auto x = ember::rand({16}, ember::TensorOptions().requires_grad(true));
+  auto w = ember::rand({16});
+  for (auto _ : state) {
+    ember::Tensor y = x;
+    for (int i = 0; i < kChain / 2; ++i) y = (y * w) + 0.5;
+    y.sum().backward();
+    x.mutable_grad() = {};
+  }
+}
+
+struct EmberMlp {
+  ember::Tensor w1, b1, w2, b2, w3, b3;
+  EmberMlp() {
+    auto p = [](ember::IntList shape) { return (ember::randn(shape) * 0.05).requires_grad_(true); };
+    w1 = p({512, 784}), b1 = p({512}), w2 = p({512, 512}), b2 = p({512}), w3 = p({10, 512}), b3 = p({10});
+  }
+};
+
+void ember_mlp(benchmark::State& state) {
+  namespace F = ember::nn::functional;
+  ember::backends::cuda::matmul.allow_tf32 = false;
+  EmberMlp m;
+  auto x = ember::randn({256, 784});
+  std::vector<int64_t> labels(256);
+  for (int i = 0; i < 256; ++i) labels[static_cast<size_t>(i)] = i % 10;
+  auto target = ember::tensor(ember::TensorData(labels));
+  for (auto _ : state) {
+    auto h = F::linear(x, m.w1, m.b1).relu();
+    h = F::linear(h, m.w2, m.b2).relu();
+    auto loss = F::cross_entropy(F::linear(h, m.w3, m.b3), target);
+    loss.backward();
+    for (auto* p : {&m.w1, &m.b1, &m.w2, &m.b2, &m.w3, &m.b3}) p->mutable_grad() = {};
+  }
+  ember::backends::cuda::matmul.allow_tf32 = true;
+}
+
+#if EMBER_BENCH_WITH_TORCH
+void torch_chain(benchmark::State& state) {
+  auto x = torch::rand({16}, torch::requires_grad());
+  auto w = torch::rand({16});
+  for (auto _ : state) {
+    torch::Tensor y = x;
+    for (int i = 0; i < kChain / 2; ++i) y = (y * w) + 0.5;
+    y.sum().backward();
+    x.mutable_grad() = torch::Tensor();
+  }
+}
+
+void torch_mlp(benchmark::State& state) {
+  namespace F = torch::nn::functional;
+  auto p = [](at::IntArrayRef shape) { return (torch::randn(shape) * 0.05).requires_grad_(true); };
+  auto w1 = p({512, 784}), b1 = p({512}), w2 = p({512, 512}), b2 = p({512}), w3 = p({10, 512}), b3 = p({10});
+  auto x = torch::randn({256, 784});
+  auto target = torch::arange(256) % 10;
+  for (auto _ : state) {
+    auto h = F::linear(x, w1, b1).relu();
+    h = F::linear(h, w2, b2).relu();
+    auto loss = F::cross_entropy(F::linear(h, w3, b3), target);
+    loss.backward();
+    for (auto* t : {&w1, &b1, &w2, &b2, &w3, &b3}) t->mutable_grad() = torch::Tensor();
+  }
+}
+#endif
+
+// Collects real time per iteration by benchmark name to print ember/torch ratios.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.run_type == Run::RT_Iteration && run.iterations > 0) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    std::printf("\nember / torch (real time; < 1 means ember is faster)\n");
+    for (const auto& [name, t] : times_) {
+      if (name.rfind("ember_", 0) != 0) continue;
+      auto peer = times_.find("torch_" + name.substr(6));
+      if (peer != times_.end()) std::printf("  %-28s %6.2f\n", name.substr(6).c_str(), t / peer->second);
+    }
+  }
+
+ private:
+  std::map<std::string, double> times_;
+};
+
+}  // namespace
+
+BENCHMARK(ember_chain)->UseRealTime();
+BENCHMARK(ember_mlp)->UseRealTime()->Unit(benchmark::kMillisecond);
+#if EMBER_BENCH_WITH_TORCH
+BENCHMARK(torch_chain)->UseRealTime();
+BENCHMARK(torch_mlp)->UseRealTime()->Unit(benchmark::kMillisecond);
+#endif
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
