@@ -105,7 +105,8 @@ class Network : public nn::Module {
                           std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25),
                           std::make_shared<nn::Linear>(128, 10)}));
   }
-  Tensor forward(const Tensor& x) override { return classifier->forward(features->forward(x)); }
+  // Inputs are standardised with Fashion-MNIST's pixel mean and deviation (0.2860, 0.3530).
+  Tensor forward(const Tensor& x) override { return classifier->forward(features->forward((x - 0.2860) / 0.3530)); }
 
   std::shared_ptr<nn::Sequential> features, classifier;
 };
