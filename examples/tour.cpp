@@ -206,6 +206,37 @@ void device_agnostic(bool disable_cuda) {
   std::cout << "ones_like(x_cpu):\n" << ones_like(x2_cpu) << "\nzeros_like(x_gpu):\n" << zeros_like(x2_gpu) << "\n";
 }
 
+// The spec's `net = Network().to(device=args.device)` and its DataLoader loop, training a
+// small network for a few steps on whatever args.device is (examples/train is the full run).
+void device_agnostic_training(Device device) {
+  section("Best practices: device-agnostic training");
+  manual_seed(0);
+  auto net = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 4)});
+  optim::SGD optimizer(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  net->to(device);  // the optimizer, made before, still updates the moved parameters
+  std::cout << "net = Network().to(args.device):\n" << *net << "\nparameters on " << net->parameters()[0].device()
+            << "\n";
+  Tensor inputs = randn({256, 16});
+  Tensor labels = inputs.slice(1, 0, 4).argmax(1, false);  // a learnable rule
+  data::TensorDataset dataset(inputs, labels);
+  data::DataLoader train_loader(dataset, data::DataLoaderOptions().batch_size(32).shuffle(true).pin_memory(device.is_cuda()));
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    Tensor total = zeros({}, device);
+    for (const data::Example& batch : train_loader) {
+      Tensor x = batch.data.to(device, /*non_blocking=*/true);
+      Tensor y = batch.target.to(device, /*non_blocking=*/true);
+      optimizer.zero_grad();
+      Tensor loss = nn::functional::cross_entropy((*net)(x), y);
+      loss.backward();
+      optimizer.step();
+      total += loss.detach();
+    }
+    std::cout << "epoch " << epoch << ": mean loss " << total.item<float>() / static_cast<float>(train_loader.size())
+              << "\n";
+  }
+}
+
 void pinned_memory() {
   section("Best practices: pinned memory and non_blocking copies");
   auto batch = randn({1024, 256}).pin_memory();
@@ -282,6 +313,7 @@ int main(int argc, char** argv) {
   bool disable_cuda = argc > 1 && std::strcmp(argv[1], "--disable-cuda") == 0;
   if (disable_cuda) {
     device_agnostic(true);
+    device_agnostic_training(Device(kCPU));
     return 0;
   }
   if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) {
@@ -299,6 +331,7 @@ int main(int argc, char** argv) {
   tf32();
   fft_plan_cache();
   device_agnostic(false);
+  device_agnostic_training(Device("cuda"));
   pinned_memory();
   backward_streams();
   std::cout << "\nTour complete.\n";

@@ -1,10 +1,20 @@
-// Neural-network building blocks.
+// Neural-network building blocks: functional ops, modules, initialisation.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <tuple>
 
+#include "ember/nn/init.h"
+#include "ember/nn/module.h"
+#include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/batchnorm.h"
+#include "ember/nn/modules/container.h"
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/dropout.h"
+#include "ember/nn/modules/flatten.h"
+#include "ember/nn/modules/linear.h"
+#include "ember/nn/modules/pooling.h"
 #include "ember/tensor.h"
 
 namespace ember {

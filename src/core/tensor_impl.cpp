@@ -40,6 +40,17 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, IntLis
   contiguous_ = compute_contiguous(sizes_, strides_);
 }
 
+void TensorImpl::set_data(const TensorImpl& other) {
+  if (&other == this) return;
+  storage_ = other.storage_;
+  dtype_ = other.dtype_;
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  offset_ = other.offset_;
+  numel_ = other.numel_;
+  contiguous_ = other.contiguous_;
+}
+
 IntList contiguous_strides(const IntList& sizes) {
   IntList strides(sizes.size());
   int64_t stride = 1;

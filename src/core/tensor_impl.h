@@ -35,6 +35,10 @@ class TensorImpl {
   void* data() const noexcept {
     return static_cast<char*>(storage_->data()) + offset_ * static_cast<int64_t>(element_size(dtype_));
   }
+  /// Takes `other`'s storage, dtype, sizes, strides and offset, keeping this impl's identity
+  /// (and anything else it carries): how nn::Module::to() moves a parameter in place, so
+  /// that handles to it (an optimizer's) see the new data.
+  void set_data(const TensorImpl& other);
 
   AutogradMetaInterface* autograd_meta() const noexcept { return autograd_meta_.get(); }
   void set_autograd_meta(std::unique_ptr<AutogradMetaInterface> meta) noexcept { autograd_meta_ = std::move(meta); }

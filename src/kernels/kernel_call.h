@@ -82,6 +82,9 @@ enum class OpKind : uint8_t {
   // their backend-specific state (an FFT plan, convolution geometry).
   FFT,
   Im2Col,
+  // The fused update of a group of parameters (Note [Fused optimizer step] in
+  // kernels/optimizer_step.h); payload: a FusedStep.
+  OptimizerStep,
 };
 
 struct KernelCall {
@@ -95,7 +98,7 @@ struct KernelCall {
   bool flag = false;        // IsClose: equal_nan
   bool allow_tf32 = false;  // Matmul on float32
   int device = -1;          // the cuda device it runs on; -1 on cpu
-  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col)
+  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col, OptimizerStep)
 };
 
 }  // namespace ember::detail

@@ -49,6 +49,7 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::BatchNormStats: return "batch_norm";
     case OpKind::FFT: return "fft";
     case OpKind::Im2Col: return "im2col";
+    case OpKind::OptimizerStep: return "optimizer_step";
   }
   return "op";
 }

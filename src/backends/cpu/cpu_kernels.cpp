@@ -57,6 +57,7 @@ void run(const KernelCall& call) {
     case OpKind::BatchNormStats: return run_batch_norm_stats(call);
     case OpKind::FFT: return run_fft(call);
     case OpKind::Im2Col: return run_im2col(call);
+    case OpKind::OptimizerStep: return run_optimizer_step(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

@@ -60,6 +60,7 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
       run_im2col(call, handle);
       check_launch(handle);
       break;
+    case OpKind::OptimizerStep: launch_optimizer_step(call, handle); break;
   }
 }
 

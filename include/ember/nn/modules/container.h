@@ -1,0 +1,56 @@
+// Containers: nn::Sequential and nn::ModuleList.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <vector>
+
+#include "ember/nn/module.h"
+
+namespace ember::nn {
+
+/// Runs its modules in order, each on the previous one's output; children are named
+/// "0", "1", ... (or by the names given).
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  Sequential(std::initializer_list<std::shared_ptr<Module>> modules);
+  explicit Sequential(const std::vector<std::shared_ptr<Module>>& modules);
+  explicit Sequential(const OrderedDict<std::shared_ptr<Module>>& named_modules);
+
+  Tensor forward(const Tensor& input) override;
+  std::shared_ptr<Module> clone() const override;
+  /// Appends a module named by its position.
+  void push_back(std::shared_ptr<Module> module);
+  /// The module at `index` (negative counts from the end); IndexError out of range.
+  std::shared_ptr<Module> operator[](int64_t index) const;
+  size_t size() const noexcept { return modules_.size(); }
+  bool empty() const noexcept { return modules_.empty(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+/// Holds modules by position; it has no forward() of its own. Its repr folds runs of
+/// identical modules as PyTorch 2's does ("(0-2): 3 x Linear(...)").
+class ModuleList : public Module {
+ public:
+  ModuleList() = default;
+  ModuleList(std::initializer_list<std::shared_ptr<Module>> modules);
+  explicit ModuleList(const std::vector<std::shared_ptr<Module>>& modules);
+
+  std::shared_ptr<Module> clone() const override;
+  std::string repr() const override;
+  void push_back(std::shared_ptr<Module> module);
+  void extend(const std::vector<std::shared_ptr<Module>>& modules);
+  std::shared_ptr<Module> operator[](int64_t index) const;
+  size_t size() const noexcept { return modules_.size(); }
+  bool empty() const noexcept { return modules_.empty(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
+  std::vector<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<Module>> modules_;
+};
+
+}  // namespace ember::nn

@@ -1,0 +1,35 @@
+#include "ember/nn/modules/activation.h"
+
+#include "ember/ops.h"
+#include "nn/module_context.h"
+
+namespace ember::nn {
+
+Tensor ReLU::forward(const Tensor& input) {
+  return detail::nn::with_module_context(*this, [&] { return relu(input); });
+}
+std::shared_ptr<Module> ReLU::clone() const {
+  auto copy = std::make_shared<ReLU>();
+  copy_state_to(*copy);
+  return copy;
+}
+
+Tensor Sigmoid::forward(const Tensor& input) {
+  return detail::nn::with_module_context(*this, [&] { return sigmoid(input); });
+}
+std::shared_ptr<Module> Sigmoid::clone() const {
+  auto copy = std::make_shared<Sigmoid>();
+  copy_state_to(*copy);
+  return copy;
+}
+
+Tensor Tanh::forward(const Tensor& input) {
+  return detail::nn::with_module_context(*this, [&] { return tanh(input); });
+}
+std::shared_ptr<Module> Tanh::clone() const {
+  auto copy = std::make_shared<Tanh>();
+  copy_state_to(*copy);
+  return copy;
+}
+
+}  // namespace ember::nn

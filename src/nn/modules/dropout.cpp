@@ -1,0 +1,26 @@
+#include "ember/nn/modules/dropout.h"
+
+#include "ember/nn.h"
+#include "nn/module_context.h"
+#include "nn/python_repr.h"
+
+namespace ember::nn {
+
+Dropout::Dropout(double p) : p(p) {
+  EMBER_CHECK(p >= 0 && p <= 1, ValueError, "dropout probability has to be between 0 and 1, but got ",
+              detail::python_float(p));
+}
+
+Tensor Dropout::forward(const Tensor& input) {
+  return detail::nn::with_module_context(*this, [&] { return functional::dropout(input, p, is_training()); });
+}
+
+std::shared_ptr<Module> Dropout::clone() const {
+  auto copy = std::make_shared<Dropout>(p);
+  copy_state_to(*copy);
+  return copy;
+}
+
+std::string Dropout::extra_repr() const { return "p=" + detail::python_float(p) + ", inplace=False"; }
+
+}  // namespace ember::nn

@@ -1,0 +1,69 @@
+#include "ember/optim/adam.h"
+
+#include <cmath>
+
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "nn/python_repr.h"
+#include "optim/fused_step.h"
+
+namespace ember::optim {
+namespace {
+
+void check_options(const AdamOptions& o) {
+  using detail::python_float;
+  EMBER_CHECK(o.lr() >= 0.0, ValueError, "Invalid learning rate: ", python_float(o.lr()));
+  EMBER_CHECK(o.eps() >= 0.0, ValueError, "Invalid epsilon value: ", python_float(o.eps()));
+  EMBER_CHECK(o.betas().first >= 0.0 && o.betas().first < 1.0, ValueError, "Invalid beta parameter at index 0: ",
+              python_float(o.betas().first));
+  EMBER_CHECK(o.betas().second >= 0.0 && o.betas().second < 1.0, ValueError, "Invalid beta parameter at index 1: ",
+              python_float(o.betas().second));
+  EMBER_CHECK(o.weight_decay() >= 0.0, ValueError, "Invalid weight_decay value: ", python_float(o.weight_decay()));
+}
+
+}  // namespace
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions options) { add_param_group(std::move(params), options); }
+
+void Adam::add_param_group(std::vector<Tensor> params, AdamOptions options) {
+  check_options(options);
+  add_group(std::move(params));
+  options_.push_back(options);
+}
+
+void Adam::update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
+  const AdamOptions& o = options_[group];
+  check_options(o);
+  detail::StepHyper hyper;
+  hyper.rule = detail::UpdateRule::Adam;
+  hyper.lr = o.lr();
+  hyper.weight_decay = o.weight_decay();
+  hyper.beta1 = o.betas().first;
+  hyper.beta2 = o.betas().second;
+  hyper.eps = o.eps();
+  hyper.maximize = o.maximize();
+  hyper.decoupled_weight_decay = decoupled_;
+  std::vector<std::vector<Tensor>> states(params.size());
+  std::vector<detail::StepTensor> tensors(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamState& s = state(params[i]);
+    if (s.buffers.empty()) s.buffers = {zeros_like(params[i]), zeros_like(params[i])};  // exp_avg, exp_avg_sq
+    states[i] = s.buffers;
+    ++s.step;
+    // As torch.optim.Adam computes them on the host, in double.
+    const double step = static_cast<double>(s.step);
+    tensors[i].step_size = o.lr() / (1 - std::pow(hyper.beta1, step));
+    tensors[i].bias_correction2_sqrt = std::sqrt(1 - std::pow(hyper.beta2, step));
+  }
+  detail::optim::fused_step(hyper, params, grads, states, tensors);
+}
+
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Adam(/*decoupled_weight_decay=*/true) {
+  add_param_group(std::move(params), options);
+}
+
+void AdamW::add_param_group(std::vector<Tensor> params, AdamWOptions options) {
+  Adam::add_param_group(std::move(params), options);
+}
+
+}  // namespace ember::optim

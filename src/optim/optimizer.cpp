@@ -1,0 +1,65 @@
+#include "ember/optim/optimizer.h"
+
+#include <algorithm>
+
+#include "core/tensor_impl.h"
+#include "ember/errors.h"
+#include "nn/autograd_shim.h"
+
+namespace ember::optim {
+
+void Optimizer::add_group(std::vector<Tensor> params) {
+  EMBER_CHECK(!params.empty(), ValueError, "optimizer got an empty parameter list");
+  std::vector<Tensor> unique;
+  for (const Tensor& p : params) {
+    EMBER_CHECK(p.defined(), ValueError, "optimizer got an undefined tensor as a parameter");
+    EMBER_CHECK(is_floating_point(p.dtype()) || is_complex(p.dtype()), TypeError,
+                "optimizer can only optimize Tensors of floating point or complex dtype, but got ",
+                dtype_name(p.dtype()));
+    for (const auto& group : groups_) {
+      EMBER_CHECK(std::none_of(group.begin(), group.end(), [&](const Tensor& q) { return q.is_same(p); }), ValueError,
+                  "some parameters appear in more than one parameter group");
+    }
+    // A parameter listed twice in a group is updated once.
+    if (std::none_of(unique.begin(), unique.end(), [&](const Tensor& q) { return q.is_same(p); })) unique.push_back(p);
+  }
+  groups_.push_back(std::move(unique));
+}
+
+const std::vector<Tensor>& Optimizer::params(size_t group) const {
+  EMBER_CHECK(group < groups_.size(), IndexError, "parameter group ", group, " out of range (the optimizer has ",
+              groups_.size(), ")");
+  return groups_[group];
+}
+
+void Optimizer::step() {
+  detail::nn::NoGrad no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    std::vector<Tensor> params, grads;
+    for (const Tensor& p : groups_[g]) {
+      Tensor grad = detail::nn::grad_of(p);
+      if (!grad.defined()) continue;
+      params.push_back(p);
+      grads.push_back(std::move(grad));
+    }
+    if (!params.empty()) update(g, params, grads);
+  }
+}
+
+void Optimizer::zero_grad(bool set_to_none) {
+  for (auto& group : groups_) {
+    for (Tensor& p : group) detail::nn::clear_grad(p, set_to_none);
+  }
+}
+
+Optimizer::ParamState& Optimizer::state(const Tensor& param) {
+  ParamState& s = state_[param.impl()];
+  for (Tensor& buffer : s.buffers) {
+    // The parameter moved (Module::to) after its state was made: follow it.
+    if (buffer.defined() && (buffer.device() != param.device() || buffer.dtype() != param.dtype()))
+      buffer = buffer.to(param.options()).contiguous();
+  }
+  return s;
+}
+
+}  // namespace ember::optim

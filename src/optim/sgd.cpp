@@ -1,0 +1,57 @@
+#include "ember/optim/sgd.h"
+
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "nn/python_repr.h"
+#include "optim/fused_step.h"
+
+namespace ember::optim {
+namespace {
+
+void check_options(const SGDOptions& o) {
+  using detail::python_float;
+  EMBER_CHECK(o.lr() >= 0.0, ValueError, "Invalid learning rate: ", python_float(o.lr()));
+  EMBER_CHECK(o.momentum() >= 0.0, ValueError, "Invalid momentum value: ", python_float(o.momentum()));
+  EMBER_CHECK(o.weight_decay() >= 0.0, ValueError, "Invalid weight_decay value: ", python_float(o.weight_decay()));
+  EMBER_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0), ValueError,
+              "Nesterov momentum requires a momentum and zero dampening");
+}
+
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) { add_param_group(std::move(params), options); }
+
+void SGD::add_param_group(std::vector<Tensor> params, SGDOptions options) {
+  check_options(options);
+  add_group(std::move(params));
+  options_.push_back(options);
+}
+
+void SGD::update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
+  const SGDOptions& o = options_[group];
+  check_options(o);  // options may have been changed through options()
+  detail::StepHyper hyper;
+  hyper.rule = detail::UpdateRule::SGD;
+  hyper.lr = o.lr();
+  hyper.weight_decay = o.weight_decay();
+  hyper.momentum = o.momentum();
+  hyper.dampening = o.dampening();
+  hyper.nesterov = o.nesterov();
+  hyper.maximize = o.maximize();
+  std::vector<std::vector<Tensor>> states(params.size());
+  std::vector<detail::StepTensor> tensors(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    ParamState& s = state(params[i]);
+    if (o.momentum() != 0) {
+      if (s.buffers.empty()) {
+        s.buffers.push_back(empty_like(params[i]));  // set to the gradient by the first step
+        tensors[i].first_step = true;
+      }
+      states[i] = s.buffers;
+    }
+    ++s.step;
+  }
+  detail::optim::fused_step(hyper, params, grads, states, tensors);
+}
+
+}  // namespace ember::optim
