@@ -68,8 +68,8 @@ constexpr size_t kStackBytes = EMBER_HOST_ASAN ? 512 * 1024 : 128 * 1024;
 thread_local ThreadContext plain_context;
 thread_local ThreadContext* current_context = &plain_context;
 thread_local Block* current_block = nullptr;
-cudaError_t sticky_error = cudaSuccess;   // a kernel error: stays until the process ends
-cudaError_t pending_error = cudaSuccess;  // reported by the next synchronisation
+cudaError_t pending_error = cudaSuccess;  // a kernel error not yet observed by a synchronisation
+cudaError_t sticky_error = cudaSuccess;   // a kernel error once observed: stays until reset_device
 cudaError_t last_error = cudaSuccess;     // what cudaGetLastError returns
 
 std::string where(const LaunchConfig& c) { return std::string("kernel ") + c.kernel + ": "; }
@@ -201,25 +201,27 @@ void run_grid(const LaunchConfig& c, void (*body)(void*), void* state) {
     last_error = cudaErrorInvalidConfiguration;
     return;
   }
-  if (sticky_error != cudaSuccess) return;  // a context with a kernel error runs nothing
+  if (sticky_error != cudaSuccess || pending_error != cudaSuccess) return;  // a failed context runs nothing
   Block b;
   b.config = &c;
   b.body = body;
   b.state = state;
-  std::vector<char*> stacks;
   if (c.fibers) {
     b.fibers.resize(threads);
     b.warps.resize((threads + 31) / 32);
-    for (Fiber& f : b.fibers) {
+    // Stacks are kept per OS thread and reused by later launches (mapping and first-touching
+    // them per launch dominated the run time).
+    static thread_local std::vector<char*> stack_pool;
+    while (stack_pool.size() < threads) {
       void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
       if (p == MAP_FAILED) throw std::bad_alloc();
-      f.stack = static_cast<char*>(p);
+      stack_pool.push_back(static_cast<char*>(p));
     }
+    for (size_t t = 0; t < threads; ++t) b.fibers[t].stack = stack_pool[t];
   }
   struct Cleanup {
     Block& b;
     ~Cleanup() {
-      for (Fiber& f : b.fibers) munmap(f.stack, kStackBytes);
       current_block = nullptr;
       current_context = &plain_context;
     }
@@ -321,7 +323,6 @@ void device_assert_fail(const char* expr, const char* file, int line, const char
   std::fprintf(stderr, "%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line,
                function, t.block_idx.x, t.block_idx.y, t.block_idx.z, t.thread_idx.x, t.thread_idx.y,
                t.thread_idx.z, expr);
-  sticky_error = cudaErrorAssert;
   pending_error = cudaErrorAssert;
   throw KernelAbort{};
 }
@@ -354,7 +355,7 @@ const char* cudaGetErrorString(cudaError_t err) {
   }
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
-  if (pending_error != cudaSuccess) last_error = pending_error;
+  if (pending_error != cudaSuccess) sticky_error = pending_error;
   return sticky_error;
 }
 cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }

@@ -2,7 +2,7 @@
 """Rewrites a CUDA source for the host execution layer (cuda_host.h): every
 `kernel<<<grid, block[, shared[, stream]]>>>(args)` becomes
 `::ember_cuda_host::launch("kernel", fibers, grid, block, ...)([&](auto&... a) { kernel(a...); }, args)`,
-and `#include <cassert>` is followed by the device assert. `fibers` is true when the
+and a file that includes <cassert> gets the device assert after its last include. `fibers` is true when the
 file (or a header of src/backends/cuda it includes) uses block or warp synchronisation.
 Usage: rewrite_launches.py SOURCE OUTPUT"""
 import os
@@ -107,7 +107,9 @@ def main():
     # `__shared__ alignas(N) T x` -> `alignas(N) __shared__ T x`: __shared__ expands to
     # `static`, after which g++ rejects a standard attribute.
     text = re.sub(r"__shared__\s+(alignas\([^)]*\))", r"\1 __shared__", text)
-    text = text.replace("#include <cassert>", '#include <cassert>\n#include "cuda_host_assert.h"')
+    if "#include <cassert>" in text:  # after the last include: a later <cassert> would redefine assert
+        last = [m.end() for m in re.finditer(r"^#include .*$", text, re.M)][-1]
+        text = text[:last] + ' // then the device assert:\n#include "cuda_host_assert.h"' + text[last:]
     result = f'#line 1 "{source}"\n' + rewrite(text, uses_sync(os.path.abspath(source), set()))
     os.makedirs(os.path.dirname(output), exist_ok=True)
     if not os.path.exists(output) or open(output).read() != result:
