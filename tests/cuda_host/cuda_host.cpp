@@ -2,6 +2,7 @@
 #include "cuda_host.h"
 
 #include <sys/mman.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 #include <cstdio>
@@ -18,6 +19,10 @@
 #else
 #define EMBER_HOST_ASAN 0
 #endif
+// Without ASan, a fiber starts with setcontext and later switches are _setjmp/_longjmp,
+// which (unlike swapcontext) make no sigprocmask system call. Under ASan every switch is a
+// swapcontext, annotated.
+#define EMBER_HOST_JMP (!EMBER_HOST_ASAN)
 
 extern "C" unsigned char __start_ember_cuda_shared[];  // NOLINT: linker-provided section bounds
 extern "C" unsigned char __stop_ember_cuda_shared[];
@@ -40,6 +45,8 @@ struct Fiber {
   int barrier_line = 0;
   unsigned warp_generation = 0;
   void* fake_stack = nullptr;
+  bool started = false;
+  jmp_buf jump;
 };
 
 struct Warp {
@@ -56,6 +63,7 @@ struct Block {
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
   ucontext_t scheduler;
+  jmp_buf scheduler_jump;
   Fiber* current = nullptr;
   bool aborted = false;  // a device assert fired
   std::string error;     // a KernelError raised by a fiber
@@ -82,10 +90,14 @@ void poison_shared() {
 void yield() {
   Block& b = *current_block;
   Fiber& f = *b.current;
+#if EMBER_HOST_JMP
+  if (_setjmp(f.jump) == 0) _longjmp(b.scheduler_jump, 1);
+#else
 #if EMBER_HOST_ASAN
   __sanitizer_start_switch_fiber(&f.fake_stack, b.main_stack_bottom, b.main_stack_size);
 #endif
   swapcontext(&f.context, &b.scheduler);
+#endif
 #if EMBER_HOST_ASAN
   __sanitizer_finish_switch_fiber(f.fake_stack, &b.main_stack_bottom, &b.main_stack_size);
 #endif
@@ -107,7 +119,11 @@ void fiber_main() {
 #if EMBER_HOST_ASAN
   __sanitizer_start_switch_fiber(nullptr, b.main_stack_bottom, b.main_stack_size);
 #endif
+#if EMBER_HOST_JMP
+  _longjmp(b.scheduler_jump, 1);
+#else
   setcontext(&b.scheduler);
+#endif
 }
 
 void resume(Block& b, Fiber& f) {
@@ -118,7 +134,17 @@ void resume(Block& b, Fiber& f) {
 #if EMBER_HOST_ASAN
   __sanitizer_start_switch_fiber(&fake, f.stack, kStackBytes);
 #endif
+#if EMBER_HOST_JMP
+  if (_setjmp(b.scheduler_jump) == 0) {
+    if (!f.started) {
+      f.started = true;
+      setcontext(&f.context);
+    }
+    _longjmp(f.jump, 1);
+  }
+#else
   swapcontext(&b.scheduler, &f.context);
+#endif
 #if EMBER_HOST_ASAN
   __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
 #endif
@@ -134,6 +160,7 @@ void run_block_fibers(Block& b) {
     f.context.uc_link = nullptr;
     makecontext(&f.context, fiber_main, 0);
     f.state = State::Ready;
+    f.started = false;
   }
   for (Warp& w : b.warps) w = Warp{};
   const LaunchConfig& c = *b.config;
