@@ -48,7 +48,64 @@ void ember_emulated_small_add(benchmark::State& state) {
   ember::cuda::synchronize();
 }
 
+// Training ops on batch-64 Fashion-MNIST-sized tensors: classifier logits [64, 10],
+// images [64, 1, 28, 28], a conv layer's output [64, 8, 26, 26].
+void ember_softmax_64x10(benchmark::State& state) {
+  auto x = ember::randn({64, 10});
+  for (auto _ : state) benchmark::DoNotOptimize(x.softmax(1));
+}
+
+void ember_softmax_64x784(benchmark::State& state) {
+  auto x = ember::randn({64, 784});
+  for (auto _ : state) benchmark::DoNotOptimize(x.softmax(1));
+}
+
+void ember_cross_entropy_64x10(benchmark::State& state) {
+  auto x = ember::randn({64, 10});
+  auto t = ember::empty({64}, ember::kInt64);
+  for (int64_t i = 0; i < 64; ++i) t.data_ptr<int64_t>()[i] = i * 7 % 10;  // as the torch twin's labels
+  for (auto _ : state) benchmark::DoNotOptimize(ember::nn::functional::cross_entropy(x, t));
+}
+
+void ember_max_pool2d_64x8x26x26(benchmark::State& state) {
+  auto x = ember::randn({64, 8, 26, 26});
+  for (auto _ : state) benchmark::DoNotOptimize(ember::nn::functional::max_pool2d(x, {2}));
+}
+
+void ember_conv2d_relu_64x1x28x28(benchmark::State& state) {
+  ember::backends::cudnn.allow_tf32 = false;  // plain fp32, as LibTorch on the CPU
+  auto x = ember::rand({64, 1, 28, 28}), w = ember::randn({8, 1, 3, 3}), b = ember::randn({8});
+  for (auto _ : state) benchmark::DoNotOptimize(ember::relu(ember::conv2d(x, w, b)));
+  ember::backends::cudnn.allow_tf32 = true;
+}
+
 #if EMBER_BENCH_WITH_TORCH
+void torch_softmax_64x10(benchmark::State& state) {
+  auto x = torch::randn({64, 10});
+  for (auto _ : state) benchmark::DoNotOptimize(x.softmax(1));
+}
+
+void torch_softmax_64x784(benchmark::State& state) {
+  auto x = torch::randn({64, 784});
+  for (auto _ : state) benchmark::DoNotOptimize(x.softmax(1));
+}
+
+void torch_cross_entropy_64x10(benchmark::State& state) {
+  auto x = torch::randn({64, 10});
+  auto t = torch::arange(64, torch::kLong) * 7 % 10;
+  for (auto _ : state) benchmark::DoNotOptimize(torch::nn::functional::cross_entropy(x, t));
+}
+
+void torch_max_pool2d_64x8x26x26(benchmark::State& state) {
+  auto x = torch::randn({64, 8, 26, 26});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::max_pool2d(x, {2, 2}));
+}
+
+void torch_conv2d_relu_64x1x28x28(benchmark::State& state) {
+  auto x = torch::rand({64, 1, 28, 28}), w = torch::randn({8, 1, 3, 3}), b = torch::randn({8});
+  for (auto _ : state) benchmark::DoNotOptimize(torch::relu(torch::conv2d(x, w, b)));
+}
+
 void torch_small_add(benchmark::State& state) {
   auto a = torch::ones({16}), b = torch::ones({16});
   for (auto _ : state) benchmark::DoNotOptimize(a + b);
@@ -106,7 +163,17 @@ BENCHMARK(ember_large_add)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(ember_large_sum)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(ember_matmul)->Arg(1024)->UseRealTime();
 BENCHMARK(ember_emulated_small_add);
+BENCHMARK(ember_softmax_64x10);
+BENCHMARK(ember_softmax_64x784)->UseRealTime();
+BENCHMARK(ember_cross_entropy_64x10);
+BENCHMARK(ember_max_pool2d_64x8x26x26)->UseRealTime();
+BENCHMARK(ember_conv2d_relu_64x1x28x28)->UseRealTime();
 #if EMBER_BENCH_WITH_TORCH
+BENCHMARK(torch_softmax_64x10);
+BENCHMARK(torch_softmax_64x784)->UseRealTime();
+BENCHMARK(torch_cross_entropy_64x10);
+BENCHMARK(torch_max_pool2d_64x8x26x26)->UseRealTime();
+BENCHMARK(torch_conv2d_relu_64x1x28x28)->UseRealTime();
 BENCHMARK(torch_small_add);
 BENCHMARK(torch_large_add)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(torch_large_sum)->Arg(1 << 24)->UseRealTime();

@@ -1,5 +1,6 @@
 // Host cost of the runtime's hot paths on emulated devices: enqueueing a small op, an
-// event round trip, and the current-stream lookup every op does.
+// event round trip, creating and dropping a stream, and the current-stream lookup every
+// op does.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
@@ -74,6 +75,15 @@ void BM_StreamQueryIdle(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(s.query());
 }
 BENCHMARK(BM_StreamQueryIdle);
+
+// Creating a stream and dropping its only handle (torch.cuda.Stream() in a loop).
+void BM_StreamCreateDestroy(benchmark::State& state) {
+  for (auto _ : state) {
+    cuda::Stream s(0);
+    benchmark::DoNotOptimize(s.id());
+  }
+}
+BENCHMARK(BM_StreamCreateDestroy);
 
 void BM_CurrentStreamState(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(ember::detail::current_stream_state(0));

@@ -205,6 +205,20 @@ void pinned_memory() {
   std::cout << "non_blocking copy from pinned memory arrived intact: " << equal(on_gpu.cpu(), batch) << "\n";
   auto stats = cuda::host_memory_stats();
   std::cout << "host_memory_stats: " << stats.size() << " keys\n";
+
+  // A DataLoader with pin_memory returns batches in pinned memory, ready for non_blocking copies.
+  data::TensorDataset dataset(randn({256, 16}), arange(256));
+  data::DataLoader train_loader(dataset, data::DataLoaderOptions().batch_size(64).num_workers(2).pin_memory(true));
+  int64_t rows = 0;
+  bool all_pinned = true;
+  for (const data::Example& batch : train_loader) {
+    all_pinned = all_pinned && batch.data.is_pinned();
+    auto x = batch.data.to(Device("cuda:0"), /*non_blocking=*/true);
+    rows += x.size(0);
+  }
+  cuda::synchronize();
+  std::cout << "DataLoader(pin_memory=true): " << train_loader.size() << " batches, " << rows
+            << " rows, every batch pinned: " << all_pinned << "\n";
 }
 
 }  // namespace

@@ -67,6 +67,11 @@ TEST(AllocConf, BadValuesAreValueErrors) {
   EXPECT_EQ(error_of("max_split_size_mb:-5"),
             "Expected a non-negative integer for max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF, but got '-5'");
   EXPECT_THAT(error_of("max_split_size_mb:99999999999999999999999"), ::testing::HasSubstr("out of range"));
+  // 2^43 MiB is 2^63 bytes: past the int64 that memory_stats() reports max_split_size in.
+  EXPECT_EQ(error_of("max_split_size_mb:8796093022208"),
+            "Value '8796093022208' of max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF is out of range");
+  EXPECT_EQ(ember::detail::parse_alloc_conf("max_split_size_mb:8796093022207").max_split_size,
+            size_t{8796093022207} << 20);
   EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
             "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 1.0");
   EXPECT_EQ(error_of("garbage_collection_threshold:0"), "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 0");

@@ -95,6 +95,18 @@ TEST_F(PinnedAllocatorTest, OutOfPinnedMemoryReleasesTheCacheAndRetries) {
   pinned_.free(c);
 }
 
+TEST_F(PinnedAllocatorTest, OutOfMemoryReportsTheRequestedSize) {
+  void* a = pinned_.malloc(512 * 1024);
+  // 600 KiB rounds up to a 1 MiB block, which does not fit beside `a`.
+  try {
+    pinned_.malloc(600 * 1024);
+    ADD_FAILURE() << "no error";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_THAT(e.what(), ::testing::StartsWith("CUDA out of memory. Tried to allocate 600.00 KiB of pinned host memory"));
+  }
+  pinned_.free(a);
+}
+
 TEST_F(PinnedAllocatorTest, EmptyCacheKeepsBlocksWithPendingCopies) {
   void* a = pinned_.malloc(4096);
   void* b = pinned_.malloc(8192);

@@ -63,8 +63,8 @@ TEST(RuntimeDevices, SetDeviceErrors) {
   int past = cuda::device_count() + 3;
   EXPECT_EQ(error_of<ember::IndexError>([&] { cuda::set_device(past); }),
             "Device index value " + std::to_string(past) + " is out of index range " + index_range());
-  EXPECT_EQ(error_of<ember::IndexError>([] { cuda::set_device(-1); }),
-            "Device index value -1 is out of index range " + index_range());
+  EXPECT_EQ(error_of<ember::IndexError>([] { cuda::set_device(-2); }),
+            "Device index value -2 is out of index range " + index_range());
   EXPECT_EQ(error_of<ember::ValueError>([] { cuda::set_device(ember::Device(ember::kCPU)); }),
             "Expected a cuda device, but got: cpu");
   EXPECT_EQ(cuda::current_device(), 0);  // state intact after the errors

@@ -13,7 +13,9 @@
 
 namespace ember::cuda {
 
-/// True when a cuda backend (a GPU, or emulated devices) is usable.
+/// True when a cuda backend (a GPU, or emulated devices) is usable. Never throws: an
+/// invalid EMBER_EMULATED_DEVICES / EMBER_EMULATED_MEMORY makes it false with a warning on
+/// stderr, and the first call that needs a device raises the error.
 bool is_available();
 int device_count();
 /// "driver" or "emulated"; selecting the backend if that has not happened yet.
@@ -24,7 +26,11 @@ bool driver_is_available();
 /// Turns on `count` emulated devices of `bytes_per_device` each; only before first cuda use.
 void emulate(int count, size_t bytes_per_device = size_t{8} << 30);
 
+// Device indices: wherever a device is optional, -1 means the current device; an index
+// below -1 or past the last device is an IndexError.
+
 int current_device();
+/// Makes `device` current for the calling thread; -1 does nothing (torch.cuda.set_device(-1)).
 void set_device(int device);
 void set_device(Device device);
 /// Waits for all work on every stream of `device` (-1: the current device).
@@ -36,6 +42,10 @@ struct DeviceProperties {
   size_t total_memory = 0;
   int major = 0, minor = 0;
   int multi_processor_count = 0;
+  /// The device's UUID, 36 characters ("8-4-4-4-12" hex digits), as PyTorch prints
+  /// props.uuid; CUDA_VISIBLE_DEVICES may name the device as "GPU-" and a prefix of it.
+  /// Emulated devices have a fixed one per emulated device.
+  std::string uuid;
 };
 DeviceProperties get_device_properties(int device = -1);
 std::string get_device_name(int device = -1);

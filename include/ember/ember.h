@@ -3,7 +3,9 @@
 
 #include "ember/backends.h"
 #include "ember/cuda.h"
+#include "ember/data.h"
 #include "ember/device.h"
+#include "ember/distributed.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
 #include "ember/factories.h"

@@ -1,6 +1,9 @@
 // Operations as free functions. Each runs on the device of its tensors.
 #pragma once
 
+#include <optional>
+#include <vector>
+
 #include "ember/tensor.h"
 
 namespace ember {
@@ -52,6 +55,30 @@ Tensor min(const Tensor& a, int64_t dim, bool keepdim = false);
 
 Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index);
+
+/// Concatenates along `dim` (all tensors of one dtype after promotion, same device).
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+/// Stacks equal-shaped tensors along a new dim.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& a, const IntList& split_sizes, int64_t dim = 0);
+/// a where cond is true, else b (broadcast; a and b promoted to one dtype).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b);
+Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optional<Scalar>& max = std::nullopt);
+Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max);
+Tensor softmax(const Tensor& a, int64_t dim);
+Tensor log_softmax(const Tensor& a, int64_t dim);
+Tensor argmax(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor argmin(const Tensor& a, std::optional<int64_t> dim = std::nullopt, bool keepdim = false);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value);
+Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value);
+/// beta * bias + alpha * (a @ b), a and b 2-D, bias broadcast to the product.
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta = 1, const Scalar& alpha = 1);
+/// Batched matrix product of two 3-D tensors (no broadcasting).
+Tensor bmm(const Tensor& a, const Tensor& b);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
 

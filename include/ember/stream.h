@@ -19,15 +19,27 @@ namespace cuda {
 
 class Event;
 
-/// A linear sequence of work on one device (torch.cuda.Stream). Copies share the stream;
-/// the stream is destroyed, after its queued work drains, when the last handle goes.
+/// A linear sequence of work on one device (torch.cuda.Stream). A handle to a stream of
+/// the device's pool: as in PyTorch, each device has 32 streams per priority, handed out
+/// round-robin and created on first use, so the 33rd Stream(d) is the 1st again. Copies
+/// share the stream, and so does a moved-from handle (a Stream is a value, like
+/// c10::Stream). Dropping a handle never waits for the stream's work.
 class Stream {
  public:
-  /// A new stream on the current device.
+  /// The next pooled stream of the current device.
   Stream();
-  /// A new stream on `device` (-1: the current one) with `priority` (lower is higher priority).
+  /// The next pooled stream of `device` (-1: the current one) with `priority` (lower is
+  /// higher priority).
   explicit Stream(int device, int priority = 0);
-  explicit Stream(std::shared_ptr<detail::StreamState> state) : state_(std::move(state)) {}
+  /// Wraps a runtime stream; ValueError when `state` is null.
+  explicit Stream(std::shared_ptr<detail::StreamState> state);
+  Stream(const Stream&) = default;
+  Stream& operator=(const Stream&) = default;
+  Stream(Stream&& other) noexcept : state_(other.state_) {}
+  Stream& operator=(Stream&& other) noexcept {
+    state_ = other.state_;
+    return *this;
+  }
 
   Device device() const;
   int device_index() const;

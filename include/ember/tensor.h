@@ -5,6 +5,7 @@
 #include <initializer_list>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,7 +93,14 @@ class Tensor {
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;
   Tensor contiguous() const;
-  Tensor flatten() const;
+  /// Merges dims start_dim..end_dim into one (a view when the strides allow, else a copy).
+  Tensor flatten(int64_t start_dim = 0, int64_t end_dim = -1) const;
+  /// `chunks` views along `dim`, each of ceil(size / chunks) elements except possibly the last.
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  /// Views of `split_size` elements along `dim` (the last may be smaller).
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  /// Views of the given sizes along `dim` (they must sum to size(dim)).
+  std::vector<Tensor> split(const IntList& split_sizes, int64_t dim = 0) const;
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
   Tensor expand(const IntList& shape) const;
@@ -137,6 +145,18 @@ class Tensor {
   Tensor min(int64_t dim, bool keepdim = false) const;
   Tensor matmul(const Tensor& other) const;
   Tensor index_select(int64_t dim, const Tensor& index) const;
+  /// Bounds are optional; at least one must be given.
+  Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = std::nullopt) const;
+  /// Tensor bounds (broadcast); an undefined tensor is no bound.
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  /// Index of the first maximum along `dim` (of the flattened tensor when none), int64.
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  /// `value` where the (broadcast) bool mask is true, else this tensor's element.
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // value: 0-dim
   bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
   bool equal(const Tensor& other) const;
 

@@ -2,12 +2,15 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/checked_math.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 
 namespace ember {
 
+using detail::add_overflows;
 using detail::IntListPrinter;
+using detail::mul_overflows;
 using detail::make_view;
 using detail::wrap_dim;
 
@@ -54,31 +57,55 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
     EMBER_CHECK(strides[i] >= 0, ValueError, "as_strided: Negative strides are not supported at the moment, got strides: ",
                 IntListPrinter{strides});
     empty |= sizes[i] == 0;
-    last += (sizes[i] - 1) * strides[i];
   }
-  int64_t storage_elements = static_cast<int64_t>(impl()->storage()->nbytes() / element_size());
-  EMBER_CHECK(empty || last < storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
-              IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", last + 1,
+  // The storage needed: offset + 1 + sum((size - 1) * stride) elements, whose bytes must
+  // fit in int64 (PyTorch's computeStorageNbytes), checked.
+  bool overflow = false;
+  for (size_t i = 0; i < sizes.size() && !empty; ++i) {
+    int64_t extent = 0;
+    overflow |= mul_overflows(sizes[i] - 1, strides[i], &extent) || add_overflows(last, extent, &last);
+  }
+  int64_t required = 0, bytes = 0;
+  overflow |= add_overflows(last, 1, &required) ||
+              mul_overflows(required, static_cast<int64_t>(element_size()), &bytes);
+  EMBER_CHECK(empty || !overflow, ValueError, "Storage size calculation overflowed with sizes=", IntListPrinter{sizes},
+              " and strides=", IntListPrinter{strides});
+  int64_t storage_elements = static_cast<int64_t>(checked(impl_).storage()->nbytes() / element_size());
+  EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
+              IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
               " elements, but the storage has ", storage_elements);
   return make_view(*this, sizes, strides, offset);
 }
 
 namespace {
 
+// offset + index * stride; ValueError when it leaves int64 (only as_strided views get there).
+int64_t checked_offset(int64_t offset, int64_t index, int64_t stride) {
+  int64_t step = 0, out = 0;
+  EMBER_CHECK(!detail::mul_overflows(index, stride, &step) && !detail::add_overflows(offset, step, &out), ValueError,
+              "storage offset ", offset, " + ", index, " * stride ", stride, " overflows int64");
+  return out;
+}
+
 // Infers one -1 entry of a requested shape, as view/reshape do.
 IntList infer_shape(const IntList& shape, int64_t numel) {
   IntList out = shape;
   int64_t known = 1;
   int infer = -1;
+  bool overflow = false, zero = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
       EMBER_CHECK(infer < 0, ValueError, "only one dimension can be inferred");
       infer = static_cast<int>(i);
     } else {
       EMBER_CHECK(shape[i] >= 0, ValueError, "invalid shape dimension ", shape[i]);
-      known *= shape[i];
+      overflow |= mul_overflows(known, shape[i], &known);
+      zero |= shape[i] == 0;
     }
   }
+  if (zero) known = 0;
+  // A product past int64 cannot equal (or divide) numel: a mismatch.
+  EMBER_CHECK(!overflow || zero, ValueError, "shape '", IntListPrinter{shape}, "' is invalid for input of size ", numel);
   if (infer >= 0) {
     EMBER_CHECK(known != 0 && numel % known == 0, ValueError, "shape '", IntListPrinter{shape},
                 "' is invalid for input of size ", numel);
@@ -144,7 +171,20 @@ Tensor Tensor::reshape(const IntList& shape) const {
   return contiguous().view(target);
 }
 
-Tensor Tensor::flatten() const { return reshape({-1}); }
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  const int64_t n = dim();
+  start_dim = wrap_dim(start_dim, n);
+  end_dim = wrap_dim(end_dim, n);
+  EMBER_CHECK(start_dim <= end_dim, ValueError, "flatten() has invalid args: start_dim cannot come after end_dim");
+  if (n == 0) return reshape({1});
+  if (start_dim == end_dim) return *this;
+  IntList shape(sizes().begin(), sizes().begin() + start_dim);
+  int64_t merged = 1;
+  for (int64_t d = start_dim; d <= end_dim; ++d) merged *= sizes()[d];
+  shape.push_back(merged);
+  shape.insert(shape.end(), sizes().begin() + end_dim + 1, sizes().end());
+  return reshape(shape);
+}
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
@@ -187,7 +227,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
               IntListPrinter{sizes()}, " at dimension ", dim);
   if (index < 0) index += size;
   IntList s = sizes(), st = strides();
-  int64_t offset = storage_offset() + index * st[dim];
+  int64_t offset = checked_offset(storage_offset(), index, st[dim]);
   s.erase(s.begin() + dim);
   st.erase(st.begin() + dim);
   return make_view(*this, s, st, offset);
@@ -204,9 +244,16 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
   IntList s = sizes(), st = strides();
-  s[dim] = (end - start + step - 1) / step;
-  int64_t offset = storage_offset() + start * st[dim];
-  st[dim] *= step;
+  s[dim] = end > start ? (end - start - 1) / step + 1 : 0;  // ceil((end - start) / step) without overflow
+  int64_t offset = checked_offset(storage_offset(), start, st[dim]);
+  // With at most one element the stride addresses nothing and is kept when the step's
+  // would overflow.
+  int64_t stride = 0;
+  if (!mul_overflows(st[dim], step, &stride)) {
+    st[dim] = stride;
+  } else {
+    EMBER_CHECK(s[dim] <= 1, ValueError, "slice: the stride ", st[dim], " times the step ", step, " overflows int64");
+  }
   return make_view(*this, s, st, offset);
 }
 
@@ -217,7 +264,8 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   EMBER_CHECK(start >= -size && start <= size, IndexError, "start out of range (expected to be in range of [", -size,
               ", ", size, "], but got ", start, ")");
   if (start < 0) start += size;
-  EMBER_CHECK(length >= 0 && start + length <= size, ValueError, "start (", start, ") + length (", length,
+  EMBER_CHECK(length >= 0, ValueError, "narrow(): length must be non-negative.");
+  EMBER_CHECK(length <= size - start, ValueError, "start (", start, ") + length (", length,
               ") exceeds dimension size (", size, ").");
   return slice(dim, start, start + length);
 }
@@ -225,7 +273,7 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
 Tensor Tensor::unsqueeze(int64_t dim) const {
   dim = wrap_dim(dim, this->dim() + 1);
   IntList s = sizes(), st = strides();
-  int64_t stride = dim < this->dim() ? st[dim] * s[dim] : 1;
+  int64_t stride = dim < this->dim() ? detail::wrapping_mul(st[dim], s[dim]) : 1;  // as PyTorch, unchecked
   s.insert(s.begin() + dim, 1);
   st.insert(st.begin() + dim, stride);
   return make_view(*this, s, st, storage_offset());

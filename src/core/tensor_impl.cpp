@@ -1,5 +1,8 @@
 #include "core/tensor_impl.h"
 
+#include <algorithm>
+
+#include "core/checked_math.h"
 #include "ember/errors.h"
 
 namespace ember::detail {
@@ -9,7 +12,7 @@ bool compute_contiguous(const IntList& sizes, const IntList& strides) {
   for (int64_t s : sizes) {
     if (s == 0) return true;  // an empty tensor is contiguous whatever its strides
   }
-  int64_t expected = 1;
+  int64_t expected = 1;  // no overflow: the product of nonzero sizes is the checked numel
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
     if (strides[i] != expected) return false;
@@ -27,7 +30,13 @@ TensorImpl::TensorImpl(std::shared_ptr<StorageImpl> storage, DType dtype, IntLis
       strides_(std::move(strides)),
       offset_(offset) {
   numel_ = 1;
-  for (int64_t s : sizes_) numel_ *= s;
+  if (std::find(sizes_.begin(), sizes_.end(), 0) != sizes_.end()) {
+    numel_ = 0;
+  } else {
+    for (int64_t s : sizes_) {
+      EMBER_CHECK(!mul_overflows(numel_, s, &numel_), ValueError, "numel: integer multiplication overflow");
+    }
+  }
   contiguous_ = compute_contiguous(sizes_, strides_);
 }
 
@@ -36,17 +45,21 @@ IntList contiguous_strides(const IntList& sizes) {
   int64_t stride = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<int64_t>(sizes[i], 1);
+    // Can pass int64 only beside a 0 size (no element is addressed): wraps like PyTorch.
+    stride = wrapping_mul(stride, std::max<int64_t>(sizes[i], 1));
   }
   return strides;
 }
 
 int64_t checked_numel(const IntList& sizes) {
-  int64_t n = 1;
   for (int64_t s : sizes) {
     EMBER_CHECK(s >= 0, ValueError, "Trying to create tensor with negative dimension ", s, ": ", IntListPrinter{sizes});
-    EMBER_CHECK(s == 0 || n <= INT64_MAX / s, ValueError, "Tensor of shape ", IntListPrinter{sizes}, " has too many elements");
-    n *= s;
+  }
+  if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
+  int64_t n = 1;
+  for (int64_t s : sizes) {
+    EMBER_CHECK(!mul_overflows(n, s, &n), ValueError, "Storage size calculation overflowed with sizes=",
+                IntListPrinter{sizes});
   }
   return n;
 }
@@ -67,6 +80,9 @@ std::ostream& operator<<(std::ostream& out, const IntListPrinter& p) {
 Tensor make_tensor(const IntList& sizes, DType dtype, Device device, bool pinned) {
   int64_t numel = checked_numel(sizes);
   size_t esize = element_size(dtype);
+  int64_t nbytes = 0;
+  EMBER_CHECK(!mul_overflows(numel, static_cast<int64_t>(esize), &nbytes), ValueError,
+              "Storage size calculation overflowed with sizes=", IntListPrinter{sizes});
   EMBER_CHECK(numel == 0 || static_cast<uint64_t>(numel) <= (uint64_t{1} << 62) / esize, OutOfMemoryError,
               "Trying to allocate a tensor of shape ", IntListPrinter{sizes}, ", which is too large");
   auto storage = make_storage(static_cast<size_t>(numel) * esize, device, pinned);

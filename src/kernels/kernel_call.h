@@ -61,6 +61,22 @@ enum class OpKind : uint8_t {
   Normal,      // s0 mean, s1 std
   Uniform,     // s0 from, s1 to
   Arange,      // out[i] = s0 + i * s1
+  // Selection (element-wise; operands broadcast to out's sizes, values in out's dtype).
+  Where,        // out = in0 (bool) ? in1 : in2
+  Clamp,        // out = min(max(in0, in1), in2); dim bit 1: in1 is a bound, bit 2: in2 is a bound
+  ClampScalar,  // out = min(max(in0, s0), s1); dim bit 1: s0 is a bound, bit 2: s1 is a bound
+  // Along `dim` of in0 (any strides); out has in0's sizes, or for ArgMax/ArgMin the
+  // keepdim shape (dim == -1: all elements, out a single element) and dtype int64.
+  Softmax, LogSoftmax,
+  ArgMax, ArgMin,  // the first index of the extreme value; NaN counts as the extreme
+  // Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/nn/pool_geometry.h).
+  MaxPool2d,   // outputs: values, int64 indices (h * W + w); NaN wins
+  AvgPool2d,
+  // Losses and normalisation (contracts in src/nn/loss_kernels.h).
+  NllLoss,         // in0 {N, C, S} log-probabilities, in1 {N, S} int64 targets; s0 ignore_index;
+                   // out0 {N, S} losses (0 where ignored), out1 {N, S} 1 or 0 (counted or ignored).
+                   // A target outside [0, C) other than ignore_index is a kernel error.
+  BatchNormStats,  // in0 {N, C, S}; out0 {C} mean, out1 {C} biased variance
   // Extensions implemented beside their subsystem (src/fft, src/nn); `payload` carries
   // their backend-specific state (an FFT plan, convolution geometry).
   FFT,

@@ -37,6 +37,16 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Normal: return "normal_";
     case OpKind::Uniform: return "uniform_";
     case OpKind::Arange: return "arange";
+    case OpKind::Where: return "where";
+    case OpKind::Clamp: case OpKind::ClampScalar: return "clamp";
+    case OpKind::Softmax: return "softmax";
+    case OpKind::LogSoftmax: return "log_softmax";
+    case OpKind::ArgMax: return "argmax";
+    case OpKind::ArgMin: return "argmin";
+    case OpKind::MaxPool2d: return "max_pool2d";
+    case OpKind::AvgPool2d: return "avg_pool2d";
+    case OpKind::NllLoss: return "nll_loss";
+    case OpKind::BatchNormStats: return "batch_norm";
     case OpKind::FFT: return "fft";
     case OpKind::Im2Col: return "im2col";
   }

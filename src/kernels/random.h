@@ -4,7 +4,8 @@
 // stream index offset + i (philox.h). normal_ takes two uniforms for element i,
 // stream indices offset + 2i and offset + 2i + 1, and applies Box-Muller; so a value
 // depends only on (seed, offset, i): never on threads, chunking or output strides.
-// Half/BFloat16/float draw float uniforms (24 bits); double draws 53-bit uniforms.
+// float draws 24-bit uniforms and double 53-bit ones; normal_ in Half/BFloat16 draws
+// floats, uniform_ draws in their own precision (uniform_value).
 #pragma once
 
 #include <cmath>
@@ -29,6 +30,22 @@ EMBER_HOST_DEVICE inline R uniform_at(uint64_t seed, uint64_t offset, uint64_t i
   R v = from + (to - from) * u;
   // Rounding can reach `to`; PyTorch's uniform_ excludes it.
   return v < to || !(from < to) ? v : from;
+}
+
+/// Element i of uniform_ into a T output, drawn in T's precision: Half and BFloat16 take
+/// std::numeric_limits<T>::digits random bits (11 and 8), as PyTorch's uniform_real does,
+/// so from + (to - from) * u needs no rounding for rand(); a result that still rounds up
+/// to `to` when narrowed (from and to not exact in T) becomes `from`.
+template <typename T, typename R>
+EMBER_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t offset, uint64_t i, R from, R to) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    constexpr int kDigits = std::is_same_v<T, Half> ? 11 : 8;
+    float u = static_cast<float>(philox_word(seed, offset + i) >> (32 - kDigits)) * (1.0f / (1 << kDigits));
+    T v = T(from + (to - from) * u);
+    return static_cast<float>(v) < to || !(from < to) ? v : T(from);
+  } else {
+    return T(uniform_at<R>(seed, offset, i, from, to));
+  }
 }
 
 /// mean + std * z, z standard normal by Box-Muller, for element i.

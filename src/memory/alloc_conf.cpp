@@ -132,7 +132,10 @@ AllocatorConfig parse_alloc_conf(std::string_view conf) {
       size_t mib = parse_unsigned(key, value);
       EMBER_CHECK(mib > kLargeBufferMiB, ValueError, "CachingAllocator option max_split_size_mb too small, must be > ",
                   kLargeBufferMiB, ", but got ", mib);
-      config.max_split_size = std::min(mib, std::numeric_limits<size_t>::max() / kMiB) * kMiB;
+      // In bytes it must fit the int64 that memory_stats() reports it in.
+      EMBER_CHECK(mib <= static_cast<size_t>(std::numeric_limits<int64_t>::max()) / kMiB, ValueError, "Value '", value,
+                  "' of max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF is out of range");
+      config.max_split_size = mib * kMiB;
     } else if (key == "roundup_power2_divisions") {
       parse_roundup(value, config);
     } else if (key == "garbage_collection_threshold") {

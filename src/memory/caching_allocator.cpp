@@ -84,6 +84,7 @@ void CachingAllocator::delete_block(Block* block) noexcept {
   block->prev = block->next = nullptr;
   block->allocated = false;
   block->event_count = 0;
+  block->context.reset();
   block->stream_uses.clear();
   block->last_use = 0;
   block->cached = {};
@@ -137,7 +138,10 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}})
     stats_.requested_bytes[type].increase(static_cast<int64_t>(bytes));
   allocated_.insert(block);
-  if (recording_) record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id);
+  if (recording_) {
+    block->context = capture_context();
+    record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id, block->context);
+  }
   return block->ptr;
 }
 
@@ -174,7 +178,8 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   }
   if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
   ++stats_.num_device_alloc;
-  if (recording_) record_trace("segment_alloc", reinterpret_cast<uintptr_t>(ptr), size, request.stream.id);
+  if (recording_)
+    record_trace("segment_alloc", reinterpret_cast<uintptr_t>(ptr), size, request.stream.id, capture_context());
   request.block = block;
   return true;
 }
@@ -228,7 +233,9 @@ void CachingAllocator::release_block(Block* block) {
   }
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
-  if (recording_) record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  if (recording_)
+    record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
+                 capture_context());
   block->pool->blocks.erase(block->cached);
   delete_block(block);
 }
@@ -317,7 +324,12 @@ void CachingAllocator::free(void* ptr) noexcept {
     stats_.requested_bytes[type].decrease(static_cast<int64_t>(block->requested_size));
   }
   if (block->size >= config_.max_split_size) stats_.oversize_allocations.decrease(1);
-  if (recording_) record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  if (recording_) {
+    // The free's stack replaces the allocation's: a pending free shows who freed it.
+    block->context = capture_context();
+    record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
+                 block->context);
+  }
   try {
     if (!block->stream_uses.empty()) {
       insert_events(block);
@@ -344,7 +356,10 @@ void CachingAllocator::record_stream(void* ptr, StreamRef stream) {
 }
 
 void CachingAllocator::free_block(Block* block) {
-  if (recording_) record_trace("free_completed", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id);
+  if (recording_)
+    record_trace("free_completed", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
+                 std::move(block->context));
+  block->context.reset();
   const size_t original_size = block->size;
   BlockPool& pool = *block->pool;
   int64_t split_blocks_change = 0;
@@ -423,14 +438,19 @@ void CachingAllocator::reset_accumulated_stats() {
 void CachingAllocator::throw_out_of_memory(const AllocRequest& request) {
   ++stats_.num_ooms;
   const auto [device_free, device_total] = backend_.mem_get_info(device_);
-  if (recording_) record_trace("oom", device_free, request.alloc_size, request.stream.id);
+  if (recording_) record_trace("oom", device_free, request.alloc_size, request.stream.id, capture_context());
   const auto allocated = static_cast<uint64_t>(stats_.allocated_bytes[kAggregate].current);
   const auto reserved = static_cast<uint64_t>(stats_.reserved_bytes[kAggregate].current);
   std::string limit;
   if (limit_set_) limit = cat("This process has a memory allocation limit of ", format_size(allowed_maximum_), ". ");
-  fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". GPU ", device_,
-                         " has a total capacity of ", format_size(device_total), " of which ", format_size(device_free),
-                         " is free. ", limit, "Of the allocated memory ", format_size(allocated),
+  // The device had room, but what backs it did not (the emulated backend's host memory).
+  std::string reason = backend_.alloc_failure_reason(device_);
+  std::string capacity = reason.empty()
+                             ? cat("GPU ", device_, " has a total capacity of ", format_size(device_total), " of which ",
+                                   format_size(device_free), " is free. ")
+                             : cat("GPU ", device_, ": ", reason, ". ");
+  fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". ", capacity,
+                         limit, "Of the allocated memory ", format_size(allocated),
                          " is allocated by ember, and ", format_size(reserved - allocated),
                          " is reserved by ember but unallocated. If reserved but unallocated memory is large try "
                          "setting PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<size> or calling empty_cache() to "

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -32,6 +33,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/stack_trace.h"
 #include "memory/alloc_conf.h"
 #include "memory/device_stats.h"
 #include "memory/pointer_map.h"
@@ -78,12 +80,17 @@ class CachingAllocator {
   nlohmann::json trace_json() const;
 
  private:
+  // The C++ stack of an allocator call, captured while history is recorded and
+  // symbolised only when a snapshot is written. Shared: a block keeps the stack of its
+  // allocation (then of its free) and trace entries point at the same one.
+  using Context = std::shared_ptr<const StackTrace>;
   struct TraceEntry {
     const char* action;
     uintptr_t address;
     size_t size;
     uint64_t stream_id;
     int64_t time_us;
+    Context context;
   };
   struct BlockPool;
   struct Block;
@@ -117,6 +124,7 @@ class CachingAllocator {
     int event_count = 0;                 // outstanding events of a deferred free
     std::vector<StreamRef> stream_uses;  // streams added by record_stream
     uint64_t last_use = 0;               // use_clock_ when it entered the cache
+    Context context;                     // while active and recording: who allocated / freed it
     // While cached: the block's entry in pool->blocks, so removing a cached block
     // (merge, release) is an O(1) erase instead of a second tree search.
     BlockSet::iterator cached;
@@ -158,7 +166,9 @@ class CachingAllocator {
   void process_events();
   void synchronize_and_free_events();
   [[noreturn]] void throw_out_of_memory(const AllocRequest& request);
-  void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id);
+  void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id, Context context);
+  /// The calling thread's stack from the allocator's caller outwards (history only).
+  static Context capture_context();
   static StatType pool_stat(const BlockPool& pool) noexcept { return pool.is_small ? kSmallPool : kLargePool; }
   /// First block of every segment, by address.
   std::vector<Block*> segment_heads() const;

@@ -5,8 +5,15 @@
 // segment_type, segment_pool_id, is_expandable, frames, blocks}; a block is {address,
 // size, requested_size, state, frames} with state active_allocated, active_pending_free
 // or inactive; a trace entry is {action, addr, size, stream, time_us, frames}.
+//
+// Frames ({name, filename, line}, innermost first) are the C++ stack of the allocator call,
+// recorded while record_history is on: capturing keeps return addresses only (a few
+// microseconds); symbols, files and lines are looked up when a snapshot is written, once
+// per distinct stack, outside the allocator's lock. An active block carries the stack of
+// its allocation, or of its free while the free is pending; a cached block has none.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <unordered_set>
 
 #include <nlohmann/json.hpp>
@@ -23,12 +30,43 @@ void CachingAllocator::record_history(bool enabled, size_t max_entries) {
   while (trace_.size() > trace_capacity_) trace_.pop_front();
 }
 
-void CachingAllocator::record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id) {
+namespace {
+
+// Deep enough to reach the user's code from the allocator through ops and factories.
+constexpr int kMaxContextFrames = 48;
+
+// Frames JSON for stacks, symbolised once per distinct stack of one snapshot.
+class FramesWriter {
+ public:
+  nlohmann::json operator()(const std::shared_ptr<const StackTrace>& context) {
+    if (!context || context->empty()) return nlohmann::json::array();
+    auto [it, inserted] = cache_.try_emplace(context->addresses());
+    if (inserted) {
+      it->second = nlohmann::json::array();
+      for (const StackFrame& frame : context->frames())
+        it->second.push_back({{"name", frame.function}, {"filename", frame.file}, {"line", frame.line}});
+    }
+    return it->second;
+  }
+
+ private:
+  std::map<std::vector<void*>, nlohmann::json> cache_;  // equal stacks captured apart share one entry
+};
+
+}  // namespace
+
+CachingAllocator::Context CachingAllocator::capture_context() {
+  // Skips this function, so frame 0 is the allocator call that records.
+  return std::make_shared<const StackTrace>(StackTrace::capture(1, kMaxContextFrames));
+}
+
+void CachingAllocator::record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id,
+                                    Context context) {
   // Bounded: the oldest entries go first, as in PyTorch's ring buffer.
   if (trace_.size() >= trace_capacity_) trace_.pop_front();
   const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
       std::chrono::system_clock::now().time_since_epoch());
-  trace_.push_back({action, address, size, stream_id, static_cast<int64_t>(now.count())});
+  trace_.push_back({action, address, size, stream_id, static_cast<int64_t>(now.count()), std::move(context)});
 }
 
 std::vector<CachingAllocator::Block*> CachingAllocator::segment_heads() const {
@@ -49,53 +87,70 @@ std::vector<CachingAllocator::Block*> CachingAllocator::segment_heads() const {
 }
 
 nlohmann::json CachingAllocator::segments_json() const {
-  std::lock_guard lock(mutex_);
-  const std::vector<Block*> heads = segment_heads();
-
   nlohmann::json segments = nlohmann::json::array();
-  for (const Block* head : heads) {
-    nlohmann::json blocks = nlohmann::json::array();
-    size_t total = 0, allocated = 0, active = 0, requested = 0;
-    for (const Block* block = head; block != nullptr; block = block->next) {
-      const bool is_active = block->allocated || block->event_count > 0 || !block->stream_uses.empty();
-      total += block->size;
-      if (block->allocated) {
-        allocated += block->size;
-        requested += block->requested_size;
+  std::vector<std::pair<nlohmann::json*, Context>> block_contexts;  // filled in after the lock
+  {
+    std::lock_guard lock(mutex_);
+    const std::vector<Block*> heads = segment_heads();
+    for (const Block* head : heads) {
+      nlohmann::json blocks = nlohmann::json::array();
+      size_t total = 0, allocated = 0, active = 0, requested = 0;
+      for (const Block* block = head; block != nullptr; block = block->next) {
+        const bool is_active = block->allocated || block->event_count > 0 || !block->stream_uses.empty();
+        total += block->size;
+        if (block->allocated) {
+          allocated += block->size;
+          requested += block->requested_size;
+        }
+        if (is_active) active += block->size;
+        blocks.push_back({{"address", reinterpret_cast<uintptr_t>(block->ptr)},
+                          {"size", block->size},
+                          {"requested_size", is_active ? block->requested_size : 0},
+                          {"state", block->allocated ? "active_allocated" : is_active ? "active_pending_free" : "inactive"},
+                          {"frames", nlohmann::json::array()}});
       }
-      if (is_active) active += block->size;
-      blocks.push_back({{"address", reinterpret_cast<uintptr_t>(block->ptr)},
-                        {"size", block->size},
-                        {"requested_size", is_active ? block->requested_size : 0},
-                        {"state", block->allocated ? "active_allocated" : is_active ? "active_pending_free" : "inactive"},
-                        {"frames", nlohmann::json::array()}});
+      segments.push_back({{"device", device_},
+                          {"address", reinterpret_cast<uintptr_t>(head->ptr)},
+                          {"total_size", total},
+                          {"allocated_size", allocated},
+                          {"active_size", active},
+                          {"requested_size", requested},
+                          {"stream", head->stream_id},
+                          {"segment_type", head->pool->is_small ? "small" : "large"},
+                          {"segment_pool_id", {0, 0}},
+                          {"is_expandable", false},
+                          {"frames", nlohmann::json::array()},
+                          {"blocks", std::move(blocks)}});
     }
-    segments.push_back({{"device", device_},
-                        {"address", reinterpret_cast<uintptr_t>(head->ptr)},
-                        {"total_size", total},
-                        {"allocated_size", allocated},
-                        {"active_size", active},
-                        {"requested_size", requested},
-                        {"stream", head->stream_id},
-                        {"segment_type", head->pool->is_small ? "small" : "large"},
-                        {"segment_pool_id", {0, 0}},
-                        {"is_expandable", false},
-                        {"frames", nlohmann::json::array()},
-                        {"blocks", std::move(blocks)}});
+    // The JSON is complete, so pointers into it stay valid; pair them with the stacks.
+    size_t segment_index = 0;
+    for (const Block* head : heads) {
+      nlohmann::json& blocks = segments[segment_index++]["blocks"];
+      size_t block_index = 0;
+      for (const Block* block = head; block != nullptr; block = block->next, ++block_index)
+        if (block->context) block_contexts.emplace_back(&blocks[block_index]["frames"], block->context);
+    }
   }
+  FramesWriter frames;
+  for (auto& [target, context] : block_contexts) *target = frames(context);
   return segments;
 }
 
 nlohmann::json CachingAllocator::trace_json() const {
-  std::lock_guard lock(mutex_);
+  std::vector<TraceEntry> entries;
+  {
+    std::lock_guard lock(mutex_);
+    entries.assign(trace_.begin(), trace_.end());
+  }
+  FramesWriter frames;
   nlohmann::json trace = nlohmann::json::array();
-  for (const TraceEntry& entry : trace_) {
+  for (const TraceEntry& entry : entries) {
     nlohmann::json item = {{"action", entry.action},
                            {"addr", entry.address},
                            {"size", entry.size},
                            {"stream", entry.stream_id},
                            {"time_us", entry.time_us},
-                           {"frames", nlohmann::json::array()}};
+                           {"frames", frames(entry.context)}};
     if (std::string_view(entry.action) == "oom") item["device_free"] = entry.address;
     trace.push_back(std::move(item));
   }

@@ -47,7 +47,7 @@ void* CachingHostAllocator::malloc(size_t bytes) {
       release_free_blocks();
       ptr = backend_.pinned_alloc(size);
     }
-    EMBER_CHECK(ptr != nullptr, OutOfMemoryError, "CUDA out of memory. Tried to allocate ", format_size(size),
+    EMBER_CHECK(ptr != nullptr, OutOfMemoryError, "CUDA out of memory. Tried to allocate ", format_size(bytes),
                 " of pinned host memory (", format_size(static_cast<uint64_t>(reserved_bytes_.current)),
                 " is held by the pinned memory cache)");
     block = new Block;

@@ -6,7 +6,8 @@
 // matmuls are built here rather than through ember::matmul because their TF32 switch is
 // backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the matmul precision: a user who
 // turns off matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both
-// host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32.
+// host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
+// which is set for cuda devices only: the cpu convolves in full float32, as PyTorch's.
 #include "ember/nn.h"
 
 #include <memory>
@@ -105,7 +106,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 
   const Tensor w = weight.contiguous();
   const int64_t group_out = out_channels / groups, group_rows = rows / groups;
-  const bool allow_tf32 = input.dtype() == kFloat32 && detail::cudnn_allows_tf32();  // Note [Convolution TF32]
+  const bool allow_tf32 = input.is_cuda() && input.dtype() == kFloat32 && detail::cudnn_allows_tf32();  // Note [Convolution TF32]
   for (int64_t g = 0; g < groups; ++g) {
     detail::KernelCall product;
     product.op = detail::OpKind::Matmul;

@@ -13,6 +13,7 @@
 //   the destination stream's queued work and before its later work (events both ways).
 #include <cstring>
 
+#include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -179,18 +180,29 @@ std::vector<T> Tensor::to_vector() const {
   return std::vector<T>(data, data + host.numel());
 }
 
+namespace {
+
+// The single element, read in a type that holds every value of the tensor's dtype.
+template <typename T>
+T only_element(const Tensor& t) {
+  EMBER_CHECK(t.numel() == 1, ValueError, "a Tensor with ", t.numel(), " elements cannot be converted to Scalar");
+  return t.to_vector<T>()[0];
+}
+
+}  // namespace
+
 template <typename T>
 T Tensor::item() const {
-  EMBER_CHECK(numel() == 1, ValueError, "a Tensor with ", numel(), " elements cannot be converted to Scalar");
-  return to_vector<T>()[0];
+  // As LibTorch's item<T>() (item().to<T>()): a value T cannot hold is refused, not wrapped.
+  return detail::checked_to<T>(item());
 }
 
 Scalar Tensor::item() const {
   DType d = dtype();
-  if (d == kBool) return Scalar(item<bool>());
-  if (is_integral(d)) return Scalar(item<int64_t>());
-  if (is_complex(d)) return Scalar(item<std::complex<double>>());
-  return Scalar(item<double>());
+  if (d == kBool) return Scalar(only_element<bool>(*this));
+  if (is_integral(d)) return Scalar(only_element<int64_t>(*this));
+  if (is_complex(d)) return Scalar(only_element<std::complex<double>>(*this));
+  return Scalar(only_element<double>(*this));
 }
 
 #define EMBER_INSTANTIATE(T)                           \

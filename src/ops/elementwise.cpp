@@ -1,9 +1,11 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
 #include "kernels/op_name.h"
+#include "core/scalar_convert.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
 
@@ -246,6 +248,8 @@ Tensor& Tensor::operator/=(const Scalar& o) {
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
+  // As c10::checked_convert: a value the dtype cannot hold is refused, not wrapped.
+  detail::dispatch(dtype(), [&]<typename T>(detail::TypeTag<T>) { (void)detail::checked_to<T>(value); });
   KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, value};
   detail::launch(device(), call);
   return *this;

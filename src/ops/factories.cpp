@@ -2,9 +2,11 @@
 #include <cmath>
 #include <optional>
 
+#include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "runtime/context.h"
 
@@ -53,10 +55,34 @@ void check_lists(const TensorData& data, const IntList& shape, size_t depth, std
   for (const TensorData& item : data.items()) check_lists(item, shape, depth + 1, dtype);
 }
 
+// The name torch.tensor uses for an integer dtype in its overflow error.
+template <typename T>
+constexpr const char* integer_dtype_name() {
+  if constexpr (std::is_same_v<T, uint8_t>) return "uint8";
+  else if constexpr (std::is_same_v<T, int8_t>) return "int8";
+  else if constexpr (std::is_same_v<T, int16_t>) return "int16";
+  else if constexpr (std::is_same_v<T, int32_t>) return "int32";
+  else return "int64";
+}
+
+// As torch.tensor: integers that do not fit an integer dtype and complex numbers for a
+// real dtype are refused; floating dtypes take any real number (overflowing to inf).
+template <typename T>
+T tensor_element(const Scalar& value) {
+  if constexpr (!detail::is_complex_v<T>) {
+    EMBER_CHECK(!value.is_complex(), TypeError, "must be real number, not complex");
+  }
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    EMBER_CHECK(!detail::overflows<T>(value), ValueError, "value cannot be converted to type ",
+                integer_dtype_name<T>(), " without overflow");
+  }
+  return value.to<T>();
+}
+
 template <typename T>
 void flatten_into(const TensorData& data, T*& out) {
   if (data.is_leaf()) {
-    *out++ = data.value().to<T>();
+    *out++ = tensor_element<T>(data.value());
     return;
   }
   for (const TensorData& item : data.items()) flatten_into(item, out);
@@ -83,7 +109,10 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   EMBER_CHECK(std::isfinite(s) && std::isfinite(e), ValueError, "unsupported range: ", s, " -> ", e);
   EMBER_CHECK((st > 0 && e >= s) || (st < 0 && e <= s), ValueError,
               "upper bound and larger bound inconsistent with step sign");
-  int64_t n = static_cast<int64_t>(std::ceil((e - s) / st));
+  double size = std::ceil((e - s) / st);
+  // 2^63 is the first double past int64 (converting one is undefined behaviour).
+  EMBER_CHECK(size >= 0 && size < 9223372036854775808.0, ValueError, "invalid size, possible overflow?");
+  int64_t n = static_cast<int64_t>(size);
   Tensor out = allocate({n}, o);
   if (n > 0) {
     detail::KernelCall call{detail::OpKind::Arange, {detail::make_arg(out)}, {}, start, step};

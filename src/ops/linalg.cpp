@@ -2,6 +2,7 @@
 #include "config/backend_flags.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 
 namespace ember {
@@ -44,13 +45,40 @@ Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = detail::empty_on({batch_numel, n, m}, a.dtype(), a.device());
   Tensor a3 = as_batched(a, batch, batch_numel), b3 = as_batched(b, batch, batch_numel);
   KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
-  call.allow_tf32 = a.dtype() == kFloat32 && detail::matmul_allows_tf32();
+  // TF32 is a GPU tensor-core mode: cuda devices only; the cpu computes in full float32.
+  call.allow_tf32 = a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32();
   detail::launch(a.device(), call);
 
   IntList shape = batch;
   if (a_in.dim() > 1) shape.push_back(n);
   if (b_in.dim() > 1) shape.push_back(m);
   return out.view(shape);
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  EMBER_CHECK(a.dim() == 3, ValueError, "batch1 must be a 3D tensor");
+  EMBER_CHECK(b.dim() == 3, ValueError, "batch2 must be a 3D tensor");
+  EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), ValueError,
+              "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
+              "] but got: [", b.size(0), ", ", b.size(1), "].");
+  return matmul(a, b);
+}
+
+Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  EMBER_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
+  EMBER_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
+  detail::check_same_device(bias, a);
+  EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError, "self and mat2 must have the same dtype, "
+              "but got ", detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
+  Tensor product = matmul(a, b);
+  // bias must broadcast to the product's shape (it is expanded, not the product).
+  Tensor expanded = bias.expand(product.sizes());
+  const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
+  const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
+  const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
+  if (!unit_alpha) product = product * alpha;
+  if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
+  return product.add_(unit_beta ? expanded : expanded * beta);
 }
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {

@@ -3,6 +3,7 @@
 // Each op reserves a range of the device's counter space, so a seed followed by the
 // same sequence of ops gives the same numbers on every backend (the kernels compute
 // element i from (seed, offset + i) alone; see kernels/philox.h).
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -43,11 +44,24 @@ Generators& generators() {
   return instance;
 }
 
+// A complex tensor as its real view (torch.view_as_real): a trailing dim of 2 holding
+// the real and imaginary parts; PyTorch fills complex tensors through that view.
+detail::TensorArg real_view(const Tensor& t) {
+  detail::TensorArg arg = detail::make_arg(t);
+  if (!is_complex(t.dtype())) return arg;
+  arg.dtype = to_real(t.dtype());
+  for (int64_t& stride : arg.strides) stride *= 2;
+  arg.sizes.push_back(2);
+  arg.strides.push_back(1);
+  return arg;
+}
+
 void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
   if (t.numel() == 0) return;
+  detail::TensorArg out = real_view(t);
   // Normal takes two uniforms per element, double uniforms two words each: reserve 4.
-  auto [seed, offset] = generators().reserve(t.device(), 4 * static_cast<uint64_t>(t.numel()));
-  detail::KernelCall call{op, {detail::make_arg(t)}, {}, a, b};
+  auto [seed, offset] = generators().reserve(t.device(), 4 * static_cast<uint64_t>(out.numel()));
+  detail::KernelCall call{op, {std::move(out)}, {}, a, b};
   call.seed = seed;
   call.offset = offset;
   detail::launch(t.device(), call);
@@ -58,14 +72,17 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
 void manual_seed(uint64_t seed) { generators().seed(seed); }
 
 Tensor& Tensor::normal_(double mean, double std) {
-  EMBER_CHECK(is_floating_point(dtype()), TypeError, "normal_ expects a floating point dtype, but got ", dtype());
+  EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
+              "normal_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
-  fill_random(*this, detail::OpKind::Normal, mean, std);
+  // Complex: each part normal with std / sqrt(2), so |z - mean| has variance std^2 (as PyTorch).
+  fill_random(*this, detail::OpKind::Normal, mean, is_complex(dtype()) ? std / std::sqrt(2.0) : std);
   return *this;
 }
 
 Tensor& Tensor::uniform_(double from, double to) {
-  EMBER_CHECK(is_floating_point(dtype()), TypeError, "uniform_ expects a floating point dtype, but got ", dtype());
+  EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
+              "uniform_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   fill_random(*this, detail::OpKind::Uniform, from, to);

@@ -55,6 +55,10 @@ class Backend {
   virtual void raw_free(int device, void* ptr) = 0;
   /// {free, total} bytes.
   virtual std::pair<size_t, size_t> mem_get_info(int device) = 0;
+  /// Why raw_alloc on `device` last returned nullptr when the device itself had room (the
+  /// emulated backend: its host memory is exhausted); empty when there is nothing to add,
+  /// the default. OutOfMemoryError messages use it; a decorator should forward it.
+  virtual std::string alloc_failure_reason(int device) { return {}; }
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;
@@ -62,8 +66,13 @@ class Backend {
   // ---- streams --------------------------------------------------------------
   /// The default (legacy) stream of `device`; lives as long as the backend.
   virtual BackendStream* default_stream(int device) = 0;
+  /// A new stream; CudaError when the backend cannot make one. The runtime pools them
+  /// (Note [Stream pool] in runtime/stream_pool.h), so it calls this at most 32 times per
+  /// priority per device between resets.
   virtual BackendStream* create_stream(int device, int priority) = 0;
-  /// Waits for the stream's queued work, then destroys it. Never throws.
+  /// Destroys a stream as cudaStreamDestroy does: the call does not wait, and work still
+  /// queued completes. The runtime destroys only streams of a device that was reset since
+  /// they were made. Never throws.
   virtual void destroy_stream(BackendStream* stream) noexcept = 0;
   /// True when all queued work has completed.
   virtual bool query(BackendStream* stream) = 0;

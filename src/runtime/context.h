@@ -10,7 +10,7 @@ namespace ember::detail {
 int current_device_index();
 /// Checks 0 <= device < device_count (IndexError "Device index value 7 is out of index range [0, 4)").
 void check_device_index(int device);
-/// `device` itself when >= 0 (range-checked), else the current device.
+/// `device` itself when >= 0 (range-checked), the current device for -1; IndexError below.
 int resolve_index(int device);
 /// `device` with its index resolved: "cuda" becomes "cuda:<current>" (range-checked); cpu stays cpu.
 Device resolve_device(Device device);

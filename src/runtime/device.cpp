@@ -37,8 +37,8 @@ Device resolve_device(Device device) {
 }
 
 int resolve_index(int device) {
-  if (device < 0) return current_device_index();
-  check_device_index(device);
+  if (device == -1) return current_device_index();
+  check_device_index(device);  // IndexError below -1 too
   return device;
 }
 
@@ -49,6 +49,7 @@ namespace ember::cuda {
 int current_device() { return detail::current_device_index(); }
 
 void set_device(int device) {
+  if (device == -1) return;  // "no device given": a no-op, as torch.cuda.set_device(-1)
   detail::check_device_index(device);
   if (detail::t_current_device == device) return;
   detail::backend().set_device(device);
@@ -56,8 +57,7 @@ void set_device(int device) {
 }
 
 void set_device(Device device) {
-  int index = detail::cuda_index(device);
-  set_device(index < 0 ? current_device() : index);
+  set_device(detail::cuda_index(device));
 }
 
 void synchronize(int device) { detail::backend().synchronize_device(detail::resolve_index(device)); }
@@ -86,7 +86,7 @@ void reset_device(int device) {
 }
 
 DeviceGuard::DeviceGuard(int device) : original_(current_device()) {
-  if (device >= 0) set_device(device);  // -1: "no device given", as torch.cuda.device(-1)
+  set_device(device);  // -1: "no device given", as torch.cuda.device(-1); below: IndexError
 }
 
 DeviceGuard::DeviceGuard(Device device) : DeviceGuard(detail::cuda_index(device)) {}

@@ -88,4 +88,17 @@ bool env_flag(const char* name) {
   return value != nullptr && std::atoi(value) != 0;
 }
 
+std::span<const EnvVariable> env_variables() noexcept {
+  static constexpr EnvVariable kVariables[] = {
+      {"CUDA_VISIBLE_DEVICES", "which devices are visible, and their order"},
+      {"CUDA_LAUNCH_BLOCKING", "1: every launch waits and raises its own errors"},
+      {"PYTORCH_CUDA_ALLOC_CONF", "caching allocator options"},
+      {"PYTORCH_NO_CUDA_MEMORY_CACHING", "set: no caching of device memory"},
+      {"EMBER_EMULATED_DEVICES", "number of emulated cuda devices"},
+      {"EMBER_EMULATED_MEMORY", "memory of each emulated device"},
+      {"EMBER_NUM_THREADS", "threads of the cpu backend"},
+  };
+  return kVariables;
+}
+
 }  // namespace ember::detail

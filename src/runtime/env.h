@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,16 @@ int parse_device_count(std::string_view text, const char* what);
 /// True when the variable is set to a non-zero integer (CUDA_LAUNCH_BLOCKING=1), as
 /// PyTorch reads it with atoi.
 bool env_flag(const char* name);
+
+/// A variable ember reads, and what it controls.
+struct EnvVariable {
+  const char* name;
+  const char* meaning;
+};
+
+/// Every environment variable ember reads (ember-info lists them with their values).
+/// A module that reads a new variable adds it here.
+std::span<const EnvVariable> env_variables() noexcept;
 
 /// Most devices ember handles (CUDA's visible-device limit as PyTorch assumes it).
 inline constexpr int kMaxDevices = 64;

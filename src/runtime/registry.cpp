@@ -1,8 +1,10 @@
 #include "runtime/registry.h"
 
 #include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -120,8 +122,21 @@ uint64_t device_generation(int device) { return generation_counter(device).load(
 namespace ember::cuda {
 
 bool is_available() {
-  detail::Runtime& rt = detail::runtime();
-  return rt.backend != nullptr && rt.device_count > 0;
+  // As torch.cuda.is_available(), this never raises: a bad EMBER_EMULATED_* value makes it
+  // false with a warning (once per distinct problem); the first call that needs a device
+  // raises the error itself, since no backend was selected.
+  try {
+    detail::Runtime& rt = detail::runtime();
+    return rt.backend != nullptr && rt.device_count > 0;
+  } catch (const Error& e) {
+    static std::mutex mutex;
+    static std::set<std::string> warned;
+    std::lock_guard lock(mutex);
+    if (warned.insert(e.what()).second) {
+      std::cerr << "ember: warning: cuda::is_available() is false: " << e.what() << std::endl;
+    }
+    return false;
+  }
 }
 
 int device_count() { return detail::runtime().device_count; }

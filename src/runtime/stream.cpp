@@ -15,6 +15,7 @@
 #include "ember/errors.h"
 #include "runtime/context.h"
 #include "runtime/registry.h"
+#include "runtime/stream_pool.h"
 
 namespace ember::detail {
 namespace {
@@ -27,13 +28,11 @@ struct CurrentStreamSlot {
 
 thread_local std::array<CurrentStreamSlot, kMaxDevices> t_current_streams;
 
-std::atomic<uint64_t> g_next_stream_id{1};
-
 }  // namespace
 
 StreamState::~StreamState() {
   if (!owned_) return;
-  if (Backend* b = backend_or_null()) b->destroy_stream(native_);  // drains queued work first
+  if (Backend* b = backend_or_null()) b->destroy_stream(native_);
 }
 
 BackendStream* StreamState::native() const {
@@ -74,10 +73,14 @@ Stream::Stream(int device, int priority) {
   int index = detail::resolve_index(device);
   detail::Backend& b = detail::backend();
   auto [least, greatest] = b.priority_range();
-  priority = std::clamp(priority, greatest, least);  // CUDA clamps out-of-range priorities
-  detail::BackendStream* native = b.create_stream(index, priority);
-  state_ = std::make_shared<detail::StreamState>(index, priority, detail::g_next_stream_id.fetch_add(1), native,
-                                                 /*owned=*/true, detail::device_generation(index));
+  // CUDA clamps out-of-range priorities; a pool exists for each of the first
+  // kMaxStreamPriorities of the range.
+  priority = std::clamp(priority, std::max(greatest, least - (detail::kMaxStreamPriorities - 1)), least);
+  state_ = detail::pooled_stream(index, priority);  // Note [Stream pool]
+}
+
+Stream::Stream(std::shared_ptr<detail::StreamState> state) : state_(std::move(state)) {
+  EMBER_CHECK(state_ != nullptr, ValueError, "cuda::Stream: the stream state is null");
 }
 
 Device Stream::device() const { return Device(kCUDA, device_index()); }

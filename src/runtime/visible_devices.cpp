@@ -77,10 +77,54 @@ VisibleDevices parse_visible_devices(std::optional<std::string_view> value) {
   return visible;
 }
 
+std::string format_uuid(const unsigned char (&bytes)[16]) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+std::string emulated_device_uuid(int physical) {
+  // Two splitmix64 outputs keyed by the device number, shaped as a version-4 UUID.
+  auto mix = [](uint64_t z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  };
+  uint64_t key = 0x656D626572000000ull ^ static_cast<uint64_t>(physical);  // "ember"
+  uint64_t words[2] = {mix(key), mix(key ^ 0xFFFFFFFF00000000ull)};
+  unsigned char bytes[16];
+  for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(words[i / 8] >> (8 * (i % 8)));
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0F) | 0x40);
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3F) | 0x80);
+  return format_uuid(bytes);
+}
+
 std::vector<int> apply_visible_devices(const VisibleDevices& visible, int physical_count) {
   std::vector<int> devices;
-  if (!visible.restricted || visible.uuid_list) {
+  if (!visible.restricted) {
     for (int i = 0; i < physical_count; ++i) devices.push_back(i);
+    return devices;
+  }
+  if (visible.uuid_list) {
+    for (const std::string& entry : visible.uuids) {
+      int match = -1;
+      bool ambiguous = false;
+      for (int i = 0; i < physical_count; ++i) {
+        if (("GPU-" + emulated_device_uuid(i)).starts_with(entry)) {
+          ambiguous |= match >= 0;
+          match = i;
+        }
+      }
+      if (match < 0 || ambiguous) break;  // the first entry naming no single device ends the list
+      if (std::find(devices.begin(), devices.end(), match) != devices.end()) return {};
+      devices.push_back(match);
+    }
     return devices;
   }
   for (int ordinal : visible.ordinals) {

@@ -30,10 +30,18 @@ struct VisibleDevices {
 /// Parses a CUDA_VISIBLE_DEVICES value; `value` empty optional means unset.
 VisibleDevices parse_visible_devices(std::optional<std::string_view> value);
 
-/// The physical devices, in visible order, out of `physical_count` that `visible` exposes.
-/// Ordinals past the physical count end the list (CUDA's behaviour). UUID lists name no
-/// emulated device: emulated devices have no UUIDs, so such a list is ignored and every
-/// device stays visible (the variable is meant for the GPUs of the machine).
+/// The UUID of physical emulated device `physical` (36 characters, the same in every
+/// process), as DeviceProperties::uuid reports it.
+std::string emulated_device_uuid(int physical);
+/// 16 UUID bytes as "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+std::string format_uuid(const unsigned char (&bytes)[16]);
+
+/// The physical devices, in visible order, out of `physical_count` emulated devices that
+/// `visible` exposes. Ordinals past the physical count end the list (CUDA's behaviour).
+/// A "GPU-" entry names the device whose "GPU-<uuid>" it is a prefix of, as the driver
+/// (and PyTorch's _transform_uuid_to_ordinals) match them: an entry that matches no
+/// device or several ends the list, a device named twice empties it. Emulated devices
+/// have no MIG instances: a "MIG-" list exposes none.
 std::vector<int> apply_visible_devices(const VisibleDevices& visible, int physical_count);
 
 }  // namespace ember::detail

@@ -49,6 +49,12 @@ void run(const KernelCall& call) {
     case OpKind::Matmul: return run_matmul(call);
     case OpKind::IndexSelect: return run_index_select(call);
     case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange: return run_random(call);
+    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: return run_select(call);
+    case OpKind::Softmax: case OpKind::LogSoftmax: return run_softmax(call);
+    case OpKind::ArgMax: case OpKind::ArgMin: return run_arg_reduce(call);
+    case OpKind::MaxPool2d: case OpKind::AvgPool2d: return run_pool(call);
+    case OpKind::NllLoss: return run_nll_loss(call);
+    case OpKind::BatchNormStats: return run_batch_norm_stats(call);
     case OpKind::FFT: return run_fft(call);
     case OpKind::Im2Col: return run_im2col(call);
   }

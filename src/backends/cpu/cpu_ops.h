@@ -13,6 +13,12 @@ void run_reduce(const KernelCall& call);       // cpu_reduce.cpp
 void run_matmul(const KernelCall& call);       // cpu_matmul.cpp
 void run_index_select(const KernelCall& call);  // cpu_index_select.cpp
 void run_random(const KernelCall& call);       // cpu_random.cpp: normal, uniform, arange
+void run_select(const KernelCall& call);       // cpu_select.cpp: where, clamp
+void run_softmax(const KernelCall& call);      // cpu_softmax.cpp: softmax, log_softmax
+void run_arg_reduce(const KernelCall& call);   // cpu_arg_reduce.cpp: argmax, argmin
+void run_pool(const KernelCall& call);         // cpu_pool.cpp: max_pool2d, avg_pool2d
+void run_nll_loss(const KernelCall& call);     // cpu_loss.cpp
+void run_batch_norm_stats(const KernelCall& call);  // cpu_batch_norm.cpp
 
 /// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
 [[noreturn]] void not_implemented(const char* name, DType dtype);

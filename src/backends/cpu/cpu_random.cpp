@@ -43,7 +43,7 @@ void run_typed(const KernelCall& call, const TensorArg& out) {
         not_implemented("uniform_kernel_cpu", out.dtype);
       } else {
         const R from = call.s0.to<R>(), to = call.s1.to<R>();
-        return generate<T>(out, [=](int64_t i) { return T(uniform_at<R>(seed, offset, i, from, to)); });
+        return generate<T>(out, [=](int64_t i) { return uniform_value<T, R>(seed, offset, i, from, to); });
       }
     case OpKind::Arange:
       if constexpr (is_complex_v<T> || std::is_same_v<T, bool>) {

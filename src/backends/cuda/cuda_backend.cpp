@@ -5,6 +5,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
 #include "fft/plan_cache.h"
+#include "runtime/visible_devices.h"
 
 namespace ember::detail {
 
@@ -44,6 +45,9 @@ cuda::DeviceProperties DriverBackend::properties(int device) const {
   out.major = prop.major;
   out.minor = prop.minor;
   out.multi_processor_count = prop.multiProcessorCount;
+  unsigned char uuid[16];
+  for (int i = 0; i < 16; ++i) uuid[i] = static_cast<unsigned char>(prop.uuid.bytes[i]);
+  out.uuid = format_uuid(uuid);
   return out;
 }
 

@@ -27,11 +27,13 @@ struct NormalGen {
   __device__ R operator()(int64_t i) const { return normal_at<R>(seed, offset, static_cast<uint64_t>(i), mean, std); }
 };
 
-template <typename R>
+template <typename T, typename R>
 struct UniformGen {
   uint64_t seed, offset;
   R from, to;
-  __device__ R operator()(int64_t i) const { return uniform_at<R>(seed, offset, static_cast<uint64_t>(i), from, to); }
+  __device__ T operator()(int64_t i) const {
+    return uniform_value<T, R>(seed, offset, static_cast<uint64_t>(i), from, to);
+  }
 };
 
 /// start + i * step in int64 for integers and double otherwise, then converted.
@@ -66,7 +68,7 @@ void launch_generate(const KernelCall& call, cudaStream_t stream) {
       return dispatch_if<FloatType>(dtype, "uniform", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, UniformGen<R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
+        generate<T>(call, stream, UniformGen<T, R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
       });
     case OpKind::Arange:
       return dispatch_if<RealNumericType>(dtype, "arange", [&](auto tag) {

@@ -43,6 +43,12 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange:
       launch_generate(call, handle);
       break;
+    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: launch_select(call, handle); break;
+    case OpKind::Softmax: case OpKind::LogSoftmax: launch_softmax(call, handle); break;
+    case OpKind::ArgMax: case OpKind::ArgMin: launch_arg_reduce(call, handle); break;
+    case OpKind::MaxPool2d: case OpKind::AvgPool2d: launch_pool(call, handle); break;
+    case OpKind::NllLoss: launch_nll_loss(call, handle); break;
+    case OpKind::BatchNormStats: launch_batch_norm_stats(call, handle); break;
     case OpKind::FFT:
       run_fft(call, handle);
       check_launch(handle);

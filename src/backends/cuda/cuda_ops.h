@@ -24,6 +24,12 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream);        // cuBLA
 void launch_integer_matmul(const KernelCall& call, cudaStream_t stream);  // cuda_matmul_int.cu
 void launch_index_select(const KernelCall& call, cudaStream_t stream);
 void launch_generate(const KernelCall& call, cudaStream_t stream);      // Normal Uniform Arange
+void launch_select(const KernelCall& call, cudaStream_t stream);        // Where Clamp ClampScalar
+void launch_softmax(const KernelCall& call, cudaStream_t stream);       // Softmax LogSoftmax
+void launch_arg_reduce(const KernelCall& call, cudaStream_t stream);    // ArgMax ArgMin (cuda_softmax.cu)
+void launch_pool(const KernelCall& call, cudaStream_t stream);          // MaxPool2d AvgPool2d
+void launch_nll_loss(const KernelCall& call, cudaStream_t stream);      // NllLoss (cuda_loss.cu)
+void launch_batch_norm_stats(const KernelCall& call, cudaStream_t stream);  // BatchNormStats (cuda_loss.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 

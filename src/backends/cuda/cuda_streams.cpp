@@ -28,8 +28,7 @@ void DriverBackend::destroy_stream(BackendStream* stream) noexcept {
     int previous = -1;
     (void)cudaGetDevice(&previous);
     (void)cudaSetDevice(s->device);
-    (void)cudaStreamSynchronize(s->handle);
-    (void)cudaStreamDestroy(s->handle);
+    (void)cudaStreamDestroy(s->handle);  // returns at once; queued work still completes
     (void)cudaGetLastError();  // a destructor reports nothing; the error stays sticky if it was
     if (previous >= 0) (void)cudaSetDevice(previous);
   }

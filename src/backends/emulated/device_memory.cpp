@@ -24,6 +24,7 @@ DeviceMemory::~DeviceMemory() {
 
 void* DeviceMemory::allocate(size_t bytes) {
   std::lock_guard lock(mutex_);
+  host_failure_ = 0;
   if (bytes > capacity_ - used_) return nullptr;
   // cudaMalloc(0) succeeds; a distinct non-null pointer keeps "nullptr means failure".
   size_t rounded = round_up(bytes == 0 ? 1 : bytes, kAlignment);
@@ -32,10 +33,16 @@ void* DeviceMemory::allocate(size_t bytes) {
   if (rounded >= kMapThreshold) {
     mapped = round_up(rounded, 4096);
     ptr = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (ptr == MAP_FAILED) return nullptr;
+    if (ptr == MAP_FAILED) {
+      host_failure_ = bytes;
+      return nullptr;
+    }
   } else {
     ptr = std::aligned_alloc(kAlignment, rounded);
-    if (ptr == nullptr) return nullptr;
+    if (ptr == nullptr) {
+      host_failure_ = bytes;
+      return nullptr;
+    }
   }
   blocks_.emplace(ptr, Block{bytes, mapped});
   used_ += bytes;
@@ -51,6 +58,11 @@ bool DeviceMemory::release(void* ptr) {
   used_ -= it->second.bytes;
   blocks_.erase(it);
   return true;
+}
+
+size_t DeviceMemory::host_failure() const {
+  std::lock_guard lock(mutex_);
+  return host_failure_;
 }
 
 std::pair<size_t, size_t> DeviceMemory::info() const {

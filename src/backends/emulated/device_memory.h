@@ -2,8 +2,9 @@
 //
 // Allocations come from mmap with MAP_NORESERVE (large ones) or the heap (small ones);
 // pages are never touched here, so an 8 GiB device costs no resident memory until a
-// kernel writes to it. Allocation fails (nullptr) exactly when the request exceeds the
-// capacity left, as cudaMalloc does, so the caching allocator sees a GPU's behaviour.
+// kernel writes to it. Allocation fails (nullptr) when the request exceeds the capacity
+// left, as cudaMalloc does, so the caching allocator sees a GPU's behaviour, or when the
+// host cannot provide the memory (recorded, for the OutOfMemoryError message).
 #pragma once
 
 #include <cstddef>
@@ -20,8 +21,12 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  /// 512-byte aligned memory, or nullptr when less than `bytes` is free.
+  /// 512-byte aligned memory, or nullptr when less than `bytes` is free or when the host
+  /// cannot back it (then host_failure() names the request).
   void* allocate(size_t bytes);
+  /// Bytes of the last request that failed for want of host memory although the capacity
+  /// had room; 0 when the last failure (or none) was the capacity's.
+  size_t host_failure() const;
   /// False when `ptr` did not come from allocate().
   bool release(void* ptr);
   /// {free, total}.
@@ -36,6 +41,7 @@ class DeviceMemory {
   const size_t capacity_;
   mutable std::mutex mutex_;
   size_t used_ = 0;
+  size_t host_failure_ = 0;
   std::unordered_map<void*, Block> blocks_;
 };
 

@@ -6,6 +6,7 @@
 
 #include "ember/errors.h"
 #include "runtime/env.h"
+#include "runtime/visible_devices.h"
 
 namespace ember::detail {
 
@@ -54,6 +55,7 @@ cuda::DeviceProperties EmulatedBackend::properties(int index) const {
   props.major = 8;
   props.minor = 0;
   props.multi_processor_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  props.uuid = emulated_device_uuid(dev.physical);
   return props;
 }
 
@@ -69,6 +71,15 @@ void EmulatedBackend::raw_free(int index, void* ptr) {
 }
 
 std::pair<size_t, size_t> EmulatedBackend::mem_get_info(int index) { return device(index).memory.info(); }
+
+std::string EmulatedBackend::alloc_failure_reason(int index) {
+  Device& dev = device(index);
+  size_t bytes = dev.memory.host_failure();
+  if (bytes == 0) return {};
+  auto [free, total] = dev.memory.info();
+  return cat("the host memory that backs this emulated device is exhausted (the host could not provide ", bytes,
+             " bytes; the device itself has ", free, " of its ", total, " bytes free)");
+}
 
 void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
 
@@ -100,7 +111,7 @@ void EmulatedBackend::destroy_stream(BackendStream* native) noexcept {
     auto& list = devices_[static_cast<size_t>(stream->device())]->streams;
     list.erase(std::remove(list.begin(), list.end(), stream), list.end());
   }
-  delete stream;  // drains, then joins the worker
+  stream->release();  // returns at once; the worker runs what is queued, then deletes the stream
 }
 
 bool EmulatedBackend::query(BackendStream* native) {

@@ -2,8 +2,10 @@
 
 #include <cstring>
 #include <exception>
+#include <system_error>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "ember/errors.h"
 
 namespace ember::detail::emulated {
 namespace {
@@ -26,16 +28,34 @@ void busy_for(std::chrono::nanoseconds duration) {
 
 EmulatedStream::EmulatedStream(int device, int priority, StickyError& error, bool launch_blocking)
     : device_(device), priority_(priority), error_(error), launch_blocking_(launch_blocking) {
-  worker_ = std::thread([this] { run_worker(); });
+  try {
+    worker_ = std::thread([this] {
+      if (run_worker()) delete this;  // released by release(): the last thing the worker does
+    });
+  } catch (const std::system_error& e) {
+    // Out of threads (or of memory for a stack): a failed cudaStreamCreate, not a crash.
+    fail<CudaError>("CUDA error: resource allocation failed: cannot start the worker thread of a new stream on cuda:",
+                    device, " (", e.what(), ")");
+  }
 }
 
 EmulatedStream::~EmulatedStream() {
+  if (!worker_.joinable()) return;  // release()d: running on the worker, which has stopped
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
   }
   work_cv_.notify_one();
   worker_.join();
+}
+
+void EmulatedStream::release() {
+  // Notified under the lock: once it is released the worker may delete the stream.
+  std::lock_guard lock(mutex_);
+  worker_.detach();
+  stopping_ = true;
+  self_delete_ = true;
+  work_cv_.notify_one();
 }
 
 uint64_t EmulatedStream::enqueue(WorkItem item) {
@@ -52,7 +72,7 @@ uint64_t EmulatedStream::enqueue(WorkItem item) {
   return seq;
 }
 
-void EmulatedStream::run_worker() {
+bool EmulatedStream::run_worker() {
   std::deque<WorkItem> batch;
   uint64_t done = 0;
   for (;;) {
@@ -66,7 +86,7 @@ void EmulatedStream::run_worker() {
         work_cv_.wait(lock);
         worker_asleep_ = false;
       }
-      if (queue_.empty()) return;  // stopping, and everything queued has run
+      if (queue_.empty()) return self_delete_;  // stopping, and everything queued has run
       batch.swap(queue_);
     }
     for (WorkItem& item : batch) {

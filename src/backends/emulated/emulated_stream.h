@@ -5,10 +5,12 @@
 // variable only when the worker is asleep, so a busy stream costs the host one
 // uncontended lock and a deque push per item. The worker takes the whole queue in one
 // swap, runs it without the lock, and publishes each completed item on the stream's
-// Timeline. Destruction (cudaStreamDestroy) lets the worker drain what is queued, then
-// joins it.
+// Timeline. Destruction lets the worker drain what is queued, then joins it;
+// release() (cudaStreamDestroy) returns at once and the worker deletes the stream once
+// its queue has run.
 #pragma once
 
+#include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -39,9 +41,13 @@ class EmulatedStream final : public BackendStream {
   bool idle() const noexcept { return timeline_->reached(submitted()); }
   /// Blocks until everything queued so far has run (errors are the caller's to raise).
   void drain() { timeline_->wait_for(submitted()); }
+  /// Destroys the stream without waiting: the worker runs what is queued, then deletes
+  /// the stream. Nothing may be enqueued after this call.
+  void release();
 
  private:
-  void run_worker();
+  /// Runs the queue until stopped; true when the worker must delete the stream.
+  bool run_worker();
   void execute(WorkItem& item);
 
   const int device_;
@@ -55,6 +61,7 @@ class EmulatedStream final : public BackendStream {
   std::deque<WorkItem> queue_;         // guarded by mutex_
   bool worker_asleep_ = false;         // guarded by mutex_
   bool stopping_ = false;              // guarded by mutex_
+  bool self_delete_ = false;           // guarded by mutex_
   std::atomic<uint64_t> submitted_{0};  // written under mutex_
   std::thread worker_;
 };

@@ -1,0 +1,152 @@
+// MaxPool2d and AvgPool2d over {N, C, H, W} input (contract in nn/pool_geometry.h).
+// Planes (n, c) are independent and spread over the thread pool; within a plane each
+// output scans its window with the input's own strides.
+#include <algorithm>
+
+#include "backends/cpu/cpu_loops.h"
+#include "backends/cpu/cpu_ops.h"
+#include "nn/pool_geometry.h"
+
+namespace ember::detail::cpu {
+namespace {
+
+template <typename T>
+void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const nn::PoolGeometry& g) {
+  using A = compute_t<T>;
+  const int64_t channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
+  const int64_t sy = in.strides[2], sx = in.strides[3];
+  const int64_t plane_out = g.out_h * g.out_w;
+  const T* src = static_cast<const T*>(in.data);
+  T* dst = static_cast<T*>(out.data);
+  int64_t* idx = static_cast<int64_t*>(indices.data);
+  const int64_t planes = in.sizes[0] * channels;
+  const int64_t window = g.kernel_h * g.kernel_w;
+  parallel_for(0, planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_out * window, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+      T* o = dst + p * plane_out;
+      int64_t* oi = idx + p * plane_out;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        const int64_t y0 = oy * g.stride_h - g.pad_h;
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          const int64_t x0 = ox * g.stride_w - g.pad_w;
+          A best = -INFINITY;
+          int64_t best_index = -1;
+          for (int64_t i = 0; i < g.kernel_h; ++i) {
+            const int64_t y = y0 + i * g.dilation_h;
+            if (y < 0 || y >= height) continue;
+            for (int64_t j = 0; j < g.kernel_w; ++j) {
+              const int64_t x = x0 + j * g.dilation_w;
+              if (x < 0 || x >= width) continue;
+              const A v = convert<A>(plane[y * sy + x * sx]);
+              if (best_index < 0 || v > best || (v != v && best == best)) best = v, best_index = y * width + x;
+            }
+          }
+          o[oy * g.out_w + ox] = convert<T>(best);
+          oi[oy * g.out_w + ox] = best_index;
+        }
+      }
+    }
+  });
+}
+
+// The common case: 2x2 windows, stride 2, no padding or dilation, dense rows. The window
+// always lies inside the input, so the loop has no bounds checks.
+template <typename T>
+bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const nn::PoolGeometry& g) {
+  if (g.kernel_h != 2 || g.kernel_w != 2 || g.stride_h != 2 || g.stride_w != 2 || g.pad_h || g.pad_w ||
+      g.dilation_h != 1 || g.dilation_w != 1 || in.strides[3] != 1 || 2 * g.out_h > in.sizes[2] ||
+      2 * g.out_w > in.sizes[3])
+    return false;
+  using A = compute_t<T>;
+  const int64_t channels = in.sizes[1], width = in.sizes[3], sy = in.strides[2];
+  const int64_t plane_out = g.out_h * g.out_w;
+  const T* src = static_cast<const T*>(in.data);
+  T* dst = static_cast<T*>(out.data);
+  int64_t* idx = static_cast<int64_t*>(indices.data);
+  parallel_for(0, in.sizes[0] * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(4 * plane_out, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+      T* o = dst + p * plane_out;
+      int64_t* oi = idx + p * plane_out;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        const T* r0 = plane + 2 * oy * sy;
+        const T* r1 = r0 + sy;
+        const int64_t base = 2 * oy * width;
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          const A a = convert<A>(r0[2 * ox]), b = convert<A>(r0[2 * ox + 1]);
+          const A c = convert<A>(r1[2 * ox]), d = convert<A>(r1[2 * ox + 1]);
+          // Window order a, b, c, d; the first maximum wins, NaN beats everything.
+          A best = a;
+          int64_t k = 0;
+          if (b > best || (b != b && best == best)) best = b, k = 1;
+          if (c > best || (c != c && best == best)) best = c, k = 2;
+          if (d > best || (d != d && best == best)) best = d, k = 3;
+          o[oy * g.out_w + ox] = convert<T>(best);
+          oi[oy * g.out_w + ox] = base + 2 * ox + (k >> 1) * width + (k & 1);
+        }
+      }
+    }
+  });
+  return true;
+}
+
+template <typename T>
+void avg_pool(const TensorArg& in, const TensorArg& out, const nn::PoolGeometry& g) {
+  using A = compute_t<T>;
+  const int64_t channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
+  const int64_t sy = in.strides[2], sx = in.strides[3];
+  const int64_t plane_out = g.out_h * g.out_w;
+  const T* src = static_cast<const T*>(in.data);
+  T* dst = static_cast<T*>(out.data);
+  parallel_for(0, in.sizes[0] * channels,
+               std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_out * g.kernel_h * g.kernel_w, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+      T* o = dst + p * plane_out;
+      for (int64_t oy = 0; oy < g.out_h; ++oy) {
+        int64_t y0 = oy * g.stride_h - g.pad_h, y1 = std::min(y0 + g.kernel_h, height + g.pad_h);
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
+          int64_t x0 = ox * g.stride_w - g.pad_w, x1 = std::min(x0 + g.kernel_w, width + g.pad_w);
+          const int64_t padded_size = (y1 - y0) * (x1 - x0);
+          const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, height);
+          const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, width);
+          A sum = 0;
+          for (int64_t y = ya; y < yb; ++y) {
+            for (int64_t x = xa; x < xb; ++x) sum += convert<A>(plane[y * sy + x * sx]);
+          }
+          const int64_t divisor = g.divisor_override ? g.divisor_override
+                                  : g.count_include_pad ? padded_size
+                                                        : (yb - ya) * (xb - xa);
+          o[oy * g.out_w + ox] = convert<T>(sum / static_cast<A>(divisor));
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void run_pool(const KernelCall& call) {
+  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && !call.outputs.empty());
+  const auto& g = *static_cast<const nn::PoolGeometry*>(call.payload.get());
+  const TensorArg &in = call.inputs[0], &out = call.outputs[0];
+  EMBER_ASSERT(in.sizes.size() == 4);
+  if (out.numel() == 0) return;
+  const bool is_max = call.op == OpKind::MaxPool2d;
+  dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
+    if constexpr (!is_floating_v<T>) {
+      not_implemented(is_max ? "max_pool2d" : "avg_pool2d", in.dtype);
+    } else if (is_max) {
+      EMBER_ASSERT(call.outputs.size() == 2);
+      if (!max_pool_2x2<T>(in, out, call.outputs[1], g)) max_pool<T>(in, out, call.outputs[1], g);
+    } else {
+      avg_pool<T>(in, out, g);
+    }
+  });
+}
+
+}  // namespace ember::detail::cpu

@@ -1,0 +1,228 @@
+// Softmax and LogSoftmax along one dim, numerically stable (the row maximum is
+// subtracted before exponentiating; a row of -inf gives NaN, as in PyTorch), accumulating in float (double for double).
+//
+// Two layouts:
+//  - dense rows (the dim has stride 1 in input and output, e.g. softmax over the last
+//    dim): each row is reduced and written with straight, vectorisable loops; rows are
+//    spread over the thread pool.
+//  - otherwise (e.g. softmax over channels of NCHW): the positions along the innermost
+//    kept dim are handled a block at a time, walking the softmax dim outermost, so every
+//    inner loop runs over neighbouring elements.
+// Without trapping math the compiler may evaluate both sides of fast_exp's selects, which
+// is what lets the row loops vectorise; ember never reads floating-point exception flags.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("no-trapping-math")
+#endif
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cpu/cpu_loops.h"
+#include "backends/cpu/cpu_ops.h"
+#include "kernels/fast_exp.h"
+#include "kernels/op_name.h"
+
+namespace ember::detail::cpu {
+namespace {
+
+template <typename A>
+inline A exp_of(A x) {
+  if constexpr (std::is_same_v<A, float>) return fast_exp(x);
+  else return std::exp(x);
+}
+
+template <typename A>
+inline A max_of(A a, A b) {  // NaN propagates
+  return (a != a || a > b) ? a : b;
+}
+
+// Dense float rows, the hot case: max, then exp and sum in eight lanes (a float sum is
+// not reassociated by the compiler, lanes let it vectorise), then scale. (The NaN-aware
+// max still compiles to scalar code.) Compiled twice,
+// for AVX2 machines and for the x86-64 baseline, and picked at load time (an ifunc;
+// not under the sanitizers, whose runtimes are not ready when ifunc resolvers run).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
+#define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define EMBER_VECTOR_CLONES
+#endif
+
+constexpr int kVecLanes = 8;
+
+EMBER_VECTOR_CLONES float row_max(const float* in, int64_t n) {
+  float lanes[kVecLanes];
+  for (int j = 0; j < kVecLanes; ++j) lanes[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) {
+      const float v = in[i + j];
+      lanes[j] = ((v > lanes[j]) | (v != v)) ? v : lanes[j];  // NaN wins and stays
+    }
+  }
+  float m = -INFINITY;
+  for (int j = 0; j < kVecLanes; ++j) m = max_of(m, lanes[j]);
+  for (; i < n; ++i) m = max_of(m, in[i]);
+  return m;
+}
+
+// out[k] = exp(in[k] - m); returns the sum.
+EMBER_VECTOR_CLONES float exp_shifted(const float* __restrict in, float* __restrict out, int64_t n, float m) {
+  float lanes[kVecLanes] = {};
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) {
+      out[i + j] = fast_exp(in[i + j] - m);
+      lanes[j] += out[i + j];
+    }
+  }
+  float sum = 0;
+  for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
+  for (; i < n; ++i) sum += (out[i] = fast_exp(in[i] - m));
+  return sum;
+}
+
+// The sum of exp(in[k] - m) alone (log_softmax).
+EMBER_VECTOR_CLONES float exp_shifted_sum(const float* in, int64_t n, float m) {
+  float lanes[kVecLanes] = {};
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) lanes[j] += fast_exp(in[i + j] - m);
+  }
+  float sum = 0;
+  for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
+  for (; i < n; ++i) sum += fast_exp(in[i] - m);
+  return sum;
+}
+
+EMBER_VECTOR_CLONES void scale_row(float* out, int64_t n, float scale) {
+  for (int64_t k = 0; k < n; ++k) out[k] *= scale;
+}
+
+EMBER_VECTOR_CLONES void shift_row(const float* in, float* out, int64_t n, float m, float log_sum) {
+  for (int64_t k = 0; k < n; ++k) out[k] = (in[k] - m) - log_sum;
+}
+
+// One dense row of n elements.
+template <typename T, bool kLog>
+void softmax_row(const T* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float m = row_max(in, n);
+    if constexpr (kLog) {
+      shift_row(in, out, n, m, std::log(exp_shifted_sum(in, n, m)));
+    } else {
+      scale_row(out, n, 1.0f / exp_shifted(in, out, n, m));
+    }
+    return;
+  }
+  using A = compute_t<T>;
+  constexpr int kLanes = 16;
+  A lanes[kLanes];
+  for (int j = 0; j < kLanes; ++j) lanes[j] = -INFINITY;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lanes[j] = max_of(lanes[j], convert<A>(in[i + j]));
+  }
+  A m = -INFINITY;
+  for (int j = 0; j < kLanes; ++j) m = max_of(m, lanes[j]);
+  for (; i < n; ++i) m = max_of(m, convert<A>(in[i]));
+  A sum = 0;
+  if constexpr (kLog) {
+    for (int64_t k = 0; k < n; ++k) sum += exp_of<A>(convert<A>(in[k]) - m);
+    // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds at max's magnitude.
+    const A log_sum = std::log(sum);
+#pragma GCC ivdep
+    for (int64_t k = 0; k < n; ++k) out[k] = convert<T>((convert<A>(in[k]) - m) - log_sum);
+  } else if constexpr (std::is_same_v<T, A>) {
+#pragma GCC ivdep
+    for (int64_t k = 0; k < n; ++k) out[k] = exp_of<A>(in[k] - m);
+    for (int64_t k = 0; k < n; ++k) sum += out[k];
+    const A scale = A(1) / sum;
+#pragma GCC ivdep
+    for (int64_t k = 0; k < n; ++k) out[k] *= scale;
+  } else {
+    for (int64_t k = 0; k < n; ++k) sum += exp_of<A>(convert<A>(in[k]) - m);
+    const A scale = A(1) / sum;
+    for (int64_t k = 0; k < n; ++k) out[k] = convert<T>(exp_of<A>(convert<A>(in[k]) - m) * scale);
+  }
+}
+
+// `count` positions (byte strides in_step/out_step between them), each a softmax over
+// `n` elements `in_dim`/`out_dim` bytes apart.
+template <typename T, bool kLog>
+void softmax_columns(const char* in, char* out, int64_t count, int64_t in_step, int64_t out_step, int64_t n,
+                     int64_t in_dim, int64_t out_dim) {
+  using A = compute_t<T>;
+  for (int64_t start = 0; start < count; start += kBlock) {
+    const int m = static_cast<int>(std::min<int64_t>(kBlock, count - start));
+    const char* ib = in + start * in_step;
+    char* ob = out + start * out_step;
+    A mx[kBlock], sum[kBlock];
+    for (int j = 0; j < m; ++j) mx[j] = -INFINITY, sum[j] = 0;
+    for (int64_t d = 0; d < n; ++d) {
+      const char* row = ib + d * in_dim;
+      for (int j = 0; j < m; ++j) mx[j] = max_of(mx[j], convert<A>(*reinterpret_cast<const T*>(row + j * in_step)));
+    }
+    for (int64_t d = 0; d < n; ++d) {
+      const char* row = ib + d * in_dim;
+      for (int j = 0; j < m; ++j) sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
+    }
+    for (int j = 0; j < m; ++j) sum[j] = kLog ? std::log(sum[j]) : A(1) / sum[j];
+    for (int64_t d = 0; d < n; ++d) {
+      const char* row = ib + d * in_dim;
+      char* orow = ob + d * out_dim;
+      for (int j = 0; j < m; ++j) {
+        const A x = convert<A>(*reinterpret_cast<const T*>(row + j * in_step));
+        *reinterpret_cast<T*>(orow + j * out_step) = convert<T>(kLog ? (x - mx[j]) - sum[j] : exp_of<A>(x - mx[j]) * sum[j]);
+      }
+    }
+  }
+}
+
+template <typename T, bool kLog>
+void softmax_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
+  const int64_t n = in.sizes.empty() ? 1 : in.sizes[dim];
+  if (in.numel() == 0) return;
+  const int64_t bytes = sizeof(T);
+  const int64_t in_dim = in.sizes.empty() ? 0 : in.strides[dim] * bytes;
+  const int64_t out_dim = out.sizes.empty() ? 0 : out.strides[dim] * bytes;
+  // The kept positions: both operands with the softmax dim collapsed to size 1.
+  TensorArg in_kept = in, out_kept = out;
+  if (!in.sizes.empty()) in_kept.sizes[dim] = out_kept.sizes[dim] = 1;
+  LoopShape s = make_loop_shape({&out_kept, &in_kept}, /*reorder=*/true);
+  char* base[] = {static_cast<char*>(out.data), static_cast<char*>(in.data)};
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
+  if ((in_dim == bytes || n == 1) && (out_dim == bytes || n == 1)) {
+    parallel_loop(s, base, [n](char* const* p, const int64_t* st, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) {
+        softmax_row<T, kLog>(reinterpret_cast<const T*>(p[1] + i * st[1]), reinterpret_cast<T*>(p[0] + i * st[0]), n);
+      }
+    }, grain);
+    return;
+  }
+  parallel_loop(s, base, [=](char* const* p, const int64_t* st, int64_t count) {
+    softmax_columns<T, kLog>(p[1], p[0], count, st[1], st[0], n, in_dim, out_dim);
+  }, grain);
+}
+
+}  // namespace
+
+void run_softmax(const KernelCall& call) {
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, op_name(call.op),
+              ": expected 1 output and 1 input");
+  const TensorArg &out = call.outputs[0], &in = call.inputs[0];
+  expect_dtype(op_name(call.op), out, in.dtype);
+  const bool log = call.op == OpKind::LogSoftmax;
+  const int64_t nd = static_cast<int64_t>(in.sizes.size());
+  EMBER_CHECK(call.dim >= 0 && call.dim < std::max<int64_t>(nd, 1), IndexError, op_name(call.op), ": bad dim ", call.dim);
+  dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
+    if constexpr (!is_floating_v<T>) {
+      not_implemented(log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl", in.dtype);
+    } else if (log) {
+      softmax_typed<T, true>(out, in, call.dim);
+    } else {
+      softmax_typed<T, false>(out, in, call.dim);
+    }
+  });
+}
+
+}  // namespace ember::detail::cpu

@@ -1,0 +1,246 @@
+// The "nccl" backend: NCCL collectives on tensors of the driver backend.
+//
+// As ProcessGroupNCCL (see Note [Collective ordering] in distributed/process_group.h):
+// each collective runs on the group's side stream of the tensors' device, which first
+// waits for an event recorded on the current stream; the Work records an end event on
+// the side stream and wait() makes the current stream wait for it (the host does not
+// block). The tensors are recorded on the side stream (record_stream), so the caching
+// allocator does not reuse their memory before NCCL is done with it.
+//
+// The communicator is made at the first collective, on that collective's device (one
+// device per process, as DDP uses it), from the unique id rank 0 puts in the store.
+// all_gather and reduce_scatter over lists are NCCL broadcasts / reduces in one NCCL
+// group (no staging buffer); bool reduces as uint8 with MAX for SUM (logical or).
+// Unlike the gloo backend, argument records are not exchanged (that would cost a host
+// round trip per collective) and a dead peer is detected only by NCCL itself.
+#include <nccl.h>
+
+#include <cstring>
+#include <mutex>
+#include <optional>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_check.h"
+#include "distributed/process_group.h"
+#include "ember/cuda.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/stream.h"
+#include "runtime/backend.h"
+#include "runtime/stream_state.h"
+
+namespace ember::detail::distributed {
+namespace {
+
+void check_nccl(ncclResult_t result, const char* op) {
+  if (result != ncclSuccess) [[unlikely]] {
+    const char* last = ncclGetLastError(nullptr);
+    fail<DistributedError>("NCCL error in ", op, ": ", ncclGetErrorString(result),
+                           last && *last ? std::string(" (") + last + ")" : std::string());
+  }
+}
+
+struct NcclType {
+  ncclDataType_t type;
+  size_t count_scale;  // complex: two reals per element
+};
+
+NcclType nccl_type(DType dtype, const char* op) {
+  switch (dtype) {
+    case DType::Bool:
+    case DType::UInt8: return {ncclUint8, 1};
+    case DType::Int8: return {ncclInt8, 1};
+    case DType::Int32: return {ncclInt32, 1};
+    case DType::Int64: return {ncclInt64, 1};
+    case DType::Float16: return {ncclFloat16, 1};
+    case DType::BFloat16: return {ncclBfloat16, 1};
+    case DType::Float32: return {ncclFloat32, 1};
+    case DType::Float64: return {ncclFloat64, 1};
+    case DType::Complex64: return {ncclFloat32, 2};
+    case DType::Complex128: return {ncclFloat64, 2};
+    default: break;
+  }
+  fail<TypeError>(op, ": the nccl backend does not support ", dtype_name(dtype), " tensors");
+}
+
+ncclRedOp_t nccl_op(ReduceOp op, DType dtype, const char* collective) {
+  EMBER_CHECK(!is_complex(dtype) || op == ReduceOp::SUM || op == ReduceOp::AVG, ValueError, collective,
+              " does not support ", ember::distributed::reduce_op_name(op), " on complex tensors");
+  if (dtype == DType::Bool) return op == ReduceOp::SUM || op == ReduceOp::MAX ? ncclMax : ncclMin;
+  switch (op) {
+    case ReduceOp::SUM: return ncclSum;
+    case ReduceOp::AVG: return ncclAvg;
+    case ReduceOp::PRODUCT: return ncclProd;
+    case ReduceOp::MIN: return ncclMin;
+    case ReduceOp::MAX: return ncclMax;
+  }
+  return ncclSum;
+}
+
+/// Completes on the side stream; wait() orders the caller's current stream after it.
+class NcclWork final : public Work {
+ public:
+  NcclWork(std::vector<Tensor> tensors, cuda::Event end, int device)
+      : Work(std::move(tensors)), end_(std::move(end)), device_(device) {}
+  bool is_completed() override { return end_.query(); }
+  void wait() override { cuda::current_stream(device_).wait_event(end_); }
+
+ private:
+  cuda::Event end_;
+  int device_;
+};
+
+class NcclGroup final : public ProcessGroup {
+ public:
+  explicit NcclGroup(const GroupSetup& setup) : ProcessGroup(setup.rank, setup.world_size), setup_(setup) {
+    Backend* cuda = backend_or_null();
+    EMBER_CHECK(cuda && std::string(cuda->name()) == "driver", DistributedError,
+                "init_process_group: the nccl backend needs the CUDA driver backend (a GPU); this process has ",
+                cuda ? cuda->name() : "no cuda", " devices: use the gloo backend");
+    std::string key = setup.prefix + "nccl/unique_id";
+    if (setup.rank == 0) {
+      check_nccl(ncclGetUniqueId(&id_), "ncclGetUniqueId");
+      setup.store->set(key, std::string(reinterpret_cast<const char*>(&id_), sizeof(id_)));
+    } else {
+      std::string bytes = setup.store->get(key);
+      EMBER_CHECK(bytes.size() == sizeof(id_), DistributedError, "init_process_group: a malformed NCCL unique id");
+      std::memcpy(&id_, bytes.data(), sizeof(id_));
+    }
+  }
+
+  ~NcclGroup() override {
+    if (comm_) ncclCommDestroy(comm_);
+  }
+
+  const char* backend_name() const noexcept override { return "nccl"; }
+
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool) override {
+    check_tensors("all_reduce", {tensor});
+    auto type = nccl_type(tensor.dtype(), "all_reduce");
+    auto red = nccl_op(op, tensor.dtype(), "all_reduce");
+    return run({tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, red, comm, stream),
+                 "all_reduce");
+    });
+  }
+
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool) override {
+    check_tensors("broadcast", {tensor});
+    EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
+                " for a world of ", world_size(), " ranks");
+    auto type = nccl_type(tensor.dtype(), "broadcast");
+    return run({tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, root, comm, stream),
+                 "broadcast");
+    });
+  }
+
+  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool) override {
+    std::vector<Tensor> tensors(outputs);
+    tensors.push_back(input);
+    check_list("all_gather", outputs, input);
+    check_tensors("all_gather", tensors);
+    auto type = nccl_type(input.dtype(), "all_gather");
+    return run(tensors, [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclGroupStart(), "all_gather");
+      for (int r = 0; r < world_size(); ++r) {
+        const void* send = r == rank() ? input.data_ptr() : outputs[r].data_ptr();
+        check_nccl(ncclBroadcast(send, outputs[r].data_ptr(), count(input, type), type.type, r, comm, stream), "all_gather");
+      }
+      check_nccl(ncclGroupEnd(), "all_gather");
+    });
+  }
+
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op, bool) override {
+    std::vector<Tensor> tensors(inputs);
+    tensors.push_back(output);
+    check_list("reduce_scatter", inputs, output);
+    check_tensors("reduce_scatter", tensors);
+    auto type = nccl_type(output.dtype(), "reduce_scatter");
+    auto red = nccl_op(op, output.dtype(), "reduce_scatter");
+    return run(tensors, [&](ncclComm_t comm, cudaStream_t stream) {
+      check_nccl(ncclGroupStart(), "reduce_scatter");
+      for (int r = 0; r < world_size(); ++r) {
+        void* receive = r == rank() ? output.data_ptr() : nullptr;
+        check_nccl(ncclReduce(inputs[r].data_ptr(), receive, count(output, type), type.type, red, r, comm, stream),
+                   "reduce_scatter");
+      }
+      check_nccl(ncclGroupEnd(), "reduce_scatter");
+    });
+  }
+
+  std::shared_ptr<Work> barrier(bool) override {
+    // As ProcessGroupNCCL: an all_reduce of one element on this rank's device.
+    int device = device_ >= 0 ? device_ : cuda::current_device();
+    Tensor one = ember::zeros({1}, TensorOptions().device(Device(DeviceType::CUDA, device)));
+    return all_reduce(one, ReduceOp::SUM, false);
+  }
+
+ private:
+  static size_t count(const Tensor& t, const NcclType& type) { return static_cast<size_t>(t.numel()) * type.count_scale; }
+
+  void check_tensors(const char* op, const std::vector<Tensor>& tensors) const {
+    for (const Tensor& t : tensors) {
+      EMBER_CHECK(t.defined(), ValueError, op, ": expected a defined tensor");
+      EMBER_CHECK(t.is_cuda(), DeviceError, op, ": the nccl backend serves cuda tensors, got a tensor on ", t.device());
+      EMBER_CHECK(t.is_contiguous(), ValueError, op, ": Tensors must be contiguous");
+      EMBER_CHECK(t.device() == tensors.front().device(), DeviceError, op,
+                  ": Expected all tensors to be on the same device, but found at least two devices, ",
+                  tensors.front().device(), " and ", t.device(), "!");
+    }
+  }
+
+  void check_list(const char* op, const std::vector<Tensor>& list, const Tensor& single) const {
+    EMBER_CHECK(static_cast<int>(list.size()) == world_size(), ValueError, op, ": requires ", world_size(),
+                " tensors (one per rank), got ", list.size());
+    for (const Tensor& t : list) {
+      EMBER_CHECK(t.defined() && t.dtype() == single.dtype() && t.numel() == single.numel(), ValueError, op,
+                  ": every tensor must have the dtype and number of elements of the other tensor (",
+                  dtype_name(single.dtype()), ", ", single.numel(), ")");
+    }
+  }
+
+  template <typename Enqueue>
+  std::shared_ptr<Work> run(const std::vector<Tensor>& tensors, Enqueue&& enqueue) {
+    std::lock_guard lock(mutex_);
+    int device = tensors.front().get_device();
+    ensure_communicator(device);
+    cuda::Stream current = cuda::current_stream(device);
+    cuda::Event ready;
+    ready.record(current);
+    side_->wait_event(ready);
+    {
+      driver::DeviceScope scope(device);
+      enqueue(comm_, driver::as_driver(side_->state()->native()).handle);
+    }
+    for (const Tensor& t : tensors) t.record_stream(*side_);
+    cuda::Event end;
+    end.record(*side_);
+    return std::make_shared<NcclWork>(tensors, std::move(end), device);
+  }
+
+  void ensure_communicator(int device) {
+    if (comm_) {
+      EMBER_CHECK(device == device_, DeviceError, "the nccl process group's communicator is on cuda:", device_,
+                  "; a collective on cuda:", device, " needs a process group of its own");
+      return;
+    }
+    driver::DeviceScope scope(device);
+    check_nccl(ncclCommInitRank(&comm_, world_size(), id_, rank()), "init_process_group (ncclCommInitRank)");
+    device_ = device;
+    side_.emplace(device);
+  }
+
+  GroupSetup setup_;
+  ncclUniqueId id_{};
+  std::mutex mutex_;
+  ncclComm_t comm_ = nullptr;
+  int device_ = -1;
+  std::optional<cuda::Stream> side_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> make_nccl_group(const GroupSetup& setup) { return std::make_unique<NcclGroup>(setup); }
+
+}  // namespace ember::detail::distributed

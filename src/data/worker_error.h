@@ -1,0 +1,14 @@
+// A worker's exception, rethrown in the consuming thread as PyTorch's ExceptionWrapper does.
+#pragma once
+
+#include <exception>
+#include <string>
+
+namespace ember::data::detail {
+
+/// Rethrows `error` with "Caught <Type> <where>.\n" in front of its message, where is e.g.
+/// "in DataLoader worker process 1". ember's error types and the standard ones with a
+/// message constructor keep their type; any other becomes an ember::Error.
+[[noreturn]] void rethrow_caught(const std::exception_ptr& error, const std::string& where);
+
+}  // namespace ember::data::detail

@@ -1,0 +1,368 @@
+// The "gloo" backend: Gloo's TCP transport and algorithms on host memory (cpu tensors,
+// and emulated cuda tensors, whose device memory is host memory). See Note [Collective
+// ordering] and Note [Collective checks] in process_group.h.
+//
+// One worker thread per group runs the collectives in the order issued; a blocking call
+// with nothing queued runs on the calling thread instead. Gloo lacks AVG
+// (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
+// the concatenated inputs and keeps its own block). After a transport failure the Gloo
+// context is unusable: every later collective fails at once with the first error.
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <signal.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <thread>
+
+#include "distributed/collective_record.h"
+#include "distributed/host_work.h"
+#include "distributed/process_group.h"
+#include "distributed/reduce_functions.h"
+#include "ember/cuda.h"
+#include "ember/errors.h"
+#include "ember/stream.h"
+#include "runtime/backend.h"
+
+namespace ember::detail::distributed {
+namespace {
+
+/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies would otherwise kill
+/// this process with SIGPIPE instead of failing the collective with an error (Python,
+/// and so PyTorch, ignores SIGPIPE from the start). A handler the program installed stays.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+}
+
+/// Gloo's rendezvous reads and writes ember's store under the group's prefix.
+class GlooStore final : public gloo::rendezvous::Store {
+ public:
+  GlooStore(ember::distributed::Store& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_.set(prefix_ + key, std::string(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    std::string value = store_.get(prefix_ + key);
+    return {value.begin(), value.end()};
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, store_.timeout()); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    std::vector<std::string> prefixed;
+    for (const auto& k : keys) prefixed.push_back(prefix_ + k);
+    store_.wait(prefixed, timeout);
+  }
+
+ private:
+  ember::distributed::Store& store_;
+  std::string prefix_;
+};
+
+/// One collective as the worker runs it.
+struct PendingOp {
+  std::shared_ptr<HostWork> work;
+  CollectiveRecord record;
+  std::optional<cuda::Event> ready;  // cuda tensors: the stream's work before the call
+  std::function<void()> run;         // the Gloo part, after the records agree
+};
+
+class GlooGroup final : public ProcessGroup {
+ public:
+  explicit GlooGroup(const GroupSetup& setup)
+      : ProcessGroup(setup.rank, setup.world_size), store_(setup.store), timeout_(setup.timeout) {
+    ignore_sigpipe_unless_handled();
+    gloo::transport::tcp::attr attr;
+    if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
+      attr.iface = iface;
+    } else {
+      attr.hostname = setup.local_address.empty() ? "127.0.0.1" : setup.local_address;
+    }
+    try {
+      auto device = gloo::transport::tcp::CreateDevice(attr);
+      auto context = std::make_shared<gloo::rendezvous::Context>(setup.rank, setup.world_size);
+      context->setTimeout(setup.timeout);
+      GlooStore store(*setup.store, setup.prefix + "gloo/");
+      context->connectFullMesh(store, device);
+      context_ = std::move(context);
+    } catch (const gloo::Exception& e) {
+      fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             e.what());
+    }
+    worker_ = std::thread([this] { run_worker(); });
+  }
+
+  ~GlooGroup() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    worker_.join();
+  }
+
+  const char* backend_name() const noexcept override { return "gloo"; }
+
+  std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
+    std::vector<Tensor> tensors{tensor};
+    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, [&] {
+      check_dense("all_reduce", tensors);
+      ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
+      return [this, tensor, op, reduce, tag = next_tag()] {
+        if (tensor.numel() == 0) return;
+        dispatch(tensor.dtype(), [&](auto type) {
+          using T = typename decltype(type)::type;
+          gloo::AllreduceOptions options(context_);
+          options.setOutput(static_cast<T*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel()));
+          options.setReduceFunction(reduce);
+          options.setTag(tag);
+          options.setTimeout(timeout_);
+          gloo::allreduce(options);
+        });
+        if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), static_cast<size_t>(tensor.numel()), world_size());
+      };
+    });
+  }
+
+  std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
+    std::vector<Tensor> tensors{tensor};
+    return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, [&] {
+      check_dense("broadcast", tensors);
+      EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
+                  " for a world of ", world_size(), " ranks");
+      return [this, tensor, root, tag = next_tag()] {
+        if (tensor.numel() == 0) return;
+        gloo::BroadcastOptions options(context_);
+        options.setOutput(static_cast<uint8_t*>(tensor.data_ptr()), tensor.nbytes());
+        options.setRoot(root);
+        options.setTag(tag);
+        options.setTimeout(timeout_);
+        gloo::broadcast(options);
+      };
+    });
+  }
+
+  std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool async_op) override {
+    std::vector<Tensor> tensors(outputs);
+    tensors.push_back(input);
+    return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, [&] {
+      check_list("all_gather", "output", outputs, input);
+      check_dense("all_gather", tensors);
+      return [this, outputs, input, tag = next_tag()] {
+        size_t bytes = input.nbytes();
+        if (bytes == 0) return;
+        std::vector<uint8_t> gathered(bytes * static_cast<size_t>(world_size()));
+        gloo::AllgatherOptions options(context_);
+        options.setInput(static_cast<uint8_t*>(input.data_ptr()), bytes);
+        options.setOutput(gathered.data(), gathered.size());
+        options.setTag(tag);
+        options.setTimeout(timeout_);
+        gloo::allgather(options);
+        for (size_t i = 0; i < outputs.size(); ++i) std::memcpy(outputs[i].data_ptr(), gathered.data() + i * bytes, bytes);
+      };
+    });
+  }
+
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op,
+                                       bool async_op) override {
+    std::vector<Tensor> tensors(inputs);
+    tensors.push_back(output);
+    return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, [&] {
+      check_list("reduce_scatter", "input", inputs, output);
+      check_dense("reduce_scatter", tensors);
+      ReduceFn reduce = reduce_function(op, output.dtype(), "reduce_scatter");
+      return [this, output, inputs, op, reduce, tag = next_tag()] {
+        size_t bytes = output.nbytes(), numel = static_cast<size_t>(output.numel());
+        if (bytes == 0) return;
+        std::vector<uint8_t> flat(bytes * inputs.size());
+        for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(flat.data() + i * bytes, inputs[i].data_ptr(), bytes);
+        dispatch(output.dtype(), [&](auto type) {
+          using T = typename decltype(type)::type;
+          gloo::AllreduceOptions options(context_);
+          options.setOutput(reinterpret_cast<T*>(flat.data()), numel * inputs.size());
+          options.setReduceFunction(reduce);
+          options.setTag(tag);
+          options.setTimeout(timeout_);
+          gloo::allreduce(options);
+        });
+        uint8_t* mine = flat.data() + static_cast<size_t>(rank()) * bytes;
+        if (op == ReduceOp::AVG) divide(mine, output.dtype(), numel, world_size());
+        std::memcpy(output.data_ptr(), mine, bytes);
+      };
+    });
+  }
+
+  std::shared_ptr<Work> barrier(bool async_op) override {
+    // The record exchange is an all-gather: no rank passes it before every rank entered.
+    return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, [] { return [] {}; });
+  }
+
+ private:
+  /// Validates on the calling thread, then queues the collective. An argument error is
+  /// still queued, as a failed record, so that the peers fail too instead of waiting.
+  template <typename Prepare>
+  std::shared_ptr<Work> issue(bool async_op, Collective collective, const std::vector<Tensor>& tensors, const Tensor& shape_of,
+                              ReduceOp op, int root, Prepare&& prepare) {
+    auto pending = std::make_unique<PendingOp>();
+    std::exception_ptr argument_error;
+    std::lock_guard issue_lock(issue_mutex_);
+    pending->record = make_record(++sequence_, collective, op, shape_of.defined() ? shape_of.dtype() : DType::Float32,
+                                  shape_of.defined() ? shape_of.numel() : 0, root);
+    try {
+      pending->run = prepare();
+      if (!tensors.empty() && tensors.front().is_cuda()) {
+        pending->ready.emplace();
+        pending->ready->record(cuda::current_stream(tensors.front().get_device()));
+      }
+    } catch (const std::exception& e) {
+      argument_error = std::current_exception();
+      set_failure(pending->record, e.what());
+    }
+    auto work = std::make_shared<HostWork>(argument_error ? std::vector<Tensor>{} : tensors);
+    pending->work = work;
+    std::unique_lock lock(mutex_);
+    if (!async_op && !argument_error && queue_.empty() && !worker_busy_) {
+      // The caller would only wait: run it here and spare two thread hand-offs. The worker
+      // stays idle meanwhile (nothing is queued, and issue_mutex_ keeps it so).
+      worker_busy_ = true;
+      lock.unlock();
+      work->finish(execute(*pending));
+      lock.lock();
+      worker_busy_ = false;
+      return work;
+    }
+    queue_.push_back(std::move(pending));
+    lock.unlock();
+    queue_cv_.notify_one();
+    if (argument_error) std::rethrow_exception(argument_error);
+    return work;
+  }
+
+  uint32_t next_tag() noexcept { return static_cast<uint32_t>(sequence_ * 2); }
+
+  void check_dense(const char* op, const std::vector<Tensor>& tensors) const {
+    for (const Tensor& t : tensors) {
+      EMBER_CHECK(t.defined(), ValueError, op, ": expected a defined tensor");
+      EMBER_CHECK(t.is_contiguous(), ValueError, op, ": Tensors must be contiguous");
+      EMBER_CHECK(t.device() == tensors.front().device(), DeviceError, op,
+                  ": Expected all tensors to be on the same device, but found at least two devices, ",
+                  tensors.front().device(), " and ", t.device(), "!");
+    }
+    if (!tensors.empty() && tensors.front().is_cuda()) {
+      EMBER_CHECK(std::string(backend().name()) == "emulated", DeviceError, op,
+                  ": the gloo backend serves cpu tensors and emulated cuda tensors; use the nccl backend for ",
+                  tensors.front().device(), " on the driver backend");
+    }
+  }
+
+  void check_list(const char* op, const char* what, const std::vector<Tensor>& list, const Tensor& single) const {
+    EMBER_CHECK(single.defined(), ValueError, op, ": expected a defined tensor");
+    EMBER_CHECK(static_cast<int>(list.size()) == world_size(), ValueError, op, ": requires ", world_size(), " ", what,
+                " tensors (one per rank), got ", list.size());
+    for (const Tensor& t : list) {
+      EMBER_CHECK(t.defined() && t.dtype() == single.dtype() && t.numel() == single.numel(), ValueError, op,
+                  ": every ", what, " tensor must have the dtype and number of elements of the other tensor (",
+                  dtype_name(single.dtype()), ", ", single.numel(), ")");
+    }
+  }
+
+  void run_worker() {
+    for (;;) {
+      std::unique_ptr<PendingOp> op;
+      {
+        std::unique_lock lock(mutex_);
+        queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        op = std::move(queue_.front());
+        queue_.pop_front();
+        worker_busy_ = true;
+      }
+      op->work->finish(execute(*op));
+      op.reset();  // the tensors go before the next collective is issued
+      std::lock_guard lock(mutex_);
+      worker_busy_ = false;
+    }
+  }
+
+  std::exception_ptr execute(PendingOp& op) {
+    const char* name = collective_name(static_cast<Collective>(op.record.collective));
+    if (!broken_.empty()) {
+      return std::make_exception_ptr(DistributedError(cat(name, " (collective #", op.record.sequence,
+                                                          "): the process group failed earlier: ", broken_)));
+    }
+    std::exception_ptr stream_error;
+    if (op.ready && !op.record.failed) {
+      try {
+        op.ready->synchronize();
+      } catch (const std::exception& e) {
+        stream_error = std::current_exception();
+        set_failure(op.record, e.what());
+      }
+    }
+    try {
+      std::vector<CollectiveRecord> records(static_cast<size_t>(world_size()));
+      gloo::AllgatherOptions options(context_);
+      options.setInput(reinterpret_cast<uint8_t*>(&op.record), sizeof(CollectiveRecord));
+      options.setOutput(reinterpret_cast<uint8_t*>(records.data()), records.size() * sizeof(CollectiveRecord));
+      options.setTag(static_cast<uint32_t>(op.record.sequence * 2 + 1));
+      options.setTimeout(timeout_);
+      gloo::allgather(options);
+      if (stream_error) return stream_error;
+      if (op.record.failed) return {};  // the caller already got its argument error
+      check_records(records, rank());
+      op.run();
+      return {};
+    } catch (const gloo::Exception& e) {
+      broken_ = cat("rank ", rank(), ": ", describe_peers(), e.what());
+      return std::make_exception_ptr(
+          DistributedError(cat(name, " (collective #", op.record.sequence, ") failed on ", broken_)));
+    } catch (...) {
+      return std::current_exception();
+    }
+  }
+
+  /// Which peers are gone, when the store can tell (a TCPStore learns it from closed
+  /// connections), as the start of a transport error's message.
+  std::string describe_peers() {
+    auto* tcp = dynamic_cast<ember::distributed::TCPStore*>(store_.get());
+    if (tcp == nullptr) return "";
+    try {
+      auto wait = std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(2));
+      std::vector<int> gone = tcp->departed_ranks(wait);
+      if (gone.empty()) return "no peer has exited (one may be stuck or slower than the timeout); ";
+      std::string ranks;
+      for (int r : gone) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+      return cat("peer rank", gone.size() == 1 ? " " : "s ", ranks, " exited; ");
+    } catch (const DistributedError&) {
+      return "the store's host (rank 0 or the launcher) exited; ";
+    }
+  }
+
+  std::shared_ptr<ember::distributed::Store> store_;
+  std::chrono::milliseconds timeout_;
+  std::shared_ptr<gloo::Context> context_;
+  std::string broken_;  // by the executing thread (worker_busy_ makes it one at a time)
+
+  std::mutex issue_mutex_;  // sequence numbers and queue order agree
+  uint64_t sequence_ = 0;
+  std::mutex mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::unique_ptr<PendingOp>> queue_;
+  bool stopping_ = false;
+  bool worker_busy_ = false;  // a collective is executing (on the worker or inline)
+  std::thread worker_;
+};
+
+}  // namespace
+
+std::unique_ptr<ProcessGroup> make_gloo_group(const GroupSetup& setup) { return std::make_unique<GlooGroup>(setup); }
+
+}  // namespace ember::detail::distributed

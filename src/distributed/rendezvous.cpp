@@ -1,0 +1,111 @@
+#include "distributed/rendezvous.h"
+
+#include <cstdlib>
+
+#include "ember/errors.h"
+
+namespace ember::detail::distributed {
+namespace {
+
+const char* env(const char* name) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : nullptr;
+}
+
+int parse_int(const std::string& text, const char* what) {
+  char* end = nullptr;
+  long value = std::strtol(text.c_str(), &end, 10);
+  EMBER_CHECK(!text.empty() && end && *end == '\0', ValueError, "init_process_group: ", what,
+              " must be an integer, got '", text, "'");
+  return static_cast<int>(value);
+}
+
+/// RANK, else OpenMPI's variable; -1 when neither is set.
+int env_int(const char* torch_name, const char* mpi_name) {
+  if (const char* v = env(torch_name)) return parse_int(v, torch_name);
+  if (const char* v = env(mpi_name)) return parse_int(v, mpi_name);
+  return -1;
+}
+
+[[noreturn]] void missing_env(const char* name) {
+  fail<ValueError>("Error initializing torch.distributed using env:// rendezvous: environment variable ", name,
+                   " expected, but not set");
+}
+
+std::shared_ptr<ember::distributed::Store> tcp_store(const std::string& host, int port, int rank, int world_size,
+                                                     std::chrono::milliseconds timeout) {
+  bool agent_store = env("EMBER_USE_AGENT_STORE") && std::string(env("EMBER_USE_AGENT_STORE")) == "1";
+  auto store = std::make_shared<ember::distributed::TCPStore>(host, port, world_size, rank == 0 && !agent_store, timeout);
+  store->register_rank(rank);
+  return store;
+}
+
+}  // namespace
+
+Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
+  Rendezvous r;
+  r.rank = options.rank();
+  r.world_size = options.world_size();
+  const std::string& method = options.init_method();
+  bool env_method = method == "env://" && !options.store();
+  if (env_method) {
+    if (!env("RANK") && env("OMPI_COMM_WORLD_RANK")) {
+      // Started by mpirun: give the program torchrun's local variables too (without
+      // overriding ones the user set), so that code choosing its device from LOCAL_RANK
+      // runs unchanged.
+      if (const char* local = env("OMPI_COMM_WORLD_LOCAL_RANK")) ::setenv("LOCAL_RANK", local, 0);
+      if (const char* local = env("OMPI_COMM_WORLD_LOCAL_SIZE")) ::setenv("LOCAL_WORLD_SIZE", local, 0);
+    }
+    if (r.rank < 0) r.rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
+    if (r.world_size < 0) r.world_size = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
+    if (r.rank < 0 && !env("RANK")) missing_env("RANK");
+    if (r.world_size < 0 && !env("WORLD_SIZE")) missing_env("WORLD_SIZE");
+  }
+  EMBER_CHECK(r.world_size > 0, ValueError, "init_process_group: world_size must be positive, got ", r.world_size);
+  EMBER_CHECK(r.rank >= 0 && r.rank < r.world_size, ValueError, "init_process_group: rank ", r.rank,
+              " is out of range for world_size ", r.world_size, " (expected 0 <= rank < world_size)");
+  auto timeout = options.timeout();
+  if (options.store()) {
+    r.store = options.store();
+  } else if (env_method) {
+    std::string host = env("MASTER_ADDR") ? env("MASTER_ADDR") : "127.0.0.1";
+    if (!env("MASTER_PORT")) missing_env("MASTER_PORT");
+    r.store = tcp_store(host, parse_int(env("MASTER_PORT"), "MASTER_PORT"), r.rank, r.world_size, timeout);
+  } else if (method.rfind("tcp://", 0) == 0) {
+    std::string address = method.substr(6);
+    auto colon = address.rfind(':');
+    EMBER_CHECK(colon != std::string::npos && colon > 0, ValueError, "init_process_group: init_method '", method,
+                "' must be tcp://host:port");
+    r.store = tcp_store(address.substr(0, colon), parse_int(address.substr(colon + 1), "the port"), r.rank,
+                        r.world_size, timeout);
+  } else if (method.rfind("file://", 0) == 0) {
+    r.store = std::make_shared<ember::distributed::FileStore>(method.substr(7), r.world_size, timeout);
+  } else {
+    fail<ValueError>("init_process_group: unsupported init_method '", method,
+                     "' (expected env://, tcp://host:port or file:///path)");
+  }
+  return r;
+}
+
+void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
+          std::chrono::milliseconds timeout) {
+  int64_t arrived = store.add(prefix + "arrived", 1);
+  EMBER_CHECK(arrived <= world_size, DistributedError, "init_process_group: more than world_size=", world_size,
+              " processes joined (rank ", rank, " arrived as number ", arrived,
+              "); do two jobs share the master address and port?");
+  store.set(prefix + "rank/" + std::to_string(rank), "1");
+  std::vector<std::string> keys;
+  for (int r = 0; r < world_size; ++r) keys.push_back(prefix + "rank/" + std::to_string(r));
+  try {
+    store.wait(keys, timeout);
+  } catch (const DistributedError&) {
+    std::string missing;
+    for (int r = 0; r < world_size; ++r) {
+      if (!store.check({keys[static_cast<size_t>(r)]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    }
+    fail<DistributedError>("init_process_group: timed out after ", timeout.count(), "ms on rank ", rank,
+                           " waiting for rank(s) ", missing, " of world_size=", world_size, " to join");
+  }
+}
+
+}  // namespace ember::detail::distributed

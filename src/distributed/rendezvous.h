@@ -1,0 +1,33 @@
+// Where init_process_group meets the other ranks: rank, world size and store from the
+// init method (env://, tcp://host:port, file:///path) or the options.
+//
+// env:// reads RANK and WORLD_SIZE, else OpenMPI's OMPI_COMM_WORLD_RANK and
+// OMPI_COMM_WORLD_SIZE (a program started by mpirun, which then also gets LOCAL_RANK and
+// LOCAL_WORLD_SIZE from OpenMPI's local variables); MASTER_ADDR (default 127.0.0.1) and
+// MASTER_PORT. Rank 0 serves the TCPStore unless EMBER_USE_AGENT_STORE=1: then ember-run
+// serves it and every rank is a client (torchrun's TORCHELASTIC_USE_AGENT_STORE).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "ember/distributed.h"
+
+namespace ember::detail::distributed {
+
+struct Rendezvous {
+  int rank = -1;
+  int world_size = -1;
+  std::shared_ptr<ember::distributed::Store> store;
+};
+
+/// Resolves the init method and connects to (or serves) the store. ValueError for a bad
+/// init method, rank or world size; DistributedError when the store cannot be reached.
+Rendezvous rendezvous(const ember::distributed::InitOptions& options);
+
+/// Waits until all ranks have joined under `prefix`; DistributedError naming the ranks
+/// that did not arrive within the timeout.
+void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
+          std::chrono::milliseconds timeout);
+
+}  // namespace ember::detail::distributed

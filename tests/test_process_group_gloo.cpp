@@ -1,0 +1,109 @@
+// The gloo process group with its ranks as threads of this process, meeting in an
+// in-process TCPStore: world sizes 1, 3 and 5, tensors of 0, 1 and 7 elements (as Gloo's
+// own tests do). Expected values are closed forms over rank r's input (r + 1) * (i + 1).
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+#include "distributed/process_group.h"
+#include "ember/ember.h"
+
+namespace dist = ember::distributed;
+using ember::detail::distributed::GroupSetup;
+using ember::detail::distributed::ProcessGroup;
+using namespace std::chrono_literals;
+
+namespace {
+
+ember::Tensor ramp(int64_t n, int rank) {
+  return ember::arange(1, n + 1, 1, ember::kFloat64).mul(ember::full({n}, rank + 1.0, ember::kFloat64));
+}
+
+/// Runs `body(group)` on `world` threads, one rank each.
+template <typename Body>
+void on_ranks(int world, Body body) {
+  auto master = std::make_shared<dist::TCPStore>("127.0.0.1", 0, world, true, 20s);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < world; ++r) {
+    ranks.emplace_back([&, r] {
+      GroupSetup setup;
+      setup.store = r == 0 ? std::shared_ptr<dist::Store>(master)
+                           : std::make_shared<dist::TCPStore>("127.0.0.1", master->port(), world, false, 20s);
+      setup.prefix = "test/";
+      setup.rank = r;
+      setup.world_size = world;
+      setup.timeout = 20s;
+      auto group = ember::detail::distributed::make_gloo_group(setup);
+      body(*group);
+    });
+  }
+  for (auto& t : ranks) t.join();
+}
+
+class GlooGroupWorlds : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooGroupWorlds, EveryCollectiveOnCountsZeroOneAndSeven) {
+  int world = GetParam();
+  on_ranks(world, [world](ProcessGroup& group) {
+    int rank = group.rank();
+    for (int64_t n : {0, 1, 7}) {
+      ember::Tensor sum = ramp(n, rank);
+      group.all_reduce(sum, dist::ReduceOp::SUM, false)->wait();
+      EXPECT_TRUE(sum.equal(ramp(n, 0).mul(ember::full({n}, world * (world + 1) / 2.0, ember::kFloat64)))) << n;
+
+      ember::Tensor max = ramp(n, rank);
+      group.all_reduce(max, dist::ReduceOp::MAX, true)->wait();
+      EXPECT_TRUE(max.equal(ramp(n, world - 1))) << n;
+
+      ember::Tensor b = ramp(n, rank);
+      group.broadcast(b, world - 1, false)->wait();
+      EXPECT_TRUE(b.equal(ramp(n, world - 1))) << n;
+
+      std::vector<ember::Tensor> gathered;
+      for (int r = 0; r < world; ++r) gathered.push_back(ember::zeros({n}, ember::kFloat64));
+      group.all_gather(gathered, ramp(n, rank), false)->wait();
+      for (int r = 0; r < world; ++r) EXPECT_TRUE(gathered[r].equal(ramp(n, r))) << n << " from " << r;
+
+      std::vector<ember::Tensor> blocks;
+      for (int r = 0; r < world; ++r) blocks.push_back(ramp(n, rank).add(ember::full({n}, 10.0 * r, ember::kFloat64)));
+      ember::Tensor mine = ember::zeros({n}, ember::kFloat64);
+      group.reduce_scatter(mine, blocks, dist::ReduceOp::AVG, false)->wait();
+      EXPECT_TRUE(mine.allclose(ramp(n, 0).mul(ember::full({n}, (world + 1) / 2.0, ember::kFloat64))
+                                    .add(ember::full({n}, 10.0 * rank, ember::kFloat64))))
+          << n;
+    }
+    group.barrier(false)->wait();
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooGroupWorlds, ::testing::Values(1, 3, 5));
+
+TEST(GlooGroup, ListsOfTheWrongLengthAreRejectedOnEveryRank) {
+  on_ranks(2, [](ProcessGroup& group) {
+    std::vector<ember::Tensor> one{ember::zeros({2})};
+    if (group.rank() == 0) {
+      try {
+        group.all_gather(one, ember::zeros({2}), false);
+        ADD_FAILURE() << "no error";
+      } catch (const ember::ValueError& e) {
+        EXPECT_STREQ(e.what(), "all_gather: requires 2 output tensors (one per rank), got 1");
+      }
+    } else {
+      std::vector<ember::Tensor> two{ember::zeros({2}), ember::zeros({2})};
+      auto work = group.all_gather(two, ember::zeros({2}), true);
+      try {
+        work->wait();
+        ADD_FAILURE() << "no error";
+      } catch (const ember::DistributedError& e) {
+        EXPECT_STREQ(e.what(),
+                     "all_gather (collective #1): rank 0 failed: all_gather: requires 2 output tensors (one per rank), got 1");
+      }
+      EXPECT_TRUE(work->is_completed());
+      EXPECT_FALSE(work->is_success());
+    }
+    group.barrier(false)->wait();
+  });
+}
+
+}  // namespace
