@@ -172,6 +172,12 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) { return ::ember_cud
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
 inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) == mask; }
 
+// ---- the device's global min/max overloads (math_functions.hpp) ------------------------
+template <typename A, typename B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
+std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
+template <typename A, typename B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
+std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
+
 // ---- atomics ----------------------------------------------------------------------------
 template <typename T> T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
 template <typename T> T atomicSub(T* p, T v) { T old = *p; *p = old - v; return old; }
