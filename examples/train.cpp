@@ -3,17 +3,21 @@
 //
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
-//         [--data /usr/share/datasets/fashion-mnist] [--limit N]
+//         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
 // non_blocking. --checkpoint saves the model after every epoch (safetensors, the epoch in
 // its metadata); --resume first loads it and continues after that epoch (the optimizer
 // starts afresh). --limit trains on the first N batches of each epoch (a quick check).
+// --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
+// and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
+// a cuda device.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <string>
@@ -38,13 +42,14 @@ struct Args {
   int workers = 2;
   std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
+  std::string memory_snapshot;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "train: " << problem << "\n"
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
-            << "             [--data DIR] [--limit BATCHES]\n";
+            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n";
   std::exit(2);
 }
 
@@ -69,6 +74,7 @@ Args parse(int argc, char** argv) {
       else if (flag == "--workers") args.workers = std::stoi(value());
       else if (flag == "--data") args.data = value();
       else if (flag == "--limit") args.limit = std::stoll(value());
+      else if (flag == "--memory-snapshot") args.memory_snapshot = value();
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
@@ -140,6 +146,10 @@ int main(int argc, char** argv) {
     if (device.is_cuda()) std::cout << " (" << cuda::backend_name() << " backend)";
     std::cout << ", TF32 " << (backends::cudnn.allow_tf32 ? "allowed" : "off") << "\n";
 
+    if (!args.memory_snapshot.empty()) {
+      if (!device.is_cuda()) usage("--memory-snapshot records a cuda device's allocator; the device is " + device.str());
+      cuda::record_memory_history(true);
+    }
     manual_seed(args.seed);
     data::FashionMNIST train_set(args.data, /*train=*/true);
     data::FashionMNIST test_set(args.data, /*train=*/false);
@@ -188,6 +198,13 @@ int main(int argc, char** argv) {
       std::cout << "epoch " << epoch << "  loss " << std::fixed << std::setprecision(4) << train_loss
                 << "  test accuracy " << std::setprecision(2) << accuracy << "%  " << std::setprecision(0)
                 << static_cast<double>(images) / seconds << " images/s" << std::endl;
+      if (!args.memory_snapshot.empty() && epoch == first_epoch) {
+        std::ofstream out(args.memory_snapshot);
+        out << cuda::memory_snapshot_json();
+        if (!out) throw ValueError("train: could not write the memory snapshot to " + args.memory_snapshot);
+        std::cout << "memory snapshot: " << args.memory_snapshot << " (view: ember-memviz " << args.memory_snapshot
+                  << " -o memory.html)\n";
+      }
       if (!args.checkpoint.empty()) save(net->state_dict(), args.checkpoint, {{"epoch", std::to_string(epoch)}});
     }
   } catch (const Error& err) {
