@@ -1,10 +1,11 @@
 // ember-memviz in a real browser: headless Chromium opens the page of a snapshot written
 // by memviz_sample_snapshot, reads the segment count and the top allocation site, hovers
 // a block and reads its size, keeps a screenshot, and sees no console error and no
-// request but the page itself. With --bench-events N it also times a page made from a
-// synthetic N-entry trace.
+// request but the page itself. With --train BIN it does the same checks on the snapshot
+// the training example writes at the end of its first epoch (a short run on one emulated
+// device). With --bench-events N it also times a page made from a synthetic N-entry trace.
 //
-// node memviz-browser-test.mjs --memviz BIN --sample BIN --out DIR [--bench-events N]
+// node memviz-browser-test.mjs --memviz BIN --sample BIN --out DIR [--train BIN] [--bench-events N]
 import { execFileSync } from "node:child_process";
 import { createWriteStream, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -49,21 +50,38 @@ async function open(browser, page) {
 }
 
 async function sampleChecks(browser) {
-  const snapshotPath = join(out, "sample.json"), pagePath = join(out, "sample.html");
+  const snapshotPath = join(out, "sample.json");
   execFileSync(options.sample, [snapshotPath], { stdio: "inherit" });
+  // Qualified from the symbol table ("sample::run_activations(int)"), or the short name
+  // debug information gives ("run_activations (sample_snapshot.cpp:41)").
+  await pageChecks(browser, "sample", snapshotPath, /^(sample::)?run_activations\b/,
+    /allocate_weights|run_activations|accumulate_gradients|free_while_in_use/);
+}
+
+// The training example's own snapshot (a 4-step run on one emulated device).
+async function trainChecks(browser) {
+  const snapshotPath = join(out, "train.json");
+  const env = { ...process.env, EMBER_EMULATED_DEVICES: "1" };
+  delete env.CUDA_VISIBLE_DEVICES;
+  execFileSync(options.train, ["--epochs", "1", "--limit", "4", "--workers", "0", "--device", "cuda:0",
+    "--memory-snapshot", snapshotPath], { stdio: "inherit", env });
+  // Every allocation comes from main (ember's own frames are not sites); stacks pass through ember.
+  await pageChecks(browser, "train", snapshotPath, /^main\b/, /ember::/);
+}
+
+async function pageChecks(browser, name, snapshotPath, topSitePattern, stackPattern) {
+  const pagePath = join(out, name + ".html");
   console.log(makePage(snapshotPath, pagePath).report);
   const snapshot = JSON.parse(readFileSync(snapshotPath, "utf8"));
 
   const { others, errors } = await open(browser, pagePath);
-  check(others.length === 0, "no network request", others.join(", ") || "none");
+  check(others.length === 0, name + ": no network request", others.join(", ") || "none");
   const expectedSegments = snapshot.segments.filter((s) => s.device === 0).length;
   const shownSegments = await browser.run("return document.getElementById('segment-count').textContent");
-  check(Number(shownSegments) === expectedSegments && expectedSegments > 0, "segment count of cuda:0",
+  check(Number(shownSegments) === expectedSegments && expectedSegments > 0, name + ": segment count of cuda:0",
     `page ${shownSegments}, snapshot ${expectedSegments}`);
   const topSite = await browser.run("return document.querySelector('#sites tbody tr td.site').textContent");
-  // Qualified from the symbol table ("sample::run_activations(int)"), or the short name
-  // debug information gives ("run_activations (sample_snapshot.cpp:41)").
-  check(/^(sample::)?run_activations\b/.test(topSite), "top allocation site", topSite);
+  check(topSitePattern.test(topSite), name + ": top allocation site", topSite);
 
   // Hover the largest allocated block of cuda:0 and read the size the page shows.
   const target = await browser.run(`
@@ -81,13 +99,12 @@ async function sampleChecks(browser) {
              html: tip.innerHTML };`);
   const original = snapshot.segments.flatMap((s) => s.blocks).find((b) => "0x" + b.address.toString(16) === target.address);
   check(!shown.hidden && original !== undefined && shown.bytes === original.size,
-    "hovered block's size", `${shown.text} (${shown.bytes} bytes), snapshot ${original && original.size} bytes`);
-  check(/allocate_weights|run_activations|accumulate_gradients|free_while_in_use/.test(shown.html),
-    "hovered block's stack names the program's function");
-  writeFileSync(join(out, "memviz-sample.png"), await browser.screenshot());
-  console.log("screenshot: " + join(out, "memviz-sample.png"));
+    name + ": hovered block's size", `${shown.text} (${shown.bytes} bytes), snapshot ${original && original.size} bytes`);
+  check(stackPattern.test(shown.html), name + ": hovered block's stack names the program's function");
+  writeFileSync(join(out, `memviz-${name}.png`), await browser.screenshot());
+  console.log("screenshot: " + join(out, `memviz-${name}.png`));
   const late = (await browser.log("browser")).filter((e) => e.level === "SEVERE").map((e) => e.message);
-  check(errors.length === 0 && late.length === 0, "no console error", [...errors, ...late].join(" | ") || "none");
+  check(errors.length === 0 && late.length === 0, name + ": no console error", [...errors, ...late].join(" | ") || "none");
 }
 
 // A training-like synthetic trace: three streams, sizes from 512 B to 64 MiB, most
@@ -151,6 +168,7 @@ async function benchmark(browser, events) {
 const browser = await Browser.start();
 try {
   await sampleChecks(browser);
+  if (options.train) await trainChecks(browser);
   if (options["bench-events"]) await benchmark(browser, Number(options["bench-events"]));
 } catch (error) {
   check(false, "browser test ran", error.stack || String(error));
