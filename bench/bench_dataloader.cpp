@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 
+#include "peer_ratio_reporter.h"
 #include "ember/ember.h"
 
 #if EMBER_BENCH_WITH_TORCH
@@ -108,32 +109,21 @@ void ember_emulated_train_loop(benchmark::State& state) {
   set_batches_per_second(state, batches);
 }
 
-// Collects real time per iteration by benchmark name to print the ratios.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Throughput ratios per epoch, then the pinned vs pageable training loop.
+class LoaderReporter : public PeerRatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && run.iterations > 0) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nthroughput ember / torch (real time per epoch; > 1 means ember is faster)\n");
-    for (const auto& [name, t] : times_) {
-      if (name.rfind("ember_epoch", 0) != 0) continue;
-      auto peer = times_.find("torch" + name.substr(5));
-      if (peer != times_.end()) std::printf("  %-28s %6.2f\n", name.substr(6).c_str(), peer->second / t);
-    }
-    auto pinned = times_.find("ember_emulated_train_loop/1/real_time");
-    auto pageable = times_.find("ember_emulated_train_loop/0/real_time");
-    if (pinned != times_.end() && pageable != times_.end())
+  LoaderReporter()
+      : PeerRatioReporter("throughput ember / torch (real time per epoch; > 1 means ember is faster)",
+                          /*throughput=*/true) {}
+
+ protected:
+  void print_more() const override {
+    auto pinned = times().find("ember_emulated_train_loop/1/real_time");
+    auto pageable = times().find("ember_emulated_train_loop/0/real_time");
+    if (pinned != times().end() && pageable != times().end())
       std::printf("train loop, pageable / pinned+non_blocking time: %.2f (> 1 means pinning is faster)\n",
                   pageable->second / pinned->second);
   }
-
- private:
-  std::map<std::string, double> times_;
 };
 
 }  // namespace
@@ -147,7 +137,7 @@ BENCHMARK(ember_emulated_train_loop)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchm
 int main(int argc, char** argv) {
   ember::cuda::emulate(1, size_t{1} << 30);
   benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
+  LoaderReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "peer_ratio_reporter.h"
 #include "ember/ember.h"
 
 #if EMBER_BENCH_WITH_TORCH
@@ -133,29 +134,6 @@ void torch_matmul(benchmark::State& state) {
 }
 #endif
 
-// Collects real time per iteration by benchmark name to print ember/torch ratios.
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && run.iterations > 0) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nember / torch (real time; < 1 means ember is faster)\n");
-    for (const auto& [name, t] : times_) {
-      if (name.rfind("ember_", 0) != 0) continue;
-      auto peer = times_.find("torch_" + name.substr(6));
-      if (peer != times_.end()) std::printf("  %-28s %6.2f\n", name.substr(6).c_str(), t / peer->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> times_;
-};
-
 }  // namespace
 
 BENCHMARK(ember_small_add);
@@ -183,7 +161,7 @@ BENCHMARK(torch_matmul)->Arg(1024)->UseRealTime();
 int main(int argc, char** argv) {
   ember::cuda::emulate(1, size_t{1} << 30);
   benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
+  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "peer_ratio_reporter.h"
 #include "ember/data.h"
 #include "ember/ember.h"
 
@@ -88,28 +89,6 @@ void torch_mlp_step(benchmark::State& state) {
 }
 #endif
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && run.iterations > 0) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    std::printf("\nember / torch per training step (real time; < 1 means ember is faster)\n");
-    for (const auto& [name, t] : times_) {
-      if (name.rfind("ember_", 0) != 0) continue;
-      auto peer = times_.find("torch_" + name.substr(6));
-      if (peer != times_.end()) std::printf("  %-28s %6.2f\n", name.substr(6).c_str(), t / peer->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> times_;
-};
-
 }  // namespace
 
 BENCHMARK(ember_cnn_step)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -121,7 +100,7 @@ BENCHMARK(torch_mlp_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
-  RatioReporter reporter;
+  PeerRatioReporter reporter("ember / torch per training step (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return 0;
