@@ -257,7 +257,7 @@ class GlooGroup final : public ProcessGroup {
                   tensors.front().device(), " and ", t.device(), "!");
     }
     if (!tensors.empty() && tensors.front().is_cuda()) {
-      EMBER_CHECK(std::string(backend().name()) == "emulated", DeviceError, op,
+      EMBER_CHECK(backend().device_memory_is_host_addressable(), DeviceError, op,
                   ": the gloo backend serves cpu tensors and emulated cuda tensors; use the nccl backend for ",
                   tensors.front().device(), " on the driver backend");
     }

@@ -59,6 +59,10 @@ class Backend {
   /// emulated backend: its host memory is exhausted); empty when there is nothing to add,
   /// the default. OutOfMemoryError messages use it; a decorator should forward it.
   virtual std::string alloc_failure_reason(int device) { return {}; }
+  /// True when device memory is host memory that host code may read and write once the
+  /// stream work on it has completed (the emulated backend); false, the default, when only
+  /// kernels and copies can reach it. Host-side engines (Gloo) rely on it.
+  virtual bool device_memory_is_host_addressable() const noexcept { return false; }
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;

@@ -38,6 +38,9 @@ class SanitizingBackend final : public Backend {
   void raw_free(int device, void* ptr) override;
   std::pair<size_t, size_t> mem_get_info(int device) override { return upstream_.mem_get_info(device); }
   std::string alloc_failure_reason(int device) override { return upstream_.alloc_failure_reason(device); }
+  bool device_memory_is_host_addressable() const noexcept override {
+    return upstream_.device_memory_is_host_addressable();
+  }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
 

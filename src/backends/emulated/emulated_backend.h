@@ -56,6 +56,7 @@ class EmulatedBackend final : public Backend {
   void raw_free(int device, void* ptr) override;
   std::pair<size_t, size_t> mem_get_info(int device) override;
   std::string alloc_failure_reason(int device) override;
+  bool device_memory_is_host_addressable() const noexcept override { return true; }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
 
