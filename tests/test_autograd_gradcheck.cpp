@@ -119,6 +119,9 @@ TEST_P(Gradcheck, LinearAlgebra) {
   check("batched broadcast", mm, {R({2, 2, 3}), R({3, 2})});
   check("bmm", fn([](const Ts& x) { return bmm(x[0], x[1]); }), {R({2, 2, 3}), R({2, 3, 2})});
   check("addmm", fn([](const Ts& x) { return addmm(x[0], x[1], x[2]); }), {R({2}), R({3, 2}), R({2, 2})});
+  check("addmm scaled", fn([](const Ts& x) { return addmm(x[0], x[1], x[2], 0.5, -2.0); }),
+        {R({3, 1}), R({3, 2}), R({2, 2})});
+  check("mm of transposed operands", fn([](const Ts& x) { return x[0].t().matmul(x[1].t()); }), {R({3, 2}), R({4, 3})});
   Tensor idx = I({2, 0, 2});
   check("index_select", fn([idx](const Ts& x) { return x[0].index_select(1, idx); }), {R({2, 3})});
 }

@@ -33,10 +33,10 @@ Tensor result_or(const Node& n, F recompute) {
 
 // ---- element-wise -----------------------------------------------------------------------
 Grads add(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? g[0] * n.attrs().scalar : Tensor()};
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.attrs().scalar) : Tensor()};
 }
 Grads sub(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? g[0] * negated(n.attrs().scalar) : Tensor()};
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(n.attrs().scalar)) : Tensor()};
 }
 Grads mul(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] * conj(n.input(1)) : Tensor(), n.needs_grad(1) ? g[0] * conj(n.input(0)) : Tensor()};
@@ -79,7 +79,8 @@ Grads log(const Node& n, const Grads& g) { return {g[0] / conj(n.input(0))}; }
 Grads sqrt(const Node& n, const Grads& g) {
   return {g[0] / (conj(result_or(n, [](const Tensor& x) { return ember::sqrt(x); })) * 2)};
 }
-Grads relu(const Node& n, const Grads& g) { return {g[0] * mask_of(n.input(0).gt(0), g[0].dtype())}; }
+// PyTorch's threshold_backward: one select instead of a mask multiplied in.
+Grads relu(const Node& n, const Grads& g) { return {ember::where(n.input(0).gt(0), g[0], 0)}; }
 Grads sigmoid(const Node& n, const Grads& g) {
   Tensor y = result_or(n, [](const Tensor& x) { return ember::sigmoid(x); });
   return {g[0] * conj(y * (1 - y))};
@@ -113,12 +114,21 @@ Grads extremum_all(const Node& n, const Grads& g) {
   Tensor mask = mask_of(x.eq(n.output()), g[0].dtype());
   return {mask * (g[0] / mask.sum())};
 }
-// max(dim)/min(dim): the gradient goes to the elements equal to the result.
-Grads extremum_dim(const Node& n, const Grads& g) {
+// max(dim)/min(dim): the gradient goes to the element whose index the op returns (the
+// first of tied elements, as argmax/argmin), as PyTorch's value_selecting_reduction_backward.
+Grads extremum_dim(const Node& n, const Grads& g, bool is_max) {
+  const IntList& sizes = n.info(0).sizes;
+  if (sizes.empty()) return {g[0]};
   Tensor x = n.input(0);
-  Tensor mask = mask_of(x.eq(unsqueeze_reduced(n, n.output())), g[0].dtype());
-  return {mask * unsqueeze_reduced(n, g[0])};
+  int64_t d = n.attrs().dim;
+  Tensor index = is_max ? ember::argmax(x, d, true) : ember::argmin(x, d, true);
+  IntList shape(sizes.size(), 1);
+  shape[d] = sizes[d];
+  Tensor positions = arange(sizes[d], TensorOptions(kInt64).device(x.device())).reshape(shape);
+  return {ember::where(positions.eq(index), unsqueeze_reduced(n, g[0]), 0)};
 }
+Grads max_dim(const Node& n, const Grads& g) { return extremum_dim(n, g, true); }
+Grads min_dim(const Node& n, const Grads& g) { return extremum_dim(n, g, false); }
 
 // ---- linear algebra and indexing ------------------------------------------------------------
 Grads matmul(const Node& n, const Grads& g) {
@@ -130,14 +140,23 @@ Grads matmul(const Node& n, const Grads& g) {
                                                                   : g[0];
   Tensor ga, gb;
   if (n.needs_grad(0)) {
-    ga = G.matmul(conj(B).transpose(-1, -2));
+    ga = mm_mat1_backward(G, B, a_vector ? InputInfo{} : n.info(0));
     if (a_vector) ga = ga.squeeze(-2);
   }
   if (n.needs_grad(1)) {
-    gb = conj(A).transpose(-1, -2).matmul(G);
+    gb = mm_mat2_backward(G, A, b_vector ? InputInfo{} : n.info(1));
     if (b_vector) gb = gb.squeeze(-1);
   }
   return {ga, gb};
+}
+// addmm(bias, mat1, mat2, beta = scalar, alpha = scalar2): beta * bias + alpha * mat1 @ mat2.
+Grads addmm(const Node& n, const Grads& g) {
+  const Attrs& a = n.attrs();
+  Scalar alpha = conj_scalar(a.scalar2);
+  Tensor gbias = n.needs_grad(0) ? scaled(g[0], conj_scalar(a.scalar)) : Tensor();
+  Tensor ga = n.needs_grad(1) ? scaled(mm_mat1_backward(g[0], n.input(2), n.info(1)), alpha) : Tensor();
+  Tensor gb = n.needs_grad(2) ? scaled(mm_mat2_backward(g[0], n.input(1), n.info(2)), alpha) : Tensor();
+  return {gbias, ga, gb};
 }
 Grads index_select(const Node& n, const Grads& g) {
   return {index_select_backward(g[0], n.info(0).sizes, n.attrs().dim, n.input(1)), Tensor()};
@@ -211,10 +230,11 @@ const std::array<FormulaSpec, kFormulas> kTable = {{
     {"MeanBackward0", false, false, mean},
     {"MeanBackward1", false, false, mean_dim},
     {"MaxBackward1", true, true, extremum_all},
-    {"MaxBackward0", true, true, extremum_dim},
+    {"MaxBackward0", true, false, max_dim},
     {"MinBackward1", true, true, extremum_all},
-    {"MinBackward0", true, true, extremum_dim},
+    {"MinBackward0", true, false, min_dim},
     {"MmBackward0", true, false, matmul},
+    {"AddmmBackward0", true, false, addmm},
     {"IndexSelectBackward0", true, false, index_select},
     {"ViewBackward0", false, false, view},
     {"TBackward0", false, false, t},
@@ -231,6 +251,8 @@ const std::array<FormulaSpec, kFormulas> kTable = {{
     {"CopyBackwards", false, false, copy_inplace},
     {"FillBackward0", false, false, fill},
     {"CatBackward0", false, false, nn_formulas::cat},
+    {"SplitBackward0", false, false, nn_formulas::split},
+    {"StackBackward0", false, false, nn_formulas::stack},
     {"WhereBackward0", true, false, nn_formulas::where},
     {"ClampBackward1", true, false, nn_formulas::clamp_scalar},
     {"ClampBackward0", true, false, nn_formulas::clamp},

@@ -22,6 +22,28 @@ Scalar minus_one(const Scalar& s) {
   return Scalar(s.to<int64_t>() - 1);
 }
 
+Tensor scaled(const Tensor& g, const Scalar& s) {
+  if (!s.is_complex() && s.to_double() == 1.0) return g;
+  return g * s;
+}
+
+namespace {
+bool column_major(const InputInfo& in) {
+  return in.sizes.size() == 2 && in.sizes[0] > 1 && in.sizes[1] > 1 && in.strides[0] == 1 &&
+         in.strides[1] == in.sizes[0];
+}
+}  // namespace
+
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1) {
+  if (column_major(mat1) && grad.dim() == 2) return conj(mat2).matmul(grad.transpose(0, 1)).transpose(0, 1);
+  return grad.matmul(conj(mat2).transpose(-1, -2));
+}
+
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2) {
+  if (column_major(mat2) && grad.dim() == 2) return grad.transpose(0, 1).matmul(conj(mat1)).transpose(0, 1);
+  return conj(mat1).transpose(-1, -2).matmul(grad);
+}
+
 Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index) {
   if (sizes.empty()) return grad.reshape({});
   // A one-hot matrix M[k, j] = (index[k] == j) moves slice k back to position j: summing

@@ -9,6 +9,17 @@ Scalar negated(const Scalar& s);
 Scalar conj_scalar(const Scalar& s);
 /// s - 1
 Scalar minus_one(const Scalar& s);
+/// g * s, or g itself when s is 1.
+Tensor scaled(const Tensor& g, const Scalar& s);
+
+/// The gradients of mat1 and mat2 in mat1 @ mat2 (2-D or batched), given the other
+/// operand and the geometry of the one differentiated (PyTorch's mm_mat1_backward and
+/// mm_mat2_backward): for a 2-D operand stored column-major (a transposed contiguous
+/// matrix, as weight.t() in linear), the product is computed transposed so that the
+/// gradient comes out in that layout: the weight's gradient is then contiguous and
+/// AccumulateGrad keeps it without a copy. The result may be broadcast (batched case).
+Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1);
+Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2);
 
 /// Gradient of index_select(dim, index) for an input of `sizes`: each output slice added
 /// back at its index (repeated indices accumulate).

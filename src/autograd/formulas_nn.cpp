@@ -67,6 +67,19 @@ Grads cat(const FormulaNode& n, const Grads& g) {
   return out;
 }
 
+// split/chunk: one node for all the parts (attrs.dim); a part without a gradient counts
+// as zeros (FormulaNode::apply), so the parts' gradients join back into the input's.
+Grads split(const FormulaNode& n, const Grads& g) { return {ember::cat(g, n.attrs().dim)}; }
+
+// stack: input i's gradient is slice i of the output's along attrs.dim.
+Grads stack(const FormulaNode& n, const Grads& g) {
+  Grads out(n.next_edges().size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (n.needs_grad(i)) out[i] = g[0].select(n.attrs().dim, static_cast<int64_t>(i));
+  }
+  return out;
+}
+
 // Inputs: condition, a (taken where true), b (where false); also masked_fill (mask, value, self).
 Grads where(const FormulaNode& n, const Grads& g) {
   Tensor cond = n.input(0);

@@ -8,6 +8,8 @@ namespace ember::autograd::detail::nn_formulas {
 using Grads = std::vector<Tensor>;
 
 Grads cat(const FormulaNode& n, const Grads& g);
+Grads split(const FormulaNode& n, const Grads& g);
+Grads stack(const FormulaNode& n, const Grads& g);
 Grads where(const FormulaNode& n, const Grads& g);
 Grads clamp_scalar(const FormulaNode& n, const Grads& g);
 Grads clamp(const FormulaNode& n, const Grads& g);

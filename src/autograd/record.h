@@ -36,13 +36,13 @@ enum class Formula : uint8_t {
   // reductions
   Sum, SumDim, Mean, MeanDim, MaxAll, MaxDim, MinAll, MinDim,
   // linear algebra and indexing
-  Matmul, IndexSelect,
+  Matmul, Addmm, IndexSelect,
   // views
   View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,
   // copies
   ToCopy, Clone, CopyInPlace, Fill,
   // training ops (formulas_nn.cpp)
-  Cat, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d, FFT,
+  Cat, Split, Stack, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d, FFT,
   kCount,
 };
 

@@ -10,6 +10,10 @@ namespace ember::nn::functional {
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   EMBER_CHECK(weight.dim() == 2, ValueError, "linear(): expected weight to be 2-D, but got ", weight.dim(), "-D");
   if (input.dim() == 2 && bias.defined()) return addmm(bias, input, weight.t());
+  if (input.dim() == 3 && bias.defined() && input.is_contiguous() && input.numel() > 0) {  // as PyTorch: one addmm, viewed back
+    Tensor out = addmm(bias, input.view({-1, input.size(2)}), weight.t());
+    return out.view({input.size(0), input.size(1), out.size(1)});
+  }
   Tensor out = matmul(input, weight.t());
   if (bias.defined()) out.add_(bias);
   return out;

@@ -82,20 +82,53 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");
   const int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1);
-  std::vector<Tensor> expanded;
-  expanded.reserve(tensors.size());
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError, "stack expects each tensor to be equal size, but got ",
                 IntListPrinter{tensors[0].sizes()}, " at entry 0 and ", IntListPrinter{tensors[i].sizes()},
                 " at entry ", i);
-    expanded.push_back(tensors[i].unsqueeze(d));
   }
-  return cat(expanded, d);
+  auto compute = [&] {
+    std::vector<Tensor> expanded;
+    expanded.reserve(tensors.size());
+    for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
+    return cat(expanded, d);
+  };
+  autograd::detail::Attrs attrs;
+  attrs.dim = d;
+  return autograd::detail::recorded_list(autograd::detail::Formula::Stack, tensors, compute, std::move(attrs));
 }
 
-std::vector<Tensor> split(const Tensor& a, const IntList& split_sizes, int64_t dim) {
-  EMBER_CHECK(a.dim() > 0, ValueError, "split expects at least a 1-dimensional tensor");
-  const int64_t d = detail::wrap_dim(dim, a.dim());
+namespace {
+std::vector<Tensor> split_views(const Tensor& a, const IntList& split_sizes, int64_t d) {
+  std::vector<Tensor> parts;
+  parts.reserve(split_sizes.size());
+  int64_t start = 0;
+  for (int64_t s : split_sizes) {
+    parts.push_back(a.narrow(d, start, s));
+    start += s;
+  }
+  return parts;
+}
+
+// The parts as views of `a`, recorded as one node named `name` (SplitBackward0 or
+// SplitWithSizesBackward0, as PyTorch's split/chunk) rather than one slice node each.
+std::vector<Tensor> recorded_split(const Tensor& a, const IntList& split_sizes, int64_t d, const char* name) {
+  if (!autograd::detail::should_record(a)) return split_views(a, split_sizes, d);
+  std::vector<Tensor> parts;
+  {
+    NoGradGuard no_grad;
+    parts = split_views(a, split_sizes, d);
+  }
+  std::vector<Tensor*> outputs;
+  for (Tensor& p : parts) outputs.push_back(&p);
+  autograd::detail::Attrs attrs;
+  attrs.dim = d;
+  attrs.name = name;
+  autograd::detail::record(autograd::detail::Formula::Split, {a}, outputs, std::move(attrs));
+  return parts;
+}
+
+void check_split_sizes(const Tensor& a, const IntList& split_sizes, int64_t d) {
   const int64_t size = a.size(d);
   int64_t total = 0;
   for (int64_t s : split_sizes) {
@@ -105,14 +138,14 @@ std::vector<Tensor> split(const Tensor& a, const IntList& split_sizes, int64_t d
   }
   EMBER_CHECK(total == size, ValueError, "split_with_sizes expects split_sizes to sum exactly to ", size,
               " (input tensor's size at dimension ", d, "), but got split_sizes=", IntListPrinter{split_sizes});
-  std::vector<Tensor> parts;
-  parts.reserve(split_sizes.size());
-  int64_t start = 0;
-  for (int64_t s : split_sizes) {
-    parts.push_back(a.narrow(d, start, s));
-    start += s;
-  }
-  return parts;
+}
+}  // namespace
+
+std::vector<Tensor> split(const Tensor& a, const IntList& split_sizes, int64_t dim) {
+  EMBER_CHECK(a.dim() > 0, ValueError, "split expects at least a 1-dimensional tensor");
+  const int64_t d = detail::wrap_dim(dim, a.dim());
+  check_split_sizes(a, split_sizes, d);
+  return recorded_split(a, split_sizes, d, "SplitWithSizesBackward0");
 }
 
 std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
@@ -125,7 +158,7 @@ std::vector<Tensor> split(const Tensor& a, int64_t split_size, int64_t dim) {
   const int64_t count = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
   IntList sizes(static_cast<size_t>(count), split_size);
   sizes.back() = split_size - (split_size * count - size);
-  return split(a, sizes, d);
+  return recorded_split(a, sizes, d, "SplitBackward0");
 }
 
 std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {

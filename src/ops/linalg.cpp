@@ -89,15 +89,22 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   detail::check_same_device(bias, a);
   EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError, "self and mat2 must have the same dtype, "
               "but got ", detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
-  Tensor product = matmul(a, b);
-  // bias must broadcast to the product's shape (it is expanded, not the product).
-  Tensor expanded = bias.expand(product.sizes());
-  const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
-  const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
-  const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
-  if (!unit_alpha) product = product * alpha;
-  if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
-  return product.add_(unit_beta ? expanded : expanded * beta);
+  auto compute = [&] {
+    Tensor product = matmul(a, b);
+    // bias must broadcast to the product's shape (it is expanded, not the product).
+    Tensor expanded = bias.expand(product.sizes());
+    const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
+    const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
+    const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
+    if (!unit_alpha) product = product * alpha;
+    if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
+    return product.add_(unit_beta ? expanded : expanded * beta);
+  };
+  // One AddmmBackward0 node, as PyTorch's (not the nodes of the ops it is made of).
+  autograd::detail::Attrs attrs;
+  attrs.scalar = beta;
+  attrs.scalar2 = alpha;
+  return autograd::detail::recorded(autograd::detail::Formula::Addmm, {&bias, &a, &b}, compute, std::move(attrs));
 }
 
 namespace {
