@@ -143,6 +143,18 @@ TEST_P(Gradcheck, ViewsAndCopies) {
   check("as_strided overlapping", fn([](const Ts& x) { return x[0].as_strided({3, 2}, {0, 1}, 0); }), {R({2})});
   check("contiguous", fn([](const Ts& x) { return x[0].t().contiguous(); }), {R({2, 3})});
   check("clone", fn([](const Ts& x) { return x[0].clone(); }), {R({3})});
+  check("in-place on a view", fn([](const Ts& x) {
+          Tensor b = x[0] * 1;
+          b.narrow(0, 1, 2).mul_(x[1]);
+          return b;
+        }),
+        {R({4}), R({2})});
+  check("in-place on a view of a view", fn([](const Ts& x) {
+          Tensor b = x[0] * 1;
+          b.t().select(0, 1).add_(x[1] * x[1]);
+          return b * b;
+        }),
+        {R({2, 3}), R({2})});
   check("to complex and back", fn([](const Ts& x) { return x[0].to(kComplex128).to(kFloat64) * 1; }), {R({3})});
   check("copy_", fn([](const Ts& x) {
           Tensor out = zeros({2, 3}, x[0].options().requires_grad(false));

@@ -118,3 +118,103 @@ INSTANTIATE_TEST_SUITE_P(Devices, AutogradNodes, ::testing::Values("cpu", "cuda:
                          [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda"); });
 
 }  // namespace
+
+namespace {
+
+// In-place ops on views (PyTorch's CopySlices); values and names from PyTorch 1.13, where
+// the view's node after the change is AsStridedBackward0 (as in 2.x on cpu and cuda, whose
+// view replay is off by default).
+TEST_P(AutogradNodes, InPlaceOnAViewRewritesTheBasesHistory) {
+  auto a = T({1, 2, 3, 4}, true);
+  auto b = a.clone();
+  auto v = b.narrow(0, 0, 2);
+  EXPECT_EQ(v.grad_fn()->name(), "SliceBackward0");
+  v *= 2;
+  ASSERT_NE(b.grad_fn(), nullptr);
+  EXPECT_EQ(b.grad_fn()->name(), "CopySlices");
+  EXPECT_EQ(b.grad_fn()->next_edges().at(0).function->name(), "CloneBackward0");
+  EXPECT_EQ(v.grad_fn()->name(), "AsStridedBackward0");
+  EXPECT_EQ(v.grad_fn()->next_edges().at(0).function, b.grad_fn());
+  EXPECT_EQ(F(b), (std::vector<float>{2, 4, 3, 4}));
+  b.sum().backward();
+  EXPECT_EQ(F(a.grad()), (std::vector<float>{2, 2, 1, 1}));
+}
+
+TEST_P(AutogradNodes, InPlaceOnAViewWithATensorOperand) {
+  auto weights = T({1, 10, 100, 1000});
+  // self * other with other saved: d/da = [1, 3 * 10, 4 * 100, 1000] (PyTorch 1.13).
+  auto a = T({1, 2, 3, 4}, true);
+  auto b = a.clone();
+  auto v = b.narrow(0, 1, 2);
+  v.mul_(v.detach() + 1);
+  (b * weights).sum().backward();
+  EXPECT_EQ(F(a.grad()), (std::vector<float>{1, 30, 400, 1000}));
+
+  // Only the view is used afterwards: its gradient goes through the base's new history.
+  auto a2 = T({1, 2, 3, 4}, true);
+  auto b2 = a2.clone();
+  auto v2 = b2.slice(0, 1, 3);
+  v2 *= 3;
+  (v2 * T({5, 7})).sum().backward();
+  EXPECT_EQ(F(a2.grad()), (std::vector<float>{0, 15, 21, 0}));
+
+  // A base that does not require grad gets a history from the operand.
+  auto x = T({2, 3}, true);
+  auto base = zeros({4}, dev_);
+  auto v3 = base.slice(0, 1, 3);
+  v3.add_(x * x);
+  EXPECT_TRUE(base.requires_grad());
+  EXPECT_EQ(base.grad_fn()->name(), "CopySlices");
+  EXPECT_EQ(v3.grad_fn()->name(), "AsStridedBackward0");
+  (base * weights).sum().backward();
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{40, 600}));
+
+  // copy_ into a view: the overwritten region gets no gradient.
+  auto a4 = T({1, 2, 3, 4}, true);
+  auto y = T({9, 8}, true);
+  auto b4 = a4.clone();
+  b4.slice(0, 1, 3).copy_(y * 2);
+  EXPECT_EQ(b4.grad_fn()->name(), "CopySlices");
+  (b4 * weights).sum().backward();
+  EXPECT_EQ(F(a4.grad()), (std::vector<float>{1, 0, 0, 1000}));
+  EXPECT_EQ(F(y.grad()), (std::vector<float>{20, 200}));
+}
+
+TEST_P(AutogradNodes, ViewsOfViewsAndChangesOfTheBase) {
+  // A view of a view rewrites the root base: d/da sum(b) with b.t()[0] *= 5 (PyTorch 1.13).
+  auto a = T({{1, 2}, {3, 4}}, true);
+  auto b = a.clone();
+  auto v = b.t().select(0, 0);  // column 0 of b
+  v *= 5;
+  EXPECT_EQ(b.grad_fn()->name(), "CopySlices");
+  EXPECT_EQ(v.grad_fn()->name(), "AsStridedBackward0");
+  b.sum().backward();
+  EXPECT_EQ(F(a.grad()), (std::vector<float>{5, 1, 5, 1}));
+
+  // The base changes in place after the view was made: the view sees the new history.
+  auto a2 = T({1, 2, 3, 4}, true);
+  auto b2 = a2.clone();
+  auto v2 = b2.slice(0, 0, 2);
+  b2 *= 2;
+  EXPECT_EQ(v2.grad_fn()->name(), "AsStridedBackward0");
+  v2.sum().backward();
+  EXPECT_EQ(F(a2.grad()), (std::vector<float>{2, 2, 0, 0}));
+}
+
+TEST_P(AutogradNodes, InPlaceOnAViewOfALeafIsRefused) {
+  auto a = T({1, 2, 3, 4}, true);
+  auto v = a.slice(0, 0, 2);
+  EXPECT_THROW_MSG(v *= 2, Error, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_THROW_MSG(a.t().zero_(), Error,
+                   "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_EQ(F(a), (std::vector<float>{1, 2, 3, 4}));  // left intact
+  EXPECT_EQ(a.grad_fn(), nullptr);
+  {
+    NoGradGuard no_grad;  // as optimizers do
+    v *= 2;
+  }
+  EXPECT_EQ(F(a), (std::vector<float>{2, 4, 3, 4}));
+  EXPECT_TRUE(a.is_leaf());
+}
+
+}  // namespace

@@ -1,6 +1,7 @@
 #include "autograd/autograd_meta.h"
 
 #include "autograd/accumulate_grad.h"
+#include "autograd/view_history.h"
 
 namespace ember::autograd {
 
@@ -13,6 +14,7 @@ AutogradMeta& materialize_meta(const Tensor& t) {
 Edge gradient_edge(const Tensor& t) {
   AutogradMeta* meta = meta_of(t);
   if (meta == nullptr) return {};
+  if (meta->view_base_.defined()) detail::refresh_view(t, *meta);
   if (meta->grad_fn_) return {meta->grad_fn_, meta->output_nr_};
   if (!meta->requires_grad_) return {};
   std::lock_guard<std::mutex> lock(meta->mutex_);

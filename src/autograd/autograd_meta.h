@@ -1,6 +1,7 @@
 // AutogradMeta: what a tensor carries once autograd has seen it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -13,7 +14,9 @@
 namespace ember::autograd {
 
 struct AutogradMeta final : ember::detail::AutogradMetaInterface {
-  bool requires_grad() const override { return requires_grad_ || grad_fn_ != nullptr; }
+  bool requires_grad() const override {
+    return requires_grad_ || grad_fn_ != nullptr || (view_base_.defined() && view_base_.requires_grad());
+  }
 
   bool requires_grad_ = false;  // set on leaves by the user
   Tensor grad_;
@@ -25,6 +28,10 @@ struct AutogradMeta final : ember::detail::AutogradMetaInterface {
   /// Leaves: register_hook() hooks, run before accumulation.
   std::vector<std::pair<unsigned, TensorHook>> hooks_;
   std::vector<std::function<void(Tensor&)>> post_accumulate_hooks_;
+  /// Views made in grad mode: the root base they view, and the storage version grad_fn_
+  /// was made at (Note [Views and in-place ops] in view_history.h).
+  Tensor view_base_;
+  std::atomic<uint32_t> view_version_{0};
   std::mutex mutex_;
 };
 

@@ -3,6 +3,7 @@
 
 #include "autograd/autograd_meta.h"
 #include "autograd/formula_node.h"
+#include "autograd/view_history.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
@@ -37,6 +38,7 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
+  if (inplace) edges[0] = gradient_edge(*outputs[0]);  // self's history before the op
   for (size_t o = inplace ? 1 : 0; o < outputs.size(); ++o) {
     Tensor* out = outputs[o];
     for (const Tensor& in : inputs) {
@@ -59,8 +61,23 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
 
 void check_inplace(const Tensor& self) {
   AutogradMeta* meta = meta_of(self);
-  EMBER_CHECK(!(is_grad_enabled() && meta != nullptr && meta->requires_grad_ && !meta->grad_fn_), Error,
+  if (!is_grad_enabled() || meta == nullptr) return;
+  auto leaf_requiring_grad = [](const AutogradMeta* m) { return m != nullptr && m->requires_grad_ && !m->grad_fn_; };
+  EMBER_CHECK(!leaf_requiring_grad(meta), Error,
               "a leaf Variable that requires grad is being used in an in-place operation.");
+  EMBER_CHECK(!(meta->view_base_.defined() && leaf_requiring_grad(meta_of(meta->view_base_))), Error,
+              "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+}
+
+void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs) {
+  std::vector<Tensor> inputs{before};
+  if (other.defined()) inputs.push_back(other);
+  AutogradMeta* meta = meta_of(self);
+  if (meta != nullptr && meta->view_base_.defined()) {
+    rebase_view(formula, inputs, self, std::move(attrs));
+    return;
+  }
+  record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true);
 }
 
 // ---- FormulaNode -----------------------------------------------------------------------

@@ -7,12 +7,11 @@
 // of the formula's kind (formula_node.h, formulas.cpp) whose next edges lead to the
 // inputs' nodes, saves what the formula names and points the outputs' grad_fn at it.
 // In-place entry points go through `recorded_inplace`: it refuses a leaf that requires
-// grad, writes, bumps the version counter and, when recording, makes self the output of
-// a new node whose input is self's previous history. A composite op computes under
-// NoGradGuard and records one node (`recorded`). Nothing below the op layer sees this.
-//
-// Not handled: an in-place change of a view does not rewrite the history of its base
-// (PyTorch's CopySlices); the base's gradient then ignores the change.
+// grad (or a view of one), writes, bumps the version counter and, when recording, makes
+// self the output of a new node whose input is self's previous history; on a view, the
+// base's history is rewritten instead (Note [Views and in-place ops] in view_history.h).
+// A composite op computes under NoGradGuard and records one node (`recorded`). Nothing
+// below the op layer sees this.
 #pragma once
 
 #include <cstdint>
@@ -108,13 +107,22 @@ Tensor recorded_list(Formula formula, const std::vector<Tensor>& inputs, F&& com
   return out;
 }
 
-/// Before an in-place op on `self`: refuses a leaf that requires grad while grad mode is on.
+/// After `view` was made sharing `self`'s storage: in grad mode, `view` remembers self's
+/// root base (Note [Views and in-place ops] in view_history.h).
+void note_view(const Tensor& self, const Tensor& view);
+
+/// Before an in-place op on `self`: refuses a leaf that requires grad, or a view of one,
+/// while grad mode is on.
 void check_inplace(const Tensor& self);
 /// After an in-place op on `self`: the data changed (saved copies of it are now stale).
 inline void bump_version(const Tensor& self) { self.impl()->storage()->bump_version(); }
 
 /// Whether `formula` keeps its inputs for the backward.
 bool saves_inputs(Formula formula);
+
+/// Records the in-place op `formula` on `self` (already written and its version bumped):
+/// `before` is self's value before the write, `other` the op's other input (or undefined).
+void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs);
 
 /// An in-place op `self = op(self, other)` (other may be undefined): runs `write()`
 /// without recording, bumps self's version and, when should_record(self, other), records
@@ -128,15 +136,14 @@ Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&&
     bump_version(self);
     return self;
   }
-  Tensor before = saves_inputs(formula) ? self.clone() : self;
+  Tensor before = self;
   {
     NoGradGuard no_grad;
+    if (saves_inputs(formula)) before = self.clone();
     write();
   }
   bump_version(self);
-  std::vector<Tensor> inputs{before};
-  if (other.defined()) inputs.push_back(other);
-  record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true);
+  record_inplace(formula, before, other, self, std::move(attrs));
   return self;
 }
 

@@ -1,6 +1,7 @@
 // Tensor's autograd methods.
 #include "autograd/autograd_meta.h"
 #include "autograd/engine.h"
+#include "autograd/view_history.h"
 #include "ember/errors.h"
 
 namespace ember {
@@ -31,10 +32,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
   return *this;
 }
 
-bool Tensor::is_leaf() const {
-  AutogradMeta* meta = meta_of(*this);
-  return meta == nullptr || !meta->grad_fn_;
-}
+bool Tensor::is_leaf() const { return grad_fn() == nullptr; }
 
 const Tensor& Tensor::grad() const {
   static const Tensor undefined;
@@ -49,7 +47,9 @@ Tensor& Tensor::mutable_grad() const {
 
 std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
   AutogradMeta* meta = meta_of(*this);
-  return meta == nullptr ? nullptr : meta->grad_fn_;
+  if (meta == nullptr) return nullptr;
+  if (meta->view_base_.defined()) autograd::detail::refresh_view(*this, *meta);
+  return meta->grad_fn_;
 }
 
 Tensor Tensor::detach() const {
@@ -78,6 +78,7 @@ unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const 
   check_defined(*this);
   EMBER_CHECK(requires_grad(), Error, "cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta& meta = materialize_meta(*this);
+  (void)grad_fn();  // a view's history made anew first
   unsigned handle = autograd::next_hook_handle();
   if (meta.grad_fn_) {
     auto& in = meta.grad_fn_->internals();

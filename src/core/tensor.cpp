@@ -23,6 +23,7 @@ using autograd::detail::Formula;
 Tensor recorded_view(Formula formula, const Tensor& self, IntList sizes, IntList strides, int64_t offset,
                      Attrs attrs = {}) {
   Tensor out = make_view(self, std::move(sizes), std::move(strides), offset);
+  autograd::detail::note_view(self, out);
   if (autograd::detail::should_record(self)) autograd::detail::record(formula, {self}, out, std::move(attrs));
   return out;
 }
@@ -206,7 +207,9 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  return autograd::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
+  Tensor out = autograd::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
+  if (!out.is_same(*this)) autograd::detail::note_view(*this, out);
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
