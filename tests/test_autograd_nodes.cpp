@@ -36,6 +36,18 @@ TEST_P(AutogradNodes, SplitChunkAndStackAreOneNodeEach) {
   (parts[1] * T({1, 2, 3, 4})).sum().backward();
   EXPECT_EQ(F(x.grad()), (std::vector<float>{0, 0, 1, 2, 3, 4}));
 
+  // As PyTorch, the parts of one split may not be changed in place when that is recorded.
+  auto halves = (x * 1).split(3);
+  EXPECT_THROW_MSG(halves[1] *= 2, Error,
+                   "Output 1 of SplitBackward0 is a view and is being modified inplace. This view is the output of a "
+                   "function that returns multiple views. Such functions do not allow the output views to be modified "
+                   "inplace. You should replace the inplace operation by an out-of-place one.");
+  auto zs = zeros({6}, dev_).chunk(3);
+  EXPECT_THROW_MSG(zs[0].add_(x.slice(0, 0, 2)), Error,
+                   "A view was created in no_grad mode and is being modified inplace with grad mode enabled.");
+  zs[0] += 1;  // nothing to record: allowed
+  EXPECT_EQ(F(zs[0]), (std::vector<float>{1, 1}));
+
   auto a = T({1, 2}, true), c = T({3, 4}, true);
   auto s = stack({a, c}, 1);
   EXPECT_EQ(s.grad_fn()->name(), "StackBackward0");

@@ -32,6 +32,8 @@ struct AutogradMeta final : ember::detail::AutogradMetaInterface {
   /// was made at (Note [Views and in-place ops] in view_history.h).
   Tensor view_base_;
   std::atomic<uint32_t> view_version_{0};
+  /// One of several views one op returned (split, chunk): not to be modified in place.
+  bool multi_output_view_ = false;
   std::mutex mutex_;
 };
 

@@ -22,6 +22,15 @@ Scalar minus_one(const Scalar& s) {
   return Scalar(s.to<int64_t>() - 1);
 }
 
+int64_t last_index(const IntList& sizes, const IntList& strides, int64_t offset) {
+  int64_t last = offset;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return offset;
+    last += (sizes[d] - 1) * strides[d];
+  }
+  return last;
+}
+
 Tensor scaled(const Tensor& g, const Scalar& s) {
   if (!s.is_complex() && s.to_double() == 1.0) return g;
   return g * s;
@@ -68,16 +77,8 @@ Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const Attrs&
   }
   // The storage span both geometries touch, as a flat buffer.
   int64_t extent = std::max<int64_t>(attrs.dim, in.offset) + 1;
-  auto reach = [](const IntList& sz, const IntList& st, int64_t offset) {
-    int64_t last = offset;
-    for (size_t d = 0; d < sz.size(); ++d) {
-      if (sz[d] == 0) return offset;
-      last += (sz[d] - 1) * st[d];
-    }
-    return last;
-  };
-  extent = std::max(extent, reach(sizes, strides, attrs.dim) + 1);
-  extent = std::max(extent, reach(in.sizes, in.strides, in.offset) + 1);
+  extent = std::max(extent, last_index(sizes, strides, attrs.dim) + 1);
+  extent = std::max(extent, last_index(in.sizes, in.strides, in.offset) + 1);
   Tensor flat = zeros({extent}, TensorOptions(g.dtype()).device(g.device()));
   Tensor target = flat.as_strided(sizes, strides, attrs.dim);
   target.copy_(g);  // copy_ refuses overlapping targets (other than stride 0, handled above)

@@ -9,6 +9,8 @@ Scalar negated(const Scalar& s);
 Scalar conj_scalar(const Scalar& s);
 /// s - 1
 Scalar minus_one(const Scalar& s);
+/// The storage index of the last element of a geometry (`offset` when it has no elements).
+int64_t last_index(const IntList& sizes, const IntList& strides, int64_t offset);
 /// g * s, or g itself when s is 1.
 Tensor scaled(const Tensor& g, const Scalar& s);
 

@@ -59,9 +59,18 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
   }
 }
 
-void check_inplace(const Tensor& self) {
+void check_inplace(const Tensor& self, const Tensor& other) {
   AutogradMeta* meta = meta_of(self);
   if (!is_grad_enabled() || meta == nullptr) return;
+  if (meta->multi_output_view_ && should_record(self, other)) {
+    const char* rest =
+        "This view is the output of a function that returns multiple views. Such functions do not allow the output "
+        "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+    EMBER_CHECK(!meta->grad_fn_, Error, "Output ", meta->output_nr_, " of ", meta->grad_fn_->name(),
+                " is a view and is being modified inplace. ", rest);
+    ember::detail::fail<Error>("A view was created in no_grad mode and is being modified inplace with grad mode "
+                               "enabled. ", rest);
+  }
   auto leaf_requiring_grad = [](const AutogradMeta* m) { return m != nullptr && m->requires_grad_ && !m->grad_fn_; };
   EMBER_CHECK(!leaf_requiring_grad(meta), Error,
               "a leaf Variable that requires grad is being used in an in-place operation.");

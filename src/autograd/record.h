@@ -109,11 +109,13 @@ Tensor recorded_list(Formula formula, const std::vector<Tensor>& inputs, F&& com
 
 /// After `view` was made sharing `self`'s storage: in grad mode, `view` remembers self's
 /// root base (Note [Views and in-place ops] in view_history.h).
-void note_view(const Tensor& self, const Tensor& view);
+/// `multi_output`: one of several views one op returns (split, chunk), which PyTorch does
+/// not let an in-place op change when it is recorded.
+void note_view(const Tensor& self, const Tensor& view, bool multi_output = false);
 
-/// Before an in-place op on `self`: refuses a leaf that requires grad, or a view of one,
-/// while grad mode is on.
-void check_inplace(const Tensor& self);
+/// Before an in-place op `self = op(self, other)`: refuses, while grad mode is on, a leaf
+/// that requires grad or a view of one, and a recorded change of a multi-output view.
+void check_inplace(const Tensor& self, const Tensor& other);
 /// After an in-place op on `self`: the data changed (saved copies of it are now stale).
 inline void bump_version(const Tensor& self) { self.impl()->storage()->bump_version(); }
 
@@ -130,7 +132,7 @@ void record_inplace(Formula formula, const Tensor& before, const Tensor& other, 
 /// taken before the write.
 template <typename F>
 Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write, Attrs attrs = {}) {
-  check_inplace(self);
+  check_inplace(self, other);
   if (!should_record(self, other)) {
     write();
     bump_version(self);

@@ -2,6 +2,7 @@
 // the CopySlices node.
 #include "autograd/view_history.h"
 
+#include "autograd/formulas_impl.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
@@ -16,22 +17,21 @@ InputInfo geometry_of(const Tensor& t) { return {t.sizes(), t.strides(), t.stora
 
 // Elements a buffer needs to hold every element of `in` at offset 0.
 int64_t extent_of(const InputInfo& in) {
-  int64_t last = 0;
-  for (size_t d = 0; d < in.sizes.size(); ++d) {
-    if (in.sizes[d] == 0) return 0;
-    last += (in.sizes[d] - 1) * in.strides[d];
+  for (int64_t s : in.sizes) {
+    if (s == 0) return 0;
   }
-  return last + 1;
+  return last_index(in.sizes, in.strides, 0) + 1;
 }
 
 }  // namespace
 
-void note_view(const Tensor& self, const Tensor& view) {
+void note_view(const Tensor& self, const Tensor& view, bool multi_output) {
   if (!is_grad_enabled() || !differentiable(view)) return;
   AutogradMeta* meta = meta_of(self);
   AutogradMeta& view_meta = materialize_meta(view);
   view_meta.view_base_ = meta != nullptr && meta->view_base_.defined() ? meta->view_base_ : self;
   view_meta.view_version_ = view._version();
+  view_meta.multi_output_view_ = multi_output;
 }
 
 void refresh_view(const Tensor& view, AutogradMeta& meta) {

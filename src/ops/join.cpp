@@ -113,12 +113,13 @@ std::vector<Tensor> split_views(const Tensor& a, const IntList& split_sizes, int
 // The parts as views of `a`, recorded as one node named `name` (SplitBackward0 or
 // SplitWithSizesBackward0, as PyTorch's split/chunk) rather than one slice node each.
 std::vector<Tensor> recorded_split(const Tensor& a, const IntList& split_sizes, int64_t d, const char* name) {
-  if (!autograd::detail::should_record(a)) return split_views(a, split_sizes, d);
   std::vector<Tensor> parts;
   {
     NoGradGuard no_grad;
     parts = split_views(a, split_sizes, d);
   }
+  for (const Tensor& p : parts) autograd::detail::note_view(a, p, /*multi_output=*/true);
+  if (!autograd::detail::should_record(a)) return parts;
   std::vector<Tensor*> outputs;
   for (Tensor& p : parts) outputs.push_back(&p);
   autograd::detail::Attrs attrs;
