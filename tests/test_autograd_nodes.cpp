@@ -8,18 +8,12 @@ using namespace ember;
 
 namespace {
 
-class AutogradNodes : public ::testing::TestWithParam<std::string> {
+class AutogradNodes : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor T(const TensorData& d, bool grad = false) {
     return tensor(d, TensorOptions(kFloat32).device(dev_).requires_grad(grad));
   }
   static std::vector<float> F(const Tensor& t) { return t.to_vector<float>(); }
-  Device dev_{kCPU};
 };
 
 TEST_P(AutogradNodes, SplitChunkAndStackAreOneNodeEach) {
@@ -126,12 +120,6 @@ TEST_P(AutogradNodes, FullMaxAndMinShareTheGradientAmongTies) {
   EXPECT_EQ(F(t.grad()), (std::vector<float>{0.5, 0, 0, 0, 0, 0.5, 0, 0, 0}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, AutogradNodes, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda"); });
-
-}  // namespace
-
-namespace {
 
 // In-place ops on views (PyTorch's CopySlices); values and names from PyTorch 1.13, where
 // the view's node after the change is AsStridedBackward0 (as in 2.x on cpu and cuda, whose
@@ -228,5 +216,7 @@ TEST_P(AutogradNodes, InPlaceOnAViewOfALeafIsRefused) {
   EXPECT_EQ(F(a), (std::vector<float>{2, 4, 3, 4}));
   EXPECT_TRUE(a.is_leaf());
 }
+
+EMBER_ON_DEVICES(AutogradNodes, "cpu", "cuda:0");
 
 }  // namespace
