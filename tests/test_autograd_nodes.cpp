@@ -201,6 +201,17 @@ TEST_P(AutogradNodes, ViewsOfViewsAndChangesOfTheBase) {
   EXPECT_EQ(F(a2.grad()), (std::vector<float>{2, 2, 0, 0}));
 }
 
+TEST_P(AutogradNodes, DoubleBackwardThroughAnInPlaceChangeOfAView) {
+  // b = x with b[:2] *= x[:2]; loss = sum(b^2): g = [4x^3, 4x^3, 2x], d sum(g) = [12x^2, 12x^2, 2].
+  auto x = T({1, 2, 3}, true);
+  auto b = x * 1;
+  b.narrow(0, 0, 2).mul_(x.narrow(0, 0, 2));
+  auto g = autograd::grad({(b * b).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_EQ(F(g), (std::vector<float>{4, 32, 6}));
+  g.sum().backward();
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{12, 48, 2}));
+}
+
 TEST_P(AutogradNodes, InPlaceOnAViewOfALeafIsRefused) {
   auto a = T({1, 2, 3, 4}, true);
   auto v = a.slice(0, 0, 2);

@@ -38,7 +38,6 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(t.defined() ? gradient_edge(t) : Edge{});
-  if (inplace) edges[0] = gradient_edge(*outputs[0]);  // self's history before the op
   for (size_t o = inplace ? 1 : 0; o < outputs.size(); ++o) {
     Tensor* out = outputs[o];
     for (const Tensor& in : inputs) {

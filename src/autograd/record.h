@@ -138,10 +138,10 @@ Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&&
     bump_version(self);
     return self;
   }
-  Tensor before = self;
+  // The copy keeps self's history: a double backward differentiates through it.
+  Tensor before = saves_inputs(formula) ? self.clone() : self;
   {
     NoGradGuard no_grad;
-    if (saves_inputs(formula)) before = self.clone();
     write();
   }
   bump_version(self);
