@@ -220,7 +220,11 @@ int main(int argc, char** argv) {
     }
     net->to(device);  // Network().to(device=args.device)
     std::shared_ptr<nn::parallel::DistributedDataParallel> ddp;
-    if (args.ddp) ddp = std::make_shared<nn::parallel::DistributedDataParallel>(net);  // rank 0's weights
+    if (args.ddp) {  // starts from rank 0's weights
+      nn::parallel::DDPOptions options;
+      if (device.is_cuda()) options.device_ids({device.index()});
+      ddp = std::make_shared<nn::parallel::DistributedDataParallel>(net, options);
+    }
     nn::Module& model = ddp ? static_cast<nn::Module&>(*ddp) : *net;
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
     // Each device has its own generator; seeding again here starts the one dropout uses at

@@ -11,12 +11,14 @@
 #include <string>
 
 #include "ember/ember.h"
+#include "test_support.h"
 
 namespace dist = ember::distributed;
 namespace nn = ember::nn;
 using ember::Tensor;
 using nn::parallel::DDPOptions;
 using nn::parallel::DistributedDataParallel;
+using ember::testing::error_of;
 
 namespace {
 
@@ -60,16 +62,6 @@ void expect_grads_close(const std::vector<Tensor>& got, const std::vector<Tensor
         << what << " parameter " << i << ": largest difference "
         << (got[i].grad().cpu() - want[i].grad().cpu()).abs().max().item<float>();
   }
-}
-
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
 }
 
 class DDP : public ::testing::TestWithParam<std::string> {
