@@ -86,8 +86,15 @@ TEST_P(DDP, AdoptsRankZerosWeightsAndAveragesGradientsAsOneProcessOnTheWholeBatc
   for (int step = 0; step < 3; ++step) {
     auto [x, y] = batch(8, 4, 7 + step);
     x = x.to(device()), y = y.to(device());
-    std::optional<ember::cuda::StreamGuard> side;  // step 1: forward and backward on a side stream
-    if (step == 1 && device().is_cuda()) side.emplace(ember::cuda::Stream(device().index()));
+    // Step 1 runs on a side stream, ordered after the default stream's work and before its later work.
+    std::optional<ember::cuda::StreamGuard> side;
+    std::optional<ember::cuda::Stream> default_stream;
+    if (step == 1 && device().is_cuda()) {
+      default_stream = ember::cuda::current_stream(device().index());
+      ember::cuda::Stream stream(device().index());
+      stream.wait_stream(*default_stream);
+      side.emplace(stream);
+    }
     ddp_opt.zero_grad();
     nn::functional::mse_loss(ddp(slice_of(x, rank())), slice_of(y, rank())).backward();
     ref_opt.zero_grad();
@@ -95,6 +102,7 @@ TEST_P(DDP, AdoptsRankZerosWeightsAndAveragesGradientsAsOneProcessOnTheWholeBatc
     expect_grads_close(params, ref_params, "step " + std::to_string(step));
     ddp_opt.step();
     ref_opt.step();
+    if (default_stream) default_stream->wait_stream(ember::cuda::current_stream(device().index()));
   }
 }
 
