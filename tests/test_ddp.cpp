@@ -63,10 +63,17 @@ TEST(DistributedDataParallelErrors, NeedsAProcessGroupAndAParameterThatRequiresG
   } catch (const ember::ValueError& e) {
     EXPECT_STREQ(e.what(), "device_ids can only be None or contain a single element.");
   }
-  // A world of one: the gradient is this process's own.
-  ember::nn::parallel::DistributedDataParallel ddp(net);
   ember::Tensor x = ember::ones({3, 2});
-  ddp(x).sum().backward();
+  {
+    // A world of one: the gradient is this process's own.
+    ember::nn::parallel::DistributedDataParallel ddp(net);
+    ddp(x).sum().backward();
+    EXPECT_TRUE(net->weight.grad().equal(ember::full({2, 2}, 3.0f)));
+    ddp(x);  // prepared for a backward pass that never comes
+  }
+  // The module outlives its DDP: its hooks then do nothing.
+  net->zero_grad();
+  net->forward(x).sum().backward();
   EXPECT_TRUE(net->weight.grad().equal(ember::full({2, 2}, 3.0f)));
   dist::destroy_process_group();
 }
