@@ -1,6 +1,6 @@
 # The peer of bench_ddp: torch.nn.parallel.DistributedDataParallel with gloo on 2 ranks,
 # timed as bench_ddp times ember (the same model, batch, steps and repetitions; best
-# repetition's mean), one line per figure: "torch <0 local | 1 ddp | 2 all-reduce> <us>".
+# repetition's mean), one line per figure: "torch <0 local | 1 ddp | 2 all-reduce | 3 alone> <us>".
 # The all-reduce figure uses the bucket sizes (floats) bench_ddp passes, ember's buckets.
 # Run with Debian's /usr/bin/python3.
 import sys
@@ -66,8 +66,20 @@ def run(rank, port, repetitions, steps, bucket_sizes):
             w.wait()
 
     t_local, t_ddp, t_all_reduce = time_interleaved([local_step, ddp_step, all_reduce_step], repetitions, steps)
+    t_alone = 0.0
+    for r in range(2):  # rank 0's local step while rank 1 waits
+        dist.barrier()
+        if r == rank:
+            best = float("inf")
+            for _ in range(repetitions):
+                start = time.perf_counter()
+                for _ in range(steps):
+                    local_step()
+                best = min(best, (time.perf_counter() - start) / steps * 1e6)
+            if rank == 0:
+                t_alone = best
     if rank == 0:
-        print(f"torch 0 {t_local:.2f}\ntorch 1 {t_ddp:.2f}\ntorch 2 {t_all_reduce:.2f}", flush=True)
+        print(f"torch 0 {t_local:.2f}\ntorch 1 {t_ddp:.2f}\ntorch 2 {t_all_reduce:.2f}\ntorch 3 {t_alone:.2f}", flush=True)
     del ddp, sgd
     dist.barrier()
     dist.destroy_process_group()
