@@ -272,35 +272,21 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
   // ember-run itself is the child here (not a shell), so SIGTERM reaches it alone; it
   // must pass the signal on to both ranks, which report it.
   std::vector<std::string> args = {ember_run(), "--nproc-per-node=2", "--term-timeout=10", worker(), "--scenario=until_sigterm"};
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
+  int fd = -1;
+  pid_t pid = start_in_own_group(args, fd);
   std::string output;
   bool signalled = false;
   auto end = std::chrono::steady_clock::now() + 60s;
   char buffer[4096];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
-    pollfd pfd{pipe_fds[0], POLLIN, 0};
+    pollfd pfd{fd, POLLIN, 0};
     if (::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left, 0))) == 0) {
       ::kill(-pid, SIGKILL);
       output += "\n<killed at the test's deadline>";
       break;
     }
-    ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n <= 0) break;
     output.append(buffer, static_cast<size_t>(n));
     if (!signalled && output.find("rank 0 ready") != std::string::npos && output.find("rank 1 ready") != std::string::npos) {
@@ -308,7 +294,7 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
       signalled = true;
     }
   }
-  ::close(pipe_fds[0]);
+  ::close(fd);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << output;
