@@ -108,10 +108,10 @@ TEST(GlooGroup, ListsOfTheWrongLengthAreRejectedOnEveryRank) {
   });
 }
 
-// All-reduces of at most RecordExchange::kPayloadCapacity bytes travel with the records;
+// All-reduces of at most RecordExchange::payload_capacity() bytes travel with the records;
 // larger ones take Gloo's ring. Both give the same closed forms.
 TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacity) {
-  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::payload_capacity(3) / sizeof(double));
   on_ranks(3, [](ProcessGroup& group) {
     int rank = group.rank();
     for (int64_t n : {kFits, kFits + 1}) {
@@ -137,7 +137,7 @@ TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacity) {
 // Ranks whose tensors fall on either side of the capacity exchange their records intact:
 // both get the mismatch, and the group goes on.
 TEST(GlooGroup, SizesOnEitherSideOfThePayloadCapacityAreAMismatch) {
-  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::payload_capacity(2) / sizeof(double));
   on_ranks(2, [](ProcessGroup& group) {
     int rank = group.rank();
     ember::Tensor t = ember::ones({rank == 0 ? kFits : kFits + 1}, ember::kFloat64);
@@ -145,7 +145,7 @@ TEST(GlooGroup, SizesOnEitherSideOfThePayloadCapacityAreAMismatch) {
       group.all_reduce(t, dist::ReduceOp::SUM, false)->wait();
       ADD_FAILURE() << "no error on rank " << rank;
     } catch (const ember::DistributedError& e) {
-      std::string theirs = rank == 0 ? "8193" : "8192", mine = rank == 0 ? "8192" : "8193";
+      std::string theirs = std::to_string(rank == 0 ? kFits + 1 : kFits), mine = std::to_string(rank == 0 ? kFits : kFits + 1);
       EXPECT_EQ(std::string(e.what()), "all_reduce (collective #1): rank " + std::to_string(1 - rank) +
                                            " called all_reduce of " + theirs + " elements of float64 with SUM (collective #1)"
                                            " while rank " + std::to_string(rank) + " called all_reduce of " + mine +

@@ -6,7 +6,7 @@
 // with nothing queued runs on the calling thread instead. Gloo lacks AVG
 // (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
 // the concatenated inputs and keeps its own block). An all_reduce of at most
-// RecordExchange::kPayloadCapacity bytes sends its data with the collective's record and
+// RecordExchange::payload_capacity() bytes sends its data with the collective's record and
 // each rank reduces the ranks' data in rank order (every rank computes the same result,
 // as ProcessGroupGloo's sparse all_reduce does after its all-gather): one exchange instead
 // of the record exchange plus Gloo's ring, which for small messages costs their latency. After a transport failure the Gloo
@@ -120,7 +120,7 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::kPayloadCapacity;
+    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::payload_capacity(world_size());
     return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, small ? tensor : Tensor(), [&] {
       check_dense("all_reduce", tensors);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");

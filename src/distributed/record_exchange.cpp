@@ -18,8 +18,9 @@ uint64_t slot_of(uint64_t sequence) { return gloo::Slot::build(kRecordSlotPrefix
 
 RecordExchange::RecordExchange(std::shared_ptr<gloo::Context> context)
     : context_(std::move(context)),
-      outbox_(kSlot),
-      inbox_(kSlot * static_cast<size_t>(context_->size)),
+      slot_(kHeader + payload_capacity(context_->size)),
+      outbox_(slot_),
+      inbox_(slot_ * static_cast<size_t>(context_->size)),
       records_(static_cast<size_t>(context_->size)) {
   outbox_buffer_ = context_->createUnboundBuffer(outbox_.data(), outbox_.size());
   inbox_buffer_ = context_->createUnboundBuffer(inbox_.data(), inbox_.size());
@@ -27,14 +28,14 @@ RecordExchange::RecordExchange(std::shared_ptr<gloo::Context> context)
 
 void RecordExchange::exchange(const CollectiveRecord& record, const void* payload, size_t payload_bytes,
                               std::chrono::milliseconds timeout) {
-  EMBER_CHECK(payload_bytes <= kPayloadCapacity, ValueError, "record exchange: a payload of ", payload_bytes,
-              " bytes exceeds the capacity of ", kPayloadCapacity);
+  EMBER_CHECK(kHeader + payload_bytes <= slot_, ValueError, "record exchange: a payload of ", payload_bytes,
+              " bytes exceeds the capacity of ", slot_ - kHeader);
   std::memcpy(outbox_.data(), &record, sizeof(record));
   if (payload_bytes > 0) std::memcpy(outbox_.data() + kHeader, payload, payload_bytes);
   int peers = context_->size - 1;
   uint64_t slot = slot_of(record.sequence);
   for (int peer = 0; peer < context_->size; ++peer) {
-    if (peer != context_->rank) inbox_buffer_->recv(peer, slot, static_cast<size_t>(peer) * kSlot, kSlot);
+    if (peer != context_->rank) inbox_buffer_->recv(peer, slot, static_cast<size_t>(peer) * slot_, slot_);
   }
   for (int peer = 0; peer < context_->size; ++peer) {
     if (peer != context_->rank) outbox_buffer_->send(peer, slot, 0, kHeader + payload_bytes);
@@ -49,14 +50,14 @@ void RecordExchange::exchange(const CollectiveRecord& record, const void* payloa
     if (r == context_->rank) {
       records_[static_cast<size_t>(r)] = record;
     } else {
-      std::memcpy(&records_[static_cast<size_t>(r)], inbox_.data() + static_cast<size_t>(r) * kSlot, sizeof(record));
+      std::memcpy(&records_[static_cast<size_t>(r)], inbox_.data() + static_cast<size_t>(r) * slot_, sizeof(record));
     }
   }
 }
 
 const uint8_t* RecordExchange::payload(int rank) const noexcept {
   if (rank == context_->rank) return outbox_.data() + kHeader;
-  return inbox_.data() + static_cast<size_t>(rank) * kSlot + kHeader;
+  return inbox_.data() + static_cast<size_t>(rank) * slot_ + kHeader;
 }
 
 }  // namespace ember::detail::distributed
