@@ -6,11 +6,12 @@
 // with nothing queued runs on the calling thread instead. Gloo lacks AVG
 // (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
 // the concatenated inputs and keeps its own block). An all_reduce of at most
-// RecordExchange::payload_capacity() bytes sends its data with the collective's record and
-// each rank reduces the ranks' data in rank order (every rank computes the same result,
-// as ProcessGroupGloo's sparse all_reduce does after its all-gather): one exchange instead
-// of the record exchange plus Gloo's ring, which for small messages costs their latency. After a transport failure the Gloo
-// context is unusable: every later collective fails at once with the first error.
+// RecordExchange::payload_capacity() bytes sends its data with the collective's record,
+// and each rank reduces the ranks' data in rank order (every rank computes the same
+// result; ProcessGroupGloo's sparse all_reduce also reduces locally after an all-gather):
+// one exchange instead of the record exchange plus Gloo's ring, whose extra round trips
+// dominate small messages. After a transport failure the Gloo context is unusable: every
+// later collective fails at once with the first error.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
