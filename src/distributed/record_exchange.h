@@ -26,10 +26,11 @@ namespace ember::detail::distributed {
 class RecordExchange {
  public:
   /// Payloads up to this size travel with the record in a world of `world_size` ranks:
-  /// 256 KiB between two ranks (where the direct exchange moves as many bytes as a ring
-  /// all-reduce), 64 KiB in larger worlds (where it moves more, and only latency favours it).
+  /// 1 MiB between two ranks (where the direct exchange moves as many bytes as a ring
+  /// all-reduce), 64 KiB in larger worlds (where it moves more, and only latency favours
+  /// it). The group holds world_size + 1 buffers of this size.
   static constexpr size_t payload_capacity(int world_size) noexcept {
-    return world_size == 2 ? size_t{256} << 10 : size_t{64} << 10;
+    return world_size == 2 ? size_t{1} << 20 : size_t{64} << 10;
   }
 
   explicit RecordExchange(std::shared_ptr<gloo::Context> context);
