@@ -108,10 +108,10 @@ TEST(GlooGroup, ListsOfTheWrongLengthAreRejectedOnEveryRank) {
   });
 }
 
-// All-reduces of at most RecordExchange::payload_capacity() bytes travel with the records;
-// larger ones take Gloo's ring. Both give the same closed forms.
+// All-reduces of at most RecordExchange::kPayloadCapacity bytes are gathered with the
+// records and reduced locally; larger ones take Gloo's ring. Both give the same closed forms.
 TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacity) {
-  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::payload_capacity(3) / sizeof(double));
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
   on_ranks(3, [](ProcessGroup& group) {
     int rank = group.rank();
     for (int64_t n : {kFits, kFits + 1}) {
@@ -137,7 +137,7 @@ TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacity) {
 // Ranks whose tensors fall on either side of the capacity exchange their records intact:
 // both get the mismatch, and the group goes on.
 TEST(GlooGroup, SizesOnEitherSideOfThePayloadCapacityAreAMismatch) {
-  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::payload_capacity(2) / sizeof(double));
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
   on_ranks(2, [](ProcessGroup& group) {
     int rank = group.rank();
     ember::Tensor t = ember::ones({rank == 0 ? kFits : kFits + 1}, ember::kFloat64);

@@ -3,15 +3,16 @@
 // ordering] and Note [Collective checks] in process_group.h.
 //
 // One worker thread per group runs the collectives in the order issued; a blocking call
-// with nothing queued runs on the calling thread instead. Gloo lacks AVG
-// (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
-// the concatenated inputs and keeps its own block). An all_reduce of at most
-// RecordExchange::payload_capacity() bytes sends its data with the collective's record,
-// and each rank reduces the ranks' data in rank order (every rank computes the same
-// result; ProcessGroupGloo's sparse all_reduce also reduces locally after an all-gather):
-// one exchange instead of the record exchange plus Gloo's ring, whose extra round trips
-// dominate small messages. After a transport failure the Gloo context is unusable: every
-// later collective fails at once with the first error.
+// with nothing queued runs on the calling thread instead. Every collective starts with the
+// record exchange (one gloo::allgather of fixed-size slots, src/distributed/record_exchange.h).
+// Gloo lacks AVG (ember sums, then divides) and a reduce_scatter over arbitrary inputs
+// (ember all-reduces the concatenated inputs and keeps its own block). An all_reduce of at
+// most RecordExchange::kPayloadCapacity bytes is composed as ProcessGroupGloo composes its
+// sparse all_reduce: its data rides in the record exchange's allgather, and each rank then
+// reduces the gathered data locally in rank order (every rank computes the same result);
+// a larger one runs gloo::allreduce (the ring) after the record exchange. After a
+// transport failure the Gloo context is unusable: every later collective fails at once
+// with the first error.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
@@ -78,7 +79,7 @@ struct PendingOp {
   std::shared_ptr<HostWork> work;
   CollectiveRecord record;
   std::optional<cuda::Event> ready;  // cuda tensors: the stream's work before the call
-  Tensor payload;                    // sent with the record (a small all_reduce's data)
+  Tensor payload;                    // gathered with the record (a small all_reduce's data)
   std::function<void(const RecordExchange&)> run;  // after the records agree
 };
 
@@ -121,7 +122,7 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::payload_capacity(world_size());
+    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::kPayloadCapacity;
     return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, small ? tensor : Tensor(), [&] {
       check_dense("all_reduce", tensors);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
@@ -219,7 +220,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<Work> barrier(bool async_op) override {
-    // The record exchange is an all-gather: no rank passes it before every rank entered.
+    // The record exchange is a gloo::allgather: no rank passes it before every rank entered.
     return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, Tensor(),
                  [] { return RunFn([](const RecordExchange&) {}); });
   }
@@ -268,7 +269,10 @@ class GlooGroup final : public ProcessGroup {
     return work;
   }
 
+  /// The Gloo tag of the current collective's data transfer (even); its record exchange
+  /// uses the odd one after it (record_tag), so the two never share a Gloo slot.
   uint32_t next_tag() noexcept { return static_cast<uint32_t>(sequence_ * 2); }
+  static uint32_t record_tag(uint64_t sequence) noexcept { return static_cast<uint32_t>(sequence * 2 + 1); }
 
   void check_dense(const char* op, const std::vector<Tensor>& tensors) const {
     for (const Tensor& t : tensors) {
@@ -332,7 +336,7 @@ class GlooGroup final : public ProcessGroup {
     try {
       bool send_payload = op.payload.defined() && !op.record.failed;
       exchange_->exchange(op.record, send_payload ? op.payload.data_ptr() : nullptr,
-                          send_payload ? op.payload.nbytes() : 0, timeout_);
+                          send_payload ? op.payload.nbytes() : 0, record_tag(op.record.sequence), timeout_);
       if (stream_error) return stream_error;
       if (op.record.failed) return {};  // the caller already got its argument error
       check_records(exchange_->records(), rank());
