@@ -1,6 +1,6 @@
 #include "distributed/record_exchange.h"
 
-#include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 
 #include <cstring>
 
@@ -20,12 +20,13 @@ void RecordExchange::exchange(const CollectiveRecord& record, const void* payloa
   uint8_t* mine = slots_.data() + static_cast<size_t>(context_->rank) * kSlot;
   std::memcpy(mine, &record, sizeof(record));
   if (payload_bytes > 0) std::memcpy(mine + kHeader, payload, payload_bytes);
-  // No input buffer: Gloo gathers in place, this rank's slot already at its offset.
-  gloo::AllgatherOptions options(context_);
-  options.setOutput(slots_.data(), slots_.size());
+  // Every rank's count is kSlot. No input buffer: Gloo gathers in place, this rank's slot
+  // already at its offset.
+  gloo::AllgathervOptions options(context_);
+  options.setOutput(slots_.data(), std::vector<size_t>(static_cast<size_t>(context_->size), kSlot));
   options.setTag(tag);
   options.setTimeout(timeout);
-  gloo::allgather(options);
+  gloo::allgatherv(options);
   for (size_t r = 0; r < records_.size(); ++r) std::memcpy(&records_[r], slots_.data() + r * kSlot, sizeof(record));
 }
 
