@@ -4,11 +4,11 @@
 //
 // One worker thread per group runs the collectives in the order issued; a blocking call
 // with nothing queued runs on the calling thread instead. Every collective starts with the
-// record exchange (one gloo::allgather of fixed-size slots, src/distributed/record_exchange.h).
+// record exchange (one Gloo all-gather of fixed-size slots, src/distributed/record_exchange.h).
 // Gloo lacks AVG (ember sums, then divides) and a reduce_scatter over arbitrary inputs
 // (ember all-reduces the concatenated inputs and keeps its own block). An all_reduce of at
 // most RecordExchange::kPayloadCapacity bytes is composed as ProcessGroupGloo composes its
-// sparse all_reduce: its data rides in the record exchange's allgather, and each rank then
+// sparse all_reduce: its data rides in the record exchange's all-gather, and each rank then
 // reduces the gathered data locally in rank order (every rank computes the same result);
 // a larger one runs gloo::allreduce (the ring) after the record exchange. After a
 // transport failure the Gloo context is unusable: every later collective fails at once
@@ -220,7 +220,7 @@ class GlooGroup final : public ProcessGroup {
   }
 
   std::shared_ptr<Work> barrier(bool async_op) override {
-    // The record exchange is a gloo::allgather: no rank passes it before every rank entered.
+    // The record exchange is an all-gather: no rank passes it before every rank entered.
     return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, Tensor(),
                  [] { return RunFn([](const RecordExchange&) {}); });
   }

@@ -1,12 +1,14 @@
 // RecordExchange: the gloo group's per-collective exchange of CollectiveRecords (Note
-// [Collective checks] in process_group.h), one gloo::allgather that can carry a small
+// [Collective checks] in process_group.h), one all-gather that can carry a small
 // all_reduce's data beside each record.
 //
 // Every rank contributes one slot of a fixed size, [record | up to kPayloadCapacity bytes
-// of payload], to a single gloo::allgather (Gloo's own algorithm; ember adds no transfer of
-// its own). The slot's size does not depend on the collective's arguments, so ranks that
-// disagree about a tensor's size, or call different collectives, still gather each other's
-// records intact, and the records then report the mismatch.
+// of payload], to a single gloo::allgatherv whose per-rank counts are all that slot size
+// (an all-gather; allgatherv moves each slot as one transfer per ring step where
+// gloo::allgather splits it in two). Ember adds no transfer of its own. The slot's size
+// does not depend on the collective's arguments, so ranks that disagree about a tensor's
+// size, or call different collectives, still gather each other's records intact, and the
+// records then report the mismatch.
 #pragma once
 
 #include <gloo/context.h>
@@ -28,7 +30,7 @@ class RecordExchange {
 
   explicit RecordExchange(std::shared_ptr<gloo::Context> context);
 
-  /// Gathers every rank's [record | payload] with gloo::allgather under `tag` (which must
+  /// Gathers every rank's [record | payload] with gloo::allgatherv under `tag` (which must
   /// differ from the tags of the group's other Gloo calls in flight). `payload_bytes` from
   /// `payload` travel in this rank's slot, at most kPayloadCapacity. Throws
   /// gloo::Exception on a transport failure or after `timeout`.
@@ -45,7 +47,7 @@ class RecordExchange {
   static constexpr size_t kSlot = kHeader + kPayloadCapacity;
 
   std::shared_ptr<gloo::Context> context_;
-  std::vector<uint8_t> slots_;  // kSlot per rank, in rank order: allgather's output, in place
+  std::vector<uint8_t> slots_;  // kSlot per rank, in rank order: the gather's output, in place
   std::vector<CollectiveRecord> records_;
 };
 
