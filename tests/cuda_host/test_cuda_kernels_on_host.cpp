@@ -12,6 +12,7 @@
 
 #include "compare_with_cpu.h"
 #include "cuda_host.h"
+#include "layer_kernels.h"
 
 namespace ember::host_test {
 namespace {
@@ -354,22 +355,57 @@ TEST(CudaHostLayer, DivergentSyncthreadsIsAnErrorNamingTheKernel) {
   }
 }
 
-__global__ void shared_kernel(unsigned char* out) {
-  __shared__ unsigned char tile[64];
-  if (threadIdx.x == 0) out[0] = tile[5];  // never written: the poison
-  __syncthreads();
-  tile[threadIdx.x] = static_cast<unsigned char>(threadIdx.x + blockIdx.x);
-  __syncthreads();
-  out[1 + blockIdx.x * 64 + threadIdx.x] = tile[63 - threadIdx.x];
-}
-
 TEST(CudaHostLayer, SharedMemoryIsPerBlockAndStartsPoisoned) {
   std::vector<unsigned char> out(1 + 2 * 64, 0);
-  run_kernel("shared_kernel", 2, 64, shared_kernel, out.data());
+  ember_cuda_host_test::shared_per_block(out.data());
   EXPECT_EQ(out[0], ember_cuda_host::kSharedPoison);
   for (unsigned b = 0; b < 2; ++b) {
     for (unsigned t = 0; t < 64; ++t) EXPECT_EQ(out[1 + b * 64 + t], 63 - t + b);
   }
+}
+
+TEST(CudaHostLayer, DynamicSharedMemoryIsSizedByTheLaunchAndStartsPoisoned) {
+  for (int threads : {32, 96, 256}) {
+    const int blocks = 3;
+    std::vector<float> in(blocks * threads), out(in.size(), -1);
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+    std::vector<unsigned> poison(blocks, 0);
+    ember_cuda_host_test::reverse_through_shared(in.data(), out.data(), poison.data(), blocks, threads, 0);
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    for (int b = 0; b < blocks; ++b) {
+      EXPECT_EQ(poison[b], 0xA5A5A5A5u) << "block " << b;  // every block starts poisoned
+      for (int t = 0; t < threads; ++t) EXPECT_EQ(out[b * threads + t], in[b * threads + threads - 1 - t]);
+    }
+  }
+}
+
+// One past the end of a __shared__ array, or of the launch's dynamic shared memory: the
+// guard page after it faults and the launch throws, naming the kernel and the variable.
+TEST(CudaHostLayer, OutOfRangeSharedMemoryAccessIsAnErrorNamingTheKernel) {
+  std::vector<int> out(32, -1);
+  ember_cuda_host_test::shared_overflow(out.data(), 0);  // in range
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], t);
+  try {
+    ember_cuda_host_test::shared_overflow(out.data(), 1);
+    ADD_FAILURE() << "no error";
+  } catch (const ember_cuda_host::KernelError& e) {
+    EXPECT_STREQ(e.what(), "kernel shared_overflow_kernel: out-of-range shared memory access: byte 128 of partial, "
+                           "which has 128 bytes");
+  }
+  std::vector<float> in(64, 1), result(64);
+  std::vector<unsigned> poison(2);
+  try {
+    ember_cuda_host_test::reverse_through_shared(in.data(), result.data(), poison.data(), 2, 32, 1);
+    ADD_FAILURE() << "no error";
+  } catch (const ember_cuda_host::KernelError& e) {
+    EXPECT_STREQ(e.what(), "kernel dynamic_shared_kernel: out-of-range shared memory access: byte 128 of the "
+                           "dynamic shared memory, which has 128 bytes");
+  }
+  // The layer recovers: the next launches run normally.
+  ember_cuda_host_test::reverse_through_shared(in.data(), result.data(), poison.data(), 2, 32, 0);
+  EXPECT_EQ(result, in);
+  ember_cuda_host_test::shared_overflow(out.data(), 0);
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(out[t], t);
 }
 
 __global__ void atomic_kernel(int* counter) { atomicAdd(counter, 1); }
