@@ -6,7 +6,9 @@
 // fallback) and multi-block grids (grid-stride loops at the 64-block cap of the stand-in
 // device). Integers and bools must match exactly, floats to a tolerance.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -287,6 +289,58 @@ TEST(CudaKernelsOnHost, FftScaleMultipliesEveryElement) {
     EXPECT_TRUE(x.equal(x_expected));
     EXPECT_TRUE(y.equal(y_expected));
   }
+}
+
+// More than 2^32 one-byte elements (4 GiB of address space reserved, only the pages the
+// edge blocks touch ever written): on the stand-in device 1, grid_blocks gives one block per
+// 256 elements and EdgeBlocksOnly runs the first two and the last two, so the 64-bit
+// indexing of the generate kernel, the strided map (OffsetCalc) and the vectorised map (its
+// tail elements belong to block 0's threads) is checked at both ends of the range.
+TEST(CudaKernelsOnHost, MoreThan2To32ElementsAtTheGridsEdges) {
+  const int64_t n = (int64_t{1} << 32) + 77;
+  auto reserve = [&] {
+    void* p = mmap(nullptr, static_cast<size_t>(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    return static_cast<uint8_t*>(p);
+  };
+  uint8_t* a = reserve();
+  uint8_t* out = reserve();
+  uint8_t one = 1;
+  const TensorArg big_a{a, kUInt8, {n}, {1}}, big_out{out, kUInt8, {n}, {1}}, ones{&one, kUInt8, {n}, {0}};
+  const int64_t blocks = (n + 255) / 256, last_start = (blocks - 2) * 256;
+  auto expect_edges = [&](const uint8_t* p, auto value, const std::string& what) {
+    for (int64_t i = 0; i < 512; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(value(i))) << what << " element " << i;
+    for (int64_t i = last_start; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(value(i))) << what << " element " << i;
+    EXPECT_EQ(p[last_start - 1], 0) << what << ": a block in the middle ran";
+  };
+  host::check_cuda(cudaSetDevice(1));
+  {
+    ember_cuda_host::EdgeBlocksOnly edges(2);
+    KernelCall arange{OpKind::Arange, {big_a}, {}, Scalar(0), Scalar(1)};
+    host::launch_generate(arange, nullptr);
+    expect_edges(a, [](int64_t i) { return i; }, "arange");
+    KernelCall add{OpKind::Add, {big_out}, {big_a, ones}};
+    add.s0 = Scalar(1);
+    host::launch_binary(add, nullptr);  // a broadcast operand: the strided kernel
+    expect_edges(out, [](int64_t i) { return i + 1; }, "add");
+  }
+  {
+    // The vectorised kernel: 8 one-byte elements per vector (kVec), one vector per thread.
+    ember_cuda_host::EdgeBlocksOnly edges(2);
+    const int64_t span = 2 * 256 * 8, last = ((n + 7) / 8 + 255) / 256 * span / 2 - span;  // the last two blocks' first
+    std::memset(out, 0xEE, span + 1);
+    std::memset(out + last - 1, 0xEE, n - last + 1);
+    KernelCall scale{OpKind::MulScalar, {big_out}, {big_a}, Scalar(3)};
+    host::launch_scalar_op(scale, nullptr);
+    for (int64_t i = 0; i < span; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(3 * a[i])) << i;
+    for (int64_t i = last; i < n; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(3 * a[i])) << i;
+    EXPECT_EQ(out[span], 0xEE) << "a block in the middle ran";
+    EXPECT_EQ(out[last - 1], 0xEE) << "a block in the middle ran";
+  }
+  host::check_cuda(cudaSetDevice(0));
+  munmap(a, static_cast<size_t>(n));
+  munmap(out, static_cast<size_t>(n));
 }
 
 // ---- the execution layer itself ------------------------------------------------------
