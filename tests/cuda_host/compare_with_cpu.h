@@ -25,6 +25,13 @@
 namespace ember::host_test {
 
 namespace host = detail::cuda_host_driver;
+
+/// Under AddressSanitizer the tests skip their largest cases (fibers and checks cost more).
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
 using detail::KernelCall;
 using detail::OpKind;
 using detail::TensorArg;
@@ -189,6 +196,24 @@ inline void compare_outputs(KernelCall call, const std::vector<Tensor>& expected
 inline void compare(const KernelCall& call, const Tensor& expected, const std::string& what, double rtol = 1e-5,
                     double atol = 1e-6) {
   compare_outputs(call, {expected}, what, rtol, atol);
+}
+
+/// What synchronising after a failed device assert raises (PyTorch's wording).
+inline constexpr const char* kDeviceAssertMessage =
+    "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously reported at some other "
+    "API call, so the stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1";
+
+/// Synchronises the stand-in stream: the CudaError's message ("" if none); then clears the
+/// sticky error, as a device reset does.
+inline std::string synchronize_and_reset() {
+  std::string message;
+  try {
+    host::check_cuda(cudaStreamSynchronize(nullptr));
+  } catch (const CudaError& e) {
+    message = e.what();
+  }
+  ember_cuda_host::reset_device();
+  return message;
 }
 
 inline const std::vector<DType> kAllTypes = {kBool,    kUInt8,   kInt8,      kInt16,     kInt32,     kInt64,

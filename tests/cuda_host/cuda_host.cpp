@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMBER_HOST_ASAN 1
 #else
@@ -218,6 +219,9 @@ void make_slot(size_t t) {
     if (p == MAP_FAILED) throw std::bad_alloc();
     s.stack = static_cast<char*>(p);
   }
+#if EMBER_HOST_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(s.stack, kStackBytes);  // redzones of frames a failed block abandoned
+#endif
   ucontext_t start;
   getcontext(&start);
   start.uc_stack.ss_sp = s.stack;
@@ -377,7 +381,7 @@ void run_grid(const LaunchConfig& c, void (*body)(void*), void* state) {
     return;
   }
   if (sticky_error != cudaSuccess || pending_error != cudaSuccess) return;  // a failed context runs nothing
-  if (c.shared > dynamic_region.bytes) {
+  if (c.shared > 0 && (dynamic_region.base == nullptr || c.shared + 16 > dynamic_region.mapped - kPage)) {
     if (dynamic_region.base != nullptr) munmap(dynamic_region.guard + kPage - dynamic_region.mapped, dynamic_region.mapped);
     install_segv_handler();
     dynamic_region = map_region(c.shared, 16, "the dynamic shared memory");

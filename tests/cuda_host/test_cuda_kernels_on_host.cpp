@@ -182,16 +182,7 @@ TEST(CudaKernelsOnHost, IndexSelectOutOfRangeIsAnAsynchronousDeviceAssert) {
   KernelCall call{OpKind::IndexSelect, {arg(out)}, {arg(in), arg(index)}};
   call.dim = 0;
   host::launch_index_select(call, nullptr);  // the launch itself succeeds (asynchronous error)
-  std::string message;
-  try {
-    host::check_cuda(cudaStreamSynchronize(nullptr));
-  } catch (const CudaError& e) {
-    message = e.what();
-  }
-  ember_cuda_host::reset_device();
-  EXPECT_EQ(message, "CUDA error: device-side assert triggered\nCUDA kernel errors might be asynchronously "
-                     "reported at some other API call, so the stacktrace below might be incorrect.\nFor "
-                     "debugging consider passing CUDA_LAUNCH_BLOCKING=1");
+  EXPECT_EQ(synchronize_and_reset(), kDeviceAssertMessage);
 }
 
 void compare_random(const std::vector<DType>& dtypes, const std::vector<OpKind>& ops) {
