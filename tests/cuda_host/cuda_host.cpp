@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <deque>
 #include <unordered_map>
 #include <vector>
 
@@ -74,7 +75,7 @@ thread_local ThreadContext plain_context;
 thread_local ThreadContext* current_context = &plain_context;
 thread_local Block block;
 thread_local bool in_fibers = false;  // the OS thread runs a block's fibers
-thread_local std::vector<Slot> slots;
+thread_local std::deque<Slot> slots;  // grows at the end only: parked fibers keep references
 thread_local size_t current_slot = 0;
 thread_local jmp_buf scheduler_jump;
 thread_local void* scheduler_fake_stack = nullptr;
