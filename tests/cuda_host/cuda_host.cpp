@@ -160,7 +160,7 @@ void on_segv(int signal, siginfo_t* info, void* context) {
     return;
   }
   std::snprintf(fault_message, sizeof fault_message,
-                "out-of-range shared memory access: byte %zu of %s, which has %zu bytes", 
+                "out-of-range shared memory access: byte %zu of %s, which has %zu bytes",
                 static_cast<size_t>(address - r->base), r->name, r->bytes);
   if (in_fibers) asan_start_switch(nullptr, main_stack_bottom, main_stack_size);
   siglongjmp(fault_jump, 1);
