@@ -9,6 +9,7 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -134,6 +135,19 @@ inline Tensor view(const IntList& sizes, DType dtype, Layout layout) {
 inline const std::vector<IntList> kShapes = {{}, {0}, {1}, {7}, {4099}, {3, 5}, {33, 17}, {2, 0, 3}, {4, 1, 6}, {70000}};
 inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transposed, Layout::Strided, Layout::Unaligned,
                                       Layout::Broadcast};
+
+/// `count` shapes of 1 to 3 dims, each of size 0 to 40, 20 or 10 (by dims), the same on
+/// every run (`seed`).
+inline std::vector<IntList> random_shapes(int count, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::vector<IntList> shapes;
+  for (int i = 0; i < count; ++i) {
+    IntList shape(1 + generator() % 3);
+    for (int64_t& size : shape) size = static_cast<int64_t>(generator() % (1 + 40 / shape.size()));
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
 
 inline std::string describe(const KernelCall& call) {
   std::string s = std::string("op ") + std::to_string(static_cast<int>(call.op)) + " dtype " +

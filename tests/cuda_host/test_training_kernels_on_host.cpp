@@ -32,8 +32,10 @@ Tensor with_nans(Tensor t, bool nans) {
 
 TEST(TrainingKernelsOnHost, WhereAndClampMatchCpu) {
   manual_seed(11);
+  std::vector<IntList> shapes = kShapes;
+  for (const IntList& shape : random_shapes(6, 11)) shapes.push_back(shape);
   for (DType d : kAllTypes) {
-    for (const IntList& sizes : kShapes) {
+    for (const IntList& sizes : shapes) {
       if (skipped_under_sanitizer(sizes, d)) continue;
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Unaligned, Layout::Broadcast}) {
         const std::string what = layout_name(layout);
@@ -59,10 +61,16 @@ struct DimCase {
   IntList sizes;
   int64_t dim;
 };
-// {5, 1100} along 1: rows longer than a warp's 32 lanes; along 0: many short rows.
-const std::vector<DimCase> kDimCases = {{{}, 0},       {{1}, 0},        {{7}, 0},        {{33, 17}, 0}, {{33, 17}, 1},
-                                        {{2, 3, 300}, 2}, {{2, 3, 300}, 1}, {{5, 1100}, 1}, {{5, 1100}, 0}, {{4, 1, 3}, 1},
-                                        {{3, 0, 2}, 2}};
+// {5, 1100} along 1: rows longer than a warp's 32 lanes; along 0: many short rows. Then
+// random shapes along a random dim.
+const std::vector<DimCase> kDimCases = [] {
+  std::vector<DimCase> cases = {{{}, 0},          {{1}, 0},          {{7}, 0},         {{33, 17}, 0},
+                                {{33, 17}, 1},    {{2, 3, 300}, 2},  {{2, 3, 300}, 1}, {{5, 1100}, 1},
+                                {{5, 1100}, 0},   {{4, 1, 3}, 1},    {{3, 0, 2}, 2}};
+  int64_t dim = 0;
+  for (const IntList& shape : random_shapes(6, 12)) cases.push_back({shape, dim++ % static_cast<int64_t>(shape.size())});
+  return cases;
+}();
 
 TEST(TrainingKernelsOnHost, SoftmaxAndLogSoftmaxMatchCpu) {
   manual_seed(12);
