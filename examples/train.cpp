@@ -4,6 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
+//         [--data-parallel]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -13,6 +14,8 @@
 // --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
 // and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
 // a cuda device.
+// --data-parallel splits each batch over every cuda device of the process with
+// nn::DataParallel (with no GPU and no EMBER_EMULATED_DEVICES, over 2 emulated devices).
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -43,13 +46,14 @@ struct Args {
   std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
   std::string memory_snapshot;
+  bool data_parallel = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "train: " << problem << "\n"
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
-            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n";
+            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE] [--data-parallel]\n";
   std::exit(2);
 }
 
@@ -75,6 +79,7 @@ Args parse(int argc, char** argv) {
       else if (flag == "--data") args.data = value();
       else if (flag == "--limit") args.limit = std::stoll(value());
       else if (flag == "--memory-snapshot") args.memory_snapshot = value();
+      else if (flag == "--data-parallel") args.data_parallel = true;
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
@@ -91,7 +96,7 @@ Device choose_device(const Args& args) {
   if (args.disable_cuda) return Device(kCPU);
   Device wanted = args.device.empty() ? Device(kCUDA) : Device(args.device);
   if (wanted.is_cpu()) return wanted;
-  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(1, size_t{4} << 30);
+  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
   if (!cuda::is_available()) return Device(kCPU);
   return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
 }
@@ -176,6 +181,18 @@ int main(int argc, char** argv) {
     // cpu and on a cuda device.
     manual_seed(args.seed + 1);
 
+    // --data-parallel: the chosen device first, then every other cuda device.
+    std::shared_ptr<nn::Module> model = net;
+    if (args.data_parallel) {
+      if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
+      std::vector<int> device_ids{device.index()};
+      for (int i = 0; i < cuda::device_count(); ++i) {
+        if (i != device.index()) device_ids.push_back(i);
+      }
+      model = std::make_shared<nn::DataParallel>(net, device_ids);
+      std::cout << "data parallel over " << device_ids.size() << " devices\n";
+    }
+
     for (int epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
       Tensor total_loss = zeros({}, device);  // summed on the device: no sync per step
@@ -185,7 +202,7 @@ int main(int argc, char** argv) {
         Tensor x = batch.data.to(device, /*non_blocking=*/true);
         Tensor y = batch.target.to(device, /*non_blocking=*/true);
         optimizer.zero_grad();
-        Tensor loss = nn::functional::cross_entropy(net->forward(x), y);
+        Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
         loss.backward();
         optimizer.step();
         total_loss += loss.detach();
