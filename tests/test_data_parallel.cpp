@@ -81,6 +81,20 @@ class Fixed : public nn::Module {
   std::shared_ptr<nn::Linear> linear;
 };
 
+// Derived from a container without a clone() of its own: Sequential's clone() would make a
+// Sequential, which runs Sequential's forward.
+class DoubledSequential : public nn::Sequential {
+ public:
+  DoubledSequential() : DoubledSequential(2) {}
+  explicit DoubledSequential(int64_t width)
+      : nn::Sequential({std::make_shared<nn::Linear>(3, width), std::make_shared<nn::ReLU>()}) {}
+  Tensor forward(const Tensor& x) override { return nn::Sequential::forward(x) * 2; }
+};
+class FixedSequential : public DoubledSequential {
+ public:
+  explicit FixedSequential(int64_t width) : DoubledSequential(width) {}
+};
+
 std::shared_ptr<nn::Sequential> small_cnn() {
   return std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Conv2d>(2, 4, 3, 1, 1), std::make_shared<nn::BatchNorm2d>(4), std::make_shared<nn::ReLU>(),
@@ -142,6 +156,15 @@ TEST_F(DataParallelTest, LinearOutputsAndGradientsEqualOneDevice) {
   net->to("cuda:0");
   auto reference = net->clone();
   expect_matches_one_device(net, reference, randn({8, 5}, Device("cuda:0")));
+}
+
+TEST_F(DataParallelTest, SubclassOfAContainerIsReplicatedByItsDefaultConstructor) {
+  auto net = std::make_shared<DoubledSequential>();
+  net->to("cuda:0");
+  auto reference = std::make_shared<DoubledSequential>();
+  reference->load_state_dict(net->state_dict());
+  reference->to("cuda:0");
+  expect_matches_one_device(net, reference, randn({8, 3}, Device("cuda:0")));
 }
 
 TEST_F(DataParallelTest, GraphRunsThroughGatherAndBroadcast) {
@@ -363,6 +386,10 @@ TEST_F(DataParallelTest, BadDevicesAndReplicasAreRejectedAtConstruction) {
   auto fixed = std::make_shared<Fixed>(3);
   EXPECT_EQ(error_of<Error>([&] { nn::DataParallel dp(fixed, {0, 1}); }),
             "clone() is not implemented for Fixed; the built-in modules implement it, a custom module may override it");
+  auto fixed_sequential = std::make_shared<FixedSequential>(2);
+  EXPECT_EQ(error_of<ValueError>([&] { nn::DataParallel dp(fixed_sequential, {0, 1}); }),
+            "DataParallel: clone() of FixedSequential made a Sequential; override clone() in FixedSequential or "
+            "give it a default constructor");
   // Through a pointer to the base class, the dynamic type's clone() is used.
   std::shared_ptr<nn::Module> base = small_cnn();
   base->to("cuda:0");

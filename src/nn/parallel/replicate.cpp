@@ -2,6 +2,7 @@
 #include "nn/parallel/replicate.h"
 
 #include <string>
+#include <typeinfo>
 
 #include "autograd/autograd_meta.h"
 #include "core/tensor_impl.h"
@@ -78,6 +79,10 @@ std::shared_ptr<Module> make_replica(const Module& module, const nn::ReplicaFact
   EMBER_CHECK(replica != nullptr && replica.get() != &module, ValueError, "DataParallel: ", factory.how, " of ",
               module.name(), " returned ", replica ? "the module itself" : "no module",
               "; a replica must be a new module");
+  const Module& made = *replica;
+  EMBER_CHECK(typeid(made) == typeid(module), ValueError, "DataParallel: ", factory.how, " of ", module.name(),
+              " made a ", replica->name(), "; override clone() in ", module.name(),
+              " or give it a default constructor");
   check_same(module, factory, "parameter", module.named_parameters(), replica->named_parameters());
   check_same(module, factory, "buffer", module.named_buffers(), replica->named_buffers());
   const auto modules = module.named_modules().keys();

@@ -20,16 +20,17 @@ struct ReplicaFactory {
   std::string how;
 };
 
-/// True when M (or a base between M and Module) declares clone().
+/// True when M itself declares clone(): one inherited from a base (a network derived
+/// from Sequential) would make an object of the base's type.
 template <typename M>
-inline constexpr bool overrides_clone =
-    !std::is_same_v<decltype(&M::clone), std::shared_ptr<ember::nn::Module> (ember::nn::Module::*)() const>;
+inline constexpr bool declares_clone =
+    std::is_same_v<decltype(&M::clone), std::shared_ptr<ember::nn::Module> (M::*)() const>;
 
-/// clone() when M overrides it; else M's default constructor when it has one; else the
-/// dynamic type's clone() (which may override what M's static type does not show).
+/// clone() when M declares it; else M's default constructor when it has one; else the
+/// dynamic type's clone() (the static type may be a base, Module itself included).
 template <typename M>
 ReplicaFactory replica_factory() {
-  if constexpr (!std::is_same_v<M, ember::nn::Module> && !overrides_clone<M> && std::is_default_constructible_v<M>) {
+  if constexpr (!std::is_same_v<M, ember::nn::Module> && !declares_clone<M> && std::is_default_constructible_v<M>) {
     return {[](const ember::nn::Module&) -> std::shared_ptr<ember::nn::Module> { return std::make_shared<M>(); },
             "its default constructor"};
   } else {
