@@ -442,5 +442,32 @@ TEST_F(DataParallelTest, ReplicasRunOnTheCallersCurrentStreams) {
   expect_close(out, (*reference)(x));
 }
 
+// The stream sanitizer finds no unordered access in a forward and backward whose replicas
+// run on side streams of the caller, nor in reading the gradients afterwards.
+TEST_F(DataParallelTest, SideStreamsAreRaceFreeUnderTheStreamSanitizer) {
+  const bool was_enabled = cuda::sanitizer::is_enabled();
+  const auto was_mode = cuda::sanitizer::mode();
+  cuda::sanitizer::enable();
+  auto net = small_cnn();
+  net->to("cuda:0");
+  net->eval();
+  auto reference = net->clone();
+  nn::DataParallel dp(net);
+  Tensor x = randn({8, 2, 8, 8}, Device("cuda:0"));
+  cuda::Stream side1(1), side3(3);
+  Tensor out;
+  {
+    cuda::StreamGuard guard1(side1);
+    cuda::StreamGuard guard3(side3);
+    out = dp(x);
+  }
+  out.sum().backward();  // on the default streams: the replicas' backward stays on the side streams
+  (*reference)(x).sum().backward();
+  expect_same_grads(*net, *reference);
+  for (int d = 0; d < 4; ++d) cuda::synchronize(d);
+  if (was_enabled) cuda::sanitizer::enable(was_mode);
+  else cuda::sanitizer::disable();
+}
+
 }  // namespace
 }  // namespace ember
