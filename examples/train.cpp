@@ -96,7 +96,8 @@ Device choose_device(const Args& args) {
   if (args.disable_cuda) return Device(kCPU);
   Device wanted = args.device.empty() ? Device(kCUDA) : Device(args.device);
   if (wanted.is_cpu()) return wanted;
-  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
+  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available())
+    cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
   if (!cuda::is_available()) return Device(kCPU);
   return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
 }
@@ -175,23 +176,23 @@ int main(int argc, char** argv) {
       std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1 << "\n";
     }
     net->to(device);  // Network().to(device=args.device)
-    optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
-    // Each device has its own generator; seeding again here starts the one dropout uses at
-    // the same place on every device, so a run with TF32 off gives the same numbers on the
-    // cpu and on a cuda device.
-    manual_seed(args.seed + 1);
-
-    // --data-parallel: the chosen device first, then every other cuda device.
-    std::shared_ptr<nn::Module> model = net;
+    // --data-parallel: the batch split over the chosen device, then every other cuda device.
+    std::shared_ptr<nn::DataParallel> data_parallel;
     if (args.data_parallel) {
       if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
       std::vector<int> device_ids{device.index()};
       for (int i = 0; i < cuda::device_count(); ++i) {
         if (i != device.index()) device_ids.push_back(i);
       }
-      model = std::make_shared<nn::DataParallel>(net, device_ids);
-      std::cout << "data parallel over " << device_ids.size() << " devices\n";
+      data_parallel = std::make_shared<nn::DataParallel>(net, device_ids);
+      std::cout << "DataParallel over " << device_ids.size() << " devices\n";
     }
+    nn::Module& model = data_parallel ? static_cast<nn::Module&>(*data_parallel) : *net;
+    optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
+    // Each device has its own generator; seeding again here starts the one dropout uses at
+    // the same place on every device, so a run with TF32 off gives the same numbers on the
+    // cpu and on a cuda device.
+    manual_seed(args.seed + 1);
 
     for (int epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
@@ -202,7 +203,7 @@ int main(int argc, char** argv) {
         Tensor x = batch.data.to(device, /*non_blocking=*/true);
         Tensor y = batch.target.to(device, /*non_blocking=*/true);
         optimizer.zero_grad();
-        Tensor loss = nn::functional::cross_entropy(model->forward(x), y);
+        Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
         loss.backward();
         optimizer.step();
         total_loss += loss.detach();
