@@ -50,8 +50,9 @@ namespace ember::nn {
 ///    differentiable broadcast of the module's (gradients flow back and sum on the module's
 ///    parameters), its buffers copies (on device_ids[0], the module's own storage, so
 ///    in-place updates there, such as BatchNorm's running statistics, are kept);
-/// 3. runs each replica on its own thread, with its device current and, current there,
-///    the stream that was current on that device in the calling thread;
+/// 3. runs each replica on a thread of its own (a single replica in the calling thread),
+///    with its device current and, current there, the stream that is current on that
+///    device in the calling thread;
 /// 4. gathers the outputs along dim 0 on output_device (differentiable).
 /// An exception in a replica is rethrown in the caller with "Caught <Type> in replica <i>
 /// on device <d>." in front of its message, keeping ember's and the standard types.
