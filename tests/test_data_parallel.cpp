@@ -283,6 +283,22 @@ TEST_F(DataParallelTest, GradientsAccumulateOnTheModuleAcrossBackwardCalls) {
   expect_same_grads(*net, *reference);
 }
 
+TEST_F(DataParallelTest, InputGradientsFlowBackThroughScatter) {
+  auto net = std::make_shared<nn::Linear>(4, 2);
+  net->to("cuda:0");
+  nn::DataParallel dp(net);
+  for (Device device : {Device("cuda:0"), Device("cuda:3"), Device(kCPU)}) {
+    SCOPED_TRACE(device.str());
+    Tensor x = randn({7, 4}, device).requires_grad_();
+    Tensor x_reference = x.detach().requires_grad_();
+    dp(x).pow(2).sum().backward();
+    (*net)(x_reference.to("cuda:0")).pow(2).sum().backward();
+    ASSERT_TRUE(x.grad().defined());
+    EXPECT_EQ(x.grad().device(), device);
+    expect_close(x.grad(), x_reference.grad());
+  }
+}
+
 TEST_F(DataParallelTest, FrozenParametersGetNoGradient) {
   auto net = std::make_shared<nn::Linear>(4, 2);
   net->to("cuda:0");
