@@ -33,6 +33,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include "ember/ember.h"
+#include "rank_launch.h"
 
 namespace dist = ember::distributed;
 
@@ -100,35 +101,6 @@ int rank_worker(int repetitions, int64_t max_bytes) {
   dist::barrier();
   dist::destroy_process_group();
   return raw_gloo(rank, repetitions, max_bytes);
-}
-
-/// Runs `command`, returning its "name bytes us" lines as {name: {bytes: us}}.
-std::map<std::string, std::map<int64_t, double>> collect(const std::string& command) {
-  std::map<std::string, std::map<int64_t, double>> out;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) return out;
-  char line[256];
-  while (std::fgets(line, sizeof(line), pipe)) {
-    char tag[16];
-    long long bytes;
-    double us;
-    if (std::sscanf(line, "%15s %lld %lf", tag, &bytes, &us) == 3) out[tag][bytes] = us;
-  }
-  int status = ::pclose(pipe);
-  if (status != 0) std::fprintf(stderr, "bench_allreduce: '%s' exited with status %d\n", command.c_str(), status);
-  return out;
-}
-
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  socklen_t length = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
 }
 
 std::string human(int64_t bytes) {
