@@ -4,7 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
-//         [--ddp]
+//         [--ddp] [--data-parallel]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -20,6 +20,9 @@
 // each reading its share of every epoch through a DistributedSampler, with --batch-size
 // split between them (batch-size / N per rank), so that an update averages the same
 // number of images as one process's. Rank 0 alone evaluates, prints and checkpoints.
+//
+// --data-parallel splits each batch over every cuda device of the process with
+// nn::DataParallel (with no GPU and no EMBER_EMULATED_DEVICES, over 2 emulated devices).
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -52,6 +55,7 @@ struct Args {
   int64_t limit = -1;
   std::string memory_snapshot;
   bool ddp = false;
+  bool data_parallel = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -59,7 +63,7 @@ struct Args {
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
             << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n"
-            << "             [--ddp] (under ember-run --nproc-per-node=N)\n";
+            << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n";
   std::exit(2);
 }
 
@@ -86,6 +90,7 @@ Args parse(int argc, char** argv) {
       else if (flag == "--limit") args.limit = std::stoll(value());
       else if (flag == "--memory-snapshot") args.memory_snapshot = value();
       else if (flag == "--ddp") args.ddp = true;
+      else if (flag == "--data-parallel") args.data_parallel = true;
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
@@ -93,6 +98,7 @@ Args parse(int argc, char** argv) {
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0) usage("sizes must be positive");
   if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
+  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
   return args;
 }
 
@@ -102,7 +108,8 @@ Device choose_device(const Args& args) {
   if (args.disable_cuda) return Device(kCPU);
   Device wanted = args.device.empty() ? Device(kCUDA) : Device(args.device);
   if (wanted.is_cpu()) return wanted;
-  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(1, size_t{4} << 30);
+  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available())
+    cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
   if (!cuda::is_available()) return Device(kCPU);
   return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
 }
@@ -225,7 +232,20 @@ int main(int argc, char** argv) {
       if (device.is_cuda()) options.device_ids({device.index()});
       ddp = std::make_shared<nn::parallel::DistributedDataParallel>(net, options);
     }
-    nn::Module& model = ddp ? static_cast<nn::Module&>(*ddp) : *net;
+    // --data-parallel: the batch split over the chosen device, then every other cuda device.
+    std::shared_ptr<nn::DataParallel> data_parallel;
+    if (args.data_parallel) {
+      if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
+      std::vector<int> device_ids{device.index()};
+      for (int i = 0; i < cuda::device_count(); ++i) {
+        if (i != device.index()) device_ids.push_back(i);
+      }
+      data_parallel = std::make_shared<nn::DataParallel>(net, device_ids);
+      std::cout << "DataParallel over " << device_ids.size() << " devices\n";
+    }
+    nn::Module& model = ddp             ? static_cast<nn::Module&>(*ddp)
+                        : data_parallel ? static_cast<nn::Module&>(*data_parallel)
+                                        : *net;
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
