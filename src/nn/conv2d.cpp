@@ -1,4 +1,5 @@
-// ember::conv2d: im2col + batched matmul on every backend.
+// ember::conv2d: im2col + batched matmul on every backend; its input and weight gradients
+// as Matmul + Col2Im and Im2Col + Matmul (nn/backward_kernels.h).
 //
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
@@ -17,7 +18,9 @@
 #include "config/backend_flags.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
+#include "ember/factories.h"
 #include "kernels/kernel_call.h"
+#include "nn/backward_kernels.h"
 #include "nn/conv_geometry.h"
 #include "ops/launch.h"
 
@@ -48,6 +51,9 @@ detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, 
   arg.strides = std::move(strides);
   return arg;
 }
+
+// Note [Convolution TF32]: cuDNN's switch, on cuda float32 only.
+bool conv_allows_tf32(const Tensor& t) { return t.is_cuda() && t.dtype() == kFloat32 && detail::cudnn_allows_tf32(); }
 
 Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
                       const IntList& padding, const IntList& dilation, int64_t groups) {
@@ -107,7 +113,7 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 
   const Tensor w = weight.contiguous();
   const int64_t group_out = out_channels / groups, group_rows = rows / groups;
-  const bool allow_tf32 = input.is_cuda() && input.dtype() == kFloat32 && detail::cudnn_allows_tf32();  // Note [Convolution TF32]
+  const bool allow_tf32 = conv_allows_tf32(input);
   for (int64_t g = 0; g < groups; ++g) {
     detail::KernelCall product;
     product.op = detail::OpKind::Matmul;
@@ -126,6 +132,73 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 }
 
 }  // namespace
+
+namespace detail::nn {
+
+Tensor conv2d_input_grad(const Tensor& grad_output, const Tensor& weight, const IntList& input_sizes,
+                         const ConvGeometry& geometry, int64_t groups) {
+  const Device device = grad_output.device();
+  if (grad_output.numel() == 0) return zeros(input_sizes, TensorOptions(grad_output.dtype()).device(device));
+  const Tensor go = grad_output.contiguous(), w = weight.contiguous();
+  const int64_t batch = input_sizes[0], out_channels = w.size(0);
+  const int64_t positions = geometry.out_h * geometry.out_w;
+  const int64_t rows = input_sizes[1] * geometry.kernel_h * geometry.kernel_w;
+  const int64_t group_out = out_channels / groups, group_rows = rows / groups;
+  Tensor columns = make_tensor({batch, rows, positions}, go.dtype(), device);
+  for (int64_t g = 0; g < groups; ++g) {
+    KernelCall product;
+    product.op = OpKind::Matmul;
+    // weight[group]^T, shared by every batch item: batch stride 0.
+    product.inputs.push_back(matrix_arg(w, g * group_out * group_rows, {batch, group_rows, group_out}, {0, 1, group_rows}));
+    product.inputs.push_back(matrix_arg(go, g * group_out * positions, {batch, group_out, positions},
+                                        {out_channels * positions, positions, 1}));
+    product.outputs.push_back(matrix_arg(columns, g * group_rows * positions, {batch, group_rows, positions},
+                                         {rows * positions, positions, 1}));
+    product.allow_tf32 = conv_allows_tf32(go);
+    launch(device, product);
+  }
+  Tensor grad_input = make_tensor(input_sizes, go.dtype(), device);
+  KernelCall fold;
+  fold.op = OpKind::Col2Im;
+  fold.inputs.push_back(make_arg(columns));
+  fold.outputs.push_back(make_arg(grad_input));
+  fold.payload = std::make_shared<ConvGeometry>(geometry);
+  launch(device, fold);
+  return grad_input;
+}
+
+Tensor conv2d_weight_grad(const Tensor& grad_output, const Tensor& input, const IntList& weight_sizes,
+                          const ConvGeometry& geometry, int64_t groups) {
+  const Device device = grad_output.device();
+  const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
+  const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
+  const int64_t out_channels = weight_sizes[0], group_out = out_channels / groups, group_rows = rows / groups;
+  const int64_t depth = batch * positions;  // the products' inner dimension
+  if (depth == 0) return zeros(weight_sizes, TensorOptions(grad_output.dtype()).device(device));
+  // Columns {rows, N, positions}: Im2Col writes them through the {N, rows, positions} view.
+  Tensor columns = make_tensor({rows, batch, positions}, input.dtype(), device);
+  KernelCall unfold;
+  unfold.op = OpKind::Im2Col;
+  unfold.inputs.push_back(make_arg(input));
+  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, depth, 1}));
+  unfold.payload = std::make_shared<ConvGeometry>(geometry);
+  launch(device, unfold);
+  const Tensor go = grad_output.transpose(0, 1).contiguous();  // {C_out, N, out_h, out_w}
+  Tensor grad_weight = make_tensor(weight_sizes, go.dtype(), device);
+  for (int64_t g = 0; g < groups; ++g) {
+    KernelCall product;
+    product.op = OpKind::Matmul;
+    product.inputs.push_back(matrix_arg(go, g * group_out * depth, {1, group_out, depth}, {0, depth, 1}));
+    product.inputs.push_back(matrix_arg(columns, g * group_rows * depth, {1, depth, group_rows}, {0, 1, depth}));
+    product.outputs.push_back(matrix_arg(grad_weight, g * group_out * group_rows, {1, group_out, group_rows},
+                                         {0, group_rows, 1}));
+    product.allow_tf32 = conv_allows_tf32(go);
+    launch(device, product);
+  }
+  return grad_weight;
+}
+
+}  // namespace detail::nn
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
               const IntList& padding, const IntList& dilation, int64_t groups) {
