@@ -210,10 +210,10 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
   Grads out(3);
   if (!is_grad_enabled()) {
     const ember::detail::nn::ConvGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
-    if (n.needs_grad(0)) out[0] = ember::detail::nn::conv2d_input_grad(g[0], weight, n.info(0).sizes, geometry, groups);
-    if (n.needs_grad(1)) {
-      out[1] = ember::detail::nn::conv2d_weight_grad(g[0], n.input(0), weight.sizes(), geometry, groups);
-    }
+    auto grads = ember::detail::nn::conv2d_backward(g[0], n.needs_grad(1) ? n.input(0) : Tensor(), n.info(0).sizes,
+                                                    weight, geometry, groups, n.needs_grad(0), n.needs_grad(1));
+    out[0] = grads.input;
+    out[1] = grads.weight;
   } else if (n.needs_grad(0)) {
     Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
     for (int64_t k = 0; k < groups; ++k) {
@@ -244,7 +244,7 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
     }
     out[1] = grad_weight;
   }
-  if (n.needs_grad(2)) out[2] = g[0].sum(3).sum(2).sum(0);
+  if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane
   return out;
 }
 

@@ -1,10 +1,10 @@
-// ember::conv2d: im2col + batched matmul on every backend; its input and weight gradients
-// as Matmul + Col2Im and Im2Col + Matmul (nn/backward_kernels.h).
+// ember::conv2d: im2col + matmul on every backend; its input and weight gradients as
+// Matmul + Col2Im and Im2Col + Matmul (nn/backward_kernels.h).
 //
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
-// one Matmul KernelCall per group: out[n, group] = weight[group] @ columns[n, group]. The
-// matmuls are built here rather than through ember::matmul because their TF32 switch is
+// one Matmul KernelCall per group: out[:, group] = weight[group] @ columns[group] (Note
+// [Channel-major columns]). The matmuls are built here rather than through ember::matmul because their TF32 switch is
 // backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the matmul precision: a user who
 // turns off matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both
 // host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
@@ -55,6 +55,47 @@ detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, 
 // Note [Convolution TF32]: cuDNN's switch, on cuda float32 only.
 bool conv_allows_tf32(const Tensor& t) { return t.is_cuda() && t.dtype() == kFloat32 && detail::cudnn_allows_tf32(); }
 
+// One operand of a grouped product: a 3-D (batch, rows, cols) strided view of `base`
+// starting `group_offset` elements further for each group.
+struct GroupOperand {
+  const Tensor& base;
+  int64_t group_offset;
+  IntList sizes, strides;
+};
+
+// out[g] = a[g] @ b[g] for g < groups: one Matmul KernelCall per group.
+void grouped_matmul(const GroupOperand& a, const GroupOperand& b, const GroupOperand& out, int64_t groups,
+                    bool allow_tf32) {
+  for (int64_t g = 0; g < groups; ++g) {
+    detail::KernelCall product;
+    product.op = detail::OpKind::Matmul;
+    product.inputs.push_back(matrix_arg(a.base, g * a.group_offset, a.sizes, a.strides));
+    product.inputs.push_back(matrix_arg(b.base, g * b.group_offset, b.sizes, b.strides));
+    product.outputs.push_back(matrix_arg(out.base, g * out.group_offset, out.sizes, out.strides));
+    product.allow_tf32 = allow_tf32;
+    detail::launch(out.base.device(), product);
+  }
+}
+
+// Note [Channel-major columns]
+// The columns of a whole batch are laid out {rows, N, positions} (Im2Col writes them
+// through the {N, rows, positions} view), so that each group's product runs over the whole
+// batch as one gemm ({C_out/groups, rows/groups} @ {rows/groups, N * positions}) instead
+// of one small gemm per batch item; the forward result {C_out, N, positions} is then
+// transposed into the output with one copy.
+Tensor channel_major_columns(const Tensor& input, const detail::nn::ConvGeometry& geometry) {
+  const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
+  const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
+  Tensor columns = detail::make_tensor({rows, batch, positions}, input.dtype(), input.device());
+  detail::KernelCall unfold;
+  unfold.op = detail::OpKind::Im2Col;
+  unfold.inputs.push_back(detail::make_arg(input));
+  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, batch * positions, 1}));
+  unfold.payload = std::make_shared<detail::nn::ConvGeometry>(geometry);
+  detail::launch(input.device(), unfold);
+  return columns;
+}
+
 Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
                       const IntList& padding, const IntList& dilation, int64_t groups) {
   const auto [stride_h, stride_w] = pair_param(stride, "stride");
@@ -85,47 +126,33 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
               "Calculated padded input size per channel: (", padded_h, " x ", padded_w, "). Kernel size: (", span_h,
               " x ", span_w, "). Kernel size can't be greater than actual input size");
 
-  auto geometry = std::make_shared<detail::nn::ConvGeometry>();
-  *geometry = {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-               (padded_h - span_h) / stride_h + 1, (padded_w - span_w) / stride_w + 1};
+  const detail::nn::ConvGeometry geometry{kernel_h,   kernel_w,   stride_h, stride_w, pad_h, pad_w,
+                                          dilation_h, dilation_w, (padded_h - span_h) / stride_h + 1,
+                                          (padded_w - span_w) / stride_w + 1};
   const Device device = input.device();
-  const int device_index = device.is_cuda() ? device.index() : -1;
-  const int64_t positions = geometry->out_h * geometry->out_w;
+  const int64_t positions = geometry.out_h * geometry.out_w, depth = batch * positions;
   const int64_t rows = channels * kernel_h * kernel_w;  // of the columns, all groups
-  Tensor out = detail::make_tensor({batch, out_channels, geometry->out_h, geometry->out_w}, input.dtype(), device);
+  Tensor out = detail::make_tensor({batch, out_channels, geometry.out_h, geometry.out_w}, input.dtype(), device);
   if (out.numel() == 0) return out;
-
-  // A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns.
-  Tensor columns;
-  if (kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
-      input.is_contiguous()) {
-    columns = input;
-  } else {
-    columns = detail::make_tensor({batch, rows, positions}, input.dtype(), device);
-    detail::KernelCall unfold;
-    unfold.op = detail::OpKind::Im2Col;
-    unfold.inputs.push_back(matrix_arg(input, 0, input.sizes(), input.strides()));
-    unfold.outputs.push_back(matrix_arg(columns, 0, columns.sizes(), columns.strides()));
-    unfold.device = device_index;
-    unfold.payload = geometry;
-    detail::launch(device, unfold);
-  }
 
   const Tensor w = weight.contiguous();
   const int64_t group_out = out_channels / groups, group_rows = rows / groups;
   const bool allow_tf32 = conv_allows_tf32(input);
-  for (int64_t g = 0; g < groups; ++g) {
-    detail::KernelCall product;
-    product.op = detail::OpKind::Matmul;
-    // The group's weight is shared by every batch item: batch stride 0.
-    product.inputs.push_back(matrix_arg(w, g * group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}));
-    product.inputs.push_back(matrix_arg(columns, g * group_rows * positions, {batch, group_rows, positions},
-                                        {rows * positions, positions, 1}));
-    product.outputs.push_back(matrix_arg(out, g * group_out * positions, {batch, group_out, positions},
-                                         {out_channels * positions, positions, 1}));
-    product.allow_tf32 = allow_tf32;
-    product.device = device_index;
-    detail::launch(device, product);
+  if (kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+      input.is_contiguous()) {
+    // A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns,
+    // {N, rows, positions}, and the group's weight is shared by every batch item (batch stride 0).
+    grouped_matmul({w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
+                   {input, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
+                   {out, group_out * positions, {batch, group_out, positions}, {out_channels * positions, positions, 1}},
+                   groups, allow_tf32);
+  } else {
+    const Tensor columns = channel_major_columns(input, geometry);  // Note [Channel-major columns]
+    Tensor product = batch == 1 ? out : detail::make_tensor({out_channels, batch, positions}, input.dtype(), device);
+    grouped_matmul({w, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}},
+                   {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}},
+                   {product, group_out * depth, {1, group_out, depth}, {0, depth, 1}}, groups, allow_tf32);
+    if (batch != 1) out.view({batch, out_channels, positions}).copy_(product.transpose(0, 1));
   }
   if (bias.defined()) out.add_(bias.view({1, out_channels, 1, 1}));
   return out;
@@ -135,67 +162,46 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
 
 namespace detail::nn {
 
-Tensor conv2d_input_grad(const Tensor& grad_output, const Tensor& weight, const IntList& input_sizes,
-                         const ConvGeometry& geometry, int64_t groups) {
+ConvGrads conv2d_backward(const Tensor& grad_output, const Tensor& input, const IntList& input_sizes,
+                          const Tensor& weight, const ConvGeometry& geometry, int64_t groups, bool need_input,
+                          bool need_weight) {
   const Device device = grad_output.device();
-  if (grad_output.numel() == 0) return zeros(input_sizes, TensorOptions(grad_output.dtype()).device(device));
-  const Tensor go = grad_output.contiguous(), w = weight.contiguous();
-  const int64_t batch = input_sizes[0], out_channels = w.size(0);
-  const int64_t positions = geometry.out_h * geometry.out_w;
+  const TensorOptions options = TensorOptions(grad_output.dtype()).device(device);
+  const int64_t batch = input_sizes[0], positions = geometry.out_h * geometry.out_w, depth = batch * positions;
   const int64_t rows = input_sizes[1] * geometry.kernel_h * geometry.kernel_w;
-  const int64_t group_out = out_channels / groups, group_rows = rows / groups;
-  Tensor columns = make_tensor({batch, rows, positions}, go.dtype(), device);
-  for (int64_t g = 0; g < groups; ++g) {
-    KernelCall product;
-    product.op = OpKind::Matmul;
-    // weight[group]^T, shared by every batch item: batch stride 0.
-    product.inputs.push_back(matrix_arg(w, g * group_out * group_rows, {batch, group_rows, group_out}, {0, 1, group_rows}));
-    product.inputs.push_back(matrix_arg(go, g * group_out * positions, {batch, group_out, positions},
-                                        {out_channels * positions, positions, 1}));
-    product.outputs.push_back(matrix_arg(columns, g * group_rows * positions, {batch, group_rows, positions},
-                                         {rows * positions, positions, 1}));
-    product.allow_tf32 = conv_allows_tf32(go);
-    launch(device, product);
+  const int64_t out_channels = weight.size(0), group_out = out_channels / groups, group_rows = rows / groups;
+  ConvGrads grads;
+  if (grad_output.numel() == 0) {
+    if (need_input) grads.input = zeros(input_sizes, options);
+    if (need_weight) grads.weight = zeros(weight.sizes(), options);
+    return grads;
   }
-  Tensor grad_input = make_tensor(input_sizes, go.dtype(), device);
-  KernelCall fold;
-  fold.op = OpKind::Col2Im;
-  fold.inputs.push_back(make_arg(columns));
-  fold.outputs.push_back(make_arg(grad_input));
-  fold.payload = std::make_shared<ConvGeometry>(geometry);
-  launch(device, fold);
-  return grad_input;
-}
-
-Tensor conv2d_weight_grad(const Tensor& grad_output, const Tensor& input, const IntList& weight_sizes,
-                          const ConvGeometry& geometry, int64_t groups) {
-  const Device device = grad_output.device();
-  const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
-  const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
-  const int64_t out_channels = weight_sizes[0], group_out = out_channels / groups, group_rows = rows / groups;
-  const int64_t depth = batch * positions;  // the products' inner dimension
-  if (depth == 0) return zeros(weight_sizes, TensorOptions(grad_output.dtype()).device(device));
-  // Columns {rows, N, positions}: Im2Col writes them through the {N, rows, positions} view.
-  Tensor columns = make_tensor({rows, batch, positions}, input.dtype(), device);
-  KernelCall unfold;
-  unfold.op = OpKind::Im2Col;
-  unfold.inputs.push_back(make_arg(input));
-  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, depth, 1}));
-  unfold.payload = std::make_shared<ConvGeometry>(geometry);
-  launch(device, unfold);
-  const Tensor go = grad_output.transpose(0, 1).contiguous();  // {C_out, N, out_h, out_w}
-  Tensor grad_weight = make_tensor(weight_sizes, go.dtype(), device);
-  for (int64_t g = 0; g < groups; ++g) {
-    KernelCall product;
-    product.op = OpKind::Matmul;
-    product.inputs.push_back(matrix_arg(go, g * group_out * depth, {1, group_out, depth}, {0, depth, 1}));
-    product.inputs.push_back(matrix_arg(columns, g * group_rows * depth, {1, depth, group_rows}, {0, 1, depth}));
-    product.outputs.push_back(matrix_arg(grad_weight, g * group_out * group_rows, {1, group_out, group_rows},
-                                         {0, group_rows, 1}));
-    product.allow_tf32 = conv_allows_tf32(go);
-    launch(device, product);
+  const bool allow_tf32 = conv_allows_tf32(grad_output);
+  // Note [Channel-major columns]: the output gradient as {C_out, N * positions}.
+  const Tensor go = grad_output.transpose(0, 1).contiguous();
+  if (need_input) {
+    const Tensor w = weight.contiguous();
+    Tensor columns = make_tensor({rows, batch, positions}, go.dtype(), device);
+    grouped_matmul({w, group_out * group_rows, {1, group_rows, group_out}, {0, 1, group_rows}},  // weight[group]^T
+                   {go, group_out * depth, {1, group_out, depth}, {0, depth, 1}},
+                   {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}}, groups, allow_tf32);
+    grads.input = make_tensor(input_sizes, go.dtype(), device);
+    KernelCall fold;
+    fold.op = OpKind::Col2Im;
+    fold.inputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, depth, 1}));
+    fold.outputs.push_back(make_arg(grads.input));
+    fold.payload = std::make_shared<ConvGeometry>(geometry);
+    launch(device, fold);
   }
-  return grad_weight;
+  if (need_weight) {
+    const Tensor columns = channel_major_columns(input, geometry);
+    grads.weight = make_tensor(weight.sizes(), go.dtype(), device);
+    grouped_matmul({go, group_out * depth, {1, group_out, depth}, {0, depth, 1}},
+                   {columns, group_rows * depth, {1, depth, group_rows}, {0, 1, depth}},  // columns[group]^T
+                   {grads.weight, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}}, groups,
+                   allow_tf32);
+  }
+  return grads;
 }
 
 }  // namespace detail::nn
