@@ -12,18 +12,12 @@ using ember::testing::error_of;
 
 namespace {
 
-class Autograd : public ::testing::TestWithParam<std::string> {
+class Autograd : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor T(const TensorData& d, bool grad = false, DType dtype = kFloat32) {
     return tensor(d, TensorOptions(dtype).device(dev_).requires_grad(grad));
   }
   static std::vector<float> F(const Tensor& t) { return t.to_vector<float>(); }
-  Device dev_{kCPU};
 };
 
 TEST_P(Autograd, LeafFlagsAndNodeNames) {
@@ -324,8 +318,7 @@ TEST_P(Autograd, AFailureInTheMiddleLeavesARetainedGraphUsable) {
   if (dev_.is_cuda()) cuda::synchronize();  // nothing was left waiting
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Autograd, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda"); });
+EMBER_ON_DEVICES(Autograd, "cpu", "cuda:0");
 
 TEST(AutogradThreads, ConcurrentBackwardPassesOnSharedLeaves) {
   auto w = tensor({1.0f, 2.0f}, TensorOptions().requires_grad(true));

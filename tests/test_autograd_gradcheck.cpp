@@ -13,12 +13,11 @@ namespace {
 using Fn = autograd::GradcheckFn;
 using Ts = std::vector<Tensor>;
 
-class Gradcheck : public ::testing::TestWithParam<std::string> {
+class Gradcheck : public ember::testing::OnDevice {
  protected:
   void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
+    OnDevice::SetUp();
+    if (IsSkipped()) return;
     manual_seed(7);
   }
   TensorOptions opts(DType dtype = kFloat64) const { return TensorOptions(dtype).device(dev_).requires_grad(true); }
@@ -47,7 +46,6 @@ class Gradcheck : public ::testing::TestWithParam<std::string> {
       ADD_FAILURE() << op << " on " << dev_ << ": " << e.what();
     }
   }
-  Device dev_{kCPU};
 };
 
 Fn one(Tensor (*f)(const Tensor&)) {
@@ -229,8 +227,7 @@ TEST_P(Gradcheck, DeviceGradientsMatchTheCpus) {
   EXPECT_TRUE(gw.allclose(gw_cpu, 1e-10, 1e-12));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Gradcheck, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda"); });
+EMBER_ON_DEVICES(Gradcheck, "cpu", "cuda:0");
 
 TEST(GradcheckItself, AMismatchThrowsNamingTheInput) {
   struct Wrong : autograd::Function<Wrong> {

@@ -45,13 +45,8 @@ std::vector<double> direct_conv(const std::vector<double>& in, const IntList& is
   return out;
 }
 
-class Conv2d : public ::testing::TestWithParam<std::string> {
+class Conv2d : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor random(const IntList& shape, std::vector<double>& values) {
     Tensor host = empty(shape, kFloat64);
     values.resize(static_cast<size_t>(host.numel()));
@@ -59,7 +54,6 @@ class Conv2d : public ::testing::TestWithParam<std::string> {
     std::copy(values.begin(), values.end(), host.data_ptr<double>());
     return host.to(dev_);
   }
-  Device dev_{kCPU};
   std::mt19937 gen_{7};
   std::normal_distribution<double> normal_;
 };
@@ -142,8 +136,7 @@ TEST_P(Conv2d, ShapesThatDoNotFitAreTypedErrors) {
                    "input type (float32) and weight type (float64) should be the same");
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Conv2d, ::testing::Values("cpu", "cuda:0", "cuda:1"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda" + info.param.substr(5); });
+EMBER_ON_DEVICES(Conv2d, "cpu", "cuda:0", "cuda:1");
 
 TEST(Conv2dDevices, TensorsOnDifferentDevicesAreADeviceError) {
   EMBER_REQUIRE_DEVICES(2);

@@ -13,13 +13,8 @@ using ember::testing::reference_dft;
 
 namespace {
 
-class Fft : public ::testing::TestWithParam<std::string> {
+class Fft : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   // A random complex128 tensor on the test device, and its values.
   Tensor random_complex(const IntList& shape, std::vector<cdouble>& values) {
     Tensor host = empty(shape, kComplex128);
@@ -30,7 +25,6 @@ class Fft : public ::testing::TestWithParam<std::string> {
   }
   double normal_() { return normal_dist_(gen_); }
   static std::vector<cdouble> C(const Tensor& t) { return t.to_vector<cdouble>(); }
-  Device dev_{kCPU};
   std::mt19937 gen_{42};
   std::normal_distribution<double> normal_dist_;
 };
@@ -191,8 +185,7 @@ TEST_P(Fft, EmptyBatchGivesAnEmptyResult) {
   EXPECT_EQ(y.dtype(), kComplex64);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Fft, ::testing::Values("cpu", "cuda:0", "cuda:1"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda" + info.param.substr(5); });
+EMBER_ON_DEVICES(Fft, "cpu", "cuda:0", "cuda:1");
 
 // An FFT runs on its tensor's device whatever the current device is.
 TEST(FftDevices, RunsOnTheInputsDevice) {

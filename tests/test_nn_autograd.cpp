@@ -42,28 +42,27 @@ void expect_fit(const Affine& model, float loss, const std::vector<float>& expec
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6) << "element " << i;
 }
 
-class NnAutograd : public ::testing::TestWithParam<std::string> {
+class NnAutograd : public ember::testing::OnDevice {
  protected:
   void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    device_ = Device(GetParam());
+    OnDevice::SetUp();
+    if (IsSkipped()) return;
     backends::cuda::matmul.allow_tf32 = false;
   }
   void TearDown() override { backends::cuda::matmul.allow_tf32 = true; }
-  Device device_{kCPU};
 };
 
 TEST_P(NnAutograd, StepUsesBackwardsGradientsAsPyTorch) {
   Affine sgd_model;
-  sgd_model.to(device_);
+  sgd_model.to(dev_);
   optim::SGD sgd(sgd_model.parameters(), optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
-  expect_fit(sgd_model, fit(sgd_model, sgd, device_),
+  expect_fit(sgd_model, fit(sgd_model, sgd, dev_),
              {0.0931898355f, 0.369442165f, 0.645694673f, -0.265857816f, 0.252773613f, 0.771405101f, 0.657514274f,
               1.11178875f, 0.0307334773f});
   Affine adamw_model;
-  adamw_model.to(device_);
+  adamw_model.to(dev_);
   optim::AdamW adamw(adamw_model.parameters(), optim::AdamWOptions(0.05));
-  expect_fit(adamw_model, fit(adamw_model, adamw, device_),
+  expect_fit(adamw_model, fit(adamw_model, adamw, dev_),
              {-0.375620306f, -0.126536652f, 0.122537591f, -0.122223459f, 0.130572602f, 0.874296725f, 0.661019266f,
               -0.250365019f, 1.11881161f});
 }
@@ -72,16 +71,15 @@ TEST_P(NnAutograd, AnOptimizerBuiltBeforeToUpdatesTheMovedModel) {
   // The spec's pattern: parameters handed to the optimizer, then the model moves.
   Affine model;
   optim::AdamW adamw(model.parameters(), optim::AdamWOptions(0.05));
-  model.to(device_);
-  float loss = fit(model, adamw, device_);
-  EXPECT_EQ(model.weight.device(), device_);
+  model.to(dev_);
+  float loss = fit(model, adamw, dev_);
+  EXPECT_EQ(model.weight.device(), dev_);
   expect_fit(model, loss,
              {-0.375620306f, -0.126536652f, 0.122537591f, -0.122223459f, 0.130572602f, 0.874296725f, 0.661019266f,
               -0.250365019f, 1.11881161f});
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, NnAutograd, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
+EMBER_ON_DEVICES(NnAutograd, "cpu", "cuda:0");
 
 TEST(NnAutogradState, ParametersRequireGradAndStateDictEntriesDoNot) {
   nn::Linear linear(3, 2);

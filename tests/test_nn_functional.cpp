@@ -14,13 +14,8 @@ namespace {
 using Floats = std::vector<float>;
 using Longs = std::vector<int64_t>;
 
-class NnFunctional : public ::testing::TestWithParam<std::string> {
+class NnFunctional : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor T(const TensorData& d, DType dtype = kFloat32) { return tensor(d, TensorOptions(dtype).device(dev_)); }
   // PyTorch's (arange(100) * 37 % 23 - 11) * 0.25 as (2, 2, 5, 5).
   Tensor pool_input() {
@@ -35,7 +30,6 @@ class NnFunctional : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol * (1 + std::fabs(expected[i]))) << i;
   }
-  Device dev_{kCPU};
 };
 
 TEST_P(NnFunctional, MaxPool2dValuesAndIndices) {
@@ -289,7 +283,6 @@ TEST_P(NnFunctional, ContractSpellings) {
   EXPECT_EQ(F::one_hot(target, /*num_classes=*/10).sizes(), (IntList{4, 10}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, NnFunctional, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
+EMBER_ON_DEVICES(NnFunctional, "cpu", "cuda:0");
 
 }  // namespace

@@ -20,12 +20,11 @@ void expect_near(const Tensor& got, const std::vector<float>& expected, float to
   for (size_t i = 0; i < values.size(); ++i) EXPECT_NEAR(values[i], expected[i], tol) << "element " << i;
 }
 
-class NnLayers : public ::testing::TestWithParam<std::string> {
+class NnLayers : public ember::testing::OnDevice {
  protected:
   void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    device_ = Device(GetParam());
-    if (device_.is_cuda() && device_.index() >= cuda::device_count()) GTEST_SKIP() << "needs " << device_;
+    OnDevice::SetUp();
+    if (IsSkipped()) return;
     backends::cuda::matmul.allow_tf32 = false;
     backends::cudnn.allow_tf32 = false;
   }
@@ -33,7 +32,6 @@ class NnLayers : public ::testing::TestWithParam<std::string> {
     backends::cuda::matmul.allow_tf32 = true;
     backends::cudnn.allow_tf32 = true;
   }
-  Device device_{kCPU};
 };
 
 TEST_P(NnLayers, LinearMatchesPyTorch) {
@@ -41,10 +39,10 @@ TEST_P(NnLayers, LinearMatchesPyTorch) {
   NoGradGuard no_grad;  // setting parameters, as under torch.no_grad()
   linear.weight.copy_(arange(18, kFloat32).view({3, 6}) / 10 - 0.8);
   linear.bias.copy_(tensor({0.5f, -0.25f, 1.0f}));
-  linear.to(device_);
-  Tensor x = (arange(-6, 6, 1, kFloat32).view({2, 6}) / 4).to(device_);
+  linear.to(dev_);
+  Tensor x = (arange(-6, 6, 1, kFloat32).view({2, 6}) / 4).to(dev_);
   Tensor y = linear(x);
-  EXPECT_EQ(y.device(), device_);
+  EXPECT_EQ(y.device(), dev_);
   expect_near(y, {3.825000286102295f, -0.07499997317790985f, -1.9749999046325684f, -1.125f, 0.375f, 3.875f});
 }
 
@@ -53,8 +51,8 @@ TEST_P(NnLayers, Conv2dMatchesPyTorch) {
   NoGradGuard no_grad;
   conv.weight.copy_(arange(54, kFloat32).view({3, 2, 3, 3}) / 50 - 0.5);
   conv.bias.copy_(tensor({0.1f, -0.2f, 0.3f}));
-  conv.to(device_);
-  Tensor x = (arange(50, kFloat32).view({1, 2, 5, 5}) / 25 - 1).to(device_);
+  conv.to(dev_);
+  Tensor x = (arange(50, kFloat32).view({1, 2, 5, 5}) / 25 - 1).to(dev_);
   Tensor y = conv(x);
   EXPECT_EQ(y.sizes(), (IntList{1, 3, 3, 3}));
   expect_near(y, {1.3671998977661133f,   1.8344001770019531f,   1.1304000616073608f,  1.045600175857544f,
@@ -67,13 +65,13 @@ TEST_P(NnLayers, Conv2dMatchesPyTorch) {
 }
 
 TEST_P(NnLayers, ActivationsAndFlattenMatchPyTorch) {
-  Tensor v = tensor({-2.0f, -0.5f, 0.0f, 0.5f, 2.0f}).to(device_);
+  Tensor v = tensor({-2.0f, -0.5f, 0.0f, 0.5f, 2.0f}).to(dev_);
   expect_near(nn::ReLU()(v), {0, 0, 0, 0.5f, 2.0f});
   expect_near(nn::Sigmoid()(v), {0.11920291930437088f, 0.3775406777858734f, 0.5f, 0.622459352016449f,
                                  0.8807970285415649f});
   expect_near(nn::Tanh()(v), {-0.9640275835990906f, -0.46211716532707214f, 0.0f, 0.46211716532707214f,
                               0.9640275835990906f});
-  Tensor x = arange(24, kFloat32).view({2, 3, 2, 2}).to(device_);
+  Tensor x = arange(24, kFloat32).view({2, 3, 2, 2}).to(dev_);
   EXPECT_EQ(nn::Flatten()(x).sizes(), (IntList{2, 12}));
   EXPECT_EQ(nn::Flatten(0, 1)(x).sizes(), (IntList{6, 2, 2}));
   EXPECT_EQ(nn::Flatten(-2)(x).sizes(), (IntList{2, 3, 4}));
@@ -86,20 +84,20 @@ TEST_P(NnLayers, SequentialChainsItsModules) {
   NoGradGuard no_grad;
   first->weight.copy_(arange(18, kFloat32).view({3, 6}) / 10 - 0.8);
   first->bias.copy_(tensor({0.5f, -0.25f, 1.0f}));
-  seq.to(device_);
-  Tensor x = (arange(-6, 6, 1, kFloat32).view({2, 6}) / 4).to(device_);
+  seq.to(dev_);
+  Tensor x = (arange(-6, 6, 1, kFloat32).view({2, 6}) / 4).to(dev_);
   expect_near(seq(x), {3.825000286102295f, 0.0f, 0.0f, 0.0f, 0.375f, 3.875f});
 }
 
 TEST_P(NnLayers, WrongInputShapesNameTheModuleAndBothShapes) {
   nn::Linear linear(784, 128);
-  linear.to(device_);
-  EXPECT_EQ(error_of<ValueError>([&] { linear(ones({64, 100}, device_)); }),
+  linear.to(dev_);
+  EXPECT_EQ(error_of<ValueError>([&] { linear(ones({64, 100}, dev_)); }),
             "Linear(in_features=784, out_features=128, bias=True): mat1 and mat2 shapes cannot be multiplied "
             "(64x100 and 784x128)");
   nn::Conv2d conv(1, 8, 3);
-  conv.to(device_);
-  EXPECT_EQ(error_of<ValueError>([&] { conv(ones({64, 3, 28, 28}, device_)); }),
+  conv.to(dev_);
+  EXPECT_EQ(error_of<ValueError>([&] { conv(ones({64, 3, 28, 28}, dev_)); }),
             "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1)): Given groups=1, weight of size [8, 1, 3, 3], expected "
             "input[64, 3, 28, 28] to have 1 channels, but got 3 channels instead");
 }
@@ -107,14 +105,14 @@ TEST_P(NnLayers, WrongInputShapesNameTheModuleAndBothShapes) {
 TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
   std::vector<float> values(2 * 3 * 4 * 4);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(static_cast<int>(i % 7) - 3) / 2;
-  Tensor x = tensor(values).view({2, 3, 4, 4}).to(device_);  // (i % 7 - 3) / 2
+  Tensor x = tensor(values).view({2, 3, 4, 4}).to(dev_);  // (i % 7 - 3) / 2
   nn::BatchNorm2d bn(3);
   {
     NoGradGuard no_grad;
     bn.weight.copy_(tensor({1.0f, 0.5f, 2.0f}));
     bn.bias.copy_(tensor({0.0f, 0.1f, -0.2f}));
   }
-  bn.to(device_);
+  bn.to(dev_);
   Tensor y = bn(x);
   expect_near(y.select(0, 1).select(1, 0).slice(1, 0, 2),
               {1.4971523f, -1.3489194f, -0.38924336f, -0.12831357f, -0.3304649f, 0.71325427f});
@@ -127,13 +125,13 @@ TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
   EXPECT_EQ(bn.num_batches_tracked.item<int64_t>(), 1);
   // momentum None: a cumulative average of the batch statistics.
   nn::BatchNorm1d cumulative(2, 1e-5, std::nullopt);
-  cumulative.to(device_);
-  Tensor x1 = tensor({{1.0f, 2.0f}, {3.0f, -1.0f}, {0.5f, 0.0f}}).to(device_);
+  cumulative.to(dev_);
+  Tensor x1 = tensor({{1.0f, 2.0f}, {3.0f, -1.0f}, {0.5f, 0.0f}}).to(dev_);
   cumulative(x1);
   cumulative(x1 * 2);
   expect_near(cumulative.running_mean, {2.25f, 0.5f});
   expect_near(cumulative.running_var, {4.375f, 5.8333330154418945f});
-  EXPECT_EQ(error_of<ValueError>([&] { bn(ones({2, 3}, device_)); }),
+  EXPECT_EQ(error_of<ValueError>([&] { bn(ones({2, 3}, dev_)); }),
             "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True): expected 4D input "
             "(got 2D input)");
 }
@@ -141,7 +139,7 @@ TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
 TEST_P(NnLayers, PoolingMatchesPyTorch) {
   std::vector<float> values(16);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i * 7 % 11);
-  Tensor x = tensor(values).view({1, 1, 4, 4}).to(device_);
+  Tensor x = tensor(values).view({1, 1, 4, 4}).to(dev_);
   expect_near(nn::MaxPool2d(2)(x), {7.0f, 10.0f, 8.0f, 10.0f});
   expect_near(nn::AvgPool2d(3, 1, 1)(x),
               {1.6666666f, 3.0f, 4.0f, 3.0f, 2.6666667f, 4.4444447f, 5.3333335f, 3.4444444f, 3.0f, 5.5555553f,
@@ -150,7 +148,7 @@ TEST_P(NnLayers, PoolingMatchesPyTorch) {
 
 TEST_P(NnLayers, DropoutDropsOnlyInTraining) {
   nn::Dropout dropout(0.25);
-  Tensor x = ones({1000}, device_);
+  Tensor x = ones({1000}, dev_);
   manual_seed(3);
   std::vector<float> values = dropout(x).to_vector<float>();
   int zeros = 0;
@@ -164,8 +162,7 @@ TEST_P(NnLayers, DropoutDropsOnlyInTraining) {
   EXPECT_TRUE(dropout(x).equal(x));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, NnLayers, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
+EMBER_ON_DEVICES(NnLayers, "cpu", "cuda:0");
 
 // ---- initialisation ----------------------------------------------------------------------
 

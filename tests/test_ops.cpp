@@ -7,18 +7,12 @@ using namespace ember;
 
 namespace {
 
-class Ops : public ::testing::TestWithParam<std::string> {
+class Ops : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor T(const TensorData& d, DType dtype = kFloat32) { return tensor(d, TensorOptions(dtype).device(dev_)); }
   static std::vector<float> F(const Tensor& t) { return t.to_vector<float>(); }
   static std::vector<int64_t> I(const Tensor& t) { return t.to_vector<int64_t>(); }
   static std::vector<bool> B(const Tensor& t) { return t.to_vector<bool>(); }
-  Device dev_{kCPU};
 };
 
 TEST_P(Ops, Arithmetic) {
@@ -171,8 +165,7 @@ TEST_P(Ops, SameSeedSameNumbersOnEveryDevice) {
   EXPECT_TRUE(equal(here.cpu(), on_cpu));
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Ops, ::testing::Values("cpu", "cuda:0", "cuda:1"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda" + info.param.substr(5); });
+EMBER_ON_DEVICES(Ops, "cpu", "cuda:0", "cuda:1");
 
 }  // namespace
 
@@ -221,8 +214,7 @@ TEST_P(OpsEdgeCases, ZeroDimTensors) {
   EXPECT_TRUE(empty({0, 3}, dev_).t().is_contiguous());
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, OpsEdgeCases, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda0"); });
+EMBER_ON_DEVICES(OpsEdgeCases, "cpu", "cuda:0");
 
 TEST(CopiesToHost, NonBlockingLandsInPinnedMemory) {
   ember::testing::ensure_cuda();

@@ -50,48 +50,41 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& exp
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol) << "element " << i;
 }
 
-class Optim : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    device_ = Device(GetParam());
-  }
-  Device device_{kCPU};
-};
+class Optim : public ember::testing::OnDevice {};
 
 TEST_P(Optim, SGDMatchesPyTorch) {
-  Case c = make_params(device_);
+  Case c = make_params(dev_);
   Driven<optim::SGD> plain(c.params, optim::SGDOptions(0.1));
   expect_close(run(plain, c), {-0.593884349f, -0.379540622f, -0.165196881f, 0.0491468683f, 0.263490617f,
                                0.477834404f, 1.58356726f, -0.83943671f});
-  c = make_params(device_);
+  c = make_params(dev_);
   Driven<optim::SGD> momentum(c.params, optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01));
   expect_close(run(momentum, c), {-0.547984838f, -0.363091201f, -0.178197518f, 0.00669617113f, 0.191589877f,
                                   0.37648356f, 1.6031208f, -0.93966651f});
-  c = make_params(device_);
+  c = make_params(dev_);
   Driven<optim::SGD> nesterov(c.params, optim::SGDOptions(0.05).momentum(0.8).nesterov(true).weight_decay(5e-4));
   expect_close(run(nesterov, c), {-0.581430137f, -0.374565423f, -0.167700708f, 0.039164003f, 0.246028706f,
                                   0.452893436f, 1.58806479f, -0.868041515f});
 }
 
 TEST_P(Optim, AdamAndAdamWMatchPyTorch) {
-  Case c = make_params(device_);
+  Case c = make_params(dev_);
   Driven<optim::Adam> adam(c.params, optim::AdamOptions(0.01));
   expect_close(run(adam, c), {-0.598366678f, -0.362663597f, -0.153042212f, 0.0953110307f, 0.345056295f,
                               0.594985664f, 1.52795887f, -0.77788806f});
-  c = make_params(device_);
+  c = make_params(dev_);
   Driven<optim::Adam> decayed(c.params,
                               optim::AdamOptions(0.02).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.1));
   expect_close(run(decayed, c), {-0.570397139f, -0.341295809f, -0.181751519f, 0.0647705048f, 0.314594269f,
                                  0.56461668f, 1.50170767f, -0.80235821f});
-  c = make_params(device_);
+  c = make_params(dev_);
   Driven<optim::AdamW> adamw(c.params, optim::AdamWOptions(0.01).weight_decay(0.05));
   expect_close(run(adamw, c), {-0.597456157f, -0.362131178f, -0.152839854f, 0.0951383412f, 0.344508737f,
                                0.594063342f, 1.52569664f, -0.776746452f});
 }
 
 TEST_P(Optim, Float64FollowsPyTorchToDoubleRounding) {
-  Case c = make_params(device_, kFloat64);
+  Case c = make_params(dev_, kFloat64);
   Driven<optim::Adam> adam(c.params, optim::AdamOptions(0.02).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.1));
   expect_close(run(adam, c),
                {-0.57039715815238234, -0.34129578458523496, -0.18175150442564333, 0.06477049873972425,
@@ -101,10 +94,10 @@ TEST_P(Optim, Float64FollowsPyTorchToDoubleRounding) {
 
 TEST_P(Optim, NonContiguousParametersAndGradientsPairTheRightElements) {
   // p is a transposed view; its gradient is given in yet another layout.
-  Tensor base = ((arange(6, kFloat32).view({3, 2}) - 2.5) / 4).to(device_);
+  Tensor base = ((arange(6, kFloat32).view({3, 2}) - 2.5) / 4).to(dev_);
   Tensor p = base.t();
   Tensor expected = p.contiguous().clone();
-  Tensor grad = (arange(6, kFloat32).view({2, 3}) / 10).to(device_);
+  Tensor grad = (arange(6, kFloat32).view({2, 3}) / 10).to(dev_);
   Tensor grad_t = grad.t().contiguous().t();  // same values, column-major
   Driven<optim::SGD> sgd({p}, optim::SGDOptions(0.5));
   sgd.apply({p}, {grad_t});
@@ -114,8 +107,8 @@ TEST_P(Optim, NonContiguousParametersAndGradientsPairTheRightElements) {
 }
 
 TEST_P(Optim, ComplexParametersUpdateAsTheirRealView) {
-  Tensor z = tensor({std::complex<double>(1, 2), std::complex<double>(-1, 0.5)}).to(TensorOptions(kComplex64).device(device_));
-  Tensor g = tensor({std::complex<double>(0.5, -1), std::complex<double>(2, 1)}).to(TensorOptions(kComplex64).device(device_));
+  Tensor z = tensor({std::complex<double>(1, 2), std::complex<double>(-1, 0.5)}).to(TensorOptions(kComplex64).device(dev_));
+  Tensor g = tensor({std::complex<double>(0.5, -1), std::complex<double>(2, 1)}).to(TensorOptions(kComplex64).device(dev_));
   Driven<optim::SGD> sgd({z}, optim::SGDOptions(0.1).momentum(0.5));
   sgd.apply({z}, {g});
   sgd.apply({z}, {g});
@@ -127,8 +120,7 @@ TEST_P(Optim, ComplexParametersUpdateAsTheirRealView) {
   EXPECT_NEAR(got[1].imag(), 0.5 - 0.25, 1e-6);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Optim, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
+EMBER_ON_DEVICES(Optim, "cpu", "cuda:0");
 
 TEST(OptimOptions, InvalidValuesAreValueErrorsWithPyTorchsText) {
   Tensor p = ones({1});

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -47,6 +48,31 @@ std::string error_of(F&& f) {
   }
   return "<no error>";
 }
+
+/// Base of the suites that run each test on the cpu and on cuda devices: the parameter is
+/// a device string ("cpu", "cuda:0", ...); a cuda device the machine lacks skips the test.
+/// A fixture that overrides SetUp() calls OnDevice::SetUp() first and returns if
+/// IsSkipped().
+class OnDevice : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() != "cpu") ensure_cuda();
+    dev_ = Device(GetParam());
+    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
+  }
+  Device dev_{kCPU};
+};
+
+/// The test-name suffix of an OnDevice parameter: "cpu", "cuda0", "cuda1", ...
+inline std::string device_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  name.erase(std::remove(name.begin(), name.end(), ':'), name.end());
+  return name;
+}
+
+/// Instantiates an OnDevice suite on the given device strings.
+#define EMBER_ON_DEVICES(Suite, ...) \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Values(__VA_ARGS__), ::ember::testing::device_test_name)
 
 /// Skips the test unless at least `n` cuda devices exist.
 #define EMBER_REQUIRE_DEVICES(n)                                                           \

@@ -8,12 +8,11 @@ using namespace ember;
 
 namespace {
 
-class Tf32 : public ::testing::TestWithParam<std::string> {
+class Tf32 : public ember::testing::OnDevice {
  protected:
   void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
+    OnDevice::SetUp();
+    if (IsSkipped()) return;
     manual_seed(0);
   }
   void TearDown() override {
@@ -25,7 +24,6 @@ class Tf32 : public ::testing::TestWithParam<std::string> {
     const double mean = reference.abs().mean().item<double>();
     return (approx.to(kFloat64) - reference).abs().max().item<double>() / mean;
   }
-  Device dev_{kCPU};
 };
 
 TEST_P(Tf32, MatmulPrecisionTradeOffOfTheSpec) {
@@ -81,7 +79,6 @@ TEST_P(Tf32, ConvolutionFollowsTheCudnnFlagNotTheMatmulFlag) {
   EXPECT_GT(tf32_error, 20 * fp32_error) << tf32_error << " vs " << fp32_error;
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, Tf32, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : std::string("cuda0"); });
+EMBER_ON_DEVICES(Tf32, "cpu", "cuda:0");
 
 }  // namespace

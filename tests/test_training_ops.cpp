@@ -18,13 +18,8 @@ using Longs = std::vector<int64_t>;
 const Floats kX{0.5, -1.25, 3.0, 2.0, 1.5, 0.0, -2.0, 4.5, -0.75, 2.25, 1.0, -3.5,
                 2.5, 2.5, -1.0, 0.25, -4.0, 3.75, 0.5, 1.0, 6.0, -0.5, 2.0, 2.0};
 
-class TrainingOps : public ::testing::TestWithParam<std::string> {
+class TrainingOps : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    dev_ = Device(GetParam());
-    if (dev_.is_cuda() && dev_.index() >= cuda::device_count()) GTEST_SKIP() << "needs device " << dev_;
-  }
   Tensor T(const TensorData& d, DType dtype = kFloat32) { return tensor(d, TensorOptions(dtype).device(dev_)); }
   Tensor X() { return T(TensorData(std::vector<double>(kX.begin(), kX.end()))).reshape({2, 3, 4}); }
   static Floats F(const Tensor& t) { return t.to_vector<float>(); }
@@ -34,7 +29,6 @@ class TrainingOps : public ::testing::TestWithParam<std::string> {
     ASSERT_EQ(got.size(), expected.size());
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], expected[i], tol * (1 + std::fabs(expected[i]))) << i;
   }
-  Device dev_{kCPU};
 };
 
 TEST_P(TrainingOps, CatJoinsAlongADimWithPromotion) {
@@ -298,7 +292,6 @@ TEST_P(TrainingOps, ComplexRandomFillsTheRealView) {
                    "normal_ expects a floating point or complex dtype");
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, TrainingOps, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? std::string("cpu") : "cuda0"; });
+EMBER_ON_DEVICES(TrainingOps, "cpu", "cuda:0");
 
 }  // namespace
