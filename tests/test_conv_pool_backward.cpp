@@ -1,6 +1,6 @@
 // The kernel forms of conv2d's and max_pool2d's gradients (Col2Im, Im2Col + Matmul,
 // MaxPool2dBackward; nn/backward_kernels.h), which backward() takes when it records no graph
-// of the backward, on the cpu and an emulated device: against gradients computed by
+// of the backward, on the cpu and cuda:0 (emulated without a GPU): against gradients computed by
 // PyTorch 1.13 (/usr/bin/python3, float64; the script is in each test's comment), and
 // against the op-by-op form that create_graph=true takes, for strided, padded, dilated and
 // grouped geometries and non-contiguous output gradients.
@@ -41,14 +41,9 @@ Tensor generated(const IntList& shape, Fn f) {
   return tensor(TensorData(values), TensorOptions(kFloat64)).reshape(shape);
 }
 
-class ConvPoolBackward : public ::testing::TestWithParam<std::string> {
+class ConvPoolBackward : public ember::testing::OnDevice {
  protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-    device_ = Device(GetParam());
-  }
-  Tensor leaf(const Tensor& t) const { return t.to(device_, false, /*copy=*/true).requires_grad_(); }
-  Device device_{kCPU};
+  Tensor leaf(const Tensor& t) const { return t.to(dev_, false, /*copy=*/true).requires_grad_(); }
 };
 
 // x = (arange(40).reshape(1, 2, 4, 5) * 0.37).sin(); w = (arange(12).reshape(2, 1, 3, 2) * 0.53).cos()
@@ -59,7 +54,7 @@ TEST_P(ConvPoolBackward, Conv2dGradientsMatchPyTorch) {
   Tensor w = leaf(generated({2, 1, 3, 2}, [](double i) { return std::cos(i * 0.53); }));
   Tensor y = conv2d(x, w, {}, {2, 1}, {1, 1}, {1, 2}, 2);
   ASSERT_EQ(y.sizes(), (IntList{1, 2, 2, 5}));
-  y.backward((arange(20, kFloat64).reshape({1, 2, 2, 5}) * 0.11 - 0.5).to(device_));
+  y.backward((arange(20, kFloat64).reshape({1, 2, 2, 5}) * 0.11 - 0.5).to(dev_));
   expect_near(x.grad(),
               {-0.19066011192560572, -0.1272829364701014,  -0.07561928168462953, -0.023955626899157707,
                0.00326442379328775,  0.36358318831033587,  0.9000937405081992,   0.9506075774511936,
@@ -88,13 +83,13 @@ TEST_P(ConvPoolBackward, MaxPool2dGradientsMatchPyTorch) {
   Tensor x = leaf(values);
   Tensor y = F::max_pool2d(x, {2}, {1}, {1});
   ASSERT_EQ(y.sizes(), (IntList{1, 1, 5, 6}));
-  y.backward((arange(30, kFloat64).reshape({1, 1, 5, 6}) + 1).to(device_));
+  y.backward((arange(30, kFloat64).reshape({1, 1, 5, 6}) + 1).to(dev_));
   expect_near(x.grad(), {3, 0, 7, 0, 34, 42, 0, 19, 0, 0, 19, 20, 74, 0, 82, 51, 0, 27, 57, 30}, 0);
 
   Tensor x3 = leaf(values);
   Tensor y3 = F::max_pool2d(x3, {3}, {2}, {1}, {1}, /*ceil_mode=*/true);
   ASSERT_EQ(y3.sizes(), (IntList{1, 1, 3, 3}));
-  y3.backward((arange(9, kFloat64).reshape({1, 1, 3, 3}) + 1).to(device_));
+  y3.backward((arange(9, kFloat64).reshape({1, 1, 3, 3}) + 1).to(dev_));
   expect_near(x3.grad(), {0, 0, 0, 0, 3, 5, 0, 2, 0, 0, 0, 0, 5, 0, 6, 7, 0, 0, 17, 0}, 0);
 }
 
@@ -128,7 +123,7 @@ TEST_P(ConvPoolBackward, Conv2dKernelsMatchTheOpByOpGradients) {
     // A transposed, non-contiguous output gradient.
     IntList swapped = y.sizes();
     std::swap(swapped[2], swapped[3]);
-    Tensor g = randn(swapped, kFloat64).to(device_).transpose(2, 3);
+    Tensor g = randn(swapped, kFloat64).to(dev_).transpose(2, 3);
     auto [kernels, ops] = both_ways(y, {x, w}, g);
     expect_close(kernels[0], ops[0], 1e-12);
     expect_close(kernels[1], ops[1], 1e-12);
@@ -153,7 +148,7 @@ TEST_P(ConvPoolBackward, MaxPool2dKernelMatchesTheOpByOpGradient) {
     Tensor y = F::max_pool2d(x, c.kernel, c.stride, c.padding, c.dilation, c.ceil_mode);
     IntList swapped = y.sizes();
     std::swap(swapped[0], swapped[1]);
-    Tensor g = randn(swapped, kFloat32).to(device_).transpose(0, 1);
+    Tensor g = randn(swapped, kFloat32).to(dev_).transpose(0, 1);
     auto [kernels, ops] = both_ways(y, {x}, g);
     expect_close(kernels[0], ops[0], 1e-6);
   }
@@ -167,11 +162,10 @@ TEST_P(ConvPoolBackward, UnbatchedInputsGetUnbatchedGradients) {
   y.sum().backward();
   EXPECT_EQ(x.grad().sizes(), x.sizes());
   EXPECT_EQ(w.grad().sizes(), w.sizes());
-  EXPECT_EQ(x.grad().device(), device_);
+  EXPECT_EQ(x.grad().device(), dev_);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, ConvPoolBackward, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? "cpu" : "cuda"; });
+EMBER_ON_DEVICES(ConvPoolBackward, "cpu", "cuda:0");
 
 }  // namespace
 }  // namespace ember

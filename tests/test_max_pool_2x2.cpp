@@ -2,7 +2,7 @@
 // outputs) against the general window walk, which a column-strided view of the same values
 // takes: values and indices must be identical, with ties (the first maximum in window
 // order wins) and NaNs (NaN wins) inside vector blocks and in the scalar tail; on the cpu
-// and an emulated device.
+// and cuda:0 (emulated without a GPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,15 +16,9 @@ namespace {
 
 namespace F = nn::functional;
 
-class MaxPool2x2 : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (GetParam() != "cpu") ember::testing::ensure_cuda();
-  }
-};
+using MaxPool2x2 = ember::testing::OnDevice;
 
 TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) {
-  const Device device(GetParam());
   // {2, 3, 7, 43}: 21 outputs per row (two vector blocks and a tail of five), an odd
   // height and width (the last row and column are dropped).
   const IntList shape{2, 3, 7, 43};
@@ -33,7 +27,7 @@ TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) {
   for (size_t i : {3u, 100u, 517u, 1000u, 2001u, 3333u}) v[i] = NAN;
   for (size_t i : {40u, 41u, 900u}) v[i] = -INFINITY;
   // Dense values, and the same values with every other column of a wider buffer.
-  Tensor wide = tensor(v).reshape({2, 3, 7, 86}).to(device);
+  Tensor wide = tensor(v).reshape({2, 3, 7, 86}).to(dev_);
   Tensor strided = wide.slice(3, 0, 86, 2);
   Tensor dense = strided.contiguous();
   ASSERT_EQ(dense.sizes(), shape);
@@ -55,8 +49,7 @@ TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) {
   EXPECT_GT(nans, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, MaxPool2x2, ::testing::Values("cpu", "cuda:0"),
-                         [](const auto& info) { return info.param == "cpu" ? "cpu" : "cuda"; });
+EMBER_ON_DEVICES(MaxPool2x2, "cpu", "cuda:0");
 
 }  // namespace
 }  // namespace ember
