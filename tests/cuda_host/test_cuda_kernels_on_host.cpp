@@ -22,6 +22,7 @@
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
 #include "nn/conv_geometry.h"
+#include "nn/pool_geometry.h"
 
 namespace ember {
 namespace {
@@ -56,6 +57,10 @@ void launch_on_host(const KernelCall& call) {
     case OpKind::Im2Col:
       return host::launch_im2col(call.inputs.at(0), call.outputs.at(0),
                                  *static_cast<const detail::nn::ConvGeometry*>(call.payload.get()), nullptr);
+    case OpKind::Col2Im:
+      return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
+                                 *static_cast<const detail::nn::ConvGeometry*>(call.payload.get()), nullptr);
+    case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }
@@ -425,6 +430,46 @@ TEST(CudaKernelsOnHost, DISABLED_Im2ColMatchesCpu) {
         call.payload = std::make_shared<detail::nn::ConvGeometry>(c.g);
         compare(call, empty({c.input[0], c.input[1] * c.g.kernel_h * c.g.kernel_w, c.g.out_h * c.g.out_w}, d),
                 channels_last ? "channels last" : "");
+      }
+    }
+  }
+}
+
+// The driver's Col2Im and MaxPool2dBackward gather per input element what the CPU's
+// kernels scatter per plane.
+TEST(CudaKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
+  manual_seed(8);
+  struct Case {
+    IntList input;
+    int64_t kh, kw, stride, pad, dilation;
+  };
+  const std::vector<Case> cases = {{{2, 3, 8, 9}, 2, 2, 2, 0, 1},
+                                   {{1, 2, 7, 9}, 3, 3, 1, 1, 1},
+                                   {{2, 1, 9, 8}, 3, 2, 2, 1, 2},
+                                   {{3, 2, 5, 6}, 3, 3, 2, 1, 1}};
+  for (DType d : {kFloat32, kFloat64}) {
+    for (const Case& c : cases) {
+      const std::string what = "input " + std::to_string(c.input[2]) + "x" + std::to_string(c.input[3]);
+      auto [pooled, indices] = nn::functional::max_pool2d_with_indices(random(c.input, d), {c.kh, c.kw}, {c.stride},
+                                                                       {c.pad}, {c.dilation});
+      const int64_t out_h = pooled.size(2), out_w = pooled.size(3);
+      // A transposed (non-contiguous) output gradient.
+      Tensor grad = random({pooled.size(0), pooled.size(1), out_w, out_h}, d).transpose(2, 3);
+      KernelCall pool{OpKind::MaxPool2dBackward, {TensorArg{}}, {arg(grad), arg(indices)}};
+      pool.payload = std::make_shared<detail::nn::PoolGeometry>(detail::nn::PoolGeometry{
+          c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation, out_h, out_w});
+      compare(pool, empty(c.input, d), what + " max_pool2d backward");
+
+      const detail::nn::ConvGeometry g{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
+                                       (c.input[2] + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
+                                       (c.input[3] + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
+      const int64_t rows = c.input[1] * c.kh * c.kw, positions = g.out_h * g.out_w;
+      for (bool channel_major : {false, true}) {
+        Tensor columns = channel_major ? random({rows, c.input[0], positions}, d).transpose(0, 1)
+                                       : random({c.input[0], rows, positions}, d);
+        KernelCall fold{OpKind::Col2Im, {TensorArg{}}, {arg(columns)}};
+        fold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
+        compare(fold, empty(c.input, d), what + (channel_major ? " col2im channel-major" : " col2im"));
       }
     }
   }
