@@ -111,6 +111,7 @@ TEST_P(ConvPoolBackward, Conv2dKernelsMatchTheOpByOpGradients) {
   manual_seed(3);
   const std::vector<ConvCase> cases = {
       {{4, 3, 9, 8}, {6, 3, 3, 3}, {1}, {1}, {1}, 1},        // the training CNN's layer shape
+      {{2, 8, 16, 16}, {16, 8, 3, 3}, {1}, {1}, {1}, 1},     // a channel-major forward
       {{2, 4, 7, 9}, {6, 2, 3, 2}, {2, 3}, {1, 2}, {2, 1}, 2},  // strided, padded, dilated, grouped
       {{3, 2, 5, 5}, {4, 2, 1, 1}, {1}, {0}, {1}, 1},        // 1x1
       {{1, 1, 4, 4}, {2, 1, 4, 4}, {1}, {0}, {1}, 1},        // the window is the whole input
@@ -127,6 +128,27 @@ TEST_P(ConvPoolBackward, Conv2dKernelsMatchTheOpByOpGradients) {
     auto [kernels, ops] = both_ways(y, {x, w}, g);
     expect_close(kernels[0], ops[0], 1e-12);
     expect_close(kernels[1], ops[1], 1e-12);
+  }
+}
+
+// The forward takes one product per batch item when each is small and one product over the
+// whole batch (channel-major columns) otherwise: a convolution large enough for the latter
+// must equal its output channels computed two at a time (small enough for the former).
+TEST_P(ConvPoolBackward, Conv2dForwardPathsAgree) {
+  manual_seed(5);
+  for (int64_t groups : {1, 2}) {
+    SCOPED_TRACE(::testing::Message() << "groups " << groups);
+    Tensor x = randn({3, 8, 16, 16}, kFloat64).to(dev_);
+    Tensor w = randn({16, 8 / groups, 3, 3}, kFloat64).to(dev_);
+    Tensor b = randn({16}, kFloat64).to(dev_);
+    Tensor whole = conv2d(x, w, b, {1}, {1}, {1}, groups);
+    std::vector<Tensor> pairs;
+    for (int64_t c = 0; c < 16; c += 2) {
+      const int64_t g = c / (16 / groups);  // the group of output channels c and c + 1
+      Tensor xg = x.narrow(1, g * (8 / groups), 8 / groups);
+      pairs.push_back(conv2d(xg, w.narrow(0, c, 2), b.narrow(0, c, 2), {1}, {1}));
+    }
+    expect_close(whole, cat(pairs, 1), 1e-12);
   }
 }
 

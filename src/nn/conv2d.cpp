@@ -78,19 +78,30 @@ void grouped_matmul(const GroupOperand& a, const GroupOperand& b, const GroupOpe
 }
 
 // Note [Channel-major columns]
-// The columns of a whole batch are laid out {rows, N, positions} (Im2Col writes them
+// The columns of a whole batch may be laid out {rows, N, positions} (Im2Col writes them
 // through the {N, rows, positions} view), so that each group's product runs over the whole
 // batch as one gemm ({C_out/groups, rows/groups} @ {rows/groups, N * positions}) instead
-// of one small gemm per batch item; the forward result {C_out, N, positions} is then
-// transposed into the output with one copy.
-Tensor channel_major_columns(const Tensor& input, const detail::nn::ConvGeometry& geometry) {
+// of one gemm per batch item; the forward result {C_out, N, positions} is then transposed
+// into the output with one copy. The gradients always use this layout. The forward keeps
+// one product per batch item when each is small (below kSmallProduct multiply-adds, where
+// OpenBLAS computes on the calling thread and the cpu Matmul spreads the batch over the
+// pool, as LibTorch spreads per-sample gemms): one large product would be split over
+// OpenBLAS's threads, whose hand-offs cost more than such a product on a busy machine.
+constexpr int64_t kSmallProduct = int64_t{1} << 18;
+
+// Im2Col of `input` into new columns, {rows, N, positions} when channel_major, else
+// {N, rows, positions}.
+Tensor unfold(const Tensor& input, const detail::nn::ConvGeometry& geometry, bool channel_major) {
   const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
   const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
-  Tensor columns = detail::make_tensor({rows, batch, positions}, input.dtype(), input.device());
+  Tensor columns = detail::make_tensor(channel_major ? IntList{rows, batch, positions} : IntList{batch, rows, positions},
+                                       input.dtype(), input.device());
   detail::KernelCall unfold;
   unfold.op = detail::OpKind::Im2Col;
   unfold.inputs.push_back(detail::make_arg(input));
-  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, batch * positions, 1}));
+  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions},
+                                      channel_major ? IntList{positions, batch * positions, 1}
+                                                    : IntList{rows * positions, positions, 1}));
   unfold.payload = std::make_shared<detail::nn::ConvGeometry>(geometry);
   detail::launch(input.device(), unfold);
   return columns;
@@ -138,16 +149,18 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
   const Tensor w = weight.contiguous();
   const int64_t group_out = out_channels / groups, group_rows = rows / groups;
   const bool allow_tf32 = conv_allows_tf32(input);
-  if (kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
-      input.is_contiguous()) {
-    // A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns,
-    // {N, rows, positions}, and the group's weight is shared by every batch item (batch stride 0).
+  const bool direct = kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+                      input.is_contiguous();
+  if (direct || group_out * group_rows * positions < kSmallProduct) {  // Note [Channel-major columns]
+    // One product per batch item; the group's weight is shared by every item (batch stride
+    // 0). A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns.
+    const Tensor columns = direct ? input : unfold(input, geometry, /*channel_major=*/false);
     grouped_matmul({w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
-                   {input, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
+                   {columns, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
                    {out, group_out * positions, {batch, group_out, positions}, {out_channels * positions, positions, 1}},
                    groups, allow_tf32);
   } else {
-    const Tensor columns = channel_major_columns(input, geometry);  // Note [Channel-major columns]
+    const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
     Tensor product = batch == 1 ? out : detail::make_tensor({out_channels, batch, positions}, input.dtype(), device);
     grouped_matmul({w, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}},
                    {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}},
@@ -194,7 +207,7 @@ ConvGrads conv2d_backward(const Tensor& grad_output, const Tensor& input, const 
     launch(device, fold);
   }
   if (need_weight) {
-    const Tensor columns = channel_major_columns(input, geometry);
+    const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
     grads.weight = make_tensor(weight.sizes(), go.dtype(), device);
     grouped_matmul({go, group_out * depth, {1, group_out, depth}, {0, depth, 1}},
                    {columns, group_rows * depth, {1, depth, group_rows}, {0, 1, depth}},  // columns[group]^T
