@@ -1,8 +1,7 @@
-// max_pool2d's 2x2 / stride-2 fast path (vectorised for float rows of at least eight
-// outputs) against the general window walk, which a column-strided view of the same values
-// takes: values and indices must be identical, with ties (the first maximum in window
-// order wins) and NaNs (NaN wins) inside vector blocks and in the scalar tail; on the cpu
-// and cuda:0 (emulated without a GPU).
+// max_pool2d's 2x2 / stride-2 fast path for dense rows against the general window walk,
+// which a column-strided view of the same values takes: values and indices must be
+// identical, with ties (the first maximum in window order wins) and NaNs (NaN wins); on
+// the cpu and cuda:0 (emulated without a GPU).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,8 +18,7 @@ namespace F = nn::functional;
 using MaxPool2x2 = ember::testing::OnDevice;
 
 TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) {
-  // {2, 3, 7, 43}: 21 outputs per row (two vector blocks and a tail of five), an odd
-  // height and width (the last row and column are dropped).
+  // {2, 3, 7, 43}: an odd height and width (the last row and column are dropped).
   const IntList shape{2, 3, 7, 43};
   std::vector<float> v(2 * 3 * 7 * 43 * 2);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 7) % 5);  // many ties

@@ -2,8 +2,6 @@
 // nn/pool_geometry.h). Planes (n, c) are independent and spread over the thread pool;
 // within a plane each output scans its window with the input's own strides.
 #include <algorithm>
-#include <cstring>
-#include <type_traits>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
@@ -53,48 +51,6 @@ void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indice
   });
 }
 
-#if defined(__GNUC__)
-// Eight float outputs of a 2x2 pooling row at once (GCC vector types): the windows' four
-// elements are split into even and odd columns of the two input rows, then compared in
-// window order as the scalar loop does.
-constexpr int kPoolLanes = 8;
-typedef float PoolFloats __attribute__((vector_size(kPoolLanes * sizeof(float))));
-typedef int32_t PoolInts __attribute__((vector_size(kPoolLanes * sizeof(int32_t))));
-
-// Columns 2*ox .. 2*ox + 15 of a row: the even ones and the odd ones.
-inline void split_columns(const float* row, PoolFloats& even, PoolFloats& odd) {
-  PoolFloats lo, hi;
-  std::memcpy(&lo, row, sizeof(lo));
-  std::memcpy(&hi, row + kPoolLanes, sizeof(hi));
-  even = __builtin_shuffle(lo, hi, PoolInts{0, 2, 4, 6, 8, 10, 12, 14});
-  odd = __builtin_shuffle(lo, hi, PoolInts{1, 3, 5, 7, 9, 11, 13, 15});
-}
-
-// Outputs [0, count - count % kPoolLanes) of one row; returns how many it wrote.
-int64_t max_pool_2x2_row(const float* r0, const float* r1, int64_t count, int64_t base, int64_t width, float* o,
-                         int64_t* oi) {
-  int64_t ox = 0;
-  for (; ox + kPoolLanes <= count; ox += kPoolLanes) {
-    PoolFloats a, b, c, d;
-    split_columns(r0 + 2 * ox, a, b);
-    split_columns(r1 + 2 * ox, c, d);
-    PoolFloats best = a;
-    PoolInts k = {};
-    auto take = [&](PoolFloats v, int which) {
-      const PoolInts wins = (v > best) | ((v != v) & (best == best));  // the first maximum; NaN wins
-      best = wins ? v : best;
-      k = wins ? PoolInts{} + which : k;
-    };
-    take(b, 1);
-    take(c, 2);
-    take(d, 3);
-    std::memcpy(o + ox, &best, sizeof(best));
-    for (int l = 0; l < kPoolLanes; ++l) oi[ox + l] = base + 2 * (ox + l) + (k[l] >> 1) * width + (k[l] & 1);
-  }
-  return ox;
-}
-#endif
-
 // The common case: 2x2 windows, stride 2, no padding or dilation, dense rows. The window
 // always lies inside the input, so the loop has no bounds checks.
 template <typename T>
@@ -119,13 +75,7 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
         const T* r0 = plane + 2 * oy * sy;
         const T* r1 = r0 + sy;
         const int64_t base = 2 * oy * width;
-        int64_t ox = 0;
-#if defined(__GNUC__)
-        if constexpr (std::is_same_v<T, float>) {
-          ox = max_pool_2x2_row(r0, r1, g.out_w, base, width, o + oy * g.out_w, oi + oy * g.out_w);
-        }
-#endif
-        for (; ox < g.out_w; ++ox) {
+        for (int64_t ox = 0; ox < g.out_w; ++ox) {
           const A a = convert<A>(r0[2 * ox]), b = convert<A>(r0[2 * ox + 1]);
           const A c = convert<A>(r1[2 * ox]), d = convert<A>(r1[2 * ox + 1]);
           // Window order a, b, c, d; the first maximum wins, NaN beats everything.
