@@ -78,8 +78,8 @@ TEST_P(ConvPoolBackward, Conv2dGradientsMatchPyTorch) {
 // max_pool2d(x, 2, stride=1, padding=1).backward(arange(30).reshape(1, 1, 5, 6) + 1)
 // max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True).backward(arange(9).reshape(1, 1, 3, 3) + 1)
 TEST_P(ConvPoolBackward, MaxPool2dGradientsMatchPyTorch) {
-  const Tensor values = tensor(TensorData(std::vector<double>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4}), TensorOptions(kFloat64))
-                            .reshape({1, 1, 4, 5});
+  const std::vector<double> data{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3, 2, 3, 8, 4};
+  const Tensor values = tensor(TensorData(data), TensorOptions(kFloat64)).reshape({1, 1, 4, 5});
   Tensor x = leaf(values);
   Tensor y = F::max_pool2d(x, {2}, {1}, {1});
   ASSERT_EQ(y.sizes(), (IntList{1, 1, 5, 6}));

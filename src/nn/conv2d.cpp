@@ -4,10 +4,10 @@
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
 // one Matmul KernelCall per group: out[:, group] = weight[group] @ columns[group] (Note
-// [Channel-major columns]). The matmuls are built here rather than through ember::matmul because their TF32 switch is
-// backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the matmul precision: a user who
-// turns off matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both
-// host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
+// [Channel-major columns]). The matmuls are built here rather than through ember::matmul
+// because their TF32 switch is backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the
+// matmul precision: a user who turns off matmul TF32 but keeps cuDNN's gets TF32
+// convolutions, as in PyTorch. Both host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
 // which is set for cuda devices only: the cpu convolves in full float32, as PyTorch's.
 #include "autograd/record.h"
 #include "ember/nn.h"
@@ -94,8 +94,8 @@ constexpr int64_t kSmallProduct = int64_t{1} << 18;
 Tensor unfold(const Tensor& input, const detail::nn::ConvGeometry& geometry, bool channel_major) {
   const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
   const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
-  Tensor columns = detail::make_tensor(channel_major ? IntList{rows, batch, positions} : IntList{batch, rows, positions},
-                                       input.dtype(), input.device());
+  const IntList shape = channel_major ? IntList{rows, batch, positions} : IntList{batch, rows, positions};
+  Tensor columns = detail::make_tensor(shape, input.dtype(), input.device());
   detail::KernelCall unfold;
   unfold.op = detail::OpKind::Im2Col;
   unfold.inputs.push_back(detail::make_arg(input));
@@ -157,7 +157,8 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
     const Tensor columns = direct ? input : unfold(input, geometry, /*channel_major=*/false);
     grouped_matmul({w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
                    {columns, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
-                   {out, group_out * positions, {batch, group_out, positions}, {out_channels * positions, positions, 1}},
+                   {out, group_out * positions, {batch, group_out, positions},
+                    {out_channels * positions, positions, 1}},
                    groups, allow_tf32);
   } else {
     const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
