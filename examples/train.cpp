@@ -4,6 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
+//         [--ddp] [--data-parallel]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -13,6 +14,15 @@
 // --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
 // and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
 // a cuda device.
+//
+// --ddp, under `ember-run --nproc-per-node=N train --ddp`: DistributedDataParallel over the
+// N ranks (gloo), each on its own device (cuda:LOCAL_RANK; emulated when there is no GPU),
+// each reading its share of every epoch through a DistributedSampler, with --batch-size
+// split between them (batch-size / N per rank), so that an update averages the same
+// number of images as one process's. Rank 0 alone evaluates, prints and checkpoints.
+//
+// --data-parallel splits each batch over every cuda device of the process with
+// nn::DataParallel (with no GPU and no EMBER_EMULATED_DEVICES, over 2 emulated devices).
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -20,6 +30,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include "ember/data.h"
@@ -43,13 +54,16 @@ struct Args {
   std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
   std::string memory_snapshot;
+  bool ddp = false;
+  bool data_parallel = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "train: " << problem << "\n"
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
-            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n";
+            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n"
+            << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n";
   std::exit(2);
 }
 
@@ -75,6 +89,8 @@ Args parse(int argc, char** argv) {
       else if (flag == "--data") args.data = value();
       else if (flag == "--limit") args.limit = std::stoll(value());
       else if (flag == "--memory-snapshot") args.memory_snapshot = value();
+      else if (flag == "--ddp") args.ddp = true;
+      else if (flag == "--data-parallel") args.data_parallel = true;
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
@@ -82,6 +98,7 @@ Args parse(int argc, char** argv) {
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0) usage("sizes must be positive");
   if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
+  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
   return args;
 }
 
@@ -91,9 +108,32 @@ Device choose_device(const Args& args) {
   if (args.disable_cuda) return Device(kCPU);
   Device wanted = args.device.empty() ? Device(kCUDA) : Device(args.device);
   if (wanted.is_cpu()) return wanted;
-  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available()) cuda::emulate(1, size_t{4} << 30);
+  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available())
+    cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
   if (!cuda::is_available()) return Device(kCPU);
   return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
+}
+
+// ---- --ddp: one rank of DistributedDataParallel training ---------------------------------
+
+struct DdpRank {
+  int rank = 0, world = 1, local_rank = 0;
+};
+
+// Joins ember-run's process group; each local rank gets a device of its own (emulated
+// ones, one per local rank, when there is no GPU).
+DdpRank init_ddp(const Args& args) {
+  const char* local_rank = std::getenv("LOCAL_RANK");
+  const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
+  if (!local_rank || !local_world) usage("--ddp runs under ember-run (LOCAL_RANK and LOCAL_WORLD_SIZE are unset)");
+  DdpRank r;
+  r.local_rank = std::atoi(local_rank);
+  if (!args.disable_cuda && !cuda::driver_is_available()) ::setenv("EMBER_EMULATED_DEVICES", local_world, /*overwrite=*/0);
+  distributed::init_process_group("gloo");
+  r.rank = distributed::get_rank();
+  r.world = distributed::get_world_size();
+  if (args.batch_size % r.world != 0) usage("--batch-size must be a multiple of the number of ranks");
+  return r;
 }
 
 class Network : public nn::Module {
@@ -137,14 +177,23 @@ double test_accuracy(Network& net, data::DataLoader& loader, Device device) {
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   try {
-    const Device device = choose_device(args);
+    DdpRank ddp_rank;
+    if (args.ddp) ddp_rank = init_ddp(args);
+    const bool lead = ddp_rank.rank == 0;  // prints, evaluates and checkpoints
+    Args local = args;
+    if (args.ddp && local.device.empty() && !local.disable_cuda) local.device = "cuda:" + std::to_string(ddp_rank.local_rank);
+    const Device device = choose_device(local);
     if (args.no_tf32) {
       backends::cuda::matmul.allow_tf32 = false;
       backends::cudnn.allow_tf32 = false;
     }
-    std::cout << "device: " << device;
-    if (device.is_cuda()) std::cout << " (" << cuda::backend_name() << " backend)";
-    std::cout << ", TF32 " << (backends::cudnn.allow_tf32 ? "allowed" : "off") << "\n";
+    if (lead) {
+      std::cout << "device: " << device;
+      if (device.is_cuda()) std::cout << " (" << cuda::backend_name() << " backend)";
+      std::cout << ", TF32 " << (backends::cudnn.allow_tf32 ? "allowed" : "off");
+      if (args.ddp) std::cout << ", DistributedDataParallel on " << ddp_rank.world << " ranks (one device each)";
+      std::cout << "\n";
+    }
 
     if (!args.memory_snapshot.empty()) {
       if (!device.is_cuda()) usage("--memory-snapshot records a cuda device's allocator; the device is " + device.str());
@@ -154,12 +203,19 @@ int main(int argc, char** argv) {
     data::FashionMNIST train_set(args.data, /*train=*/true);
     data::FashionMNIST test_set(args.data, /*train=*/false);
     const bool pin = device.is_cuda();
-    data::DataLoader train_loader(train_set, data::DataLoaderOptions()
-                                                 .batch_size(args.batch_size)
-                                                 .shuffle(true)
-                                                 .num_workers(args.workers)
-                                                 .pin_memory(pin)
-                                                 .seed(args.seed));
+    data::DataLoaderOptions train_options = data::DataLoaderOptions()
+                                                .batch_size(args.batch_size)
+                                                .shuffle(true)
+                                                .num_workers(args.workers)
+                                                .pin_memory(pin)
+                                                .seed(args.seed);
+    // --ddp: each rank reads its share of the epoch, batch-size / world images a step.
+    std::optional<data::DistributedSampler> ddp_sampler;
+    if (args.ddp) {
+      ddp_sampler.emplace(train_set.size(), ddp_rank.world, ddp_rank.rank, /*shuffle=*/true, args.seed);
+      train_options.shuffle(false).sampler(*ddp_sampler).batch_size(args.batch_size / ddp_rank.world);
+    }
+    data::DataLoader train_loader(train_set, train_options);
     data::DataLoader test_loader(test_set, data::DataLoaderOptions().batch_size(1000).num_workers(args.workers).pin_memory(pin));
 
     auto net = std::make_shared<Network>();
@@ -170,6 +226,26 @@ int main(int argc, char** argv) {
       std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1 << "\n";
     }
     net->to(device);  // Network().to(device=args.device)
+    std::shared_ptr<nn::parallel::DistributedDataParallel> ddp;
+    if (args.ddp) {  // starts from rank 0's weights
+      nn::parallel::DDPOptions options;
+      if (device.is_cuda()) options.device_ids({device.index()});
+      ddp = std::make_shared<nn::parallel::DistributedDataParallel>(net, options);
+    }
+    // --data-parallel: the batch split over the chosen device, then every other cuda device.
+    std::shared_ptr<nn::DataParallel> data_parallel;
+    if (args.data_parallel) {
+      if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
+      std::vector<int> device_ids{device.index()};
+      for (int i = 0; i < cuda::device_count(); ++i) {
+        if (i != device.index()) device_ids.push_back(i);
+      }
+      data_parallel = std::make_shared<nn::DataParallel>(net, device_ids);
+      std::cout << "DataParallel over " << device_ids.size() << " devices\n";
+    }
+    nn::Module& model = ddp             ? static_cast<nn::Module&>(*ddp)
+                        : data_parallel ? static_cast<nn::Module&>(*data_parallel)
+                                        : *net;
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
@@ -180,20 +256,28 @@ int main(int argc, char** argv) {
       const auto start = std::chrono::steady_clock::now();
       Tensor total_loss = zeros({}, device);  // summed on the device: no sync per step
       int64_t images = 0, steps = 0;
+      if (ddp_sampler) ddp_sampler->set_epoch(static_cast<uint64_t>(epoch));
       for (const data::Example& batch : train_loader) {
         if (args.limit >= 0 && steps >= args.limit) break;
         Tensor x = batch.data.to(device, /*non_blocking=*/true);
         Tensor y = batch.target.to(device, /*non_blocking=*/true);
         optimizer.zero_grad();
-        Tensor loss = nn::functional::cross_entropy(net->forward(x), y);
+        Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
         loss.backward();
         optimizer.step();
         total_loss += loss.detach();
         images += y.size(0);
         ++steps;
       }
+      if (args.ddp) {  // every rank's mean loss and images
+        distributed::all_reduce(total_loss, distributed::ReduceOp::AVG);
+        Tensor count = full({}, images, TensorOptions(kInt64).device(device));
+        distributed::all_reduce(count);
+        images = count.item<int64_t>();
+      }
       const double train_loss = total_loss.item<float>() / static_cast<double>(std::max<int64_t>(steps, 1));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (!lead) continue;
       const double accuracy = test_accuracy(*net, test_loader, device);
       std::cout << "epoch " << epoch << "  loss " << std::fixed << std::setprecision(4) << train_loss
                 << "  test accuracy " << std::setprecision(2) << accuracy << "%  " << std::setprecision(0)
@@ -211,5 +295,6 @@ int main(int argc, char** argv) {
     std::cerr << "train: " << err.what() << "\n";
     return 1;
   }
+  if (args.ddp) distributed::destroy_process_group();
   return 0;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "launch_test_util.h"
 
 namespace dist = ember::distributed;
 using namespace std::chrono_literals;
@@ -34,52 +35,6 @@ std::string error_of(F&& f) {
     return e.what();
   }
   return "<no error>";
-}
-
-struct Launch {
-  int status = -1;  // exit code, 128 + signal, or -1 when the deadline killed it
-  std::string output;
-};
-
-/// Runs `command` (through /bin/sh) in its own process group with `env` added, collecting
-/// stdout and stderr; kills the whole group when `deadline` passes.
-Launch run(const std::string& command, std::chrono::seconds deadline = 60s) {
-  int pipe_fds[2];
-  EXPECT_EQ(::pipe(pipe_fds), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  Launch launch;
-  auto end = std::chrono::steady_clock::now() + deadline;
-  char buffer[4096];
-  bool killed = false;
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
-    pollfd pfd{pipe_fds[0], POLLIN, 0};
-    int rc = ::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left, 0)));
-    if (rc == 0 && !killed) {
-      ::kill(-pid, SIGKILL);
-      killed = true;
-      launch.output += "\n<killed at the test's deadline>";
-      continue;
-    }
-    ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
-    if (n <= 0) break;
-    launch.output.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(pipe_fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (!killed) launch.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return launch;
 }
 
 std::string ember_run() { return EMBER_RUN_PATH; }
@@ -317,35 +272,21 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
   // ember-run itself is the child here (not a shell), so SIGTERM reaches it alone; it
   // must pass the signal on to both ranks, which report it.
   std::vector<std::string> args = {ember_run(), "--nproc-per-node=2", "--term-timeout=10", worker(), "--scenario=until_sigterm"};
-  int pipe_fds[2];
-  ASSERT_EQ(::pipe(pipe_fds), 0);
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    ::dup2(pipe_fds[1], 1);
-    ::dup2(pipe_fds[1], 2);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
+  int fd = -1;
+  pid_t pid = start_in_own_group(args, fd);
   std::string output;
   bool signalled = false;
   auto end = std::chrono::steady_clock::now() + 60s;
   char buffer[4096];
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now()).count();
-    pollfd pfd{pipe_fds[0], POLLIN, 0};
+    pollfd pfd{fd, POLLIN, 0};
     if (::poll(&pfd, 1, static_cast<int>(std::max<int64_t>(left, 0))) == 0) {
       ::kill(-pid, SIGKILL);
       output += "\n<killed at the test's deadline>";
       break;
     }
-    ssize_t n = ::read(pipe_fds[0], buffer, sizeof(buffer));
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n <= 0) break;
     output.append(buffer, static_cast<size_t>(n));
     if (!signalled && output.find("rank 0 ready") != std::string::npos && output.find("rank 1 ready") != std::string::npos) {
@@ -353,7 +294,7 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
       signalled = true;
     }
   }
-  ::close(pipe_fds[0]);
+  ::close(fd);
   int status = 0;
   ::waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGTERM) << output;

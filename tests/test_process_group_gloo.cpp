@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "distributed/process_group.h"
+#include "distributed/record_exchange.h"
 #include "ember/ember.h"
 
 namespace dist = ember::distributed;
 using ember::detail::distributed::GroupSetup;
 using ember::detail::distributed::ProcessGroup;
+using ember::detail::distributed::RecordExchange;
 using namespace std::chrono_literals;
 
 namespace {
@@ -103,6 +105,74 @@ TEST(GlooGroup, ListsOfTheWrongLengthAreRejectedOnEveryRank) {
       EXPECT_FALSE(work->is_success());
     }
     group.barrier(false)->wait();
+  });
+}
+
+// All-reduces of at most RecordExchange::kPayloadCapacity bytes are gathered with the
+// records and reduced locally; larger ones take Gloo's ring. Both give the same closed forms.
+TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacity) {
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
+  on_ranks(3, [](ProcessGroup& group) {
+    int rank = group.rank();
+    for (int64_t n : {kFits, kFits + 1}) {
+      ember::Tensor sum = ramp(n, rank);
+      group.all_reduce(sum, dist::ReduceOp::SUM, false)->wait();
+      EXPECT_TRUE(sum.equal(ramp(n, 0).mul(ember::full({n}, 6.0, ember::kFloat64)))) << n;
+
+      ember::Tensor avg = ramp(n, rank);
+      group.all_reduce(avg, dist::ReduceOp::AVG, true)->wait();
+      EXPECT_TRUE(avg.equal(ramp(n, 1))) << n;
+
+      ember::Tensor product = ramp(n, rank);  // (i + 1)^3 * 6: exact in float64
+      group.all_reduce(product, dist::ReduceOp::PRODUCT, false)->wait();
+      EXPECT_TRUE(product.equal(ramp(n, 0).mul(ramp(n, 0)).mul(ramp(n, 0)).mul(ember::full({n}, 6.0, ember::kFloat64)))) << n;
+
+      ember::Tensor min = ramp(n, rank);
+      group.all_reduce(min, dist::ReduceOp::MIN, false)->wait();
+      EXPECT_TRUE(min.equal(ramp(n, 0))) << n;
+    }
+  });
+}
+
+// Ranks whose tensors fall on either side of the capacity exchange their records intact:
+// both get the mismatch, and the group goes on.
+TEST(GlooGroup, SizesOnEitherSideOfThePayloadCapacityAreAMismatch) {
+  constexpr int64_t kFits = static_cast<int64_t>(RecordExchange::kPayloadCapacity / sizeof(double));
+  on_ranks(2, [](ProcessGroup& group) {
+    int rank = group.rank();
+    ember::Tensor t = ember::ones({rank == 0 ? kFits : kFits + 1}, ember::kFloat64);
+    try {
+      group.all_reduce(t, dist::ReduceOp::SUM, false)->wait();
+      ADD_FAILURE() << "no error on rank " << rank;
+    } catch (const ember::DistributedError& e) {
+      std::string theirs = std::to_string(rank == 0 ? kFits + 1 : kFits), mine = std::to_string(rank == 0 ? kFits : kFits + 1);
+      EXPECT_EQ(std::string(e.what()), "all_reduce (collective #1): rank " + std::to_string(1 - rank) +
+                                           " called all_reduce of " + theirs + " elements of float64 with SUM (collective #1)"
+                                           " while rank " + std::to_string(rank) + " called all_reduce of " + mine +
+                                           " elements of float64 with SUM; every rank must call the same collectives, in"
+                                           " the same order, on matching tensors");
+    }
+    EXPECT_TRUE(t.equal(ember::ones({rank == 0 ? kFits : kFits + 1}, ember::kFloat64)));  // untouched
+    ember::Tensor after = ember::full({3}, rank + 1.0, ember::kFloat64);
+    group.all_reduce(after, dist::ReduceOp::SUM, false)->wait();
+    EXPECT_TRUE(after.equal(ember::full({3}, 3.0, ember::kFloat64)));
+  });
+}
+
+// Async all-reduces queued back to back complete in order with their own results.
+TEST(GlooGroup, QueuedAsyncAllReducesKeepTheirOrder) {
+  on_ranks(2, [](ProcessGroup& group) {
+    int rank = group.rank();
+    std::vector<ember::Tensor> tensors;
+    std::vector<std::shared_ptr<dist::Work>> works;
+    for (int i = 0; i < 8; ++i) {
+      tensors.push_back(ember::full({i + 1}, (rank + 1.0) * (i + 1), ember::kFloat64));
+      works.push_back(group.all_reduce(tensors.back(), i % 2 ? dist::ReduceOp::MAX : dist::ReduceOp::SUM, true));
+    }
+    for (int i = 0; i < 8; ++i) {
+      works[i]->wait();
+      EXPECT_TRUE(tensors[i].equal(ember::full({i + 1}, (i % 2 ? 2.0 : 3.0) * (i + 1), ember::kFloat64))) << i;
+    }
   });
 }
 

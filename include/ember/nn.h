@@ -15,6 +15,8 @@
 #include "ember/nn/modules/flatten.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/modules/pooling.h"
+#include "ember/nn/parallel/data_parallel.h"
+#include "ember/nn/parallel/distributed.h"
 #include "ember/tensor.h"
 
 namespace ember {

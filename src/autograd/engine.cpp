@@ -246,7 +246,13 @@ void execute(GraphTask& task, std::vector<ReadyTask>& ready) {
       const Edge& e = edges[i];
       if (!e.is_valid()) continue;
       Tensor g = outputs[i];
-      if (g.defined()) g = validate(node, i, std::move(g), e.function->internals().inputs.at(e.input_nr));
+      if (g.defined()) {
+        // On the node's stream, as PyTorch validates outputs under the node's stream guard:
+        // summing a broadcast gradient down reads what the node wrote there.
+        std::optional<cuda::StreamGuard> guard;
+        if (producer) guard.emplace(*producer);
+        g = validate(node, i, std::move(g), e.function->internals().inputs.at(e.input_nr));
+      }
       deliver(task, ready, e, std::move(g), producer);
     }
   }

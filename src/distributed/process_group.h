@@ -20,7 +20,9 @@
 // operation, reduce op, dtype, element count, root, sequence number, and any argument
 // error this rank found). A mismatch, or a rank that rejected its arguments, becomes a
 // DistributedError naming the operation and the peer on every rank at once, rather than
-// a hang or a transport error that names no one.
+// a hang or a transport error that names no one. The exchange is one Gloo all-gather of
+// fixed-size slots (src/distributed/record_exchange.h); a small all_reduce's data is
+// gathered in the same slots and reduced only once the records agree.
 #pragma once
 
 #include <memory>

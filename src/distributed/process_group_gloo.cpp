@@ -3,10 +3,16 @@
 // ordering] and Note [Collective checks] in process_group.h.
 //
 // One worker thread per group runs the collectives in the order issued; a blocking call
-// with nothing queued runs on the calling thread instead. Gloo lacks AVG
-// (ember sums, then divides) and a reduce_scatter over arbitrary inputs (ember all-reduces
-// the concatenated inputs and keeps its own block). After a transport failure the Gloo
-// context is unusable: every later collective fails at once with the first error.
+// with nothing queued runs on the calling thread instead. Every collective starts with the
+// record exchange (one Gloo all-gather of fixed-size slots, src/distributed/record_exchange.h).
+// Gloo lacks AVG (ember sums, then divides) and a reduce_scatter over arbitrary inputs
+// (ember all-reduces the concatenated inputs and keeps its own block). An all_reduce of at
+// most RecordExchange::kPayloadCapacity bytes is composed as ProcessGroupGloo composes its
+// sparse all_reduce: its data rides in the record exchange's all-gather, and each rank then
+// reduces the gathered data locally in rank order (every rank computes the same result);
+// a larger one runs gloo::allreduce (the ring) after the record exchange. After a
+// transport failure the Gloo context is unusable: every later collective fails at once
+// with the first error.
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
@@ -27,6 +33,7 @@
 #include "distributed/collective_record.h"
 #include "distributed/host_work.h"
 #include "distributed/process_group.h"
+#include "distributed/record_exchange.h"
 #include "distributed/reduce_functions.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -72,7 +79,8 @@ struct PendingOp {
   std::shared_ptr<HostWork> work;
   CollectiveRecord record;
   std::optional<cuda::Event> ready;  // cuda tensors: the stream's work before the call
-  std::function<void()> run;         // the Gloo part, after the records agree
+  Tensor payload;                    // gathered with the record (a small all_reduce's data)
+  std::function<void(const RecordExchange&)> run;  // after the records agree
 };
 
 class GlooGroup final : public ProcessGroup {
@@ -92,6 +100,7 @@ class GlooGroup final : public ProcessGroup {
       context->setTimeout(setup.timeout);
       GlooStore store(*setup.store, setup.prefix + "gloo/");
       context->connectFullMesh(store, device);
+      exchange_.emplace(context);
       context_ = std::move(context);
     } catch (const gloo::Exception& e) {
       fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
@@ -113,10 +122,20 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, [&] {
+    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::kPayloadCapacity;
+    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, small ? tensor : Tensor(), [&] {
       check_dense("all_reduce", tensors);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
-      return [this, tensor, op, reduce, tag = next_tag()] {
+      if (small) {
+        return RunFn([this, tensor, op, reduce](const RecordExchange& exchange) {
+          size_t n = static_cast<size_t>(tensor.numel());
+          if (n == 0) return;
+          if (world_size() > 1) reduce(tensor.data_ptr(), exchange.payload(0), exchange.payload(1), n);
+          for (int r = 2; r < world_size(); ++r) reduce(tensor.data_ptr(), tensor.data_ptr(), exchange.payload(r), n);
+          if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), n, world_size());
+        });
+      }
+      return RunFn([this, tensor, op, reduce, tag = next_tag()](const RecordExchange&) {
         if (tensor.numel() == 0) return;
         dispatch(tensor.dtype(), [&](auto type) {
           using T = typename decltype(type)::type;
@@ -128,17 +147,17 @@ class GlooGroup final : public ProcessGroup {
           gloo::allreduce(options);
         });
         if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), static_cast<size_t>(tensor.numel()), world_size());
-      };
+      });
     });
   }
 
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, [&] {
+    return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, Tensor(), [&] {
       check_dense("broadcast", tensors);
       EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                   " for a world of ", world_size(), " ranks");
-      return [this, tensor, root, tag = next_tag()] {
+      return RunFn([this, tensor, root, tag = next_tag()](const RecordExchange&) {
         if (tensor.numel() == 0) return;
         gloo::BroadcastOptions options(context_);
         options.setOutput(static_cast<uint8_t*>(tensor.data_ptr()), tensor.nbytes());
@@ -146,17 +165,17 @@ class GlooGroup final : public ProcessGroup {
         options.setTag(tag);
         options.setTimeout(timeout_);
         gloo::broadcast(options);
-      };
+      });
     });
   }
 
   std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool async_op) override {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
-    return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, [&] {
+    return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, Tensor(), [&] {
       check_list("all_gather", "output", outputs, input);
       check_dense("all_gather", tensors);
-      return [this, outputs, input, tag = next_tag()] {
+      return RunFn([this, outputs, input, tag = next_tag()](const RecordExchange&) {
         size_t bytes = input.nbytes();
         if (bytes == 0) return;
         std::vector<uint8_t> gathered(bytes * static_cast<size_t>(world_size()));
@@ -167,7 +186,7 @@ class GlooGroup final : public ProcessGroup {
         options.setTimeout(timeout_);
         gloo::allgather(options);
         for (size_t i = 0; i < outputs.size(); ++i) std::memcpy(outputs[i].data_ptr(), gathered.data() + i * bytes, bytes);
-      };
+      });
     });
   }
 
@@ -175,11 +194,11 @@ class GlooGroup final : public ProcessGroup {
                                        bool async_op) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
-    return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, [&] {
+    return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, Tensor(), [&] {
       check_list("reduce_scatter", "input", inputs, output);
       check_dense("reduce_scatter", tensors);
       ReduceFn reduce = reduce_function(op, output.dtype(), "reduce_scatter");
-      return [this, output, inputs, op, reduce, tag = next_tag()] {
+      return RunFn([this, output, inputs, op, reduce, tag = next_tag()](const RecordExchange&) {
         size_t bytes = output.nbytes(), numel = static_cast<size_t>(output.numel());
         if (bytes == 0) return;
         std::vector<uint8_t> flat(bytes * inputs.size());
@@ -196,21 +215,24 @@ class GlooGroup final : public ProcessGroup {
         uint8_t* mine = flat.data() + static_cast<size_t>(rank()) * bytes;
         if (op == ReduceOp::AVG) divide(mine, output.dtype(), numel, world_size());
         std::memcpy(output.data_ptr(), mine, bytes);
-      };
+      });
     });
   }
 
   std::shared_ptr<Work> barrier(bool async_op) override {
     // The record exchange is an all-gather: no rank passes it before every rank entered.
-    return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, [] { return [] {}; });
+    return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, Tensor(),
+                 [] { return RunFn([](const RecordExchange&) {}); });
   }
 
  private:
+  using RunFn = std::function<void(const RecordExchange&)>;
+
   /// Validates on the calling thread, then queues the collective. An argument error is
   /// still queued, as a failed record, so that the peers fail too instead of waiting.
   template <typename Prepare>
   std::shared_ptr<Work> issue(bool async_op, Collective collective, const std::vector<Tensor>& tensors, const Tensor& shape_of,
-                              ReduceOp op, int root, Prepare&& prepare) {
+                              ReduceOp op, int root, const Tensor& payload, Prepare&& prepare) {
     auto pending = std::make_unique<PendingOp>();
     std::exception_ptr argument_error;
     std::lock_guard issue_lock(issue_mutex_);
@@ -218,6 +240,7 @@ class GlooGroup final : public ProcessGroup {
                                   shape_of.defined() ? shape_of.numel() : 0, root);
     try {
       pending->run = prepare();
+      pending->payload = payload;
       if (!tensors.empty() && tensors.front().is_cuda()) {
         pending->ready.emplace();
         pending->ready->record(cuda::current_stream(tensors.front().get_device()));
@@ -246,7 +269,10 @@ class GlooGroup final : public ProcessGroup {
     return work;
   }
 
+  /// The Gloo tag of the current collective's data transfer (even); its record exchange
+  /// uses the odd one after it (record_tag), so the two never share a Gloo slot.
   uint32_t next_tag() noexcept { return static_cast<uint32_t>(sequence_ * 2); }
+  static uint32_t record_tag(uint64_t sequence) noexcept { return static_cast<uint32_t>(sequence * 2 + 1); }
 
   void check_dense(const char* op, const std::vector<Tensor>& tensors) const {
     for (const Tensor& t : tensors) {
@@ -308,17 +334,13 @@ class GlooGroup final : public ProcessGroup {
       }
     }
     try {
-      std::vector<CollectiveRecord> records(static_cast<size_t>(world_size()));
-      gloo::AllgatherOptions options(context_);
-      options.setInput(reinterpret_cast<uint8_t*>(&op.record), sizeof(CollectiveRecord));
-      options.setOutput(reinterpret_cast<uint8_t*>(records.data()), records.size() * sizeof(CollectiveRecord));
-      options.setTag(static_cast<uint32_t>(op.record.sequence * 2 + 1));
-      options.setTimeout(timeout_);
-      gloo::allgather(options);
+      bool send_payload = op.payload.defined() && !op.record.failed;
+      exchange_->exchange(op.record, send_payload ? op.payload.data_ptr() : nullptr,
+                          send_payload ? op.payload.nbytes() : 0, record_tag(op.record.sequence), timeout_);
       if (stream_error) return stream_error;
       if (op.record.failed) return {};  // the caller already got its argument error
-      check_records(records, rank());
-      op.run();
+      check_records(exchange_->records(), rank());
+      op.run(*exchange_);
       return {};
     } catch (const gloo::Exception& e) {
       broken_ = cat("rank ", rank(), ": ", describe_peers(), e.what());
@@ -349,6 +371,7 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<ember::distributed::Store> store_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
+  std::optional<RecordExchange> exchange_;  // by the executing thread
   std::string broken_;  // by the executing thread (worker_busy_ makes it one at a time)
 
   std::mutex issue_mutex_;  // sequence numbers and queue order agree

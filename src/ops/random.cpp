@@ -6,10 +6,12 @@
 #include <cmath>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "autograd/record.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "ops/fork_rng.h"
 #include "ops/launch.h"
 
 namespace ember {
@@ -32,6 +34,15 @@ class Generators {
     std::lock_guard lock(mutex_);
     seed_ = seed;
     offsets_.clear();
+  }
+  std::pair<uint64_t, std::map<int, uint64_t>> state() {
+    std::lock_guard lock(mutex_);
+    return {seed_, offsets_};
+  }
+  void set_state(uint64_t seed, std::map<int, uint64_t> offsets) {
+    std::lock_guard lock(mutex_);
+    seed_ = seed;
+    offsets_ = std::move(offsets);
   }
 
  private:
@@ -71,6 +82,9 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
 }  // namespace
 
 void manual_seed(uint64_t seed) { generators().seed(seed); }
+
+detail::ForkRng::ForkRng() { std::tie(seed_, offsets_) = generators().state(); }
+detail::ForkRng::~ForkRng() { generators().set_state(seed_, std::move(offsets_)); }
 
 Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,

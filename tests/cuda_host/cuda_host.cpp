@@ -1,52 +1,44 @@
 // The runner of the host execution layer (design notes in cuda_host.h).
 #include "cuda_host.h"
 
-#include <sys/mman.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <ucontext.h>
+#include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <deque>
+#include <unordered_map>
 #include <vector>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 #if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #define EMBER_HOST_ASAN 1
 #else
 #define EMBER_HOST_ASAN 0
 #endif
-// Without ASan, a fiber starts with setcontext and later switches are _setjmp/_longjmp,
-// which (unlike swapcontext) make no sigprocmask system call. Under ASan every switch is a
-// swapcontext, annotated.
-#define EMBER_HOST_JMP (!EMBER_HOST_ASAN)
-
-extern "C" unsigned char __start_ember_cuda_shared[];  // NOLINT: linker-provided section bounds
-extern "C" unsigned char __stop_ember_cuda_shared[];
-// Keeps the section (and its bounds) present when no kernel file declares shared memory.
-__attribute__((section("ember_cuda_shared"), used)) static unsigned char shared_anchor[1];
 
 namespace ember_cuda_host {
 namespace {
 
-struct KernelAbort {};  // unwinds a plain-mode thread after a device assert
+struct KernelAbort {};  // unwinds a thread after a device assert
 
 enum class State { Ready, AtBarrier, AtWarp, Done };
 
+// A thread of the running block (run as a fiber).
 struct Fiber {
-  ucontext_t context;
-  char* stack = nullptr;
   State state = State::Ready;
   ThreadContext ctx;
   const char* barrier_file = nullptr;
   int barrier_line = 0;
   unsigned warp_generation = 0;
-  void* fake_stack = nullptr;
-  bool started = false;
-  jmp_buf jump;
 };
 
 struct Warp {
@@ -62,119 +54,231 @@ struct Block {
   void* state = nullptr;
   std::vector<Fiber> fibers;
   std::vector<Warp> warps;
-  ucontext_t scheduler;
-  jmp_buf scheduler_jump;
   Fiber* current = nullptr;
   bool aborted = false;  // a device assert fired
   std::string error;     // a KernelError raised by a fiber
-  const void* main_stack_bottom = nullptr;
-  size_t main_stack_size = 0;
+};
+
+// A persistent fiber of the OS thread: made once with makecontext, it runs the threads of
+// block after block, parked at the top of its loop in between. Switches are _setjmp/_longjmp
+// (no signal-mask system call, unlike swapcontext), annotated for AddressSanitizer.
+struct Slot {
+  char* stack = nullptr;
+  jmp_buf jump;                // where the slot goes on: parked, or inside the kernel
+  void* fake_stack = nullptr;  // ASan's, while switched away
+  bool parked = false;         // false: never made, or abandoned by a failed block
 };
 
 constexpr size_t kStackBytes = EMBER_HOST_ASAN ? 512 * 1024 : 128 * 1024;
 
 thread_local ThreadContext plain_context;
 thread_local ThreadContext* current_context = &plain_context;
-thread_local Block* current_block = nullptr;
+thread_local Block block;
+thread_local bool in_fibers = false;  // the OS thread runs a block's fibers
+thread_local std::deque<Slot> slots;  // grows at the end only: parked fibers keep references
+thread_local size_t current_slot = 0;
+thread_local jmp_buf scheduler_jump;
+thread_local void* scheduler_fake_stack = nullptr;
+thread_local const void* main_stack_bottom = nullptr;
+thread_local size_t main_stack_size = 0;
+thread_local unsigned edge_blocks = 0;  // EdgeBlocksOnly
 cudaError_t pending_error = cudaSuccess;  // a kernel error not yet observed by a synchronisation
 cudaError_t sticky_error = cudaSuccess;   // a kernel error once observed: stays until reset_device
 cudaError_t last_error = cudaSuccess;     // what cudaGetLastError returns
+thread_local int current_device = 0;
 
 std::string where(const LaunchConfig& c) { return std::string("kernel ") + c.kernel + ": "; }
 
-// Not instrumented: under ASan the section may hold redzones between the variables, and
-// those must stay poisoned for ASan (so an out-of-range shared access is its report).
-__attribute__((no_sanitize("address"))) void poison_shared() {
-  for (unsigned char* p = __start_ember_cuda_shared; p != __stop_ember_cuda_shared; ++p) *p = kSharedPoison;
-}
-
-// Switches to the scheduler; returns when the scheduler resumes this fiber.
-void yield() {
-  Block& b = *current_block;
-  Fiber& f = *b.current;
-#if EMBER_HOST_JMP
-  if (_setjmp(f.jump) == 0) _longjmp(b.scheduler_jump, 1);
+inline void asan_start_switch(void** fake_stack, const void* bottom, size_t size) {
+#if EMBER_HOST_ASAN
+  __sanitizer_start_switch_fiber(fake_stack, bottom, size);
 #else
-#if EMBER_HOST_ASAN
-  __sanitizer_start_switch_fiber(&f.fake_stack, b.main_stack_bottom, b.main_stack_size);
+  (void)fake_stack, (void)bottom, (void)size;
 #endif
-  swapcontext(&f.context, &b.scheduler);
-#endif
+}
+inline void asan_finish_switch(void* fake_stack, const void** bottom, size_t* size) {
 #if EMBER_HOST_ASAN
-  __sanitizer_finish_switch_fiber(f.fake_stack, &b.main_stack_bottom, &b.main_stack_size);
+  __sanitizer_finish_switch_fiber(fake_stack, bottom, size);
+#else
+  (void)fake_stack, (void)bottom, (void)size;
 #endif
 }
 
-void fiber_main() {
-  Block& b = *current_block;
-#if EMBER_HOST_ASAN
-  __sanitizer_finish_switch_fiber(nullptr, &b.main_stack_bottom, &b.main_stack_size);
-#endif
-  try {
-    b.body(b.state);
-  } catch (const KernelAbort&) {
-    b.aborted = true;
-  } catch (const KernelError& e) {
-    b.error = e.what();
+// ---- shared memory: each variable ends at a guard page --------------------------------
+//
+// Every __shared__ declaration (per site, per OS thread) and the launch's dynamic shared
+// memory get their own mapping whose last byte is followed by a PROT_NONE page. A block
+// first touching a region fills it with kSharedPoison. An access past the end faults on
+// the guard page; the SIGSEGV handler turns that into a KernelError naming the kernel.
+
+struct Region {
+  char* base = nullptr;  // the variable's first byte
+  size_t bytes = 0;
+  char* guard = nullptr;  // the PROT_NONE page after it
+  size_t mapped = 0;
+  uint64_t poisoned_for = 0;  // the block serial it was last poisoned for
+  const char* name = "";
+};
+
+const size_t kPage = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+thread_local std::unordered_map<const void*, Region> static_regions;  // by declaration site
+thread_local Region dynamic_region;
+thread_local uint64_t block_serial = 0;
+thread_local sigjmp_buf fault_jump;
+thread_local char fault_message[256];
+struct sigaction previous_segv;
+
+Region map_region(size_t bytes, size_t align, const char* name) {
+  Region r;
+  const size_t body = (bytes + align + kPage - 1) / kPage * kPage;
+  r.mapped = body + kPage;
+  void* p = mmap(nullptr, r.mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  r.guard = static_cast<char*>(p) + body;
+  mprotect(r.guard, kPage, PROT_NONE);
+  r.base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(r.guard - bytes) & ~(uintptr_t(align) - 1));
+  r.bytes = bytes;
+  r.name = name;
+  return r;
+}
+
+const Region* guard_region(const char* address) {
+  if (dynamic_region.guard && address >= dynamic_region.guard && address < dynamic_region.guard + kPage) {
+    return &dynamic_region;
   }
-  b.current->state = State::Done;
-#if EMBER_HOST_ASAN
-  __sanitizer_start_switch_fiber(nullptr, b.main_stack_bottom, b.main_stack_size);
-#endif
-#if EMBER_HOST_JMP
-  _longjmp(b.scheduler_jump, 1);
-#else
-  setcontext(&b.scheduler);
-#endif
+  for (const auto& [site, r] : static_regions) {
+    if (address >= r.guard && address < r.guard + kPage) return &r;
+  }
+  return nullptr;
 }
 
-void resume(Block& b, Fiber& f) {
-  b.current = &f;
-  current_context = &f.ctx;
-  f.state = State::Ready;
-  void* fake = nullptr;
-#if EMBER_HOST_ASAN
-  __sanitizer_start_switch_fiber(&fake, f.stack, kStackBytes);
-#endif
-#if EMBER_HOST_JMP
-  if (_setjmp(b.scheduler_jump) == 0) {
-    if (!f.started) {
-      f.started = true;
-      setcontext(&f.context);
+void on_segv(int signal, siginfo_t* info, void* context) {
+  const char* address = static_cast<const char*>(info->si_addr);
+  const Region* r = block.config != nullptr ? guard_region(address) : nullptr;
+  if (r == nullptr) {  // not ours: let the previous handler (or the default) see it again
+    sigaction(SIGSEGV, &previous_segv, nullptr);
+    return;
+  }
+  std::snprintf(fault_message, sizeof fault_message,
+                "out-of-range shared memory access: byte %zu of %s, which has %zu bytes",
+                static_cast<size_t>(address - r->base), r->name, r->bytes);
+  if (in_fibers) asan_start_switch(nullptr, main_stack_bottom, main_stack_size);
+  siglongjmp(fault_jump, 1);
+  (void)signal, (void)context;
+}
+
+void install_segv_handler() {
+  static const bool installed = [] {
+    struct sigaction action = {};
+    action.sa_sigaction = on_segv;
+    action.sa_flags = SA_SIGINFO | SA_NODEFER;  // NODEFER: the handler leaves by siglongjmp
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGSEGV, &action, &previous_segv);
+    return true;
+  }();
+  (void)installed;
+}
+
+void poison(Region& r) {
+  if (r.poisoned_for == block_serial) return;
+  std::memset(r.base, kSharedPoison, r.bytes);
+  r.poisoned_for = block_serial;
+}
+
+// ---- fibers ---------------------------------------------------------------------------
+
+// Parks the running slot (or leaves it at a barrier): back to the scheduler, until resumed.
+void switch_to_scheduler() {
+  Slot& s = slots[current_slot];
+  if (_setjmp(s.jump) == 0) {
+    asan_start_switch(&s.fake_stack, main_stack_bottom, main_stack_size);
+    _longjmp(scheduler_jump, 1);
+  }
+  asan_finish_switch(s.fake_stack, &main_stack_bottom, &main_stack_size);
+}
+
+void slot_main() {
+  asan_finish_switch(nullptr, &main_stack_bottom, &main_stack_size);
+  while (true) {
+    slots[current_slot].parked = true;
+    switch_to_scheduler();
+    try {
+      block.body(block.state);
+    } catch (const KernelAbort&) {
+      block.aborted = true;
+    } catch (const KernelError& e) {
+      block.error = e.what();
     }
-    _longjmp(f.jump, 1);
+    block.current->state = State::Done;
   }
-#else
-  swapcontext(&b.scheduler, &f.context);
-#endif
+}
+
+void make_slot(size_t t) {
+  Slot& s = slots[t];
+  if (s.stack == nullptr) {
+    void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    s.stack = static_cast<char*>(p);
+  }
 #if EMBER_HOST_ASAN
-  __sanitizer_finish_switch_fiber(fake, nullptr, nullptr);
+  ASAN_UNPOISON_MEMORY_REGION(s.stack, kStackBytes);  // redzones of frames a failed block abandoned
 #endif
-  (void)fake;
+  ucontext_t start;
+  getcontext(&start);
+  start.uc_stack.ss_sp = s.stack;
+  start.uc_stack.ss_size = kStackBytes;
+  start.uc_link = nullptr;
+  makecontext(&start, slot_main, 0);
+  current_slot = t;
+  if (_setjmp(scheduler_jump) == 0) {
+    asan_start_switch(&scheduler_fake_stack, s.stack, kStackBytes);
+    setcontext(&start);
+  }
+  asan_finish_switch(scheduler_fake_stack, nullptr, nullptr);
+}
+
+void resume(size_t t) {
+  Fiber& f = block.fibers[t];
+  block.current = &f;
+  current_context = &f.ctx;
+  current_slot = t;
+  f.state = State::Ready;
+  if (_setjmp(scheduler_jump) == 0) {
+    asan_start_switch(&scheduler_fake_stack, slots[t].stack, kStackBytes);
+    _longjmp(slots[t].jump, 1);
+  }
+  asan_finish_switch(scheduler_fake_stack, nullptr, nullptr);
   current_context = &plain_context;
 }
 
-void run_block_fibers(Block& b) {
-  for (Fiber& f : b.fibers) {
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack;
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, fiber_main, 0);
-    f.state = State::Ready;
-    f.started = false;
+void run_block_fibers() {
+  Block& b = block;
+  const LaunchConfig& c = *b.config;
+  if (slots.size() < b.fibers.size()) slots.resize(b.fibers.size());
+  for (size_t t = 0; t < b.fibers.size(); ++t) {
+    if (!slots[t].parked) make_slot(t);
+    b.fibers[t].state = State::Ready;
   }
   for (Warp& w : b.warps) w = Warp{};
-  const LaunchConfig& c = *b.config;
+  in_fibers = true;
+  struct Leave {  // threads left inside the kernel (an error) abandon their slots
+    ~Leave() {
+      in_fibers = false;
+      for (size_t t = 0; t < block.fibers.size(); ++t) {
+        if (block.fibers[t].state != State::Done) slots[t].parked = false;
+      }
+    }
+  } leave;
   while (true) {
     bool progressed = false, all_done = true;
-    for (Fiber& f : b.fibers) {
+    for (size_t t = 0; t < b.fibers.size(); ++t) {
+      Fiber& f = b.fibers[t];
       if (f.state == State::Done) continue;
       all_done = false;
       bool runnable = f.state == State::Ready ||
-                      (f.state == State::AtWarp && b.warps[(&f - b.fibers.data()) / 32].generation != f.warp_generation);
+                      (f.state == State::AtWarp && b.warps[t / 32].generation != f.warp_generation);
       if (!runnable) continue;
-      resume(b, f);
+      resume(t);
       progressed = true;
       if (b.aborted) return;
       if (!b.error.empty()) throw KernelError(where(c) + b.error);
@@ -212,11 +316,58 @@ void run_block_fibers(Block& b) {
 }
 
 Fiber& current_fiber(const char* what) {
-  if (current_block == nullptr || current_block->current == nullptr) {
+  if (!in_fibers || block.current == nullptr) {
     throw KernelError(std::string(what) + " called outside a kernel run with fibers (its .cu file was "
                       "rewritten without block synchronisation)");
   }
-  return *current_block->current;
+  return *block.current;
+}
+
+// Runs the grid's blocks (all, or the first and last edge_blocks).
+void run_blocks(const LaunchConfig& c, void (*body)(void*), void* state) {
+  Block& b = block;
+  const uint64_t threads = uint64_t(c.block.x) * c.block.y * c.block.z;
+  const uint64_t blocks = uint64_t(c.grid.x) * c.grid.y * c.grid.z;
+  b.body = body;
+  b.state = state;
+  b.aborted = false;
+  b.error.clear();
+  b.fibers.assign(c.fibers ? threads : 0, Fiber{});
+  b.warps.assign(c.fibers ? (threads + 31) / 32 : 0, Warp{});
+  for (uint64_t linear = 0; linear < blocks; ++linear) {
+    if (edge_blocks != 0 && linear >= edge_blocks && linear < blocks - std::min<uint64_t>(blocks, edge_blocks)) {
+      linear = blocks - edge_blocks - 1;  // skip to the last ones
+      continue;
+    }
+    const dim3 block_idx(static_cast<unsigned>(linear % c.grid.x), static_cast<unsigned>(linear / c.grid.x % c.grid.y),
+                         static_cast<unsigned>(linear / c.grid.x / c.grid.y));
+    ++block_serial;
+    if (dynamic_region.base != nullptr && c.shared > 0) poison(dynamic_region);
+    size_t t = 0;
+    for (unsigned tz = 0; tz < c.block.z; ++tz) {
+      for (unsigned ty = 0; ty < c.block.y; ++ty) {
+        for (unsigned tx = 0; tx < c.block.x; ++tx, ++t) {
+          ThreadContext ctx{dim3(tx, ty, tz), block_idx, c.block, c.grid};
+          if (c.fibers) {
+            b.fibers[t].ctx = ctx;
+            continue;
+          }
+          plain_context = ctx;
+          try {
+            body(state);
+          } catch (const KernelAbort&) {
+            return;
+          } catch (const KernelError& e) {
+            throw KernelError(where(c) + e.what());
+          }
+        }
+      }
+    }
+    if (c.fibers) {
+      run_block_fibers();
+      if (b.aborted) return;
+    }
+  }
 }
 
 }  // namespace
@@ -231,73 +382,65 @@ void run_grid(const LaunchConfig& c, void (*body)(void*), void* state) {
     return;
   }
   if (sticky_error != cudaSuccess || pending_error != cudaSuccess) return;  // a failed context runs nothing
-  Block b;
-  b.config = &c;
-  b.body = body;
-  b.state = state;
-  if (c.fibers) {
-    b.fibers.resize(threads);
-    b.warps.resize((threads + 31) / 32);
-    // Stacks are kept per OS thread and reused by later launches (mapping and first-touching
-    // them per launch dominated the run time).
-    static thread_local std::vector<char*> stack_pool;
-    while (stack_pool.size() < threads) {
-      void* p = mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      if (p == MAP_FAILED) throw std::bad_alloc();
-      stack_pool.push_back(static_cast<char*>(p));
-    }
-    for (size_t t = 0; t < threads; ++t) b.fibers[t].stack = stack_pool[t];
+  if (c.shared > 0 && (dynamic_region.base == nullptr || c.shared + 16 > dynamic_region.mapped - kPage)) {
+    if (dynamic_region.base != nullptr) munmap(dynamic_region.guard + kPage - dynamic_region.mapped, dynamic_region.mapped);
+    install_segv_handler();
+    dynamic_region = map_region(c.shared, 16, "the dynamic shared memory");
   }
-  struct Cleanup {
-    Block& b;
-    ~Cleanup() {
-      current_block = nullptr;
+  if (dynamic_region.base != nullptr) {  // this launch's size, at the guard page
+    dynamic_region.base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(dynamic_region.guard - c.shared) & ~uintptr_t(15));
+    dynamic_region.bytes = c.shared;
+    dynamic_region.poisoned_for = 0;
+  }
+  block.config = &c;
+  struct Reset {
+    ~Reset() {
+      block.config = nullptr;
+      block.current = nullptr;
       current_context = &plain_context;
     }
-  } cleanup{b};
-  current_block = c.fibers ? &b : nullptr;
-  for (unsigned bz = 0; bz < c.grid.z; ++bz) {
-    for (unsigned by = 0; by < c.grid.y; ++by) {
-      for (unsigned bx = 0; bx < c.grid.x; ++bx) {
-        poison_shared();
-        size_t t = 0;
-        for (unsigned tz = 0; tz < c.block.z; ++tz) {
-          for (unsigned ty = 0; ty < c.block.y; ++ty) {
-            for (unsigned tx = 0; tx < c.block.x; ++tx, ++t) {
-              ThreadContext ctx{dim3(tx, ty, tz), dim3(bx, by, bz), c.block, c.grid};
-              if (c.fibers) {
-                b.fibers[t].ctx = ctx;
-                continue;
-              }
-              plain_context = ctx;
-              try {
-                body(state);
-              } catch (const KernelAbort&) {
-                return;
-              }
-            }
-          }
-        }
-        if (c.fibers) {
-          run_block_fibers(b);
-          if (b.aborted) return;
-        }
-      }
+  } reset;
+  if (sigsetjmp(fault_jump, 0) != 0) {  // a shared-memory access hit a guard page
+    if (in_fibers) {
+      asan_finish_switch(nullptr, nullptr, nullptr);
+      in_fibers = false;
+      for (size_t t = 0; t < block.fibers.size(); ++t) slots[t].parked = false;  // all abandoned
     }
+    throw KernelError(where(c) + fault_message);
   }
+  run_blocks(c, body, state);
 }
+
+void* shared_storage(const void* site, size_t bytes, size_t align, const char* name) {
+  auto found = static_regions.find(site);
+  if (found == static_regions.end()) {
+    install_segv_handler();
+    found = static_regions.emplace(site, map_region(bytes, align, name)).first;
+  }
+  poison(found->second);
+  return found->second.base;
+}
+
+void* dynamic_shared_storage() {
+  if (block.config == nullptr || block.config->shared == 0) return dynamic_region.guard;  // no bytes: any access faults
+  poison(dynamic_region);
+  return dynamic_region.base;
+}
+
+EdgeBlocksOnly::EdgeBlocksOnly(unsigned count) { edge_blocks = count; }
+EdgeBlocksOnly::~EdgeBlocksOnly() { edge_blocks = 0; }
 
 void syncthreads(const char* file, int line) {
   Fiber& f = current_fiber("__syncthreads");
   f.state = State::AtBarrier;
   f.barrier_file = file;
   f.barrier_line = line;
-  yield();
+  switch_to_scheduler();
 }
 
 uint64_t warp_exchange(unsigned mask, uint64_t value, int source, const char* what) {
   Fiber& f = current_fiber(what);
-  Block& b = *current_block;
+  Block& b = block;
   size_t index = static_cast<size_t>(&f - b.fibers.data());
   Warp& w = b.warps[index / 32];
   int lane = static_cast<int>(index % 32);
@@ -319,7 +462,7 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source, const char* wh
   } else {
     f.state = State::AtWarp;
     f.warp_generation = generation;
-    yield();
+    switch_to_scheduler();
   }
   if (source < 0 || source >= 32) source = lane;
   if ((mask >> source & 1u) == 0) {
@@ -335,9 +478,8 @@ void syncwarp(unsigned mask) {
 
 unsigned ballot(unsigned mask, bool predicate) {
   Fiber& f = current_fiber("__ballot_sync");
-  Block& b = *current_block;
-  size_t index = static_cast<size_t>(&f - b.fibers.data());
-  Warp& w = b.warps[index / 32];
+  size_t index = static_cast<size_t>(&f - block.fibers.data());
+  Warp& w = block.warps[index / 32];
   unsigned generation = w.generation;
   (void)warp_exchange(mask, predicate ? 1 : 0, -1, "__ballot_sync");
   unsigned result = 0;
@@ -389,14 +531,19 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
 }
 cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
 cudaError_t cudaGetDevice(int* device) {
-  *device = 0;
+  *device = ember_cuda_host::current_device;
   return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : cudaErrorInvalidDevice; }
-cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
-  // Two multiprocessors: grid_blocks caps grids at 64 blocks, so grid-stride loops run
-  // several iterations per thread in the tests' larger cases.
-  *value = attr == cudaDevAttrMultiProcessorCount ? 2 : 1000000;
+cudaError_t cudaSetDevice(int device) {
+  if (device != 0 && device != 1) return cudaErrorInvalidDevice;
+  ember_cuda_host::current_device = device;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  // Device 0 has two multiprocessors: grid_blocks caps grids at 64 blocks, so grid-stride
+  // loops run several iterations per thread in the tests' larger cases. Device 1 has 2^20:
+  // one iteration per thread up to 2^33 elements, for launches run by EdgeBlocksOnly.
+  *value = attr == cudaDevAttrMultiProcessorCount ? (device == 1 ? 1 << 20 : 2) : 1000000;
   return cudaSuccess;
 }
 cudaError_t cudaMallocAsync(void** p, size_t bytes, cudaStream_t) {

@@ -4,10 +4,11 @@
 // (tests/cuda_host/CMakeLists.txt); nothing here is part of the library or of nvcc's build.
 //
 // Approach: a shim, not __host__ __device__ bodies. The .cu files are compiled unchanged by
-// g++ after one mechanical rewrite (rewrite_launches.py): each `kernel<<<grid, block, shared,
+// g++ after a mechanical rewrite (rewrite_launches.py): each `kernel<<<grid, block, shared,
 // stream>>>(args)` becomes a call of ember_cuda_host::launch(...) with the kernel call as a
-// lambda. The CUDA names the kernels use come from this header, reached through the fake
-// <cuda_runtime_api.h> and <cublas_v2.h> of tests/cuda_host/include, which shadow the real ones.
+// lambda, and each `__shared__` declaration a reference to guarded storage (below). The CUDA
+// names the kernels use come from this header, reached through the fake <cuda_runtime_api.h>
+// and <cublas_v2.h> of tests/cuda_host/include, which shadow the real ones.
 // Chosen over __host__ __device__ bodies because it leaves the driver's device code exactly
 // as nvcc sees it (no execution-context parameter threaded through every kernel) and new
 // kernels are covered without being written for it. The driver's namespace is renamed to
@@ -17,19 +18,30 @@
 // Execution model (one OS thread runs a whole launch, blocks in order):
 // - threadIdx/blockIdx/blockDim/gridDim are per-thread contexts the runner switches.
 // - Launches from a file that uses no block or warp synchronisation run each thread as a
-//   plain call. Otherwise each thread of a block is a fiber (ucontext; switches annotated for
-//   AddressSanitizer; the fiber tests are not built under ThreadSanitizer).
+//   plain call. Otherwise each thread of a block is a fiber: persistent per OS thread (made
+//   once with makecontext), switched with _setjmp/_longjmp, the switches annotated for
+//   AddressSanitizer (__sanitizer_start/finish_switch_fiber). Not annotated for
+//   ThreadSanitizer: these tests are not built under it (CMakeLists.txt).
 // - __syncthreads releases when every thread of the block waits at the same barrier; threads
 //   that exited, or wait at another barrier, make it a KernelError naming the kernel.
 // - Warp intrinsics (__shfl_*_sync, __ballot_sync, __any/__all_sync, __syncwarp) have 32-lane
 //   semantics over the fibers of a warp; a mask naming a lane that exited is a KernelError.
-// - __shared__ variables live in one linker section, filled with kSharedPoison before each
-//   block, so reading shared memory nobody wrote shows up as garbage in the comparison.
+// - Shared memory: each `__shared__ T x[N]` (per declaration site) and the launch's dynamic
+//   shared memory (`extern __shared__ T x[]`, sized by the launch) live in their own mapping
+//   that ends at a PROT_NONE guard page, filled with kSharedPoison for each block, so reads
+//   of shared memory nobody wrote show up as garbage in the comparison, and an access past
+//   the end is a KernelError naming the kernel (a SIGSEGV handler turns the guard-page fault
+//   into it; the variable's tail padding to its alignment, and accesses before its start,
+//   are not caught).
 // - atomics are plain read-modify-writes (one OS thread; no preemption inside them).
 // - assert() in a kernel is the device assert: it prints, aborts the kernel and makes the
 //   stream's next synchronisation return cudaErrorAssert (sticky), as on a GPU.
+// - EdgeBlocksOnly runs only the first and last blocks of each grid, for > 2^31-element
+//   launches; device 1 of the stand-in runtime has enough multiprocessors for grid_blocks to
+//   give one block per 256 elements there.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -46,7 +58,8 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __restrict__ __restrict
-#define __shared__ __attribute__((section("ember_cuda_shared"))) static
+// __shared__ declarations are rewritten by rewrite_launches.py; anything else is an error.
+#define __shared__ static_assert(false, "__shared__ outside a file rewritten by rewrite_launches.py");
 
 struct dim3 {
   unsigned x = 1, y = 1, z = 1;
@@ -109,6 +122,33 @@ void syncthreads(const char* file, int line);
 uint64_t warp_exchange(unsigned mask, uint64_t value, int source, const char* what);
 void syncwarp(unsigned mask);
 unsigned ballot(unsigned mask, bool predicate);
+
+// ---- shared memory (declarations rewritten by rewrite_launches.py) ----------------------
+/// The storage of the __shared__ declaration `site` for the running block.
+void* shared_storage(const void* site, size_t bytes, size_t align, const char* name);
+/// The launch's dynamic shared memory (16-byte aligned, ending at its guard page).
+void* dynamic_shared_storage();
+
+/// `__shared__ alignas(A) T name[N];` becomes `auto& name = shared<T[N], A>("name", [] {});`:
+/// the lambda's type makes one site per declaration (and per instantiation of its template).
+template <typename T, size_t Align = alignof(T), typename Site>
+T& shared(const char* name, Site) {
+  static const char site = 0;
+  return *static_cast<T*>(shared_storage(&site, sizeof(T), std::max(Align, alignof(T)), name));
+}
+/// `extern __shared__ T name[];` becomes `T* const name = dynamic_shared<T>();`.
+template <typename T>
+T* dynamic_shared() {
+  return static_cast<T*>(dynamic_shared_storage());
+}
+
+/// While alive, launches on this OS thread run only their first and last `count` blocks.
+struct EdgeBlocksOnly {
+  explicit EdgeBlocksOnly(unsigned count);
+  ~EdgeBlocksOnly();
+  EdgeBlocksOnly(const EdgeBlocksOnly&) = delete;
+  EdgeBlocksOnly& operator=(const EdgeBlocksOnly&) = delete;
+};
 
 /// Clears the sticky kernel error (cudaDeviceReset for the tests).
 void reset_device();

@@ -2,6 +2,8 @@
 """Rewrites a CUDA source for the host execution layer (cuda_host.h): every
 `kernel<<<grid, block[, shared[, stream]]>>>(args)` becomes
 `::ember_cuda_host::launch("kernel", fibers, grid, block, ...)([&](auto&... a) { kernel(a...); }, args)`,
+every `__shared__ [alignas(A)] T name[N]...;` becomes `auto& name = ::ember_cuda_host::shared<T[N]..., A>("name", [] {});`,
+every `extern __shared__ [alignas(A)] T name[];` becomes `T* const name = ::ember_cuda_host::dynamic_shared<T>();`,
 and a file that includes <cassert> gets the device assert after its last include. `fibers` is true when the
 file (or a header of src/backends/cuda it includes) uses block or warp synchronisation.
 Usage: rewrite_launches.py SOURCE OUTPUT"""
@@ -9,6 +11,7 @@ import os
 import re
 import sys
 
+SHARED = re.compile(r"(extern\s+)?__shared__\s+(?:alignas\(([^)]*)\)\s+)?([A-Za-z_][\w:<>, ]*?)\s+(\w+)\s*((?:\[[^\]]*\])*)\s*;")
 SYNC = re.compile(r"__syncthreads|__syncwarp|__shfl_|__ballot_sync|__any_sync|__all_sync")
 
 
@@ -101,12 +104,18 @@ def rewrite(text, fibers):
         pos = end + 1
 
 
+def shared_declaration(m):
+    extern, align, type_, name, dims = m.groups()
+    if extern:
+        return f"{type_}* const {name} = ::ember_cuda_host::dynamic_shared<{type_}>();"
+    args = f"{type_}{dims}" + (f", {align}" if align else "")
+    return f'auto& {name} = ::ember_cuda_host::shared<{args}>("{name}", [] {{}});'
+
+
 def main():
     source, output = sys.argv[1], sys.argv[2]
     text = open(source).read()
-    # `__shared__ alignas(N) T x` -> `alignas(N) __shared__ T x`: __shared__ expands to
-    # `static`, after which g++ rejects a standard attribute.
-    text = re.sub(r"__shared__\s+(alignas\([^)]*\))", r"\1 __shared__", text)
+    text = SHARED.sub(shared_declaration, text)
     if "#include <cassert>" in text:  # after the last include: a later <cassert> would redefine assert
         last = [m.end() for m in re.finditer(r"^#include .*$", text, re.M)][-1]
         text = text[:last] + ' // then the device assert:\n#include "cuda_host_assert.h"' + text[last:]

@@ -12,15 +12,20 @@
 // all_gather and reduce_scatter over lists are NCCL broadcasts / reduces in one NCCL
 // group (no staging buffer); bool reduces as uint8 with MAX for SUM (logical or).
 // Unlike the gloo backend, argument records are not exchanged (that would cost a host
-// round trip per collective) and a dead peer is detected only by NCCL itself.
+// round trip per collective). A collective that does not finish within the group's
+// timeout (a dead or diverging peer) is caught by a watchdog thread, as ProcessGroupNCCL's:
+// it aborts the communicator (ncclCommAbort, so the stuck kernels return) and fails that
+// Work and every other with a DistributedError; later collectives on the group fail at once.
 #include <nccl.h>
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <optional>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
+#include "distributed/collective_watchdog.h"
 #include "distributed/process_group.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -77,17 +82,28 @@ ncclRedOp_t nccl_op(ReduceOp op, DType dtype, const char* collective) {
   return ncclSum;
 }
 
-/// Completes on the side stream; wait() orders the caller's current stream after it.
+/// Completes on the side stream; wait() orders the caller's current stream after it, or
+/// throws the watchdog's error.
 class NcclWork final : public Work {
  public:
   NcclWork(std::vector<Tensor> tensors, cuda::Event end, int device)
       : Work(std::move(tensors)), end_(std::move(end)), device_(device) {}
-  bool is_completed() override { return end_.query(); }
-  void wait() override { cuda::current_stream(device_).wait_event(end_); }
+  bool is_completed() override { return failed_ || end_.query(); }
+  void wait() override {
+    if (auto error = exception()) std::rethrow_exception(error);
+    cuda::current_stream(device_).wait_event(end_);
+  }
+  /// For the watchdog: whether the side stream passed the end event; failing the work.
+  bool end_reached() { return end_.query(); }
+  void fail(const std::exception_ptr& error) {
+    set_exception(error);
+    failed_ = true;
+  }
 
  private:
   cuda::Event end_;
   int device_;
+  std::atomic<bool> failed_{false};
 };
 
 class NcclGroup final : public ProcessGroup {
@@ -109,7 +125,8 @@ class NcclGroup final : public ProcessGroup {
   }
 
   ~NcclGroup() override {
-    if (comm_) ncclCommDestroy(comm_);
+    watchdog_.reset();
+    if (comm_ && !aborted_) ncclCommDestroy(comm_);
   }
 
   const char* backend_name() const noexcept override { return "nccl"; }
@@ -118,7 +135,7 @@ class NcclGroup final : public ProcessGroup {
     check_tensors("all_reduce", {tensor});
     auto type = nccl_type(tensor.dtype(), "all_reduce");
     auto red = nccl_op(op, tensor.dtype(), "all_reduce");
-    return run({tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
+    return run("all_reduce", {tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
       check_nccl(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, red, comm, stream),
                  "all_reduce");
     });
@@ -129,7 +146,7 @@ class NcclGroup final : public ProcessGroup {
     EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                 " for a world of ", world_size(), " ranks");
     auto type = nccl_type(tensor.dtype(), "broadcast");
-    return run({tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
+    return run("broadcast", {tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
       check_nccl(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, root, comm, stream),
                  "broadcast");
     });
@@ -141,7 +158,7 @@ class NcclGroup final : public ProcessGroup {
     check_list("all_gather", outputs, input);
     check_tensors("all_gather", tensors);
     auto type = nccl_type(input.dtype(), "all_gather");
-    return run(tensors, [&](ncclComm_t comm, cudaStream_t stream) {
+    return run("all_gather", tensors, [&](ncclComm_t comm, cudaStream_t stream) {
       check_nccl(ncclGroupStart(), "all_gather");
       for (int r = 0; r < world_size(); ++r) {
         const void* send = r == rank() ? input.data_ptr() : outputs[r].data_ptr();
@@ -158,7 +175,7 @@ class NcclGroup final : public ProcessGroup {
     check_tensors("reduce_scatter", tensors);
     auto type = nccl_type(output.dtype(), "reduce_scatter");
     auto red = nccl_op(op, output.dtype(), "reduce_scatter");
-    return run(tensors, [&](ncclComm_t comm, cudaStream_t stream) {
+    return run("reduce_scatter", tensors, [&](ncclComm_t comm, cudaStream_t stream) {
       check_nccl(ncclGroupStart(), "reduce_scatter");
       for (int r = 0; r < world_size(); ++r) {
         void* receive = r == rank() ? output.data_ptr() : nullptr;
@@ -201,8 +218,12 @@ class NcclGroup final : public ProcessGroup {
   }
 
   template <typename Enqueue>
-  std::shared_ptr<Work> run(const std::vector<Tensor>& tensors, Enqueue&& enqueue) {
+  std::shared_ptr<Work> run(const char* op, const std::vector<Tensor>& tensors, Enqueue&& enqueue) {
     std::lock_guard lock(mutex_);
+    if (watchdog_) {
+      std::string failure = watchdog_->failure();
+      EMBER_CHECK(failure.empty(), DistributedError, op, ": the process group failed earlier: ", failure);
+    }
     int device = tensors.front().get_device();
     ensure_communicator(device);
     cuda::Stream current = cuda::current_stream(device);
@@ -216,7 +237,11 @@ class NcclGroup final : public ProcessGroup {
     for (const Tensor& t : tensors) t.record_stream(*side_);
     cuda::Event end;
     end.record(*side_);
-    return std::make_shared<NcclWork>(tensors, std::move(end), device);
+    auto work = std::make_shared<NcclWork>(tensors, std::move(end), device);
+    watchdog_->watch(
+        ++sequence_, op, [work] { return work->end_reached(); },
+        [work](const std::exception_ptr& error) { work->fail(error); });
+    return work;
   }
 
   void ensure_communicator(int device) {
@@ -229,6 +254,10 @@ class NcclGroup final : public ProcessGroup {
     check_nccl(ncclCommInitRank(&comm_, world_size(), id_, rank()), "init_process_group (ncclCommInitRank)");
     device_ = device;
     side_.emplace(device);
+    watchdog_.emplace(rank(), setup_.timeout, [this](const std::string&) {
+      aborted_ = true;
+      ncclCommAbort(comm_);  // the stuck kernels return; the communicator is gone
+    });
   }
 
   GroupSetup setup_;
@@ -237,6 +266,9 @@ class NcclGroup final : public ProcessGroup {
   ncclComm_t comm_ = nullptr;
   int device_ = -1;
   std::optional<cuda::Stream> side_;
+  uint64_t sequence_ = 0;
+  std::atomic<bool> aborted_{false};
+  std::optional<CollectiveWatchdog> watchdog_;  // last: stopped first
 };
 
 }  // namespace

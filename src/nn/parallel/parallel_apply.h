@@ -1,0 +1,22 @@
+// Running DataParallel's replicas on threads (PyTorch's parallel_apply).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "ember/nn/module.h"
+#include "ember/tensor.h"
+
+namespace ember::detail::parallel {
+
+/// replicas[i](inputs[i]) for every i, each on a thread of its own (in the calling thread
+/// when there is one replica) with cuda device devices[i] current and, current on it, the
+/// stream that is current on that device in the calling thread; grad mode as the caller's.
+/// Returns the outputs in order once every replica has finished. An exception in replica
+/// i is rethrown here, the first by replica order, with "Caught <Type> in replica <i> on
+/// device <devices[i]>.\n" in front of its message (PyTorch's ExceptionWrapper), keeping
+/// ember's and the standard types.
+std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::Module>>& replicas,
+                                   const std::vector<Tensor>& inputs, const std::vector<int>& devices);
+
+}  // namespace ember::detail::parallel
