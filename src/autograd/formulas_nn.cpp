@@ -6,6 +6,8 @@
 // kernel: for each kernel offset (i, j), the input positions it read form a strided view
 // of a zero-padded buffer (as_strided), distinct within the view, and the offset's share
 // of the gradient is added into that view. kernel_h * kernel_w small steps per backward.
+// When no graph of the backward is recorded (the usual backward()), max_pool2d and conv2d
+// take their kernel forms instead (nn/backward_kernels.h): one scatter, Col2Im, gemms.
 #include <algorithm>
 
 #include "autograd/formulas_nn.h"
@@ -13,6 +15,7 @@
 #include "ember/factories.h"
 #include "ember/fft.h"
 #include "ember/ops.h"
+#include "nn/backward_kernels.h"
 
 namespace ember::autograd::detail::nn_formulas {
 
@@ -157,6 +160,10 @@ Grads nll_loss(const FormulaNode& n, const Grads& g) {
 Grads max_pool2d(const FormulaNode& n, const Grads& g) {
   Tensor indices = n.output(1);
   Window w = window_of(n.attrs().ints, n.info(0).sizes, indices.sizes());
+  if (!is_grad_enabled()) {
+    const ember::detail::nn::PoolGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
+    return {ember::detail::nn::max_pool2d_input_grad(g[0], indices, n.info(0).sizes, geometry)};
+  }
   Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));
   for (int64_t i = 0; i < w.kh; ++i) {
     for (int64_t j = 0; j < w.kw; ++j) {
@@ -214,7 +221,13 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
   int64_t cout = weight.size(0), cin_g = weight.size(1), cout_g = cout / groups;
   TensorOptions options = TensorOptions(g[0].dtype()).device(g[0].device());
   Grads out(3);
-  if (n.needs_grad(0)) {
+  if (!is_grad_enabled()) {
+    const ember::detail::nn::ConvGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
+    auto grads = ember::detail::nn::conv2d_backward(g[0], n.needs_grad(1) ? n.input(0) : Tensor(), n.info(0).sizes,
+                                                    weight, geometry, groups, n.needs_grad(0), n.needs_grad(1));
+    out[0] = grads.input;
+    out[1] = grads.weight;
+  } else if (n.needs_grad(0)) {
     Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
     for (int64_t k = 0; k < groups; ++k) {
       Tensor gk = g[0].narrow(1, k * cout_g, cout_g).permute({0, 2, 3, 1});  // {N, oh, ow, Cout_g}
@@ -227,7 +240,7 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
     }
     out[0] = unpad(padded, w);
   }
-  if (n.needs_grad(1)) {
+  if (is_grad_enabled() && n.needs_grad(1)) {
     Tensor x = n.input(0);
     Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
     unpad(padded, w).copy_(x);
@@ -244,7 +257,7 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
     }
     out[1] = grad_weight;
   }
-  if (n.needs_grad(2)) out[2] = g[0].sum(3).sum(2).sum(0);
+  if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane
   return out;
 }
 

@@ -73,6 +73,7 @@ enum class OpKind : uint8_t {
   // Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/nn/pool_geometry.h).
   MaxPool2d,   // outputs: values, int64 indices (h * W + w); NaN wins
   AvgPool2d,
+  MaxPool2dBackward,  // in0 grad of the output, in1 its int64 indices; out0 the input's grad
   // Losses and normalisation (contracts in src/nn/loss_kernels.h).
   NllLoss,         // in0 {N, C, S} log-probabilities, in1 {N, S} int64 targets; s0 ignore_index;
                    // out0 {N, S} losses (0 where ignored), out1 {N, S} 1 or 0 (counted or ignored).
@@ -82,6 +83,7 @@ enum class OpKind : uint8_t {
   // their backend-specific state (an FFT plan, convolution geometry).
   FFT,
   Im2Col,
+  Col2Im,  // Im2Col's adjoint: sums columns back into the input's shape (src/nn/conv_geometry.h)
   // The fused update of a group of parameters (Note [Fused optimizer step] in
   // kernels/optimizer_step.h); payload: a FusedStep.
   OptimizerStep,
@@ -98,7 +100,7 @@ struct KernelCall {
   bool flag = false;        // IsClose: equal_nan
   bool allow_tf32 = false;  // Matmul on float32
   int device = -1;          // the cuda device it runs on; -1 on cpu
-  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col, OptimizerStep)
+  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col, Col2Im, OptimizerStep)
 };
 
 }  // namespace ember::detail

@@ -45,10 +45,12 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::ArgMin: return "argmin";
     case OpKind::MaxPool2d: return "max_pool2d";
     case OpKind::AvgPool2d: return "avg_pool2d";
+    case OpKind::MaxPool2dBackward: return "max_pool2d_backward";
     case OpKind::NllLoss: return "nll_loss";
     case OpKind::BatchNormStats: return "batch_norm";
     case OpKind::FFT: return "fft";
     case OpKind::Im2Col: return "im2col";
+    case OpKind::Col2Im: return "col2im";
     case OpKind::OptimizerStep: return "optimizer_step";
   }
   return "op";

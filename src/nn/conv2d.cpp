@@ -1,12 +1,13 @@
-// ember::conv2d: im2col + batched matmul on every backend.
+// ember::conv2d: im2col + matmul on every backend; its input and weight gradients as
+// Matmul + Col2Im and Im2Col + Matmul (nn/backward_kernels.h).
 //
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
-// one Matmul KernelCall per group: out[n, group] = weight[group] @ columns[n, group]. The
-// matmuls are built here rather than through ember::matmul because their TF32 switch is
-// backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the matmul precision: a user who
-// turns off matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both
-// host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
+// one Matmul KernelCall per group: out[:, group] = weight[group] @ columns[group] (Note
+// [Channel-major columns]). The matmuls are built here rather than through ember::matmul
+// because their TF32 switch is backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the
+// matmul precision: a user who turns off matmul TF32 but keeps cuDNN's gets TF32
+// convolutions, as in PyTorch. Both host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
 // which is set for cuda devices only: the cpu convolves in full float32, as PyTorch's.
 #include "autograd/record.h"
 #include "ember/nn.h"
@@ -17,7 +18,9 @@
 #include "config/backend_flags.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
+#include "ember/factories.h"
 #include "kernels/kernel_call.h"
+#include "nn/backward_kernels.h"
 #include "nn/conv_geometry.h"
 #include "ops/launch.h"
 
@@ -47,6 +50,61 @@ detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, 
   arg.sizes = std::move(sizes);
   arg.strides = std::move(strides);
   return arg;
+}
+
+// Note [Convolution TF32]: cuDNN's switch, on cuda float32 only.
+bool conv_allows_tf32(const Tensor& t) { return t.is_cuda() && t.dtype() == kFloat32 && detail::cudnn_allows_tf32(); }
+
+// One operand of a grouped product: a 3-D (batch, rows, cols) strided view of `base`
+// starting `group_offset` elements further for each group.
+struct GroupOperand {
+  const Tensor& base;
+  int64_t group_offset;
+  IntList sizes, strides;
+};
+
+// out[g] = a[g] @ b[g] for g < groups: one Matmul KernelCall per group.
+void grouped_matmul(const GroupOperand& a, const GroupOperand& b, const GroupOperand& out, int64_t groups,
+                    bool allow_tf32) {
+  for (int64_t g = 0; g < groups; ++g) {
+    detail::KernelCall product;
+    product.op = detail::OpKind::Matmul;
+    product.inputs.push_back(matrix_arg(a.base, g * a.group_offset, a.sizes, a.strides));
+    product.inputs.push_back(matrix_arg(b.base, g * b.group_offset, b.sizes, b.strides));
+    product.outputs.push_back(matrix_arg(out.base, g * out.group_offset, out.sizes, out.strides));
+    product.allow_tf32 = allow_tf32;
+    detail::launch(out.base.device(), product);
+  }
+}
+
+// Note [Channel-major columns]
+// The columns of a whole batch may be laid out {rows, N, positions} (Im2Col writes them
+// through the {N, rows, positions} view), so that each group's product runs over the whole
+// batch as one gemm ({C_out/groups, rows/groups} @ {rows/groups, N * positions}) instead
+// of one gemm per batch item; the forward result {C_out, N, positions} is then transposed
+// into the output with one copy. The gradients always use this layout. The forward keeps
+// one product per batch item when each is small (below kSmallProduct multiply-adds, where
+// OpenBLAS computes on the calling thread and the cpu Matmul spreads the batch over the
+// pool, as LibTorch spreads per-sample gemms): one large product would be split over
+// OpenBLAS's threads, whose hand-offs cost more than such a product on a busy machine.
+constexpr int64_t kSmallProduct = int64_t{1} << 18;
+
+// Im2Col of `input` into new columns, {rows, N, positions} when channel_major, else
+// {N, rows, positions}.
+Tensor unfold(const Tensor& input, const detail::nn::ConvGeometry& geometry, bool channel_major) {
+  const int64_t batch = input.size(0), positions = geometry.out_h * geometry.out_w;
+  const int64_t rows = input.size(1) * geometry.kernel_h * geometry.kernel_w;
+  const IntList shape = channel_major ? IntList{rows, batch, positions} : IntList{batch, rows, positions};
+  Tensor columns = detail::make_tensor(shape, input.dtype(), input.device());
+  detail::KernelCall unfold;
+  unfold.op = detail::OpKind::Im2Col;
+  unfold.inputs.push_back(detail::make_arg(input));
+  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions},
+                                      channel_major ? IntList{positions, batch * positions, 1}
+                                                    : IntList{rows * positions, positions, 1}));
+  unfold.payload = std::make_shared<detail::nn::ConvGeometry>(geometry);
+  detail::launch(input.device(), unfold);
+  return columns;
 }
 
 Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
@@ -79,53 +137,88 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
               "Calculated padded input size per channel: (", padded_h, " x ", padded_w, "). Kernel size: (", span_h,
               " x ", span_w, "). Kernel size can't be greater than actual input size");
 
-  auto geometry = std::make_shared<detail::nn::ConvGeometry>();
-  *geometry = {kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-               (padded_h - span_h) / stride_h + 1, (padded_w - span_w) / stride_w + 1};
+  const detail::nn::ConvGeometry geometry{kernel_h,   kernel_w,   stride_h, stride_w, pad_h, pad_w,
+                                          dilation_h, dilation_w, (padded_h - span_h) / stride_h + 1,
+                                          (padded_w - span_w) / stride_w + 1};
   const Device device = input.device();
-  const int device_index = device.is_cuda() ? device.index() : -1;
-  const int64_t positions = geometry->out_h * geometry->out_w;
+  const int64_t positions = geometry.out_h * geometry.out_w, depth = batch * positions;
   const int64_t rows = channels * kernel_h * kernel_w;  // of the columns, all groups
-  Tensor out = detail::make_tensor({batch, out_channels, geometry->out_h, geometry->out_w}, input.dtype(), device);
+  Tensor out = detail::make_tensor({batch, out_channels, geometry.out_h, geometry.out_w}, input.dtype(), device);
   if (out.numel() == 0) return out;
-
-  // A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns.
-  Tensor columns;
-  if (kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
-      input.is_contiguous()) {
-    columns = input;
-  } else {
-    columns = detail::make_tensor({batch, rows, positions}, input.dtype(), device);
-    detail::KernelCall unfold;
-    unfold.op = detail::OpKind::Im2Col;
-    unfold.inputs.push_back(matrix_arg(input, 0, input.sizes(), input.strides()));
-    unfold.outputs.push_back(matrix_arg(columns, 0, columns.sizes(), columns.strides()));
-    unfold.device = device_index;
-    unfold.payload = geometry;
-    detail::launch(device, unfold);
-  }
 
   const Tensor w = weight.contiguous();
   const int64_t group_out = out_channels / groups, group_rows = rows / groups;
-  const bool allow_tf32 = input.is_cuda() && input.dtype() == kFloat32 && detail::cudnn_allows_tf32();  // Note [Convolution TF32]
-  for (int64_t g = 0; g < groups; ++g) {
-    detail::KernelCall product;
-    product.op = detail::OpKind::Matmul;
-    // The group's weight is shared by every batch item: batch stride 0.
-    product.inputs.push_back(matrix_arg(w, g * group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}));
-    product.inputs.push_back(matrix_arg(columns, g * group_rows * positions, {batch, group_rows, positions},
-                                        {rows * positions, positions, 1}));
-    product.outputs.push_back(matrix_arg(out, g * group_out * positions, {batch, group_out, positions},
-                                         {out_channels * positions, positions, 1}));
-    product.allow_tf32 = allow_tf32;
-    product.device = device_index;
-    detail::launch(device, product);
+  const bool allow_tf32 = conv_allows_tf32(input);
+  const bool direct = kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 && pad_w == 0 &&
+                      input.is_contiguous();
+  if (direct || group_out * group_rows * positions < kSmallProduct) {  // Note [Channel-major columns]
+    // One product per batch item; the group's weight is shared by every item (batch stride
+    // 0). A 1x1, stride-1, unpadded convolution needs no unfolding: the input is its columns.
+    const Tensor columns = direct ? input : unfold(input, geometry, /*channel_major=*/false);
+    grouped_matmul({w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
+                   {columns, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
+                   {out, group_out * positions, {batch, group_out, positions},
+                    {out_channels * positions, positions, 1}},
+                   groups, allow_tf32);
+  } else {
+    const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
+    Tensor product = batch == 1 ? out : detail::make_tensor({out_channels, batch, positions}, input.dtype(), device);
+    grouped_matmul({w, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}},
+                   {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}},
+                   {product, group_out * depth, {1, group_out, depth}, {0, depth, 1}}, groups, allow_tf32);
+    if (batch != 1) out.view({batch, out_channels, positions}).copy_(product.transpose(0, 1));
   }
   if (bias.defined()) out.add_(bias.view({1, out_channels, 1, 1}));
   return out;
 }
 
 }  // namespace
+
+namespace detail::nn {
+
+ConvGrads conv2d_backward(const Tensor& grad_output, const Tensor& input, const IntList& input_sizes,
+                          const Tensor& weight, const ConvGeometry& geometry, int64_t groups, bool need_input,
+                          bool need_weight) {
+  const Device device = grad_output.device();
+  const TensorOptions options = TensorOptions(grad_output.dtype()).device(device);
+  const int64_t batch = input_sizes[0], positions = geometry.out_h * geometry.out_w, depth = batch * positions;
+  const int64_t rows = input_sizes[1] * geometry.kernel_h * geometry.kernel_w;
+  const int64_t out_channels = weight.size(0), group_out = out_channels / groups, group_rows = rows / groups;
+  ConvGrads grads;
+  if (grad_output.numel() == 0) {
+    if (need_input) grads.input = zeros(input_sizes, options);
+    if (need_weight) grads.weight = zeros(weight.sizes(), options);
+    return grads;
+  }
+  const bool allow_tf32 = conv_allows_tf32(grad_output);
+  // Note [Channel-major columns]: the output gradient as {C_out, N * positions}.
+  const Tensor go = grad_output.transpose(0, 1).contiguous();
+  if (need_input) {
+    const Tensor w = weight.contiguous();
+    Tensor columns = make_tensor({rows, batch, positions}, go.dtype(), device);
+    grouped_matmul({w, group_out * group_rows, {1, group_rows, group_out}, {0, 1, group_rows}},  // weight[group]^T
+                   {go, group_out * depth, {1, group_out, depth}, {0, depth, 1}},
+                   {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}}, groups, allow_tf32);
+    grads.input = make_tensor(input_sizes, go.dtype(), device);
+    KernelCall fold;
+    fold.op = OpKind::Col2Im;
+    fold.inputs.push_back(matrix_arg(columns, 0, {batch, rows, positions}, {positions, depth, 1}));
+    fold.outputs.push_back(make_arg(grads.input));
+    fold.payload = std::make_shared<ConvGeometry>(geometry);
+    launch(device, fold);
+  }
+  if (need_weight) {
+    const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
+    grads.weight = make_tensor(weight.sizes(), go.dtype(), device);
+    grouped_matmul({go, group_out * depth, {1, group_out, depth}, {0, depth, 1}},
+                   {columns, group_rows * depth, {1, depth, group_rows}, {0, 1, depth}},  // columns[group]^T
+                   {grads.weight, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}}, groups,
+                   allow_tf32);
+  }
+  return grads;
+}
+
+}  // namespace detail::nn
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
               const IntList& padding, const IntList& dilation, int64_t groups) {

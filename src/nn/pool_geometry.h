@@ -13,6 +13,13 @@ namespace ember::detail::nn {
 ///               the chosen element (the first maximum in window order; NaN wins)
 ///   AvgPool2d divides by divisor_override when non-zero, else by the window clipped to
 ///   the padded input (count_include_pad) or to the input itself.
+///
+/// MaxPool2dBackward KernelCall contract (max_pool2d's input gradient; payload the
+/// forward's PoolGeometry, which the driver's gather kernel walks):
+///   inputs[0]   {N, C, out_h, out_w} the output's gradient, any strides, floating dtype
+///   inputs[1]   {N, C, out_h, out_w} int64 indices as MaxPool2d wrote them, any strides
+///   outputs[0]  {N, C, H, W} contiguous, inputs[0]'s dtype: each element the sum of the
+///               gradients whose index names it, 0 elsewhere
 struct PoolGeometry {
   int64_t kernel_h = 1, kernel_w = 1;
   int64_t stride_h = 1, stride_w = 1;

@@ -1,5 +1,6 @@
 // max_pool2d and avg_pool2d: argument checks and output geometry as PyTorch's
-// (pooling_output_shape, pool2d_shape_check), then one MaxPool2d / AvgPool2d KernelCall.
+// (pooling_output_shape, pool2d_shape_check), then one MaxPool2d / AvgPool2d KernelCall;
+// max_pool2d's input gradient as one MaxPool2dBackward KernelCall.
 #include <memory>
 
 #include "autograd/record.h"
@@ -7,6 +8,7 @@
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "kernels/dtype_dispatch.h"
+#include "nn/backward_kernels.h"
 #include "nn/pool_geometry.h"
 #include "ops/launch.h"
 
@@ -121,3 +123,16 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
 }
 
 }  // namespace ember::nn::functional
+
+namespace ember::detail::nn {
+
+Tensor max_pool2d_input_grad(const Tensor& grad_output, const Tensor& indices, const IntList& input_sizes,
+                             const PoolGeometry& geometry) {
+  Tensor grad_input = empty_on(input_sizes, grad_output.dtype(), grad_output.device());
+  KernelCall call{OpKind::MaxPool2dBackward, {make_arg(grad_input)}, {make_arg(grad_output), make_arg(indices)}};
+  call.payload = std::make_shared<PoolGeometry>(geometry);
+  launch(grad_output.device(), call);
+  return grad_input;
+}
+
+}  // namespace ember::detail::nn

@@ -1,9 +1,10 @@
 // The driver backend's training-op kernels (cuda_select.cu, cuda_softmax.cu, cuda_pool.cu,
-// cuda_loss.cu, cuda_optimizer_step.cu), run on the host execution layer against the CPU
-// backend, with the helpers of compare_with_cpu.h: random data, empty and size-1 operands,
-// non-contiguous and broadcast layouts, every dtype each kernel is compiled for. Their
-// KernelCalls are built as src/ops/select.cpp, src/ops/softmax.cpp, src/nn/pooling.cpp,
-// src/nn/loss.cpp, src/nn/batch_norm.cpp and src/optim/fused_step.cpp build them.
+// cuda_im2col.cu's Col2Im, cuda_loss.cu, cuda_optimizer_step.cu), run on the host
+// execution layer against the CPU backend, with the helpers of compare_with_cpu.h: random
+// data, empty and size-1 operands, non-contiguous and broadcast layouts, every dtype each
+// kernel is compiled for. Their KernelCalls are built as src/ops/select.cpp,
+// src/ops/softmax.cpp, src/nn/pooling.cpp, src/nn/conv2d.cpp, src/nn/loss.cpp,
+// src/nn/batch_norm.cpp and src/optim/fused_step.cpp build them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 
 #include "compare_with_cpu.h"
 #include "kernels/optimizer_step.h"
+#include "nn/conv_geometry.h"
 #include "nn/loss_kernels.h"
 #include "nn/pool_geometry.h"
 
@@ -170,6 +172,47 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
           avg.payload = std::make_shared<detail::nn::PoolGeometry>(ga);
           compare(avg, empty(out, d), what + " avg variant " + std::to_string(variant));
         }
+      }
+    }
+  }
+}
+
+// The driver's Col2Im and MaxPool2dBackward gather per input element what the CPU's
+// kernels scatter per plane; their KernelCalls are built as src/nn/conv2d.cpp and
+// src/nn/pooling.cpp build them (indices from the CPU's max_pool2d).
+TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
+  manual_seed(8);
+  struct Case {
+    IntList input;
+    int64_t kh, kw, stride, pad, dilation;
+  };
+  const std::vector<Case> cases = {{{2, 3, 8, 9}, 2, 2, 2, 0, 1},
+                                   {{1, 2, 7, 9}, 3, 3, 1, 1, 1},
+                                   {{2, 1, 9, 8}, 3, 2, 2, 1, 2},
+                                   {{3, 2, 5, 6}, 3, 3, 2, 1, 1}};
+  for (DType d : {kFloat32, kFloat64}) {
+    for (const Case& c : cases) {
+      const std::string what = "input " + std::to_string(c.input[2]) + "x" + std::to_string(c.input[3]);
+      auto [pooled, indices] = nn::functional::max_pool2d_with_indices(random(c.input, d), {c.kh, c.kw}, {c.stride},
+                                                                       {c.pad}, {c.dilation});
+      const int64_t out_h = pooled.size(2), out_w = pooled.size(3);
+      // A transposed (non-contiguous) output gradient.
+      Tensor grad = random({pooled.size(0), pooled.size(1), out_w, out_h}, d).transpose(2, 3);
+      KernelCall pool{OpKind::MaxPool2dBackward, {TensorArg{}}, {arg(grad), arg(indices)}};
+      pool.payload = std::make_shared<detail::nn::PoolGeometry>(detail::nn::PoolGeometry{
+          c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation, out_h, out_w});
+      compare(pool, empty(c.input, d), what + " max_pool2d backward");
+
+      const detail::nn::ConvGeometry g{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
+                                       (c.input[2] + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
+                                       (c.input[3] + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
+      const int64_t rows = c.input[1] * c.kh * c.kw, positions = g.out_h * g.out_w;
+      for (bool channel_major : {false, true}) {
+        Tensor columns = channel_major ? random({rows, c.input[0], positions}, d).transpose(0, 1)
+                                       : random({c.input[0], rows, positions}, d);
+        KernelCall fold{OpKind::Col2Im, {TensorArg{}}, {arg(columns)}};
+        fold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
+        compare(fold, empty(c.input, d), what + (channel_major ? " col2im channel-major" : " col2im"));
       }
     }
   }

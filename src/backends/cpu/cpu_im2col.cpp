@@ -1,4 +1,5 @@
-// cpu::run_im2col: unfolds convolution patches into columns (contract in nn/conv_geometry.h).
+// cpu::run_im2col unfolds convolution patches into columns; cpu::run_col2im sums columns
+// back into the input's shape (contracts in nn/conv_geometry.h).
 #include "backends/cpu/cpu_kernels.h"
 
 #include <algorithm>
@@ -31,6 +32,7 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
   const int64_t batch = in.sizes[0], channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
   const int64_t columns = g.out_h * g.out_w;
   const int64_t sy = in.strides[2], sx = in.strides[3];
+  EMBER_ASSERT(columns <= 1 || out.strides[2] == 1);
   const T* src = static_cast<const T*>(in.data);
   T* dst = static_cast<T*>(out.data);
   const int64_t plane_work = g.kernel_h * g.kernel_w * columns;
@@ -41,7 +43,7 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
       const T* plane = src + n * in.strides[0] + c * in.strides[1];
       for (int64_t i = 0; i < g.kernel_h; ++i) {
         for (int64_t j = 0; j < g.kernel_w; ++j) {
-          T* row = dst + (p * g.kernel_h * g.kernel_w + i * g.kernel_w + j) * columns;
+          T* row = dst + n * out.strides[0] + ((c * g.kernel_h + i) * g.kernel_w + j) * out.strides[1];
           const int64_t x_offset = j * g.dilation_w - g.pad_w;
           const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, width);
           for (int64_t oy = 0; oy < g.out_h; ++oy) {
@@ -66,7 +68,60 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
   });
 }
 
+// The adjoint walk: each plane (n, c) of the output is zeroed, then every column row
+// (c, i, j) is added into the input rows it was read from, with the same split into
+// padding and inside spans. Planes are independent, so the pool needs no atomics and the
+// order of the additions (and so the result) does not depend on the thread count.
+template <typename T>
+void col2im(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g) {
+  const int64_t batch = out.sizes[0], channels = out.sizes[1], height = out.sizes[2], width = out.sizes[3];
+  const int64_t s0 = in.strides[0], s1 = in.strides[1], s2 = in.strides[2];
+  const T* src = static_cast<const T*>(in.data);
+  T* dst = static_cast<T*>(out.data);
+  const int64_t plane_work = g.kernel_h * g.kernel_w * g.out_h * g.out_w + height * width;
+  parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / channels, c = p % channels;
+      T* plane = dst + p * height * width;
+      std::fill(plane, plane + height * width, T(0));
+      for (int64_t i = 0; i < g.kernel_h; ++i) {
+        for (int64_t j = 0; j < g.kernel_w; ++j) {
+          const T* row = src + n * s0 + ((c * g.kernel_h + i) * g.kernel_w + j) * s1;
+          const int64_t x_offset = j * g.dilation_w - g.pad_w;
+          const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, width);
+          for (int64_t oy = 0; oy < g.out_h; ++oy) {
+            const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+            if (y < 0 || y >= height) continue;
+            T* line = plane + y * width;
+            const T* r = row + oy * g.out_w * s2;
+            if (g.stride_w == 1 && s2 == 1) {
+              T* target = line + x_offset;
+              for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
+            } else {
+              for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
+            }
+          }
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void run_col2im(const KernelCall& call) {
+  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);
+  const auto& geometry = *static_cast<const nn::ConvGeometry*>(call.payload.get());
+  const TensorArg& out = call.outputs[0];
+  EMBER_ASSERT(out.sizes.size() == 4 && call.inputs[0].sizes.size() == 3);
+  if (out.numel() == 0) return;
+  switch (out.dtype) {
+    case kFloat32: col2im<float>(call.inputs[0], out, geometry); break;
+    case kFloat64: col2im<double>(call.inputs[0], out, geometry); break;
+    default: EMBER_ASSERT(false);
+  }
+}
 
 void run_im2col(const KernelCall& call) {
   EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);

@@ -53,10 +53,12 @@ void run(const KernelCall& call) {
     case OpKind::Softmax: case OpKind::LogSoftmax: return run_softmax(call);
     case OpKind::ArgMax: case OpKind::ArgMin: return run_arg_reduce(call);
     case OpKind::MaxPool2d: case OpKind::AvgPool2d: return run_pool(call);
+    case OpKind::MaxPool2dBackward: return run_max_pool_backward(call);
     case OpKind::NllLoss: return run_nll_loss(call);
     case OpKind::BatchNormStats: return run_batch_norm_stats(call);
     case OpKind::FFT: return run_fft(call);
     case OpKind::Im2Col: return run_im2col(call);
+    case OpKind::Col2Im: return run_col2im(call);
     case OpKind::OptimizerStep: return run_optimizer_step(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));

@@ -12,6 +12,7 @@ void run(const KernelCall& call);
 /// Extension kernels, implemented beside their subsystems.
 void run_fft(const KernelCall& call);
 void run_im2col(const KernelCall& call);
+void run_col2im(const KernelCall& call);
 void run_optimizer_step(const KernelCall& call);
 
 }  // namespace ember::detail::cpu

@@ -96,25 +96,26 @@ void gemm(bool c_row_major, bool a_trans, bool b_trans, int M, int N, int K, con
   }
 }
 
+// Batch items [begin, end) of out = a @ b through BLAS, each operand as `va`/`vb`/`vc` say
+// or packed dense.
 template <typename T>
-void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
+void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasView va, BlasView vb, BlasView vc,
+                       int64_t begin, int64_t end, bool tf32) {
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
-  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
-  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
   std::vector<T> abuf, bbuf, cbuf;
-  for (int64_t i = 0; i < batch; ++i) {
+  for (int64_t i = begin; i < end; ++i) {
     const T* A = reinterpret_cast<const T*>(a.data) + i * a.batch_stride;
     const T* B = reinterpret_cast<const T*>(b.data) + i * b.batch_stride;
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
     BlasView ua = va, ub = vb;
     if (!va.ok) {
       // A broadcast batch is packed once.
-      if (i == 0 || a.batch_stride != 0) pack(a, i, tf32, abuf);
+      if (i == begin || a.batch_stride != 0) pack(a, i, tf32, abuf);
       A = abuf.data();
       ua = {true, true, std::max(1, K)};
     }
     if (!vb.ok) {
-      if (i == 0 || b.batch_stride != 0) pack(b, i, tf32, bbuf);
+      if (i == begin || b.batch_stride != 0) pack(b, i, tf32, bbuf);
       B = bbuf.data();
       ub = {true, true, std::max(1, N)};
     }
@@ -133,6 +134,27 @@ void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batc
         for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = cbuf[r * N + col];
       }
     }
+  }
+}
+
+// OpenBLAS computes a product of fewer multiply-adds than this on the calling thread
+// (0.3's SMP threshold, 65536 * GEMM_MULTITHREAD_THRESHOLD 4); a batch of such products is
+// spread over the thread pool instead, as LibTorch spreads per-sample gemms over its threads.
+constexpr double kSingleThreadedGemm = 262144;
+
+template <typename T>
+void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
+  const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
+  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
+  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
+  const double work = static_cast<double>(M) * N * K;
+  if (batch > 1 && work < kSingleThreadedGemm) {
+    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16 * kGrainSize / std::max(work, 1.0)));
+    parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) {
+      matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32);
+    });
+  } else {
+    matmul_blas_items<T>(a, b, c, va, vb, vc, 0, batch, tf32);
   }
 }
 

@@ -17,6 +17,7 @@ void run_select(const KernelCall& call);       // cpu_select.cpp: where, clamp
 void run_softmax(const KernelCall& call);      // cpu_softmax.cpp: softmax, log_softmax
 void run_arg_reduce(const KernelCall& call);   // cpu_arg_reduce.cpp: argmax, argmin
 void run_pool(const KernelCall& call);         // cpu_pool.cpp: max_pool2d, avg_pool2d
+void run_max_pool_backward(const KernelCall& call);  // cpu_pool.cpp: max_pool2d's input gradient
 void run_nll_loss(const KernelCall& call);     // cpu_loss.cpp
 void run_batch_norm_stats(const KernelCall& call);  // cpu_batch_norm.cpp
 

@@ -1,6 +1,6 @@
-// MaxPool2d and AvgPool2d over {N, C, H, W} input (contract in nn/pool_geometry.h).
-// Planes (n, c) are independent and spread over the thread pool; within a plane each
-// output scans its window with the input's own strides.
+// MaxPool2d, AvgPool2d and MaxPool2dBackward over {N, C, H, W} planes (contracts in
+// nn/pool_geometry.h). Planes (n, c) are independent and spread over the thread pool;
+// within a plane each output scans its window with the input's own strides.
 #include <algorithm>
 
 #include "backends/cpu/cpu_loops.h"
@@ -128,7 +128,53 @@ void avg_pool(const TensorArg& in, const TensorArg& out, const nn::PoolGeometry&
   });
 }
 
+// Each output gradient is added at the input position its index names; a plane is
+// written by one thread, in output order, so the sums do not depend on the thread count.
+template <typename T>
+void max_pool_backward(const TensorArg& grad, const TensorArg& indices, const TensorArg& out) {
+  using A = compute_t<T>;
+  const int64_t channels = grad.sizes[1], out_h = grad.sizes[2], out_w = grad.sizes[3];
+  const int64_t plane_in = out.sizes[2] * out.sizes[3];
+  const T* g = static_cast<const T*>(grad.data);
+  const int64_t* idx = static_cast<const int64_t*>(indices.data);
+  T* dst = static_cast<T*>(out.data);
+  parallel_for(0, grad.sizes[0] * channels,
+               std::max<int64_t>(1, kGrainSize / std::max<int64_t>(out_h * out_w + plane_in, 1)),
+               [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t n = p / channels, c = p % channels;
+      const T* gp = g + n * grad.strides[0] + c * grad.strides[1];
+      const int64_t* ip = idx + n * indices.strides[0] + c * indices.strides[1];
+      T* o = dst + p * plane_in;
+      std::fill(o, o + plane_in, T(0));
+      for (int64_t oy = 0; oy < out_h; ++oy) {
+        for (int64_t ox = 0; ox < out_w; ++ox) {
+          const int64_t k = ip[oy * indices.strides[2] + ox * indices.strides[3]];
+          if (k < 0 || k >= plane_in) continue;  // a window entirely in the padding
+          o[k] = convert<T>(convert<A>(o[k]) + convert<A>(gp[oy * grad.strides[2] + ox * grad.strides[3]]));
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
+
+void run_max_pool_backward(const KernelCall& call) {
+  EMBER_ASSERT(call.inputs.size() == 2 && call.outputs.size() == 1);
+  const TensorArg &grad = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
+  EMBER_ASSERT(grad.sizes.size() == 4 && indices.sizes == grad.sizes && out.sizes.size() == 4);
+  expect_dtype("max_pool2d_backward", indices, kInt64);
+  expect_dtype("max_pool2d_backward", out, grad.dtype);
+  if (out.numel() == 0) return;
+  dispatch(grad.dtype, [&]<typename T>(TypeTag<T>) {
+    if constexpr (!is_floating_v<T>) {
+      not_implemented("max_pool2d_with_indices_backward", grad.dtype);
+    } else {
+      max_pool_backward<T>(grad, indices, out);
+    }
+  });
+}
 
 void run_pool(const KernelCall& call) {
   EMBER_ASSERT(call.payload && call.inputs.size() == 1 && !call.outputs.empty());

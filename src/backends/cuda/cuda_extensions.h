@@ -1,6 +1,6 @@
 // Extension kernels of the driver backend, implemented beside their subsystems
 // (cuda_fft.cpp: cuFFT, cuda_conv.cpp: im2col). The driver's launch() forwards
-// OpKind::FFT and OpKind::Im2Col here with the device of `call.device` already
+// OpKind::FFT, OpKind::Im2Col and OpKind::Col2Im here with the device of `call.device` already
 // current and `stream` the CUDA stream the op must run on (asynchronously).
 #pragma once
 
@@ -14,5 +14,7 @@ namespace ember::detail::driver {
 void run_fft(const KernelCall& call, cudaStream_t stream);
 /// Runs an Im2Col KernelCall (call.payload carries the convolution geometry) on `stream`.
 void run_im2col(const KernelCall& call, cudaStream_t stream);
+/// Runs a Col2Im KernelCall (call.payload carries the convolution geometry) on `stream`.
+void run_col2im(const KernelCall& call, cudaStream_t stream);
 
 }  // namespace ember::detail::driver

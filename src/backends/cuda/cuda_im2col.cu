@@ -1,5 +1,7 @@
-// Im2Col on the driver backend (contract in nn/conv_geometry.h): one thread per column
-// element, reading the input through its strides, writing the columns contiguously.
+// Im2Col and Col2Im on the driver backend (contracts in nn/conv_geometry.h). Im2Col: one
+// thread per column element, reading the input through its strides, writing the columns
+// through theirs. Col2Im: one thread per input element, summing the column entries that
+// were read from it (a gather, so no atomics and a fixed order).
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
 #include "backends/cuda/cuda_ops.h"
@@ -12,6 +14,7 @@ struct Im2ColArgs {
   int64_t in_stride_n, in_stride_c, in_stride_h, in_stride_w;
   nn::ConvGeometry g;
   int64_t total;  // batch * channels * kernel_h * kernel_w * out_h * out_w
+  int64_t col_stride_n, col_stride_row;  // the columns' strides (stride 1 along positions)
 };
 
 template <typename T>
@@ -28,9 +31,48 @@ __global__ void im2col_kernel(const T* input, T* columns, Im2ColArgs a) {
     const int64_t n = rest / a.channels;
     const int64_t y = oy * a.g.stride_h - a.g.pad_h + i * a.g.dilation_h;
     const int64_t x = ox * a.g.stride_w - a.g.pad_w + j * a.g.dilation_w;
-    columns[index] = y >= 0 && y < a.height && x >= 0 && x < a.width
-                         ? input[n * a.in_stride_n + c * a.in_stride_c + y * a.in_stride_h + x * a.in_stride_w]
-                         : T(0);
+    const int64_t row = (c * a.g.kernel_h + i) * a.g.kernel_w + j;
+    columns[n * a.col_stride_n + row * a.col_stride_row + oy * a.g.out_w + ox] =
+        y >= 0 && y < a.height && x >= 0 && x < a.width
+            ? input[n * a.in_stride_n + c * a.in_stride_c + y * a.in_stride_h + x * a.in_stride_w]
+            : T(0);
+  }
+}
+
+struct Col2ImArgs {
+  int64_t channels, height, width;
+  int64_t col_stride_n, col_stride_row, col_stride_pos;
+  nn::ConvGeometry g;
+  int64_t total;  // batch * channels * height * width
+};
+
+// The output positions along one axis whose window reads input coordinate v at kernel
+// offset k: pos * stride - pad + k * dilation == v, inside [0, out); -1 if none.
+__device__ inline int64_t reading_position(int64_t v, int64_t k, int64_t stride, int64_t pad, int64_t dilation,
+                                           int64_t out) {
+  const int64_t t = v + pad - k * dilation;
+  if (t < 0 || t % stride != 0 || t / stride >= out) return -1;
+  return t / stride;
+}
+
+template <typename T>
+__global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
+  for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < a.total;
+       index += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t x = index % a.width, y = (index / a.width) % a.height;
+    const int64_t c = (index / (a.width * a.height)) % a.channels, n = index / (a.width * a.height * a.channels);
+    T sum = 0;
+    for (int64_t i = 0; i < a.g.kernel_h; ++i) {
+      const int64_t oy = reading_position(y, i, a.g.stride_h, a.g.pad_h, a.g.dilation_h, a.g.out_h);
+      if (oy < 0) continue;
+      for (int64_t j = 0; j < a.g.kernel_w; ++j) {
+        const int64_t ox = reading_position(x, j, a.g.stride_w, a.g.pad_w, a.g.dilation_w, a.g.out_w);
+        if (ox < 0) continue;
+        const int64_t row = (c * a.g.kernel_h + i) * a.g.kernel_w + j;
+        sum += columns[n * a.col_stride_n + row * a.col_stride_row + (oy * a.g.out_w + ox) * a.col_stride_pos];
+      }
+    }
+    output[index] = sum;
   }
 }
 
@@ -40,7 +82,7 @@ void launch_im2col(const TensorArg& input, const TensorArg& columns, const nn::C
                    cudaStream_t stream) {
   Im2ColArgs a{input.sizes[1], input.sizes[2], input.sizes[3],
                input.strides[0], input.strides[1], input.strides[2], input.strides[3],
-               geometry, columns.numel()};
+               geometry, columns.numel(), columns.strides[0], columns.strides[1]};
   if (a.total == 0) return;
   const int blocks = grid_blocks(a.total);
   if (input.dtype == kFloat64)
@@ -49,6 +91,21 @@ void launch_im2col(const TensorArg& input, const TensorArg& columns, const nn::C
   else
     im2col_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(input.data),
                                                    static_cast<float*>(columns.data), a);
+  check_launch(stream);
+}
+
+void launch_col2im(const TensorArg& columns, const TensorArg& output, const nn::ConvGeometry& geometry,
+                   cudaStream_t stream) {
+  Col2ImArgs a{output.sizes[1],    output.sizes[2],    output.sizes[3], columns.strides[0],
+               columns.strides[1], columns.strides[2], geometry,        output.numel()};
+  if (a.total == 0) return;
+  const int blocks = grid_blocks(a.total);
+  if (output.dtype == kFloat64)
+    col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const double*>(columns.data),
+                                                   static_cast<double*>(output.data), a);
+  else
+    col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(columns.data),
+                                                   static_cast<float*>(output.data), a);
   check_launch(stream);
 }
 

@@ -47,6 +47,7 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::Softmax: case OpKind::LogSoftmax: launch_softmax(call, handle); break;
     case OpKind::ArgMax: case OpKind::ArgMin: launch_arg_reduce(call, handle); break;
     case OpKind::MaxPool2d: case OpKind::AvgPool2d: launch_pool(call, handle); break;
+    case OpKind::MaxPool2dBackward: launch_max_pool_backward(call, handle); break;
     case OpKind::NllLoss: launch_nll_loss(call, handle); break;
     case OpKind::BatchNormStats: launch_batch_norm_stats(call, handle); break;
     case OpKind::FFT:
@@ -55,6 +56,10 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
       break;
     case OpKind::Im2Col:
       run_im2col(call, handle);
+      check_launch(handle);
+      break;
+    case OpKind::Col2Im:
+      run_col2im(call, handle);
       check_launch(handle);
       break;
     case OpKind::OptimizerStep: launch_optimizer_step(call, handle); break;

@@ -29,6 +29,7 @@ void launch_select(const KernelCall& call, cudaStream_t stream);        // Where
 void launch_softmax(const KernelCall& call, cudaStream_t stream);       // Softmax LogSoftmax
 void launch_arg_reduce(const KernelCall& call, cudaStream_t stream);    // ArgMax ArgMin (cuda_softmax.cu)
 void launch_pool(const KernelCall& call, cudaStream_t stream);          // MaxPool2d AvgPool2d
+void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream);  // MaxPool2dBackward (cuda_pool.cu)
 void launch_nll_loss(const KernelCall& call, cudaStream_t stream);      // NllLoss (cuda_loss.cu)
 void launch_batch_norm_stats(const KernelCall& call, cudaStream_t stream);  // BatchNormStats (cuda_loss.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).

@@ -1,5 +1,7 @@
 // MaxPool2d and AvgPool2d on the driver backend (contract in nn/pool_geometry.h): one
 // thread per output element, grid-stride, reading the input with its own strides.
+// MaxPool2dBackward gathers instead of scattering: one thread per input element sums the
+// gradients of the outputs whose index names it, so no atomics and a fixed order.
 #include "backends/cuda/cuda_loops.cuh"
 #include "nn/pool_geometry.h"
 
@@ -56,7 +58,64 @@ __global__ void avg_pool_kernel(int64_t total, T* out, const T* in, PoolDims d, 
   }
 }
 
+struct PoolGradDims {
+  int64_t channels, height, width, out_h, out_w;
+  int64_t grad_n, grad_c, grad_y, grad_x;  // strides of the output gradient, elements
+  int64_t index_n, index_c, index_y, index_x;  // strides of the indices
+};
+
+// The windows that may hold input row (column) `v`: start s * stride - pad + a * dilation
+// == v for some a in [0, kernel), i.e. s in [ceil((v + pad - (kernel-1)*dilation) / stride),
+// (v + pad) / stride], clipped to [0, out).
+__device__ inline void window_range(int64_t v, int64_t pad, int64_t kernel, int64_t dilation, int64_t stride,
+                                    int64_t out, int64_t& lo, int64_t& hi) {
+  const int64_t first = v + pad - (kernel - 1) * dilation;
+  lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  hi = min((v + pad) / stride + 1, out);
+}
+
+template <typename T>
+__global__ void max_pool_backward_kernel(int64_t total, T* out, const T* grad, const int64_t* indices, PoolGradDims d,
+                                         nn::PoolGeometry g) {
+  using A = compute_t<T>;
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
+    const int64_t x = i % d.width, y = (i / d.width) % d.height, plane = i / (d.width * d.height);
+    const int64_t n = plane / d.channels, c = plane % d.channels, target = y * d.width + x;
+    const T* gp = grad + n * d.grad_n + c * d.grad_c;
+    const int64_t* ip = indices + n * d.index_n + c * d.index_c;
+    int64_t y_lo, y_hi, x_lo, x_hi;
+    window_range(y, g.pad_h, g.kernel_h, g.dilation_h, g.stride_h, d.out_h, y_lo, y_hi);
+    window_range(x, g.pad_w, g.kernel_w, g.dilation_w, g.stride_w, d.out_w, x_lo, x_hi);
+    A sum = 0;
+    for (int64_t oy = y_lo; oy < y_hi; ++oy) {
+      for (int64_t ox = x_lo; ox < x_hi; ++ox) {
+        if (ip[oy * d.index_y + ox * d.index_x] == target) sum += convert<A>(gp[oy * d.grad_y + ox * d.grad_x]);
+      }
+    }
+    out[i] = convert<T>(sum);
+  }
+}
+
 }  // namespace
+
+void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
+  EMBER_ASSERT(call.payload && call.inputs.size() == 2 && call.outputs.size() == 1);
+  const auto& g = *static_cast<const nn::PoolGeometry*>(call.payload.get());
+  const TensorArg &grad = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
+  const int64_t total = out.numel();
+  if (total == 0) return;
+  const PoolGradDims d{out.sizes[1],      out.sizes[2],      out.sizes[3],      grad.sizes[2],     grad.sizes[3],
+                       grad.strides[0],   grad.strides[1],   grad.strides[2],   grad.strides[3],   indices.strides[0],
+                       indices.strides[1], indices.strides[2], indices.strides[3]};
+  dispatch_if<FloatType>(grad.dtype, "max_pool2d_with_indices_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    max_pool_backward_kernel<T><<<grid_blocks(total), kThreads, 0, stream>>>(
+        total, static_cast<T*>(out.data), static_cast<const T*>(grad.data),
+        static_cast<const int64_t*>(indices.data), d, g);
+  });
+  check_launch(stream);
+}
 
 void launch_pool(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.payload && call.inputs.size() == 1 && !call.outputs.empty());
