@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -17,6 +18,28 @@ namespace {
 // True on pool workers always and on a caller while it runs a region: a nested
 // parallel_for then runs inline (the pool is taken, and its mutex is not recursive).
 thread_local bool t_in_parallel_region = false;
+
+// Note [Pool spin-wait]
+// A training step runs dozens of parallel regions back to back, each of well under a
+// millisecond; waking a sleeping worker (a futex wake, then the scheduler) costs tens of
+// microseconds, as does putting the caller to sleep while a worker finishes. So, as
+// OpenMP's runtime does, a worker that finished a region polls for the next one, and a
+// caller polls for its workers' chunks, for a short while (kSpinWait) before sleeping on
+// the condition variables. Polling yields the core each time, so on a machine with more
+// runnable threads than cores (OpenBLAS's own workers, other processes) it takes little
+// from them.
+constexpr std::chrono::microseconds kSpinWait{50};
+
+// Polls `ready` until it holds (true) or kSpinWait passes (false).
+template <typename Ready>
+bool spin_until(Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinWait;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 int configured_threads() {
   if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
@@ -63,7 +86,7 @@ class ThreadPool {
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     wake_.notify_all();
     for (auto& t : workers_) t.join();
@@ -78,15 +101,17 @@ class ThreadPool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = &job;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_release);
     }
     wake_.notify_all();
     t_in_parallel_region = true;
     job.work();
     t_in_parallel_region = false;
-    std::unique_lock<std::mutex> lock(mutex_);
     // The job lives on the caller's stack: retire it only when no worker holds it.
-    finished_.wait(lock, [&] { return active_ == 0 && job.done.load(std::memory_order_acquire) == job.num_chunks; });
+    auto retired = [&] { return active_.load() == 0 && job.done.load(std::memory_order_acquire) == job.num_chunks; };
+    spin_until(retired);  // Note [Pool spin-wait]
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, retired);
     job_ = nullptr;
     return true;
   }
@@ -95,27 +120,30 @@ class ThreadPool {
   void worker_loop() {
     t_in_parallel_region = true;
     uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
-      wake_.wait(lock, [&] { return stopping_ || (job_ != nullptr && generation_ != seen); });
-      if (stopping_) return;
-      seen = generation_;
+      // Note [Pool spin-wait]
+      spin_until([&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; });
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_.load() || (job_ != nullptr && generation_.load() != seen); });
+      if (stopping_.load()) return;
+      seen = generation_.load();
       Job* job = job_;
-      ++active_;
+      active_.fetch_add(1);
       lock.unlock();
       job->work();
       lock.lock();
-      if (--active_ == 0) finished_.notify_all();
+      if (active_.fetch_sub(1) == 1) finished_.notify_all();
     }
   }
 
   std::mutex busy_;   // held by the caller running a region
-  std::mutex mutex_;  // guards job_, generation_, active_, stopping_
+  std::mutex mutex_;  // guards job_ and the changes of generation_, active_ and stopping_
   std::condition_variable wake_, finished_;
   Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int active_ = 0;
-  bool stopping_ = false;
+  // Atomic so that the spin-waits may read them without the mutex.
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0};
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };
 
