@@ -6,9 +6,10 @@
 
 namespace ember::detail {
 
-/// Saves every device's generator (seed and counter offset) and restores it on exit, so
-/// the random numbers drawn inside the scope do not shift those drawn after it. As with
-/// PyTorch's fork_rng, draws made meanwhile by other threads are rewound too.
+/// For the calling thread, while in scope: random draws (and manual_seed) use a copy of
+/// every device's generator (seed and counter offsets) taken on entry, so they do not
+/// shift the numbers drawn after the scope. Other threads keep drawing from the process's
+/// generators meanwhile, unaffected. Scopes nest.
 class ForkRng {
  public:
   ForkRng();
@@ -16,9 +17,11 @@ class ForkRng {
   ForkRng(const ForkRng&) = delete;
   ForkRng& operator=(const ForkRng&) = delete;
 
+  uint64_t seed;
+  std::map<int, uint64_t> offsets;  // device index (-1: cpu) -> next counter
+
  private:
-  uint64_t seed_;
-  std::map<int, uint64_t> offsets_;
+  ForkRng* outer_;
 };
 
 }  // namespace ember::detail

@@ -20,15 +20,22 @@ namespace {
 
 constexpr uint64_t kDefaultSeed = 67280421310721ull;  // PyTorch's default seed
 
+// Returns the next counter of `device` in `offsets` and advances it by `count` counters,
+// rounded up to whole Philox blocks.
+uint64_t advance(std::map<int, uint64_t>& offsets, Device device, uint64_t count) {
+  auto [it, inserted] = offsets.try_emplace(device.is_cpu() ? -1 : device.index(), 0);
+  uint64_t offset = it->second;
+  it->second += (count + 3) & ~uint64_t{3};
+  return offset;
+}
+
+// The process's generators: one seed, a Philox counter per device.
 class Generators {
  public:
   // Returns {seed, offset} and advances the device's offset by `count` counters.
   std::pair<uint64_t, uint64_t> reserve(Device device, uint64_t count) {
     std::lock_guard lock(mutex_);
-    auto [it, inserted] = offsets_.try_emplace(device.is_cpu() ? -1 : device.index(), 0);
-    uint64_t offset = it->second;
-    it->second += (count + 3) & ~uint64_t{3};  // whole Philox blocks
-    return {seed_, offset};
+    return {seed_, advance(offsets_, device, count)};
   }
   void seed(uint64_t seed) {
     std::lock_guard lock(mutex_);
@@ -38,11 +45,6 @@ class Generators {
   std::pair<uint64_t, std::map<int, uint64_t>> state() {
     std::lock_guard lock(mutex_);
     return {seed_, offsets_};
-  }
-  void set_state(uint64_t seed, std::map<int, uint64_t> offsets) {
-    std::lock_guard lock(mutex_);
-    seed_ = seed;
-    offsets_ = std::move(offsets);
   }
 
  private:
@@ -54,6 +56,14 @@ class Generators {
 Generators& generators() {
   static Generators instance;
   return instance;
+}
+
+// The calling thread's innermost ForkRng scope, if any: its draws go there.
+thread_local detail::ForkRng* t_fork = nullptr;
+
+std::pair<uint64_t, uint64_t> reserve(Device device, uint64_t count) {
+  if (t_fork) return {t_fork->seed, advance(t_fork->offsets, device, count)};
+  return generators().reserve(device, count);
 }
 
 // A complex tensor as its real view (torch.view_as_real): a trailing dim of 2 holding
@@ -72,7 +82,7 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
   if (t.numel() == 0) return;
   detail::TensorArg out = real_view(t);
   // Normal takes two uniforms per element, double uniforms two words each: reserve 4.
-  auto [seed, offset] = generators().reserve(t.device(), 4 * static_cast<uint64_t>(out.numel()));
+  auto [seed, offset] = reserve(t.device(), 4 * static_cast<uint64_t>(out.numel()));
   detail::KernelCall call{op, {std::move(out)}, {}, a, b};
   call.seed = seed;
   call.offset = offset;
@@ -81,10 +91,25 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
 
 }  // namespace
 
-void manual_seed(uint64_t seed) { generators().seed(seed); }
+void manual_seed(uint64_t seed) {
+  if (t_fork) {
+    t_fork->seed = seed;
+    t_fork->offsets.clear();
+  } else {
+    generators().seed(seed);
+  }
+}
 
-detail::ForkRng::ForkRng() { std::tie(seed_, offsets_) = generators().state(); }
-detail::ForkRng::~ForkRng() { generators().set_state(seed_, std::move(offsets_)); }
+detail::ForkRng::ForkRng() : outer_(t_fork) {
+  if (outer_) {
+    seed = outer_->seed;
+    offsets = outer_->offsets;
+  } else {
+    std::tie(seed, offsets) = generators().state();
+  }
+  t_fork = this;
+}
+detail::ForkRng::~ForkRng() { t_fork = outer_; }
 
 Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
