@@ -41,6 +41,14 @@ void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& 
   for (int i = 0; i < count; ++i) out.push_back(access_of(args[i], type, argument, count > 1 ? i : -1));
 }
 
+// Tells the detector, under its lock, what a hook ordered, created or destroyed.
+template <typename F>
+void tell_detector(F&& f) {
+  SanitizerState& s = state();
+  std::lock_guard lock(s.mutex);
+  f(s.detector);
+}
+
 }  // namespace
 
 void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op,
@@ -122,108 +130,78 @@ void SanitizingBackend::pinned_free(void* ptr) {
 
 BackendStream* SanitizingBackend::default_stream(int device) {
   BackendStream* stream = upstream_.default_stream(device);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.stream_created(key(stream), device, /*is_default=*/true);
+  tell_detector([&](RaceDetector& d) { d.stream_created(key(stream), device, /*is_default=*/true); });
   return stream;
 }
 
 BackendStream* SanitizingBackend::create_stream(int device, int priority) {
   BackendStream* stream = upstream_.create_stream(device, priority);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.stream_created(key(stream), device);
+  tell_detector([&](RaceDetector& d) { d.stream_created(key(stream), device); });
   return stream;
 }
 
 void SanitizingBackend::destroy_stream(BackendStream* stream) noexcept {
-  {
-    SanitizerState& s = state();
-    std::lock_guard lock(s.mutex);
-    s.detector.stream_destroyed(key(stream));
-  }
+  tell_detector([&](RaceDetector& d) { d.stream_destroyed(key(stream)); });
   upstream_.destroy_stream(stream);
 }
 
 bool SanitizingBackend::query(BackendStream* stream) {
   bool done = upstream_.query(stream);
   if (done) {  // the host has seen the stream's work complete
-    SanitizerState& s = state();
-    std::lock_guard lock(s.mutex);
-    s.detector.stream_synchronize(key(stream));
+    tell_detector([&](RaceDetector& d) { d.stream_synchronize(key(stream)); });
   }
   return done;
 }
 
 void SanitizingBackend::synchronize(BackendStream* stream) {
   upstream_.synchronize(stream);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.stream_synchronize(key(stream));
+  tell_detector([&](RaceDetector& d) { d.stream_synchronize(key(stream)); });
 }
 
 void SanitizingBackend::synchronize_device(int device) {
   upstream_.synchronize_device(device);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.device_synchronize(device);
+  tell_detector([&](RaceDetector& d) { d.device_synchronize(device); });
 }
 
 void SanitizingBackend::reset(int device) {
   upstream_.reset(device);  // drains the device
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.device_synchronize(device);
+  tell_detector([&](RaceDetector& d) { d.device_synchronize(device); });
 }
 
 // ---- events -----------------------------------------------------------------------
 
 BackendEvent* SanitizingBackend::create_event(int device, bool enable_timing) {
   BackendEvent* event = upstream_.create_event(device, enable_timing);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.event_created(key(event));
+  tell_detector([&](RaceDetector& d) { d.event_created(key(event)); });
   return event;
 }
 
 void SanitizingBackend::destroy_event(BackendEvent* event) noexcept {
-  {
-    SanitizerState& s = state();
-    std::lock_guard lock(s.mutex);
-    s.detector.event_destroyed(key(event));
-  }
+  tell_detector([&](RaceDetector& d) { d.event_destroyed(key(event)); });
   upstream_.destroy_event(event);
 }
 
 void SanitizingBackend::record(BackendEvent* event, BackendStream* stream) {
   upstream_.record(event, stream);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.event_record(key(event), key(stream));
+  tell_detector([&](RaceDetector& d) { d.event_record(key(event), key(stream)); });
 }
 
 void SanitizingBackend::wait(BackendStream* stream, BackendEvent* event) {
   upstream_.wait(stream, event);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.event_wait(key(stream), key(event));
+  tell_detector([&](RaceDetector& d) { d.event_wait(key(stream), key(event)); });
 }
 
 bool SanitizingBackend::query(BackendEvent* event) {
   bool done = upstream_.query(event);
   if (done) {
-    SanitizerState& s = state();
-    std::lock_guard lock(s.mutex);
-    s.detector.event_synchronize(key(event));
+    tell_detector([&](RaceDetector& d) { d.event_synchronize(key(event)); });
   }
   return done;
 }
 
 void SanitizingBackend::synchronize(BackendEvent* event) {
   upstream_.synchronize(event);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.event_synchronize(key(event));
+  tell_detector([&](RaceDetector& d) { d.event_synchronize(key(event)); });
 }
 
 }  // namespace ember::detail::sanitizer
