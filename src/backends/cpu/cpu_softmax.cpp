@@ -19,6 +19,7 @@
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vector.h"
 #include "kernels/fast_exp.h"
 #include "kernels/op_name.h"
 
@@ -40,14 +41,7 @@ inline A max_of(A a, A b) {  // NaN propagates
 // not reassociated by the compiler, lanes let it vectorise), then scale. The max is
 // written with GCC's vector types (the compiler does not vectorise the NaN-aware lane
 // loop by itself): a plain max per lane plus a NaN flag per lane. Compiled twice,
-// for AVX2 machines and for the x86-64 baseline, and picked at load time (an ifunc;
-// not under the sanitizers, whose runtimes are not ready when ifunc resolvers run).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define EMBER_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define EMBER_VECTOR_CLONES
-#endif
+// for AVX2 machines and for the x86-64 baseline (EMBER_VECTOR_CLONES).
 
 constexpr int kVecLanes = 8;
 
