@@ -1,6 +1,7 @@
 #include "distributed/socket.h"
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "ember/errors.h"
 
@@ -20,24 +22,128 @@ namespace {
 
 std::string errno_text(int error) { return cat(std::strerror(error), " (errno ", error, ")"); }
 
-sockaddr_in resolve(const std::string& host, int port) {
+/// One address of a host, as getaddrinfo gives it (IPv4 or IPv6).
+struct Endpoint {
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  int family() const noexcept { return address.ss_family; }
+  const sockaddr* get() const noexcept { return reinterpret_cast<const sockaddr*>(&address); }
+};
+
+int port_of(const sockaddr_storage& address) {
+  if (address.ss_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6&>(address).sin6_port);
+  return ntohs(reinterpret_cast<const sockaddr_in&>(address).sin_port);
+}
+
+/// The numeric text of an address; a scoped (link-local) IPv6 address keeps its interface
+/// ("fe80::1%eth0") so that it can be bound and resolved again.
+std::string address_text(const sockaddr_storage& address) {
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(address);
+    if (IN6_IS_ADDR_V4MAPPED(&in6.sin6_addr)) {
+      ::inet_ntop(AF_INET, &in6.sin6_addr.s6_addr[12], text, sizeof(text));
+      return text;
+    }
+    ::inet_ntop(AF_INET6, &in6.sin6_addr, text, sizeof(text));
+    std::string out = text;
+    char interface[IF_NAMESIZE] = {};
+    if (in6.sin6_scope_id != 0 && ::if_indextoname(in6.sin6_scope_id, interface)) out += cat("%", interface);
+    return out;
+  }
+  ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(address).sin_addr, text, sizeof(text));
+  return text;
+}
+
+/// Every address of `host` at `port`, in the resolver's order (RFC 6724 via gai.conf).
+std::vector<Endpoint> resolve(const std::string& host, int port) {
   addrinfo hints{};
-  hints.ai_family = AF_INET;
+  hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  std::string service = std::to_string(port);
   addrinfo* found = nullptr;
-  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
   if (rc != 0 || found == nullptr) {
     fail<DistributedError>("Failed to resolve the address '", host, "': ", ::gai_strerror(rc));
   }
-  sockaddr_in address = *reinterpret_cast<sockaddr_in*>(found->ai_addr);
+  std::vector<Endpoint> endpoints;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+    Endpoint e;
+    std::memcpy(&e.address, a->ai_addr, a->ai_addrlen);
+    e.length = a->ai_addrlen;
+    endpoints.push_back(e);
+  }
   ::freeaddrinfo(found);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  return address;
+  EMBER_CHECK(!endpoints.empty(), DistributedError, "Failed to resolve the address '", host,
+              "': it has no IPv4 or IPv6 address");
+  return endpoints;
 }
 
 void set_no_delay(int fd) {
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/// Binds `socket` to every address of `family` at `port` and listens; false with errno set.
+bool bind_and_listen(const Socket& socket, int family, int port) {
+  int one = 1, zero = 0;
+  ::setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  sockaddr_storage address{};
+  socklen_t length = 0;
+  if (family == AF_INET6) {
+    // Dual-stack: IPv4 clients arrive as ::ffff:a.b.c.d (the default is the net.ipv6.bindv6only sysctl).
+    if (::setsockopt(socket.fd(), IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero)) != 0) return false;
+    auto& in6 = reinterpret_cast<sockaddr_in6&>(address);
+    in6.sin6_family = AF_INET6;
+    in6.sin6_addr = in6addr_any;
+    in6.sin6_port = htons(static_cast<uint16_t>(port));
+    length = sizeof(in6);
+  } else {
+    auto& in = reinterpret_cast<sockaddr_in&>(address);
+    in.sin_family = AF_INET;
+    in.sin_addr.s_addr = htonl(INADDR_ANY);
+    in.sin_port = htons(static_cast<uint16_t>(port));
+    length = sizeof(in);
+  }
+  return ::bind(socket.fd(), reinterpret_cast<sockaddr*>(&address), length) == 0 && ::listen(socket.fd(), 128) == 0;
+}
+
+/// One non-blocking connect to `endpoint`, waiting until `deadline`; an invalid socket
+/// with `error` set when it fails (EAFNOSUPPORT: the host lacks the address's family).
+Socket try_connect(const Endpoint& endpoint, Clock::time_point deadline, int& error) {
+  Socket socket(::socket(endpoint.family(), SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (!socket.valid()) {
+    // A host without IPv6 cannot create the socket for an IPv6 address: try the next one.
+    error = errno;
+    EMBER_CHECK(error == EAFNOSUPPORT, DistributedError, "The client socket could not be created: ", errno_text(error));
+    return socket;
+  }
+  int rc = ::connect(socket.fd(), endpoint.get(), endpoint.length);
+  if (rc != 0 && errno == EINPROGRESS) {
+    pollfd pfd{socket.fd(), POLLOUT, 0};
+    rc = ::poll(&pfd, 1, poll_timeout_ms(deadline));
+    if (rc == 1) {
+      int so_error = 0;
+      socklen_t length = sizeof(so_error);
+      ::getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &so_error, &length);
+      rc = so_error == 0 ? 0 : -1;
+      errno = so_error;
+    } else {
+      rc = -1;
+      errno = ETIMEDOUT;
+    }
+  }
+  if (rc != 0) {
+    error = errno;
+    socket.close();
+    return socket;
+  }
+  int flags = 0;  // back to blocking; reads and writes poll with deadlines themselves
+  ::ioctl(socket.fd(), FIONBIO, &flags);
+  set_no_delay(socket.fd());
+  return socket;
 }
 
 }  // namespace
@@ -54,16 +160,19 @@ int poll_timeout_ms(Clock::time_point deadline) {
 }
 
 Socket listen_on(int port) {
-  Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  // Dual-stack first, then IPv4 alone where the host has no IPv6 (the family is not
+  // supported, or IPv6 is disabled and [::] cannot be bound). A port in use is in use for both.
+  Socket socket(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (socket.valid()) {
+    if (bind_and_listen(socket, AF_INET6, port)) return socket;
+    if (errno == EADDRINUSE) {
+      fail<DistributedError>("The server socket has failed to listen on port ", port, ": ", errno_text(EADDRINUSE),
+                             "; is another process (or an earlier run) using the port?");
+    }
+  }
+  socket = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   EMBER_CHECK(socket.valid(), DistributedError, "The server socket could not be created: ", errno_text(errno));
-  int one = 1;
-  ::setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_ANY);
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      ::listen(socket.fd(), 128) != 0) {
+  if (!bind_and_listen(socket, AF_INET, port)) {
     int error = errno;
     fail<DistributedError>("The server socket has failed to listen on port ", port, ": ", errno_text(error),
                            error == EADDRINUSE ? "; is another process (or an earlier run) using the port?" : "");
@@ -72,60 +181,51 @@ Socket listen_on(int port) {
 }
 
 int local_port(const Socket& socket) {
-  sockaddr_in address{};
+  sockaddr_storage address{};
   socklen_t length = sizeof(address);
   ::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&address), &length);
-  return ntohs(address.sin_port);
+  return port_of(address);
 }
 
 std::string local_address(const Socket& socket) {
-  sockaddr_in address{};
+  sockaddr_storage address{};
   socklen_t length = sizeof(address);
   ::getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&address), &length);
-  char text[INET_ADDRSTRLEN] = {};
-  ::inet_ntop(AF_INET, &address.sin_addr, text, sizeof(text));
-  return text;
+  return address_text(address);
+}
+
+std::string host_port(const std::string& host, int port) {
+  return host.find(':') != std::string::npos ? cat("[", host, "]:", port) : cat(host, ":", port);
 }
 
 Socket connect_to(const std::string& host, int port, Clock::time_point deadline) {
   EMBER_CHECK(port > 0 && port < 65536, DistributedError, "Invalid port ", port, " for ", host);
-  sockaddr_in address = resolve(host, port);
+  const std::vector<Endpoint> endpoints = resolve(host, port);
   auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(1);
   int last_error = 0;
   do {
-    Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    EMBER_CHECK(socket.valid(), DistributedError, "The client socket could not be created: ", errno_text(errno));
-    int rc = ::connect(socket.fd(), reinterpret_cast<sockaddr*>(&address), sizeof(address));
-    if (rc != 0 && errno == EINPROGRESS) {
-      pollfd pfd{socket.fd(), POLLOUT, 0};
-      rc = ::poll(&pfd, 1, poll_timeout_ms(deadline));
-      if (rc == 1) {
-        int error = 0;
-        socklen_t length = sizeof(error);
-        ::getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &error, &length);
-        rc = error == 0 ? 0 : -1;
-        errno = error;
-      } else {
-        rc = -1;
-        errno = ETIMEDOUT;
-      }
+    bool created = false;
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      // An address that never answers leaves the ones after it a share of the time left.
+      auto now = Clock::now();
+      auto attempt_deadline = now + (deadline - now) / static_cast<int>(endpoints.size() - i);
+      Socket socket = try_connect(endpoints[i], attempt_deadline, last_error);
+      if (socket.valid()) return socket;
+      created = created || last_error != EAFNOSUPPORT;
     }
-    if (rc == 0) {
-      int flags = 0;  // back to blocking; reads and writes poll with deadlines themselves
-      ::ioctl(socket.fd(), FIONBIO, &flags);
-      set_no_delay(socket.fd());
-      return socket;
-    }
-    last_error = errno;
+    EMBER_CHECK(created, DistributedError, "The client socket could not be created for any address of ", host, ": ",
+                errno_text(last_error));
     // The server may not listen yet (refused) or be slow to accept: retry until the deadline.
     std::this_thread::sleep_for(std::min(backoff, std::chrono::duration_cast<std::chrono::milliseconds>(
                                                       deadline - Clock::now() + std::chrono::milliseconds(1))));
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   } while (Clock::now() < deadline);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  std::string tried;
+  for (const auto& e : endpoints) tried += cat(tried.empty() ? "" : ", ", host_port(address_text(e.address), port));
   fail<DistributedError>("The client socket has timed out after ", waited, "ms while trying to connect to (", host,
-                         ", ", port, "): ", errno_text(last_error));
+                         ", ", port, "): ", errno_text(last_error), " (tried ", tried, ")");
 }
 
 bool send_all(int fd, const void* data, size_t bytes) {

@@ -2,7 +2,8 @@
 //
 // Every call that can block takes a deadline and throws DistributedError when it passes,
 // so that nothing in ember::distributed waits forever on a peer. File descriptors are
-// owned by Socket (RAII, move-only, close on destruction). IPv4 only.
+// owned by Socket (RAII, move-only, close on destruction). IPv4 and IPv6: the server
+// listens dual-stack where the host has IPv6, clients try every address a host resolves to.
 #pragma once
 
 #include <chrono>
@@ -42,16 +43,22 @@ class Socket {
   int fd_ = -1;
 };
 
-/// A socket listening on every IPv4 address at `port` (0: the kernel picks one).
+/// A socket listening on every address at `port` (0: the kernel picks one): an IPv6
+/// socket that also accepts IPv4 clients, or an IPv4 one where the host has no IPv6.
 /// DistributedError naming the port and errno when it is in use.
 Socket listen_on(int port);
 /// The port a bound socket listens on.
 int local_port(const Socket& socket);
-/// The local IP address of a connected socket ("127.0.0.1", "10.0.0.2").
+/// The local IP address of a connected socket ("127.0.0.1", "10.0.0.2", "::1",
+/// "fe80::1%eth0"); an IPv4 address reached over IPv6 (::ffff:a.b.c.d) reads as IPv4.
 std::string local_address(const Socket& socket);
 
-/// Connects to host:port, retrying refused connections until `deadline` (the server may
-/// not be up yet). DistributedError when the host does not resolve or the deadline passes.
+/// "host:port", with the host in brackets when it is an IPv6 address ("[::1]:29500").
+std::string host_port(const std::string& host, int port);
+
+/// Connects to host:port, trying the host's addresses (IPv4 and IPv6) in the resolver's
+/// order and retrying refused connections until `deadline` (the server may not be up
+/// yet). DistributedError when the host does not resolve or the deadline passes.
 Socket connect_to(const std::string& host, int port, Clock::time_point deadline);
 
 /// Sends all `bytes` (never raises SIGPIPE). False when the peer is gone.

@@ -15,8 +15,8 @@ namespace ember::distributed {
 
 class TCPStoreServer {
  public:
-  /// Serves on every IPv4 address at `port` (0: a free port). DistributedError when the
-  /// port is in use.
+  /// Serves on every IPv4 and IPv6 address at `port` (0: a free port; IPv4 alone where the
+  /// host has no IPv6). DistributedError when the port is in use.
   explicit TCPStoreServer(int port);
   ~TCPStoreServer();
   TCPStoreServer(const TCPStoreServer&) = delete;
