@@ -1,6 +1,7 @@
 // ember::distributed: stores, init errors and single-process groups in this process; the
 // collectives, stream ordering and faults on 2 and 3 ranks launched through ember-run (and
-// mpirun, and across two network namespaces) running tests/distributed/worker.cpp.
+// mpirun, and across two network namespaces, over IPv4 and IPv6) running
+// tests/distributed/worker.cpp.
 //
 // Every launch runs under a deadline: a hang kills the launch's process group and fails.
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -56,6 +58,44 @@ class ClosedPort {
   ~ClosedPort() { ::close(fd_); }
   int port() const { return port_; }
   void listen() { ::listen(fd_, 1); }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+/// Why ::1 cannot be bound here ("" when it can): a host without IPv6 skips the IPv6 tests.
+std::string ipv6_loopback_unavailable() {
+  int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return std::string("no IPv6 sockets: ") + std::strerror(errno);
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_loopback;
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  int error = errno;
+  ::close(fd);
+  return rc == 0 ? "" : std::string("cannot bind ::1: ") + std::strerror(error);
+}
+
+#define SKIP_WITHOUT_IPV6_LOOPBACK()                                                       \
+  if (std::string why = ipv6_loopback_unavailable(); !why.empty()) {                       \
+    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";                     \
+  }
+
+/// A port on ::1 nothing listens on, held bound while the object lives.
+class ClosedIPv6Port {
+ public:
+  ClosedIPv6Port() : fd_(::socket(AF_INET6, SOCK_STREAM, 0)) {
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_addr = in6addr_loopback;
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    socklen_t length = sizeof(address);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &length);
+    port_ = ntohs(address.sin6_port);
+  }
+  ~ClosedIPv6Port() { ::close(fd_); }
+  int port() const { return port_; }
 
  private:
   int fd_;
@@ -135,6 +175,51 @@ TEST(TCPStore, ReportsRanksWhoseConnectionClosedWithoutLeaving) {
   EXPECT_EQ(master.departed_ranks(5s), std::vector<int>{2});
 }
 
+TEST(TCPStore, SetGetAddWaitBetweenClientsOverTheIPv6Loopback) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  dist::TCPStore master("::1", 0, 2, /*is_master=*/true, 5s);
+  ASSERT_GT(master.port(), 0);
+  EXPECT_EQ(master.local_address(), "::1");
+  std::thread other([&] {
+    dist::TCPStore client("::1", master.port(), 2, /*is_master=*/false, 5s);
+    EXPECT_EQ(client.local_address(), "::1");
+    client.wait({"go"});  // ordered after the main thread's set
+    EXPECT_EQ(client.get("go"), "1");
+    EXPECT_EQ(client.add("n", 5), 7);  // after the main thread's add of 2
+    client.set("ready", "yes");
+  });
+  EXPECT_EQ(master.add("n", 2), 2);
+  master.set("go", "1");
+  EXPECT_EQ(master.get("ready"), "yes");  // get waits for the key
+  EXPECT_EQ(master.get("n"), "7");
+  other.join();
+  EXPECT_EQ(error_of<ember::DistributedError>([&] { master.wait({"never"}, 20ms); }),
+            "wait timeout after 20ms, keys: never");
+}
+
+TEST(TCPStore, TheServerAnswersIPv4AndIPv6ClientsAlike) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  dist::TCPStore master("127.0.0.1", 0, 3, true, 5s);
+  dist::TCPStore over_ipv6("::1", master.port(), 3, false, 5s);
+  dist::TCPStore over_ipv4("127.0.0.1", master.port(), 3, false, 5s);
+  EXPECT_EQ(over_ipv6.local_address(), "::1");
+  EXPECT_EQ(over_ipv4.local_address(), "127.0.0.1");
+  over_ipv6.set("k", "from ::1");
+  EXPECT_EQ(over_ipv4.get("k"), "from ::1");
+  EXPECT_EQ(master.get("k"), "from ::1");
+}
+
+TEST(TCPStore, UnreachableIPv6MasterNamesTheAddressInBrackets) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  ClosedIPv6Port port;
+  std::string p = std::to_string(port.port());
+  std::string message = error_of<ember::DistributedError>([&] { dist::TCPStore("::1", port.port(), 2, false, 200ms); });
+  EXPECT_NE(message.find("The client socket has timed out after"), std::string::npos) << message;
+  EXPECT_NE(message.find("while trying to connect to (::1, " + p + "): Connection refused (errno 111) (tried [::1]:" + p + ")"),
+            std::string::npos)
+      << message;
+}
+
 // ---- FileStore -----------------------------------------------------------------------------
 
 TEST(FileStore, TwoStoresShareTheFileWhichTheLastRemoves) {
@@ -185,6 +270,42 @@ TEST(InitProcessGroup, UnresolvableMasterAddress) {
     dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://no-such-host.invalid:29500").rank(1).world_size(2).timeout(1s));
   });
   EXPECT_NE(message.find("Failed to resolve the address 'no-such-host.invalid'"), std::string::npos) << message;
+}
+
+TEST(InitProcessGroup, MalformedIPv6UrlsAreValueErrors) {
+  auto error_for = [](const std::string& url) {
+    return error_of<ember::ValueError>(
+        [&] { dist::init_process_group("gloo", dist::InitOptions().init_method(url).rank(0).world_size(1).timeout(1s)); });
+  };
+  EXPECT_EQ(error_for("tcp://[::1:29500"),
+            "init_process_group: invalid IPv6 URL in init_method 'tcp://[::1:29500': '[' without ']' (expected "
+            "tcp://[IPv6 address]:port)");
+  EXPECT_EQ(error_for("tcp://::1]:29500"),
+            "init_process_group: invalid IPv6 URL in init_method 'tcp://::1]:29500': ']' without '[' (expected "
+            "tcp://[IPv6 address]:port)");
+  EXPECT_EQ(error_for("tcp://::1:29500"),
+            "init_process_group: the IPv6 address in init_method 'tcp://::1:29500' must be in brackets: tcp://[::1]:port");
+  EXPECT_EQ(error_for("tcp://[10.0.0.1]:29500"),
+            "init_process_group: '10.0.0.1' in brackets in init_method 'tcp://[10.0.0.1]:29500' is not an IPv6 address");
+  EXPECT_EQ(error_for("tcp://[]:29500"),
+            "init_process_group: '' in brackets in init_method 'tcp://[]:29500' is not an IPv6 address");
+  for (const char* url : {"tcp://[::1]", "tcp://[::1]:", "tcp://[::1]29500", "tcp://127.0.0.1", "tcp://:29500"}) {
+    EXPECT_EQ(error_for(url), std::string("init_process_group: init_method '") + url + "' must be tcp://host:port");
+  }
+  EXPECT_EQ(error_for("tcp://[::1]:port"), "init_process_group: the port must be an integer, got 'port'");
+  EXPECT_FALSE(dist::is_initialized());
+}
+
+TEST(InitProcessGroup, TcpUrlWithAnIPv6Address) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  // Port 0: rank 0 serves the store on a free port (a world of one needs no other rank).
+  dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://[::1]:0").rank(0).world_size(1).timeout(10s));
+  EXPECT_TRUE(dist::is_initialized());
+  EXPECT_EQ(dist::get_world_size(), 1);
+  ember::Tensor t = ember::arange(3, ember::kFloat32);
+  dist::all_reduce(t);
+  EXPECT_TRUE(t.equal(ember::arange(3, ember::kFloat32)));
+  dist::destroy_process_group();
 }
 
 TEST(InitProcessGroup, RankThatNeverArrivesIsNamedAfterTheTimeout) {
@@ -311,6 +432,26 @@ TEST(Launch, BadOptionsPrintTheUsage) {
   EXPECT_NE(launch.output.find("usage: ember-run"), std::string::npos) << launch.output;
 }
 
+TEST(Launch, MasterAddrIsTheIPv6Loopback) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  // env://: MASTER_ADDR=::1; Gloo's pairs connect over ::1, the address each rank reaches the store from.
+  Launch launch = run(ember_run() + " --nproc-per-node=2 --master-addr=[::1] --term-timeout=10 /bin/sh -c "
+                      "'echo \"MASTER_ADDR=$MASTER_ADDR\"; exec " + worker() + " --scenario=sum_ranks'");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_NE(launch.output.find("MASTER_ADDR=::1\n"), std::string::npos) << launch.output;
+  EXPECT_NE(launch.output.find("rank 0 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
+  EXPECT_NE(launch.output.find("rank 1 of 2 (local rank 1): sum 3"), std::string::npos) << launch.output;
+}
+
+TEST(Launch, TcpUrlWithTheIPv6LoopbackOnTwoRanks) {
+  SKIP_WITHOUT_IPV6_LOOPBACK();
+  Launch launch = run(ember_run() + " --nproc-per-node=2 --master-addr=::1 --term-timeout=10 /bin/sh -c 'exec " +
+                      worker() + " --scenario=sum_ranks --init-method=tcp://[::1]:$MASTER_PORT'");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_NE(launch.output.find("rank 0 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
+  EXPECT_NE(launch.output.find("rank 1 of 2 (local rank 1): sum 3"), std::string::npos) << launch.output;
+}
+
 TEST(Launch, Mpirun) {
   if (::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun (openmpi-bin) is not installed";
   // mpirun has no store of its own: take a free port from the kernel for rank 0 to serve on.
@@ -334,15 +475,18 @@ TEST(Launch, Mpirun) {
 
 namespace {
 
-/// Two network namespaces joined by a veth pair: two "hosts" on 10.231.0.0/24.
+/// Two network namespaces joined by a veth pair: two "hosts" on 10.231.0.0/24, or on
+/// fd00:e3b::/64 alone (no IPv4 between them; nodad: the addresses are usable at once).
 class NamespacePair {
  public:
-  NamespacePair() : a_("ember-a-" + std::to_string(::getpid())), b_("ember-b-" + std::to_string(::getpid())) {
+  explicit NamespacePair(bool ipv6 = false)
+      : a_("ember-a-" + std::to_string(::getpid())), b_("ember-b-" + std::to_string(::getpid())) {
+    std::string a_addr = ipv6 ? "fd00:e3b::1/64 nodad" : "10.231.0.1/24";
+    std::string b_addr = ipv6 ? "fd00:e3b::2/64 nodad" : "10.231.0.2/24";
     Launch setup = run("set -e; ip netns add " + a_ + "; ip netns add " + b_ + "; ip link add veth-ember netns " + a_ +
-                       " type veth peer name veth-ember netns " + b_ + "; ip -n " + a_ +
-                       " addr add 10.231.0.1/24 dev veth-ember; ip -n " + b_ +
-                       " addr add 10.231.0.2/24 dev veth-ember; for ns in " + a_ + " " + b_ +
-                       "; do ip -n $ns link set veth-ember up; ip -n $ns link set lo up; done", 20s);
+                       " type veth peer name veth-ember netns " + b_ + "; ip -n " + a_ + " addr add " + a_addr +
+                       " dev veth-ember; ip -n " + b_ + " addr add " + b_addr + " dev veth-ember; for ns in " + a_ +
+                       " " + b_ + "; do ip -n $ns link set veth-ember up; ip -n $ns link set lo up; done", 20s);
     ok_ = setup.status == 0;
     error_ = setup.output;
   }
@@ -358,20 +502,39 @@ class NamespacePair {
   std::string error_;
 };
 
+/// One rank on each of the two hosts, meeting at `master_addr` (host a's address).
+Launch run_on_two_hosts(const NamespacePair& hosts, const std::string& master_addr) {
+  auto node = [&](const std::string& ns, int node_rank) {
+    return "ip netns exec " + ns + " " + ember_run() + " --nnodes=2 --node-rank=" + std::to_string(node_rank) +
+           " --nproc-per-node=1 --master-addr=" + master_addr + " --master-port=29500 --term-timeout=10 " + worker() +
+           " --scenario=sum_ranks";
+  };
+  return run("(" + node(hosts.a(), 0) + ") & first=$!; " + node(hosts.b(), 1) +
+             "; second=$?; wait $first; first=$?; echo \"node statuses $first $second\"; "
+             "[ $first -eq 0 ] && [ $second -eq 0 ]");
+}
+
 TEST(Launch, TwoHostsInNetworkNamespaces) {
   NamespacePair hosts;
   if (!hosts.ok()) {
     GTEST_SKIP() << "cannot create network namespaces (needs root, iproute2 and a kernel that allows ip netns): "
                  << hosts.error();
   }
-  auto node = [&](const std::string& ns, int node_rank) {
-    return "ip netns exec " + ns + " " + ember_run() + " --nnodes=2 --node-rank=" + std::to_string(node_rank) +
-           " --nproc-per-node=1 --master-addr=10.231.0.1 --master-port=29500 --term-timeout=10 " + worker() +
-           " --scenario=sum_ranks";
-  };
-  Launch launch = run("(" + node(hosts.a(), 0) + ") & first=$!; " + node(hosts.b(), 1) +
-                      "; second=$?; wait $first; first=$?; echo \"node statuses $first $second\"; "
-                      "[ $first -eq 0 ] && [ $second -eq 0 ]");
+  Launch launch = run_on_two_hosts(hosts, "10.231.0.1");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_NE(launch.output.find("rank 0 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
+  EXPECT_NE(launch.output.find("rank 1 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
+}
+
+TEST(Launch, TwoHostsJoinedOnlyByIPv6) {
+  NamespacePair hosts(/*ipv6=*/true);
+  if (!hosts.ok()) {
+    GTEST_SKIP() << "cannot create network namespaces with IPv6 addresses (needs root, iproute2, a kernel that "
+                    "allows ip netns and IPv6): "
+                 << hosts.error();
+  }
+  // Gloo's pairs must use each rank's IPv6 address on the link: the hosts have no IPv4 route to each other.
+  Launch launch = run_on_two_hosts(hosts, "fd00:e3b::1");
   EXPECT_EQ(launch.status, 0) << launch.output;
   EXPECT_NE(launch.output.find("rank 0 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
   EXPECT_NE(launch.output.find("rank 1 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;

@@ -2,8 +2,13 @@
 // in-process TCPStore: world sizes 1, 3 and 5, tensors of 0, 1 and 7 elements (as Gloo's
 // own tests do). Expected values are closed forms over rank r's input (r + 1) * (i + 1).
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -23,16 +28,18 @@ ember::Tensor ramp(int64_t n, int rank) {
   return ember::arange(1, n + 1, 1, ember::kFloat64).mul(ember::full({n}, rank + 1.0, ember::kFloat64));
 }
 
-/// Runs `body(group)` on `world` threads, one rank each.
+/// Runs `body(group)` on `world` threads, one rank each, meeting at `host`; as in
+/// init_process_group, Gloo binds the address each rank reaches the store from.
 template <typename Body>
-void on_ranks(int world, Body body) {
-  auto master = std::make_shared<dist::TCPStore>("127.0.0.1", 0, world, true, 20s);
+void on_ranks(int world, Body body, const std::string& host = "127.0.0.1") {
+  auto master = std::make_shared<dist::TCPStore>(host, 0, world, true, 20s);
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
+      auto store = r == 0 ? master : std::make_shared<dist::TCPStore>(host, master->port(), world, false, 20s);
       GroupSetup setup;
-      setup.store = r == 0 ? std::shared_ptr<dist::Store>(master)
-                           : std::make_shared<dist::TCPStore>("127.0.0.1", master->port(), world, false, 20s);
+      setup.store = store;
+      setup.local_address = store->local_address();
       setup.prefix = "test/";
       setup.rank = r;
       setup.world_size = world;
@@ -191,6 +198,61 @@ TEST(GlooGroup, QueuedAsyncAllReducesKeepTheirOrder) {
       EXPECT_TRUE(tensors[i].equal(ember::full({i + 1}, (i % 2 ? 2.0 : 3.0) * (i + 1), ember::kFloat64))) << i;
     }
   });
+}
+
+}  // namespace
+
+namespace {
+
+/// Why ::1 cannot be bound here ("" when it can).
+std::string ipv6_loopback_unavailable() {
+  int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return std::string("no IPv6 sockets: ") + std::strerror(errno);
+  sockaddr_in6 address{};
+  address.sin6_family = AF_INET6;
+  address.sin6_addr = in6addr_loopback;
+  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  int error = errno;
+  ::close(fd);
+  return rc == 0 ? "" : std::string("cannot bind ::1: ") + std::strerror(error);
+}
+
+// Two ranks meeting at ::1: Gloo's pairs connect over IPv6. Both all_reduce paths that
+// move data through Gloo's transport (the record exchange and the ring).
+TEST(GlooGroup, AllReduceBetweenRanksMeetingAtTheIPv6Loopback) {
+  if (std::string why = ipv6_loopback_unavailable(); !why.empty()) {
+    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";
+  }
+  constexpr int64_t kRing = (int64_t{2} << 20) / static_cast<int64_t>(sizeof(double)) + 1;
+  on_ranks(
+      2,
+      [](ProcessGroup& group) {
+        for (int64_t n : {int64_t{7}, kRing}) {
+          ember::Tensor t = ramp(n, group.rank());
+          group.all_reduce(t, dist::ReduceOp::SUM, false)->wait();
+          EXPECT_TRUE(t.equal(ramp(n, 0).mul(ember::full({n}, 3.0, ember::kFloat64)))) << n;
+        }
+        group.barrier(false)->wait();
+      },
+      "::1");
+}
+
+TEST(GlooGroup, ALocalAddressThisHostCannotBindIsADistributedError) {
+  auto store = std::make_shared<dist::TCPStore>("127.0.0.1", 0, 1, true, 5s);
+  GroupSetup setup;
+  setup.store = store;
+  setup.local_address = "192.0.2.1";  // TEST-NET-1 (RFC 5737): on no interface of this host
+  setup.prefix = "test/";
+  setup.timeout = 5s;
+  try {
+    ember::detail::distributed::make_gloo_group(setup);
+    ADD_FAILURE() << "no error";
+  } catch (const ember::DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "init_process_group: Gloo could not connect rank 0 to its peers from address 192.0.2.1: "),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

@@ -64,9 +64,9 @@ class Store {
 class TCPStoreServer;
 
 /// A store served over TCP by one process (the master) to every rank, as PyTorch's
-/// TCPStore. The master serves on `port` of every IPv4 address (port 0: a free port, see
-/// port()) and is a client of its own server; the others connect to host:port, retrying
-/// until the timeout.
+/// TCPStore. The master serves on `port` of every IPv4 and IPv6 address (port 0: a free
+/// port, see port()) and is a client of its own server; the others connect to host:port
+/// (a host name, an IPv4 or an IPv6 address such as "::1"), retrying until the timeout.
 class TCPStore final : public Store {
  public:
   TCPStore(const std::string& host, int port, std::optional<int> world_size = std::nullopt,
@@ -171,7 +171,8 @@ class InitOptions {
  public:
   /// "env://" (default): RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment
   /// (OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE when RANK is unset; MASTER_ADDR defaults to
-  /// 127.0.0.1); "tcp://host:port"; "file:///path".
+  /// 127.0.0.1; an IPv6 address is written bare, MASTER_ADDR=::1); "tcp://host:port"
+  /// ("tcp://[::1]:29500" for an IPv6 address); "file:///path".
   InitOptions& init_method(std::string method) { init_method_ = std::move(method); return *this; }
   InitOptions& rank(int rank) { rank_ = rank; return *this; }
   InitOptions& world_size(int world_size) { world_size_ = world_size; return *this; }

@@ -18,6 +18,7 @@
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
+#include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
@@ -93,6 +94,8 @@ class GlooGroup final : public ProcessGroup {
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
       attr.iface = iface;
     } else {
+      // The address this rank reaches the store from: one the peers can reach too, in the
+      // master address's family (Gloo's peers must all be IPv4 or all be IPv6).
       attr.hostname = setup.local_address.empty() ? "127.0.0.1" : setup.local_address;
     }
     try {
@@ -105,6 +108,11 @@ class GlooGroup final : public ProcessGroup {
       context_ = std::move(context);
     } catch (const gloo::Exception& e) {
       fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             e.what());
+    } catch (const gloo::EnforceNotMet& e) {
+      // Gloo's checks: an address this host cannot bind, or peers of different address families.
+      fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers from ",
+                             attr.iface.empty() ? "address " + attr.hostname : "interface " + attr.iface, ": ",
                              e.what());
     }
     worker_ = std::thread([this] { run_worker(); });

@@ -1,5 +1,7 @@
 #include "distributed/rendezvous.h"
 
+#include <arpa/inet.h>
+
 #include <cstdlib>
 
 #include "ember/errors.h"
@@ -40,6 +42,39 @@ std::shared_ptr<ember::distributed::Store> tcp_store(const std::string& host, in
   return store;
 }
 
+struct HostPort {
+  std::string host;
+  int port;
+};
+
+/// The host and port of tcp://host:port, where an IPv6 host is in brackets as in every
+/// URL (tcp://[::1]:29500, tcp://[fe80::1%eth0]:29500). ValueError for anything else.
+HostPort parse_tcp_url(const std::string& method) {
+  std::string address = method.substr(6);
+  std::string host, rest;
+  if (!address.empty() && address.front() == '[') {
+    auto close = address.find(']');
+    EMBER_CHECK(close != std::string::npos, ValueError, "init_process_group: invalid IPv6 URL in init_method '", method,
+                "': '[' without ']' (expected tcp://[IPv6 address]:port)");
+    host = address.substr(1, close - 1);
+    rest = address.substr(close + 1);
+    in6_addr parsed{};
+    EMBER_CHECK(::inet_pton(AF_INET6, host.substr(0, host.find('%')).c_str(), &parsed) == 1, ValueError,
+                "init_process_group: '", host, "' in brackets in init_method '", method, "' is not an IPv6 address");
+  } else {
+    EMBER_CHECK(address.find(']') == std::string::npos, ValueError, "init_process_group: invalid IPv6 URL in init_method '",
+                method, "': ']' without '[' (expected tcp://[IPv6 address]:port)");
+    auto colon = address.rfind(':');
+    host = colon == std::string::npos ? address : address.substr(0, colon);
+    rest = colon == std::string::npos ? "" : address.substr(colon);
+    EMBER_CHECK(host.find(':') == std::string::npos, ValueError, "init_process_group: the IPv6 address in init_method '",
+                method, "' must be in brackets: tcp://[", host, "]:port");
+  }
+  EMBER_CHECK(!host.empty() && rest.size() > 1 && rest.front() == ':', ValueError, "init_process_group: init_method '",
+              method, "' must be tcp://host:port");
+  return {host, parse_int(rest.substr(1), "the port")};
+}
+
 }  // namespace
 
 Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
@@ -72,12 +107,8 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
     if (!env("MASTER_PORT")) missing_env("MASTER_PORT");
     r.store = tcp_store(host, parse_int(env("MASTER_PORT"), "MASTER_PORT"), r.rank, r.world_size, timeout);
   } else if (method.rfind("tcp://", 0) == 0) {
-    std::string address = method.substr(6);
-    auto colon = address.rfind(':');
-    EMBER_CHECK(colon != std::string::npos && colon > 0, ValueError, "init_process_group: init_method '", method,
-                "' must be tcp://host:port");
-    r.store = tcp_store(address.substr(0, colon), parse_int(address.substr(colon + 1), "the port"), r.rank,
-                        r.world_size, timeout);
+    auto [host, port] = parse_tcp_url(method);
+    r.store = tcp_store(host, port, r.rank, r.world_size, timeout);
   } else if (method.rfind("file://", 0) == 0) {
     r.store = std::make_shared<ember::distributed::FileStore>(method.substr(7), r.world_size, timeout);
   } else {

@@ -1,11 +1,13 @@
 // Where init_process_group meets the other ranks: rank, world size and store from the
-// init method (env://, tcp://host:port, file:///path) or the options.
+// init method (env://, tcp://host:port or tcp://[IPv6 address]:port, file:///path) or the
+// options.
 //
 // env:// reads RANK and WORLD_SIZE, else OpenMPI's OMPI_COMM_WORLD_RANK and
 // OMPI_COMM_WORLD_SIZE (a program started by mpirun, which then also gets LOCAL_RANK and
-// LOCAL_WORLD_SIZE from OpenMPI's local variables); MASTER_ADDR (default 127.0.0.1) and
-// MASTER_PORT. Rank 0 serves the TCPStore unless EMBER_USE_AGENT_STORE=1: then ember-run
-// serves it and every rank is a client (torchrun's TORCHELASTIC_USE_AGENT_STORE).
+// LOCAL_WORLD_SIZE from OpenMPI's local variables); MASTER_ADDR (default 127.0.0.1; a host
+// name, an IPv4 or an IPv6 address such as ::1) and MASTER_PORT. Rank 0 serves the TCPStore
+// unless EMBER_USE_AGENT_STORE=1: then ember-run serves it and every rank is a client
+// (torchrun's TORCHELASTIC_USE_AGENT_STORE).
 #pragma once
 
 #include <memory>

@@ -5,7 +5,9 @@
 // Expected values are closed forms over the ranks' inputs (rank r holds (r + 1) * (i + 1)
 // at index i), the same numbers torch.distributed gives for these inputs.
 //
-// `worker --scenario=NAME` runs one fault scenario instead (see scenarios below).
+// `worker --scenario=NAME` runs one fault scenario instead (see scenarios below);
+// `--init-method=URL` meets over URL (rank and world size from RANK and WORLD_SIZE)
+// instead of env://.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -304,14 +306,21 @@ int sum_ranks() {
 
 int main(int argc, char** argv) {
   ember::cuda::emulate(2, size_t{256} << 20);
-  std::string scenario;
+  std::string scenario, init_method;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--scenario=", 11) == 0) scenario = argv[i] + 11;
+    if (std::strncmp(argv[i], "--init-method=", 14) == 0) init_method = argv[i] + 14;
   }
   // A survivor that is not the dead rank's neighbour in Gloo's ring learns of the death
   // only at the timeout: keep it short where a death is the point.
   auto timeout = scenario == "dying_peer" ? std::chrono::seconds(3) : std::chrono::seconds(20);
-  dist::init_process_group("gloo", dist::InitOptions().timeout(timeout));
+  dist::InitOptions options;
+  options.timeout(timeout);
+  if (!init_method.empty()) {
+    // tcp://host:port takes the rank and world size from the caller, as PyTorch's does.
+    options.init_method(init_method).rank(std::atoi(std::getenv("RANK"))).world_size(std::atoi(std::getenv("WORLD_SIZE")));
+  }
+  dist::init_process_group("gloo", options);
   int status;
   if (scenario == "dying_peer") {
     status = dying_peer();

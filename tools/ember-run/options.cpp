@@ -20,6 +20,13 @@ std::string normalize(std::string name) {
   return name;
 }
 
+/// An IPv6 address may be given in brackets as in a URL ([::1]); MASTER_ADDR gets it bare
+/// (::1), the form getaddrinfo resolves.
+std::string bare_host(const std::string& host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') return host.substr(1, host.size() - 2);
+  return host;
+}
+
 }  // namespace
 
 const char* usage() {
@@ -27,6 +34,7 @@ const char* usage() {
          "                 [--master-port=PORT] [--term-timeout=SECONDS] [--standalone] program [args...]\n"
          "Starts N processes of `program` on this node, one per rank, with torchrun's environment:\n"
          "RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT.\n"
+         "ADDR is a host name, an IPv4 or an IPv6 address (::1 or [::1]; MASTER_ADDR gets it bare).\n"
          "Node 0 serves the ranks' TCPStore on MASTER_PORT (29500 with --nnodes > 1; a free port on one\n"
          "node unless --master-port is given). When a rank fails, the others get SIGTERM (SIGKILL after\n"
          "--term-timeout seconds, default 30) and ember-run exits non-zero naming the rank.\n"
@@ -66,7 +74,7 @@ Options parse_options(int argc, char** argv) {
     if (name == "nproc-per-node") options.nproc_per_node = to_int(name, value);
     else if (name == "nnodes") options.nnodes = to_int(name, value);
     else if (name == "node-rank") options.node_rank = to_int(name, value);
-    else if (name == "master-addr") options.master_addr = value;
+    else if (name == "master-addr") options.master_addr = bare_host(value);
     else if (name == "master-port") options.master_port = to_int(name, value);
     else options.term_timeout_s = to_int(name, value);
   }
