@@ -37,6 +37,7 @@
 #include "distributed/process_group.h"
 #include "distributed/record_exchange.h"
 #include "distributed/reduce_functions.h"
+#include "distributed/socket.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "ember/stream.h"
@@ -97,6 +98,10 @@ class GlooGroup final : public ProcessGroup {
       // The address this rank reaches the store from: one the peers can reach too, in the
       // master address's family (Gloo's peers must all be IPv4 or all be IPv6).
       attr.hostname = setup.local_address.empty() ? "127.0.0.1" : setup.local_address;
+      // Checked here: Gloo's own check throws past its freeaddrinfo (a leak per failure).
+      std::string why = net::bind_error(attr.hostname);
+      EMBER_CHECK(why.empty(), DistributedError, "init_process_group: Gloo cannot listen on address ", attr.hostname,
+                  " of rank ", setup.rank, ": ", why, "; set GLOO_SOCKET_IFNAME to the interface its peers reach it on");
     }
     try {
       auto device = gloo::transport::tcp::CreateDevice(attr);

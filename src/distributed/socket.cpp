@@ -194,6 +194,26 @@ std::string local_address(const Socket& socket) {
   return address_text(address);
 }
 
+std::string bind_error(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (rc != 0) return cat("it does not resolve: ", ::gai_strerror(rc));
+  int error = 0;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    Socket socket(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (socket.valid() && ::bind(socket.fd(), a->ai_addr, a->ai_addrlen) == 0) {
+      error = 0;
+      break;
+    }
+    error = errno;
+  }
+  ::freeaddrinfo(found);
+  return error == 0 ? "" : errno_text(error);
+}
+
 std::string host_port(const std::string& host, int port) {
   return host.find(':') != std::string::npos ? cat("[", host, "]:", port) : cat(host, ":", port);
 }

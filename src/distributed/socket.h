@@ -53,6 +53,10 @@ int local_port(const Socket& socket);
 /// "fe80::1%eth0"); an IPv4 address reached over IPv6 (::ffff:a.b.c.d) reads as IPv4.
 std::string local_address(const Socket& socket);
 
+/// Why no address of `host` can be bound on this machine ("" when one can), e.g.
+/// "Cannot assign requested address (errno 99)" for another host's address.
+std::string bind_error(const std::string& host);
+
 /// "host:port", with the host in brackets when it is an IPv6 address ("[::1]:29500").
 std::string host_port(const std::string& host, int port);
 
