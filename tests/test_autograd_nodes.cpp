@@ -2,6 +2,8 @@
 // max/min on ties and the layout of matmul gradients, on cpu and on a cuda device.
 // Expected names and values are taken from PyTorch 1.13 (/usr/bin/python3, import torch);
 // where PyTorch 2.x differs, the test says so.
+#include <limits>
+
 #include "test_support.h"
 
 using namespace ember;
@@ -118,6 +120,17 @@ TEST_P(AutogradNodes, FullMaxAndMinShareTheGradientAmongTies) {
   t.mutable_grad() = {};
   t.min().backward();
   EXPECT_EQ(F(t.grad()), (std::vector<float>{0.5, 0, 0, 0, 0, 0.5, 0, 0, 0}));
+}
+
+TEST_P(AutogradNodes, ReluPassesTheGradientWhereTheInputIsAboveZeroOrNaN) {
+  // PyTorch 1.13: relu(x).backward([inf, inf, 3, 4]) for x = [-1, 0, 2, nan] gives
+  // x.grad = [0, 0, 3, 4] (threshold_backward: 0 where x <= 0, else the gradient).
+  const float inf = std::numeric_limits<float>::infinity();
+  auto x = T({-1.0f, 0.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()}, true);
+  auto y = x.relu();
+  EXPECT_EQ(y.grad_fn()->name(), "ReluBackward0");
+  y.backward(T({inf, inf, 3.0f, 4.0f}));
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{0, 0, 3, 4}));
 }
 
 

@@ -80,7 +80,9 @@ Grads sqrt(const Node& n, const Grads& g) {
   return {g[0] / (conj(result_or(n, [](const Tensor& x) { return ember::sqrt(x); })) * 2)};
 }
 // A mask multiplied in: on the cpu, cheaper than one where (the select kernel's loop is slow).
-Grads relu(const Node& n, const Grads& g) { return {g[0] * mask_of(n.input(0).gt(0), g[0].dtype())}; }
+// PyTorch's threshold_backward: zero where the input is <= 0, the gradient elsewhere (a
+// NaN input passes its gradient; an infinite gradient on a negative input gives 0).
+Grads relu(const Node& n, const Grads& g) { return {g[0].masked_fill(n.input(0).le(0), 0)}; }
 Grads sigmoid(const Node& n, const Grads& g) {
   Tensor y = result_or(n, [](const Tensor& x) { return ember::sigmoid(x); });
   return {g[0] * conj(y * (1 - y))};

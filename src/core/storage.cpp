@@ -1,7 +1,12 @@
 #include "core/storage.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <new>
+#include <unordered_map>
 
 #include "ember/errors.h"
 #include "memory/memory.h"
@@ -9,23 +14,87 @@
 namespace ember::detail {
 
 namespace {
+
+// Note [Cpu block cache]
+// A training step allocates the same large temporaries every iteration (im2col columns,
+// activations, their gradients). glibc serves many of them with fresh mmaps and returns
+// them with munmap, so each step faults zero-filled pages in again. Freed blocks of at
+// least kMinCachedBytes are kept, keyed by their size rounded up to kCacheGranule, and
+// handed out again to a request of the same rounded size; at most kMaxCachedBytes are
+// kept (the smallest kept blocks are released first). Smaller blocks go straight to
+// glibc, whose heap recycles them. Not under AddressSanitizer, which must see every free
+// to report a use after it.
+constexpr size_t kMinCachedBytes = size_t{128} << 10;
+constexpr size_t kCacheGranule = size_t{16} << 10;
+constexpr size_t kMaxCachedBytes = size_t{256} << 20;
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheBlocks = false;
+#else
+constexpr bool kCacheBlocks = true;
+#endif
+
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     size_t rounded = (nbytes + 63) & ~size_t{63};
+    const bool cacheable = kCacheBlocks && rounded >= kMinCachedBytes;
+    if (cacheable) {
+      rounded = (rounded + kCacheGranule - 1) & ~(kCacheGranule - 1);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = free_.find(rounded); it != free_.end()) {
+        void* ptr = it->second;
+        free_.erase(it);
+        cached_bytes_ -= rounded;
+        live_.emplace(ptr, rounded);
+        return ptr;
+      }
+    }
     void* ptr = std::aligned_alloc(64, rounded);
     EMBER_CHECK(ptr != nullptr, OutOfMemoryError, "DefaultCPUAllocator: not enough memory: you tried to allocate ",
                 nbytes, " bytes.");
+    if (cacheable) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      live_.emplace(ptr, rounded);
+    }
     return ptr;
   }
-  void deallocate(void* ptr) noexcept override { std::free(ptr); }
+
+  void deallocate(void* ptr) noexcept override {
+    if (ptr == nullptr) return;
+    if (kCacheBlocks && malloc_usable_size(ptr) >= kMinCachedBytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (auto it = live_.find(ptr); it != live_.end()) {
+        const size_t size = it->second;
+        live_.erase(it);
+        if (size <= kMaxCachedBytes) {
+          while (cached_bytes_ + size > kMaxCachedBytes) {
+            auto smallest = free_.begin();
+            cached_bytes_ -= smallest->first;
+            std::free(smallest->second);
+            free_.erase(smallest);
+          }
+          free_.emplace(size, ptr);
+          cached_bytes_ += size;
+          return;
+        }
+      }
+    }
+    std::free(ptr);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<void*, size_t> live_;  // cacheable blocks in use -> rounded size
+  std::multimap<size_t, void*> free_;       // kept blocks by rounded size
+  size_t cached_bytes_ = 0;
 };
 }  // namespace
 
 Allocator& cpu_allocator() {
-  static CpuAllocator allocator;
-  return allocator;
+  // Never destroyed: tensors held in static objects may be freed after it would be.
+  static CpuAllocator* allocator = new CpuAllocator;
+  return *allocator;
 }
 
 std::shared_ptr<StorageImpl> make_storage(size_t nbytes, Device device, bool pinned) {

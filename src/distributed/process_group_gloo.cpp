@@ -6,14 +6,15 @@
 // with nothing queued runs on the calling thread instead. Every collective starts with the
 // record exchange (one Gloo all-gather of fixed-size slots, src/distributed/record_exchange.h).
 // Gloo lacks AVG (ember sums, then divides) and a reduce_scatter over arbitrary inputs
-// (ember all-reduces the concatenated inputs and keeps its own block). An all_reduce of at
-// most RecordExchange::kPayloadCapacity bytes is composed as ProcessGroupGloo composes its
-// sparse all_reduce: its data rides in the record exchange's all-gather, and each rank then
-// reduces the gathered data locally in rank order (every rank computes the same result);
-// a larger one runs gloo::allreduce (the ring) after the record exchange. After a
+// (ember all-reduces the concatenated inputs and keeps its own block). An all_reduce up to
+// a few MiB is composed as ProcessGroupGloo composes its sparse all_reduce: the data is
+// all-gathered (its first 64 KiB in the record exchange) and each rank reduces the copies
+// locally in rank order (every rank computes the same result); a larger one runs
+// gloo::allreduce (the ring) after the record exchange (Note [All-reduce paths]). After a
 // transport failure the Gloo context is unusable: every later collective fails at once
 // with the first error.
 #include <gloo/allgather.h>
+#include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -79,7 +80,7 @@ struct PendingOp {
   std::shared_ptr<HostWork> work;
   CollectiveRecord record;
   std::optional<cuda::Event> ready;  // cuda tensors: the stream's work before the call
-  Tensor payload;                    // gathered with the record (a small all_reduce's data)
+  Tensor payload;                    // gathered with the record (all or the start of an all_reduce's data)
   std::function<void(const RecordExchange&)> run;  // after the records agree
 };
 
@@ -122,17 +123,39 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    bool small = tensor.defined() && tensor.nbytes() <= RecordExchange::kPayloadCapacity;
-    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, small ? tensor : Tensor(), [&] {
+    const AllReducePath path = all_reduce_path(tensor);
+    Tensor payload;  // what rides in the record exchange
+    if (path == AllReducePath::InExchange) payload = tensor;
+    if (path == AllReducePath::Gathered) {
+      payload = tensor.view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / tensor.element_size()));
+    }
+    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, payload, [&] {
       check_dense("all_reduce", tensors);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
-      if (small) {
+      if (path == AllReducePath::InExchange) {
         return RunFn([this, tensor, op, reduce](const RecordExchange& exchange) {
           size_t n = static_cast<size_t>(tensor.numel());
           if (n == 0) return;
-          if (world_size() > 1) reduce(tensor.data_ptr(), exchange.payload(0), exchange.payload(1), n);
-          for (int r = 2; r < world_size(); ++r) reduce(tensor.data_ptr(), tensor.data_ptr(), exchange.payload(r), n);
+          reduce_in_rank_order(reduce, tensor.data_ptr(), [&](int r) { return exchange.payload(r); }, n);
           if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), n, world_size());
+        });
+      }
+      if (path == AllReducePath::Gathered) {
+        return RunFn([this, tensor, op, reduce, tag = next_tag()](const RecordExchange& exchange) {
+          const size_t element = tensor.element_size(), n = static_cast<size_t>(tensor.numel());
+          const size_t head = kHeadBytes / element, rest_bytes = (n - head) * element;
+          auto* data = static_cast<uint8_t*>(tensor.data_ptr());
+          gathered_.resize(rest_bytes * static_cast<size_t>(world_size()));
+          gloo::AllgathervOptions options(context_);
+          options.setInput(data + kHeadBytes, rest_bytes);
+          options.setOutput(gathered_.data(), std::vector<size_t>(static_cast<size_t>(world_size()), rest_bytes));
+          options.setTag(tag);
+          options.setTimeout(timeout_);
+          gloo::allgatherv(options);
+          reduce_in_rank_order(reduce, data, [&](int r) { return exchange.payload(r); }, head);
+          reduce_in_rank_order(reduce, data + kHeadBytes,
+                               [&](int r) { return gathered_.data() + static_cast<size_t>(r) * rest_bytes; }, n - head);
+          if (op == ReduceOp::AVG) divide(data, tensor.dtype(), n, world_size());
         });
       }
       return RunFn([this, tensor, op, reduce, tag = next_tag()](const RecordExchange&) {
@@ -227,6 +250,38 @@ class GlooGroup final : public ProcessGroup {
 
  private:
   using RunFn = std::function<void(const RecordExchange&)>;
+
+  // Note [All-reduce paths]
+  // InExchange: at most kHeadBytes; the data rides in the record exchange and every rank
+  //   reduces the gathered copies locally in rank order (so all ranks get the same bits).
+  // Gathered: larger, while (world size - 1) * bytes <= kGatherLimit; the first kHeadBytes
+  //   ride in the record exchange, a gloo::allgatherv brings the rest, then the same local
+  //   reduction. Two transfers instead of the exchange plus the ring's 2 (W - 1) steps,
+  //   moving (W - 1) * bytes per rank (the ring moves 2 (W - 1) / W * bytes).
+  // Ring: gloo::allreduce after the exchange.
+  // The path follows from the tensor's size and the world size alone; ranks that disagree
+  // on the size fail in the record check before any of the paths' own transfers.
+  enum class AllReducePath { InExchange, Gathered, Ring };
+  static constexpr size_t kHeadBytes = RecordExchange::kPayloadCapacity;
+  static constexpr size_t kGatherLimit = size_t{2} << 20;
+
+  AllReducePath all_reduce_path(const Tensor& tensor) const {
+    if (!tensor.defined()) return AllReducePath::Ring;  // refused in the check
+    const size_t bytes = tensor.nbytes();
+    if (bytes <= kHeadBytes) return AllReducePath::InExchange;
+    const auto peers = static_cast<size_t>(world_size() - 1);
+    if (peers > 0 && tensor.is_contiguous() && bytes * peers <= kGatherLimit) return AllReducePath::Gathered;
+    return AllReducePath::Ring;
+  }
+
+  /// out = part(0) op part(1) op ... op part(W - 1), over n elements (out may be any part's
+  /// source: the parts are gathered copies).
+  template <typename PartFn>
+  void reduce_in_rank_order(const ReduceFn& reduce, void* out, PartFn part, size_t n) const {
+    if (world_size() == 1 || n == 0) return;  // out already holds the only part
+    reduce(out, part(0), part(1), n);
+    for (int r = 2; r < world_size(); ++r) reduce(out, out, part(r), n);
+  }
 
   /// Validates on the calling thread, then queues the collective. An argument error is
   /// still queued, as a failed record, so that the peers fail too instead of waiting.
@@ -372,6 +427,7 @@ class GlooGroup final : public ProcessGroup {
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
   std::optional<RecordExchange> exchange_;  // by the executing thread
+  std::vector<uint8_t> gathered_;           // by the executing thread: a Gathered all_reduce's rest
   std::string broken_;  // by the executing thread (worker_busy_ makes it one at a time)
 
   std::mutex issue_mutex_;  // sequence numbers and queue order agree

@@ -166,7 +166,20 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
     grouped_matmul({w, group_out * group_rows, {1, group_out, group_rows}, {0, group_rows, 1}},
                    {columns, group_rows * depth, {1, group_rows, depth}, {0, depth, 1}},
                    {product, group_out * depth, {1, group_out, depth}, {0, depth, 1}}, groups, allow_tf32);
-    if (batch != 1) out.view({batch, out_channels, positions}).copy_(product.transpose(0, 1));
+    if (batch != 1) {
+      // The transposing copy adds the bias on the way (one pass over the output).
+      Tensor out3 = out.view({batch, out_channels, positions});
+      if (bias.defined()) {
+        detail::KernelCall add{detail::OpKind::Add,
+                               {detail::make_arg(out3)},
+                               {detail::make_arg(product.transpose(0, 1)),
+                                detail::make_arg(bias.view({1, out_channels, 1}), out3.sizes())},
+                               1};
+        detail::launch(device, add);
+        return out;
+      }
+      out3.copy_(product.transpose(0, 1));
+    }
   }
   if (bias.defined()) out.add_(bias.view({1, out_channels, 1, 1}));
   return out;

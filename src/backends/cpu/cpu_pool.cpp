@@ -2,9 +2,11 @@
 // nn/pool_geometry.h). Planes (n, c) are independent and spread over the thread pool;
 // within a plane each output scans its window with the input's own strides.
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vector.h"
 #include "nn/pool_geometry.h"
 
 namespace ember::detail::cpu {
@@ -52,14 +54,43 @@ void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indice
 }
 
 // The common case: 2x2 windows, stride 2, no padding or dilation, dense rows. The window
-// always lies inside the input, so the loop has no bounds checks.
+// always lies inside the input, so the loop has no bounds checks, and it is written
+// without branches (selects): the comparisons on real data are unpredictable, and the
+// float row vectorises (AVX2 and baseline clones).
+// Window order a, b, c, d; the first maximum wins, NaN beats everything: a later value v
+// replaces best when best is not NaN and !(v <= best) (v is larger or NaN).
+template <typename T>
+inline void max_pool_2x2_row(const T* __restrict r0, const T* __restrict r1, T* __restrict o, int64_t* __restrict oi,
+                             int64_t out_w, int64_t base, int64_t width) {
+  using A = compute_t<T>;
+  for (int64_t ox = 0; ox < out_w; ++ox) {
+    const A a = convert<A>(r0[2 * ox]), b = convert<A>(r0[2 * ox + 1]);
+    const A c = convert<A>(r1[2 * ox]), d = convert<A>(r1[2 * ox + 1]);
+    A best = a;
+    int64_t offset = 0;
+    bool take = best == best && !(b <= best);
+    best = take ? b : best, offset = take ? 1 : offset;
+    take = best == best && !(c <= best);
+    best = take ? c : best, offset = take ? width : offset;
+    take = best == best && !(d <= best);
+    best = take ? d : best, offset = take ? width + 1 : offset;
+    o[ox] = convert<T>(best);
+    oi[ox] = base + 2 * ox + offset;
+  }
+}
+
+EMBER_VECTOR_CLONES void max_pool_2x2_row_float(const float* __restrict r0, const float* __restrict r1,
+                                                float* __restrict o, int64_t* __restrict oi, int64_t out_w,
+                                                int64_t base, int64_t width) {
+  max_pool_2x2_row<float>(r0, r1, o, oi, out_w, base, width);
+}
+
 template <typename T>
 bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const nn::PoolGeometry& g) {
   if (g.kernel_h != 2 || g.kernel_w != 2 || g.stride_h != 2 || g.stride_w != 2 || g.pad_h || g.pad_w ||
       g.dilation_h != 1 || g.dilation_w != 1 || in.strides[3] != 1 || 2 * g.out_h > in.sizes[2] ||
       2 * g.out_w > in.sizes[3])
     return false;
-  using A = compute_t<T>;
   const int64_t channels = in.sizes[1], width = in.sizes[3], sy = in.strides[2];
   const int64_t plane_out = g.out_h * g.out_w;
   const T* src = static_cast<const T*>(in.data);
@@ -69,23 +100,14 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
                [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
-      T* o = dst + p * plane_out;
-      int64_t* oi = idx + p * plane_out;
       for (int64_t oy = 0; oy < g.out_h; ++oy) {
         const T* r0 = plane + 2 * oy * sy;
-        const T* r1 = r0 + sy;
-        const int64_t base = 2 * oy * width;
-        for (int64_t ox = 0; ox < g.out_w; ++ox) {
-          const A a = convert<A>(r0[2 * ox]), b = convert<A>(r0[2 * ox + 1]);
-          const A c = convert<A>(r1[2 * ox]), d = convert<A>(r1[2 * ox + 1]);
-          // Window order a, b, c, d; the first maximum wins, NaN beats everything.
-          A best = a;
-          int64_t k = 0;
-          if (b > best || (b != b && best == best)) best = b, k = 1;
-          if (c > best || (c != c && best == best)) best = c, k = 2;
-          if (d > best || (d != d && best == best)) best = d, k = 3;
-          o[oy * g.out_w + ox] = convert<T>(best);
-          oi[oy * g.out_w + ox] = base + 2 * ox + (k >> 1) * width + (k & 1);
+        T* o = dst + p * plane_out + oy * g.out_w;
+        int64_t* oi = idx + p * plane_out + oy * g.out_w;
+        if constexpr (std::is_same_v<T, float>) {
+          max_pool_2x2_row_float(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
+        } else {
+          max_pool_2x2_row<T>(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
         }
       }
     }

@@ -1,4 +1,6 @@
 // Where, Clamp and ClampScalar: three-operand selection over broadcast operands.
+#include <type_traits>
+
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/op_name.h"
@@ -17,14 +19,32 @@ void map_ternary(const KernelCall& call, F f) {
                   static_cast<char*>(call.inputs[1].data), static_cast<char*>(call.inputs[2].data)};
   parallel_loop(s, base, [f](char* const* p, const int64_t* st, int64_t n) {
     constexpr int64_t kT = sizeof(T), kA = sizeof(A);
-    if (st[0] == kT && st[1] == kA && st[2] == kT && st[3] == kT) {
+    // Dense rows, where b and c may each be one broadcast value (masked_fill, relu's
+    // backward, where with a scalar): straight loops the compiler vectorises.
+    // A bool condition is read as bytes: the vectoriser has no vector type for bool.
+    auto dense = [&]<bool kBOne, bool kCOne>() {
       T* o = reinterpret_cast<T*>(p[0]);
-      const A* a = reinterpret_cast<const A*>(p[1]);
       const T* b = reinterpret_cast<const T*>(p[2]);
       const T* c = reinterpret_cast<const T*>(p[3]);
+      if constexpr (std::is_same_v<A, bool>) {
+        const unsigned char* a = reinterpret_cast<const unsigned char*>(p[1]);
 #pragma GCC ivdep
-      for (int64_t i = 0; i < n; ++i) o[i] = convert<T>(f(convert<compute_t<A>>(a[i]), convert<C>(b[i]), convert<C>(c[i])));
-      return;
+        for (int64_t i = 0; i < n; ++i) {
+          o[i] = convert<T>(f(a[i] != 0, convert<C>(b[kBOne ? 0 : i]), convert<C>(c[kCOne ? 0 : i])));
+        }
+      } else {
+        const A* a = reinterpret_cast<const A*>(p[1]);
+#pragma GCC ivdep
+        for (int64_t i = 0; i < n; ++i) {
+          o[i] = convert<T>(f(convert<compute_t<A>>(a[i]), convert<C>(b[kBOne ? 0 : i]), convert<C>(c[kCOne ? 0 : i])));
+        }
+      }
+    };
+    if (st[0] == kT && st[1] == kA && (st[2] == kT || st[2] == 0) && (st[3] == kT || st[3] == 0)) {
+      if (st[2] == kT && st[3] == kT) return dense.template operator()<false, false>();
+      if (st[2] == 0 && st[3] == kT) return dense.template operator()<true, false>();
+      if (st[2] == kT && st[3] == 0) return dense.template operator()<false, true>();
+      return dense.template operator()<true, true>();
     }
     for (int64_t i = 0; i < n; ++i) {
       const A a = *reinterpret_cast<const A*>(p[1] + i * st[1]);
