@@ -8,9 +8,13 @@
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
-// non_blocking. --checkpoint saves the model after every epoch (safetensors, the epoch in
-// its metadata); --resume first loads it and continues after that epoch (the optimizer
-// starts afresh). --limit trains on the first N batches of each epoch (a quick check).
+// non_blocking. --checkpoint saves the model and the optimizer after every epoch, in one
+// safetensors file (the epoch in its metadata): the model's state dict under its own names
+// and Adam's (its step counts, moments and options) under "optimizer." + its names, so
+// that one file is the whole checkpoint and the model's keys stay as a module's. --resume
+// first loads it and continues after that epoch with both restored, Adam's learning rate
+// included (a checkpoint without "optimizer." keys restarts the optimizer, and says so).
+// --limit trains on the first N batches of each epoch (a quick check).
 // --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
 // and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
 // a cuda device.
@@ -39,6 +43,9 @@
 using namespace ember;
 
 namespace {
+
+// The checkpoint's keys of the optimizer's state dict start with this.
+constexpr const char* kOptimizerPrefix = "optimizer.";
 
 struct Args {
   int epochs = 2;
@@ -220,10 +227,22 @@ int main(int argc, char** argv) {
 
     auto net = std::make_shared<Network>();
     int first_epoch = 1;
+    nn::StateDict optimizer_state;  // from the checkpoint, loaded once the optimizer exists
     if (args.resume) {
-      net->load_state_dict(load(args.checkpoint));
+      nn::StateDict model_state;
+      for (const auto& [key, t] : load(args.checkpoint)) {
+        if (key.rfind(kOptimizerPrefix, 0) == 0) {
+          optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
+        } else {
+          model_state.insert(key, t);
+        }
+      }
+      net->load_state_dict(model_state);
       first_epoch = std::stoi(load_metadata(args.checkpoint).at("epoch")) + 1;
-      std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1 << "\n";
+      if (lead) {
+        std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1
+                  << (optimizer_state.empty() ? " (no optimizer state in it: Adam starts afresh)" : "") << "\n";
+      }
     }
     net->to(device);  // Network().to(device=args.device)
     std::shared_ptr<nn::parallel::DistributedDataParallel> ddp;
@@ -247,6 +266,7 @@ int main(int argc, char** argv) {
                         : data_parallel ? static_cast<nn::Module&>(*data_parallel)
                                         : *net;
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
+    if (!optimizer_state.empty()) optimizer.load_state_dict(optimizer_state);  // to the parameters' device
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
@@ -289,7 +309,11 @@ int main(int argc, char** argv) {
         std::cout << "memory snapshot: " << args.memory_snapshot << " (view: ember-memviz " << args.memory_snapshot
                   << " -o memory.html)\n";
       }
-      if (!args.checkpoint.empty()) save(net->state_dict(), args.checkpoint, {{"epoch", std::to_string(epoch)}});
+      if (!args.checkpoint.empty()) {
+        nn::StateDict checkpoint = net->state_dict();
+        for (const auto& [key, t] : optimizer.state_dict()) checkpoint.insert(kOptimizerPrefix + key, t);
+        save(checkpoint, args.checkpoint, {{"epoch", std::to_string(epoch)}});
+      }
     }
   } catch (const Error& err) {
     std::cerr << "train: " << err.what() << "\n";

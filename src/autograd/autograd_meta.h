@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,14 @@
 #include "core/tensor_impl.h"
 
 namespace ember::autograd {
+
+/// How a view was made (PyTorch's CreationMeta): whether an in-place change of it, or of
+/// its base, may be recorded (Note [Views and in-place ops] in view_history.h).
+enum class CreationMeta : uint8_t {
+  Default,          // made in grad mode by a single-output view op
+  NoGradMode,       // made while grad mode was off
+  MultiOutputNode,  // one of several views one op returned (split, chunk)
+};
 
 struct AutogradMeta final : ember::detail::AutogradMetaInterface {
   bool requires_grad() const override {
@@ -28,12 +37,13 @@ struct AutogradMeta final : ember::detail::AutogradMetaInterface {
   /// Leaves: register_hook() hooks, run before accumulation.
   std::vector<std::pair<unsigned, TensorHook>> hooks_;
   std::vector<std::function<void(Tensor&)>> post_accumulate_hooks_;
-  /// Views made in grad mode: the root base they view, and the storage version grad_fn_
-  /// was made at (Note [Views and in-place ops] in view_history.h).
+  /// Views: the root base they view, and the storage version grad_fn_ was made at
+  /// (Note [Views and in-place ops] in view_history.h).
   Tensor view_base_;
   std::atomic<uint32_t> view_version_{0};
-  /// One of several views one op returned (split, chunk): not to be modified in place.
-  bool multi_output_view_ = false;
+  /// Views: how the view was made; anything but Default may not be changed in place
+  /// while that is recorded.
+  CreationMeta creation_meta_ = CreationMeta::Default;
   std::mutex mutex_;
 };
 

@@ -7,6 +7,7 @@
 #include "autograd/autograd_meta.h"
 #include "autograd/record.h"
 #include "autograd/saved_variable.h"
+#include "autograd/view_history.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include <algorithm>
@@ -137,6 +138,7 @@ std::vector<Tensor> apply_function(const std::type_info& type, std::vector<Tenso
     bool differentiable = (is_floating_point(out.dtype()) || is_complex(out.dtype())) &&
                           !state.non_differentiable.count(out.impl());
     if (!differentiable) continue;
+    drop_no_grad_view(out);  // made inside forward's NoGradGuard
     AutogradMeta& meta = materialize_meta(out);
     meta.grad_fn_ = node;
     meta.output_nr_ = static_cast<uint32_t>(i);

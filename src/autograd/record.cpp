@@ -20,6 +20,11 @@ bool should_record(std::initializer_list<const Tensor*> inputs) {
 
 namespace {
 bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(t.dtype()) || is_complex(t.dtype())); }
+
+// The view ops, whose outputs note_view made (in grad mode) as views of their input.
+bool is_view_op(Formula formula) {
+  return (formula >= Formula::View && formula <= Formula::AsStrided) || formula == Formula::Split;
+}
 }  // namespace
 
 bool saves_inputs(Formula formula) { return formula_spec(formula).saves_inputs; }
@@ -43,6 +48,7 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
     for (const Tensor& in : inputs) {
       if (out->defined() && out->is_same(in)) *out = alias_of(*out);
     }
+    if (!inplace && !is_view_op(formula)) drop_no_grad_view(*out);
   }
   auto node = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
   node->save(inputs, outputs);
@@ -59,22 +65,19 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
 }
 
 void check_inplace(const Tensor& self, const Tensor& other) {
+  if (!is_grad_enabled()) return;
   AutogradMeta* meta = meta_of(self);
-  if (!is_grad_enabled() || meta == nullptr) return;
-  if (meta->multi_output_view_ && should_record(self, other)) {
-    const char* rest =
-        "This view is the output of a function that returns multiple views. Such functions do not allow the output "
-        "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
-    EMBER_CHECK(!meta->grad_fn_, Error, "Output ", meta->output_nr_, " of ", meta->grad_fn_->name(),
-                " is a view and is being modified inplace. ", rest);
-    ember::detail::fail<Error>("A view was created in no_grad mode and is being modified inplace with grad mode "
-                               "enabled. ", rest);
+  if (should_record(self, other)) {
+    // As PyTorch, everything that would refuse the op's recording refuses it before the write.
+    if (meta != nullptr && meta->view_base_.defined()) check_view_inplace(*meta);
+    if (AutogradMeta* m = meta_of(other); m != nullptr && m->view_base_.defined()) (void)view_is_stale(other, *m);
   }
+  if (meta == nullptr) return;
   auto leaf_requiring_grad = [](const AutogradMeta* m) { return m != nullptr && m->requires_grad_ && !m->grad_fn_; };
-  EMBER_CHECK(!leaf_requiring_grad(meta), Error,
-              "a leaf Variable that requires grad is being used in an in-place operation.");
   EMBER_CHECK(!(meta->view_base_.defined() && leaf_requiring_grad(meta_of(meta->view_base_))), Error,
               "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  EMBER_CHECK(!leaf_requiring_grad(meta), Error,
+              "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
 void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs) {

@@ -37,7 +37,7 @@ enum class Formula : uint8_t {
   // linear algebra and indexing
   Matmul, Addmm, IndexSelect,
   // views
-  View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,
+  View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,  // together: is_view_op
   // copies
   ToCopy, Clone, CopyInPlace, Fill,
   // training ops (formulas_nn.cpp)
@@ -78,7 +78,8 @@ inline void record(Formula formula, const std::vector<Tensor>& inputs, Tensor& o
 }
 
 /// `compute()`, recorded as one node of `formula` over `inputs` when should_record(inputs);
-/// `compute` then runs without recording, so the ops it is made of leave no nodes.
+/// `compute` then runs without recording, so the ops it is made of leave no nodes (and a
+/// view it returns is not a no_grad view).
 template <typename F>
 Tensor recorded(Formula formula, std::initializer_list<const Tensor*> inputs, F&& compute, Attrs attrs = {}) {
   if (!should_record(inputs)) return compute();
@@ -107,14 +108,16 @@ Tensor recorded_list(Formula formula, const std::vector<Tensor>& inputs, F&& com
   return out;
 }
 
-/// After `view` was made sharing `self`'s storage: in grad mode, `view` remembers self's
-/// root base (Note [Views and in-place ops] in view_history.h).
+/// After `view` was made sharing `self`'s storage: `view` remembers self's root base and
+/// whether it was made in no_grad mode (Note [Views and in-place ops] in view_history.h).
 /// `multi_output`: one of several views one op returns (split, chunk), which PyTorch does
 /// not let an in-place op change when it is recorded.
 void note_view(const Tensor& self, const Tensor& view, bool multi_output = false);
 
 /// Before an in-place op `self = op(self, other)`: refuses, while grad mode is on, a leaf
-/// that requires grad or a view of one, and a recorded change of a multi-output view.
+/// that requires grad or a view of one, and, when the op would be recorded, a change of a
+/// view made in no_grad mode or of a multi-output view, or an `other` whose history can no
+/// longer be made (Note [Views and in-place ops] in view_history.h): nothing is written.
 void check_inplace(const Tensor& self, const Tensor& other);
 /// After an in-place op on `self`: the data changed (saved copies of it are now stale).
 inline void bump_version(const Tensor& self) { self.impl()->storage()->bump_version(); }

@@ -4,6 +4,7 @@
 
 #include "autograd/formulas_impl.h"
 #include "ember/autograd.h"
+#include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
 
@@ -26,20 +27,63 @@ int64_t extent_of(const InputInfo& in) {
 }  // namespace
 
 void note_view(const Tensor& self, const Tensor& view, bool multi_output) {
-  if (!is_grad_enabled() || !differentiable(view)) return;
+  if (!differentiable(view)) return;
   AutogradMeta* meta = meta_of(self);
+  const bool of_view = meta != nullptr && meta->view_base_.defined();
+  // PyTorch's propagate_creation_meta: a view made in grad mode by a single-output op
+  // keeps what its base view was made as.
+  CreationMeta made = !is_grad_enabled() ? CreationMeta::NoGradMode
+                      : multi_output     ? CreationMeta::MultiOutputNode
+                                         : CreationMeta::Default;
+  if (made == CreationMeta::Default && of_view) made = meta->creation_meta_;
   AutogradMeta& view_meta = materialize_meta(view);
-  view_meta.view_base_ = meta != nullptr && meta->view_base_.defined() ? meta->view_base_ : self;
+  view_meta.view_base_ = of_view ? meta->view_base_ : self;
   view_meta.view_version_ = view._version();
-  view_meta.multi_output_view_ = multi_output;
+  view_meta.creation_meta_ = made;
+}
+
+void fail_view_inplace(const AutogradMeta& meta, bool indirect) {
+  const char* modified = indirect ? "its base or another view of its base has been" : "is being";
+  const Node* fn = meta.grad_fn_.get();
+  using ember::detail::cat;
+  std::string msg;
+  if (meta.creation_meta_ == CreationMeta::NoGradMode || fn == nullptr) {
+    msg = fn != nullptr ? cat("Output ", meta.output_nr_, " of ", fn->name(), " is a view of a view which was created in")
+                        : std::string("A view was created in");
+    msg += cat(" no_grad mode and ", modified, " modified inplace with grad mode enabled.");
+  } else {
+    msg = cat("Output ", meta.output_nr_, " of ", fn->name(), " is a view and ", modified, " modified inplace.");
+  }
+  if (meta.creation_meta_ == CreationMeta::MultiOutputNode) {
+    msg += " This view is the output of a function that returns multiple views. Such functions do not allow the output "
+           "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+  } else {
+    msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+           "both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+           "tracked) or both outside (if you want the inplace to be tracked).";
+  }
+  ember::detail::fail<Error>(msg);
+}
+
+bool view_is_stale(const Tensor& view, const AutogradMeta& meta) {
+  if (view._version() == meta.view_version_) return false;
+  if (!meta.grad_fn_ && !meta.view_base_.requires_grad()) return false;  // no history to take from the base
+  if (meta.creation_meta_ != CreationMeta::Default) fail_view_inplace(meta, /*indirect=*/true);
+  return true;
+}
+
+void drop_no_grad_view(const Tensor& out) {
+  AutogradMeta* meta = meta_of(out);
+  if (meta == nullptr || meta->creation_meta_ != CreationMeta::NoGradMode) return;
+  meta->view_base_ = Tensor();
+  meta->creation_meta_ = CreationMeta::Default;
 }
 
 void refresh_view(const Tensor& view, AutogradMeta& meta) {
-  const uint32_t now = view._version();
-  if (now == meta.view_version_) return;
+  if (!view_is_stale(view, meta)) return;
   const Tensor& base = meta.view_base_;
-  if (!meta.grad_fn_ && !base.requires_grad()) return;  // no history to take from the base
   std::lock_guard<std::mutex> lock(meta.mutex_);
+  const uint32_t now = view._version();
   if (now == meta.view_version_) return;
   Attrs attrs;
   attrs.ints = view.sizes();

@@ -58,6 +58,28 @@ void Adam::update(size_t group, const std::vector<Tensor>& params, const std::ve
   detail::optim::fused_step(hyper, params, grads, states, tensors);
 }
 
+nn::StateDict Adam::group_options(size_t group) const {
+  const AdamOptions& o = options_.at(group);
+  return {{"lr", number_tensor(o.lr())},
+          {"betas", tensor({o.betas().first, o.betas().second}, TensorOptions(kFloat64))},
+          {"eps", number_tensor(o.eps())},
+          {"weight_decay", number_tensor(o.weight_decay())},
+          {"maximize", flag_tensor(o.maximize())}};
+}
+
+void Adam::load_group_options(size_t group, const nn::StateDict& options, bool apply) {
+  const Tensor& betas = options.at("betas");
+  EMBER_CHECK(!is_complex(betas.dtype()), ValueError, "option 'betas' must be two real numbers");
+  const std::vector<double> b = betas.to(kFloat64).to_vector<double>();
+  AdamOptions o = AdamOptions(number_of(options, "lr"))
+                      .betas({b.at(0), b.at(1)})
+                      .eps(number_of(options, "eps"))
+                      .weight_decay(number_of(options, "weight_decay"))
+                      .maximize(flag_of(options, "maximize"));
+  check_options(o);
+  if (apply) options_.at(group) = o;
+}
+
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : Adam(/*decoupled_weight_decay=*/true) {
   add_param_group(std::move(params), options);
 }

@@ -54,4 +54,25 @@ void SGD::update(size_t group, const std::vector<Tensor>& params, const std::vec
   detail::optim::fused_step(hyper, params, grads, states, tensors);
 }
 
+nn::StateDict SGD::group_options(size_t group) const {
+  const SGDOptions& o = options_.at(group);
+  return {{"lr", number_tensor(o.lr())},
+          {"momentum", number_tensor(o.momentum())},
+          {"dampening", number_tensor(o.dampening())},
+          {"weight_decay", number_tensor(o.weight_decay())},
+          {"nesterov", flag_tensor(o.nesterov())},
+          {"maximize", flag_tensor(o.maximize())}};
+}
+
+void SGD::load_group_options(size_t group, const nn::StateDict& options, bool apply) {
+  SGDOptions o = SGDOptions(number_of(options, "lr"))
+                     .momentum(number_of(options, "momentum"))
+                     .dampening(number_of(options, "dampening"))
+                     .weight_decay(number_of(options, "weight_decay"))
+                     .nesterov(flag_of(options, "nesterov"))
+                     .maximize(flag_of(options, "maximize"));
+  check_options(o);
+  if (apply) options_.at(group) = o;
+}
+
 }  // namespace ember::optim

@@ -56,6 +56,11 @@ class Adam : public Optimizer {
  protected:
   Adam(bool decoupled_weight_decay) : decoupled_(decoupled_weight_decay) {}
   void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
+  const char* type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+  bool saves_step() const override { return true; }
+  nn::StateDict group_options(size_t group) const override;
+  void load_group_options(size_t group, const nn::StateDict& options, bool apply) override;
   bool decoupled_ = false;
   std::vector<AdamOptions> options_;
 };

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "ember/nn/state_dict.h"
 #include "ember/tensor.h"
 
 namespace ember::optim {
@@ -30,6 +32,23 @@ class Optimizer {
   virtual double lr(size_t group = 0) const = 0;
   virtual void set_lr(double lr, size_t group = 0) = 0;
 
+  /// PyTorch's optimizer.state_dict(), flattened to names -> tensors that ember::save can
+  /// write (Note [Optimizer state dicts] in src/optim/optimizer_state.cpp):
+  ///   "state.<i>.step"            0-d float32, the parameter's step count (Adam, AdamW)
+  ///   "state.<i>.<buffer>"        exp_avg and exp_avg_sq (Adam, AdamW), momentum_buffer (SGD)
+  ///   "param_groups.<g>.<option>" the group's hyper-parameters: numbers as 0-d float64,
+  ///                               flags as 0-d bool, Adam's betas as float64 [2]
+  ///   "param_groups.<g>.params"   int64 [n]: the indices <i> of the group's parameters
+  /// <i> numbers the parameters across groups in order, as PyTorch does; a parameter that
+  /// has no state yet has no "state." entries. The buffers are the optimizer's own tensors.
+  nn::StateDict state_dict() const;
+  /// Loads what state_dict() made (PyTorch's load_state_dict): every group's options and
+  /// every parameter's state (copied to the parameter's device and dtype; a parameter with
+  /// no entries starts afresh). Everything is checked first: a different number of groups,
+  /// a group of another size, a missing or unexpected key, a state tensor of another shape
+  /// or an invalid value is a ValueError and changes nothing.
+  void load_state_dict(const nn::StateDict& state_dict);
+
  protected:
   Optimizer() = default;
   /// Adds a group; ValueError for an empty list or a parameter already in another group.
@@ -44,6 +63,27 @@ class Optimizer {
   };
   /// The state of `param`; state tensors are moved to its device and dtype if it moved.
   ParamState& state(const Tensor& param);
+
+  /// For state_dict(): the class name in error messages ("SGD", "Adam").
+  virtual const char* type_name() const { return "Optimizer"; }
+  /// The names of ParamState::buffers, in order (PyTorch's per-parameter state keys).
+  virtual std::vector<std::string> buffer_names() const { return {}; }
+  /// Whether ParamState::step is saved (PyTorch's Adam keeps "step"; its SGD does not).
+  virtual bool saves_step() const { return false; }
+  /// A group's hyper-parameters by PyTorch's param_group keys (without "params"); by
+  /// default its learning rate alone.
+  virtual nn::StateDict group_options(size_t group) const;
+  /// Checks hyper-parameters read back (the keys and shapes of group_options(group),
+  /// already checked by the caller) and, when `apply`, makes them the group's options.
+  virtual void load_group_options(size_t group, const nn::StateDict& options, bool apply);
+
+  /// Helpers for group_options and load_group_options.
+  static Tensor number_tensor(double value);
+  static Tensor flag_tensor(bool value);
+  /// The value of options[key], a real number (ValueError naming the key otherwise).
+  static double number_of(const nn::StateDict& options, const std::string& key);
+  /// The value of options[key], 0 or 1 (ValueError naming the key otherwise).
+  static bool flag_of(const nn::StateDict& options, const std::string& key);
 
  private:
   std::vector<std::vector<Tensor>> groups_;

@@ -39,6 +39,10 @@ class SGD : public Optimizer {
 
  protected:
   void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
+  const char* type_name() const override { return "SGD"; }
+  std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
+  nn::StateDict group_options(size_t group) const override;
+  void load_group_options(size_t group, const nn::StateDict& options, bool apply) override;
   std::vector<SGDOptions> options_;
 };
 
