@@ -22,6 +22,8 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
@@ -250,6 +252,7 @@ class NcclGroup final : public ProcessGroup {
                   "; a collective on cuda:", device, " needs a process group of its own");
       return;
     }
+    wait_for_peers();
     driver::DeviceScope scope(device);
     check_nccl(ncclCommInitRank(&comm_, world_size(), id_, rank()), "init_process_group (ncclCommInitRank)");
     device_ = device;
@@ -258,6 +261,28 @@ class NcclGroup final : public ProcessGroup {
       aborted_ = true;
       ncclCommAbort(comm_);  // the stuck kernels return; the communicator is gone
     });
+  }
+
+  /// ncclCommInitRank blocks, with no timeout, until every rank has called it, and the
+  /// watchdog has no communicator to abort before it returns. So each rank first announces
+  /// its first collective in the store and waits (within the group's timeout) for all the
+  /// others': a rank that never gets there is a DistributedError naming it, not a hang.
+  void wait_for_peers() {
+    const std::string base = setup_.prefix + "nccl/communicator/";
+    setup_.store->set(base + std::to_string(rank()), "");
+    std::vector<std::string> keys;
+    for (int r = 0; r < world_size(); ++r) keys.push_back(base + std::to_string(r));
+    try {
+      setup_.store->wait(keys, setup_.timeout);
+    } catch (const DistributedError&) {
+      std::string missing;
+      for (int r = 0; r < world_size(); ++r) {
+        if (!setup_.store->check({keys[static_cast<size_t>(r)]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+      }
+      fail<DistributedError>("init_process_group (ncclCommInitRank): rank ", rank(), " waited ", setup_.timeout.count(),
+                             " ms for the first collective of rank(s) ", missing.empty() ? "?" : missing,
+                             "; every rank must call the same collectives");
+    }
   }
 
   GroupSetup setup_;
