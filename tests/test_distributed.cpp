@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "ipv6_loopback.h"
 #include "launch_test_util.h"
 
 namespace dist = ember::distributed;
@@ -63,24 +64,6 @@ class ClosedPort {
   int fd_;
   int port_ = 0;
 };
-
-/// Why ::1 cannot be bound here ("" when it can): a host without IPv6 skips the IPv6 tests.
-std::string ipv6_loopback_unavailable() {
-  int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0) return std::string("no IPv6 sockets: ") + std::strerror(errno);
-  sockaddr_in6 address{};
-  address.sin6_family = AF_INET6;
-  address.sin6_addr = in6addr_loopback;
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  int error = errno;
-  ::close(fd);
-  return rc == 0 ? "" : std::string("cannot bind ::1: ") + std::strerror(error);
-}
-
-#define SKIP_WITHOUT_IPV6_LOOPBACK()                                                       \
-  if (std::string why = ipv6_loopback_unavailable(); !why.empty()) {                       \
-    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";                     \
-  }
 
 /// A port on ::1 nothing listens on, held bound while the object lives.
 class ClosedIPv6Port {

@@ -15,6 +15,7 @@
 #include "distributed/process_group.h"
 #include "distributed/record_exchange.h"
 #include "ember/ember.h"
+#include "ipv6_loopback.h"
 
 namespace dist = ember::distributed;
 using ember::detail::distributed::GroupSetup;
@@ -200,29 +201,10 @@ TEST(GlooGroup, QueuedAsyncAllReducesKeepTheirOrder) {
   });
 }
 
-}  // namespace
-
-namespace {
-
-/// Why ::1 cannot be bound here ("" when it can).
-std::string ipv6_loopback_unavailable() {
-  int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
-  if (fd < 0) return std::string("no IPv6 sockets: ") + std::strerror(errno);
-  sockaddr_in6 address{};
-  address.sin6_family = AF_INET6;
-  address.sin6_addr = in6addr_loopback;
-  int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  int error = errno;
-  ::close(fd);
-  return rc == 0 ? "" : std::string("cannot bind ::1: ") + std::strerror(error);
-}
-
 // Two ranks meeting at ::1: Gloo's pairs connect over IPv6. Both all_reduce paths that
 // move data through Gloo's transport (the record exchange and the ring).
 TEST(GlooGroup, AllReduceBetweenRanksMeetingAtTheIPv6Loopback) {
-  if (std::string why = ipv6_loopback_unavailable(); !why.empty()) {
-    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";
-  }
+  SKIP_WITHOUT_IPV6_LOOPBACK();
   constexpr int64_t kRing = (int64_t{2} << 20) / static_cast<int64_t>(sizeof(double)) + 1;
   on_ranks(
       2,
