@@ -23,21 +23,18 @@ void map_ternary(const KernelCall& call, F f) {
     // backward, where with a scalar): straight loops the compiler vectorises.
     // A bool condition is read as bytes: the vectoriser has no vector type for bool.
     auto dense = [&]<bool kBOne, bool kCOne>() {
+      using Storage = std::conditional_t<std::is_same_v<A, bool>, unsigned char, A>;
       T* o = reinterpret_cast<T*>(p[0]);
+      const Storage* a = reinterpret_cast<const Storage*>(p[1]);
       const T* b = reinterpret_cast<const T*>(p[2]);
       const T* c = reinterpret_cast<const T*>(p[3]);
-      if constexpr (std::is_same_v<A, bool>) {
-        const unsigned char* a = reinterpret_cast<const unsigned char*>(p[1]);
 #pragma GCC ivdep
-        for (int64_t i = 0; i < n; ++i) {
-          o[i] = convert<T>(f(a[i] != 0, convert<C>(b[kBOne ? 0 : i]), convert<C>(c[kCOne ? 0 : i])));
-        }
-      } else {
-        const A* a = reinterpret_cast<const A*>(p[1]);
-#pragma GCC ivdep
-        for (int64_t i = 0; i < n; ++i) {
-          o[i] = convert<T>(f(convert<compute_t<A>>(a[i]), convert<C>(b[kBOne ? 0 : i]), convert<C>(c[kCOne ? 0 : i])));
-        }
+      for (int64_t i = 0; i < n; ++i) {
+        const auto cond = [&] {
+          if constexpr (std::is_same_v<A, bool>) return a[i] != 0;
+          else return convert<compute_t<A>>(a[i]);
+        }();
+        o[i] = convert<T>(f(cond, convert<C>(b[kBOne ? 0 : i]), convert<C>(c[kCOne ? 0 : i])));
       }
     };
     if (st[0] == kT && st[1] == kA && (st[2] == kT || st[2] == 0) && (st[3] == kT || st[3] == 0)) {
