@@ -26,31 +26,21 @@ std::pair<int64_t, int64_t> inside_columns(int64_t out_w, int64_t stride, int64_
 }
 
 // Runs of a convolution's row are short (an output row: 7 to 30 elements in a small CNN),
-// where a call to memmove or memset per run costs more than the run itself. These copy
-// and zero them inline: whole 32-byte chunks, the last one overlapping the one before.
+// where a call to memmove or memset per run costs more than the run itself. write_run
+// copies n elements from `from`, or writes zeros when `from` is null, inline: whole
+// 32-byte chunks, the last one overlapping the one before.
 template <typename T>
-inline void copy_run(const T* __restrict from, T* __restrict to, int64_t n) {
-  constexpr int64_t kChunk = 32 / sizeof(T);
-  if (n >= kChunk) {
-    int64_t k = 0;
-    for (; k + kChunk <= n; k += kChunk) std::memcpy(to + k, from + k, 32);
-    if (k < n) std::memcpy(to + n - kChunk, from + n - kChunk, 32);
-    return;
-  }
-  for (int64_t k = 0; k < n; ++k) to[k] = from[k];
-}
-
-template <typename T>
-inline void zero_run(T* to, int64_t n) {
+inline void write_run(const T* __restrict from, T* __restrict to, int64_t n) {
   constexpr int64_t kChunk = 32 / sizeof(T);
   alignas(32) static constexpr T kZeros[kChunk] = {};
+  auto source = [&](int64_t k) { return from ? from + k : kZeros; };
   if (n >= kChunk) {
     int64_t k = 0;
-    for (; k + kChunk <= n; k += kChunk) std::memcpy(to + k, kZeros, 32);
-    if (k < n) std::memcpy(to + n - kChunk, kZeros, 32);
+    for (; k + kChunk <= n; k += kChunk) std::memcpy(to + k, source(k), 32);
+    if (k < n) std::memcpy(to + n - kChunk, source(n - kChunk), 32);
     return;
   }
-  for (int64_t k = 0; k < n; ++k) to[k] = T(0);
+  for (int64_t k = 0; k < n; ++k) to[k] = from ? from[k] : T(0);
 }
 
 // Planes (n, c) are independent and spread over the thread pool. Each output row is
@@ -79,17 +69,17 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
             T* o = row + oy * g.out_w;
             const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
             if (y < 0 || y >= height) {
-              zero_run(o, g.out_w);
+              write_run<T>(nullptr, o, g.out_w);
               continue;
             }
-            zero_run(o, lo);
+            write_run<T>(nullptr, o, lo);
             const T* line = plane + y * sy;
             if (g.stride_w == 1 && sx == 1) {
-              copy_run(line + lo + x_offset, o + lo, hi - lo);
+              write_run(line + lo + x_offset, o + lo, hi - lo);
             } else {
               for (int64_t ox = lo; ox < hi; ++ox) o[ox] = line[(ox * g.stride_w + x_offset) * sx];
             }
-            zero_run(o + hi, g.out_w - hi);
+            write_run<T>(nullptr, o + hi, g.out_w - hi);
           }
         }
       }
