@@ -140,7 +140,7 @@ class GlooGroup final : public ProcessGroup {
     Tensor payload;  // what rides in the record exchange
     if (path == AllReducePath::InExchange) payload = tensor;
     if (path == AllReducePath::Gathered) {
-      payload = tensor.view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / tensor.element_size()));
+      payload = tensor.detach().view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / tensor.element_size()));
     }
     return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, payload, [&] {
       check_dense("all_reduce", tensors);
