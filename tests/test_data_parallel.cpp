@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "ember/ember.h"
 #include "emulated_support.h"
@@ -134,6 +135,18 @@ class DataParallelTest : public ::testing::Test {
     backends::cudnn.allow_tf32 = true;
   }
 
+  // A default-constructed M on cuda:0 and a second one holding the same state (the
+  // single-device reference for classes without clone()).
+  template <typename M>
+  static std::pair<std::shared_ptr<M>, std::shared_ptr<M>> module_and_copy() {
+    auto net = std::make_shared<M>();
+    net->to("cuda:0");
+    auto copy = std::make_shared<M>();
+    copy->load_state_dict(net->state_dict());
+    copy->to("cuda:0");
+    return {net, copy};
+  }
+
   // Runs `net` through DataParallel and a copy of it (made before) on cuda:0 alone on the
   // same batch and weighted loss; expects the same outputs and gradients.
   template <typename M>
@@ -159,11 +172,7 @@ TEST_F(DataParallelTest, LinearOutputsAndGradientsEqualOneDevice) {
 }
 
 TEST_F(DataParallelTest, SubclassOfAContainerIsReplicatedByItsDefaultConstructor) {
-  auto net = std::make_shared<DoubledSequential>();
-  net->to("cuda:0");
-  auto reference = std::make_shared<DoubledSequential>();
-  reference->load_state_dict(net->state_dict());
-  reference->to("cuda:0");
+  auto [net, reference] = module_and_copy<DoubledSequential>();
   expect_matches_one_device(net, reference, randn({8, 3}, Device("cuda:0")));
 }
 
@@ -221,11 +230,7 @@ TEST_F(DataParallelTest, SmallCnnInTrainModeNormalisesEachChunk) {
 }
 
 TEST_F(DataParallelTest, BatchNotDivisibleByTheDeviceCount) {
-  auto net = std::make_shared<Probe>();
-  net->to("cuda:0");
-  auto reference = std::make_shared<Probe>();
-  reference->load_state_dict(net->state_dict());
-  reference->to("cuda:0");
+  auto [net, reference] = module_and_copy<Probe>();
   expect_matches_one_device(net, reference, randn({10, 3}, Device("cuda:0")));
   std::vector<Call> seen = take_calls();
   ASSERT_EQ(seen.size(), 5u);  // 4 replicas, then the reference
@@ -238,11 +243,7 @@ TEST_F(DataParallelTest, BatchSmallerThanTheDeviceCountUsesFewerReplicas) {
   for (int64_t batch : {2, 1}) {
     SCOPED_TRACE(batch);
     take_calls();
-    auto net = std::make_shared<Probe>();
-    net->to("cuda:0");
-    auto reference = std::make_shared<Probe>();
-    reference->load_state_dict(net->state_dict());
-    reference->to("cuda:0");
+    auto [net, reference] = module_and_copy<Probe>();
     nn::DataParallel dp(net);
     Tensor x = randn({batch, 3}, Device("cuda:0"));
     Tensor out = dp(x);
@@ -430,11 +431,7 @@ TEST_F(DataParallelTest, MakingReplicasDrawsNoRandomNumbers) {
 // device 2 is queued on that stream and the result is right once the gate opens.
 TEST_F(DataParallelTest, ReplicasRunOnTheCallersCurrentStreams) {
   EMBER_REQUIRE_EMULATED();
-  auto net = std::make_shared<Probe>();
-  net->to("cuda:0");
-  auto reference = std::make_shared<Probe>();
-  reference->load_state_dict(net->state_dict());
-  reference->to("cuda:0");
+  auto [net, reference] = module_and_copy<Probe>();
   nn::DataParallel dp(net);
   Tensor x = randn({8, 3}, Device("cuda:0"));
   cuda::Stream side(2);
