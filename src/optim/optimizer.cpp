@@ -8,6 +8,8 @@
 
 namespace ember::optim {
 
+using ember::detail::cat;
+
 void Optimizer::add_group(std::vector<Tensor> params) {
   EMBER_CHECK(!params.empty(), ValueError, "optimizer got an empty parameter list");
   std::vector<Tensor> unique;
@@ -24,6 +26,27 @@ void Optimizer::add_group(std::vector<Tensor> params) {
     if (std::none_of(unique.begin(), unique.end(), [&](const Tensor& q) { return q.is_same(p); })) unique.push_back(p);
   }
   groups_.push_back(std::move(unique));
+  initial_lr_.emplace_back();
+}
+
+std::optional<double> Optimizer::initial_lr(size_t group) const {
+  params(group);  // the range check
+  return initial_lr_[group];
+}
+
+void Optimizer::set_initial_lr(double lr, size_t group) {
+  params(group);
+  initial_lr_[group] = lr;
+}
+
+double Optimizer::momentum(size_t group) const {
+  params(group);
+  throw ValueError(cat(type_name(), " has no momentum or betas"));
+}
+
+void Optimizer::set_momentum(double, size_t group) {
+  params(group);
+  throw ValueError(cat(type_name(), " has no momentum or betas"));
 }
 
 const std::vector<Tensor>& Optimizer::params(size_t group) const {

@@ -15,9 +15,12 @@
 // a parameter with no saved state has none afterwards. Everything is checked and converted
 // before anything is replaced, so an error leaves the optimizer as it was. Unlike PyTorch's,
 // whose dict may hold anything, a key this optimizer would not write, a missing one and a
-// state tensor of another shape than its parameter are errors.
+// state tensor of another shape than its parameter are errors. A group's "initial_lr" (set
+// by a scheduler) is optional: saved once set, loaded when present, kept when absent, so
+// checkpoints made without a scheduler still load.
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/tensor_impl.h"
@@ -98,6 +101,7 @@ nn::StateDict Optimizer::state_dict() const {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const std::string prefix = cat("param_groups.", g, ".");
     for (const auto& [name, value] : group_options(g)) out.insert(prefix + name, value);
+    if (initial_lr_[g]) out.insert(prefix + "initial_lr", number_tensor(*initial_lr_[g]));
     std::vector<int64_t> ids(groups_[g].size());
     for (int64_t& id : ids) id = static_cast<int64_t>(index++);
     out.insert(prefix + "params", tensor(ids, TensorOptions(kInt64)));
@@ -155,6 +159,22 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
       } else {
         options[g].insert(name, *saved);
       }
+    }
+  }
+
+  // A scheduler's "initial_lr": loaded when saved (PyTorch keeps it in the group), else kept.
+  std::vector<std::optional<double>> initial_lrs = initial_lr_;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    const std::string key = cat("param_groups.", g, ".initial_lr");
+    const Tensor* saved = state_dict.find(key);
+    if (saved == nullptr) continue;
+    used.insert(key);
+    const bool number = saved->defined() && saved->numel() == 1 && saved->dim() == 0 && !is_complex(saved->dtype());
+    const double value = number ? saved->item<double>() : -1;
+    if (!(value >= 0) || !std::isfinite(value)) {
+      problems.push_back(cat("invalid value for ", key, ": expected one finite learning rate >= 0 (a 0-d tensor)"));
+    } else {
+      initial_lrs[g] = value;
     }
   }
 
@@ -245,6 +265,7 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
     }
   }
   for (size_t g = 0; g < groups_.size(); ++g) load_group_options(g, options[g], /*apply=*/true);
+  initial_lr_ = std::move(initial_lrs);
   state_ = std::move(state);
 }
 

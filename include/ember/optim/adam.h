@@ -52,6 +52,13 @@ class Adam : public Optimizer {
   AdamOptions& options(size_t group = 0) { return options_.at(group); }
   double lr(size_t group = 0) const override { return options_.at(group).lr(); }
   void set_lr(double lr, size_t group = 0) override { options_.at(group).lr(lr); }
+  /// beta1, what OneCycleLR cycles (betas.second is kept).
+  bool has_momentum() const override { return true; }
+  bool momentum_is_beta1() const override { return true; }
+  double momentum(size_t group = 0) const override { return options_.at(group).betas().first; }
+  void set_momentum(double beta1, size_t group = 0) override {
+    options_.at(group).betas({beta1, options_.at(group).betas().second});
+  }
 
  protected:
   Adam(bool decoupled_weight_decay) : decoupled_(decoupled_weight_decay) {}

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -31,6 +32,19 @@ class Optimizer {
   /// The learning rate of a group (what schedulers read and write).
   virtual double lr(size_t group = 0) const = 0;
   virtual void set_lr(double lr, size_t group = 0) = 0;
+  /// PyTorch's param_group["initial_lr"]: the learning rate a group's schedule starts from,
+  /// set by the first scheduler attached (OneCycleLR sets its own). state_dict() saves it as
+  /// "param_groups.<g>.initial_lr" once set; load_state_dict() loads it when present.
+  std::optional<double> initial_lr(size_t group = 0) const;
+  void set_initial_lr(double lr, size_t group = 0);
+  /// What OneCycleLR cycles with cycle_momentum: SGD's momentum, Adam's and AdamW's beta1
+  /// (PyTorch's "momentum" or "betas" in optimizer.defaults). For an optimizer that has
+  /// neither, has_momentum() is false and momentum()/set_momentum() are a ValueError.
+  virtual bool has_momentum() const { return false; }
+  /// Whether momentum() is beta1 (PyTorch's use_beta1).
+  virtual bool momentum_is_beta1() const { return false; }
+  virtual double momentum(size_t group = 0) const;
+  virtual void set_momentum(double momentum, size_t group = 0);
 
   /// PyTorch's optimizer.state_dict(), flattened to names -> tensors that ember::save can
   /// write (Note [Optimizer state dicts] in src/optim/optimizer_state.cpp):
@@ -38,6 +52,7 @@ class Optimizer {
   ///   "state.<i>.<buffer>"        exp_avg and exp_avg_sq (Adam, AdamW), momentum_buffer (SGD)
   ///   "param_groups.<g>.<option>" the group's hyper-parameters: numbers as 0-d float64,
   ///                               flags as 0-d bool, Adam's betas as float64 [2]
+  ///   "param_groups.<g>.initial_lr" 0-d float64, once a scheduler has set it
   ///   "param_groups.<g>.params"   int64 [n]: the indices <i> of the group's parameters
   /// <i> numbers the parameters across groups in order, as PyTorch does; a parameter that
   /// has no state yet has no "state." entries. The buffers are the optimizer's own tensors.
@@ -87,6 +102,7 @@ class Optimizer {
 
  private:
   std::vector<std::vector<Tensor>> groups_;
+  std::vector<std::optional<double>> initial_lr_;  // one per group
   std::unordered_map<const void*, ParamState> state_;
 };
 

@@ -36,6 +36,9 @@ class SGD : public Optimizer {
   SGDOptions& options(size_t group = 0) { return options_.at(group); }
   double lr(size_t group = 0) const override { return options_.at(group).lr(); }
   void set_lr(double lr, size_t group = 0) override { options_.at(group).lr(lr); }
+  bool has_momentum() const override { return true; }
+  double momentum(size_t group = 0) const override { return options_.at(group).momentum(); }
+  void set_momentum(double momentum, size_t group = 0) override { options_.at(group).momentum(momentum); }
 
  protected:
   void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
