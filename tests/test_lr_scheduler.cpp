@@ -287,5 +287,159 @@ TEST(LRScheduler, StateDictKeysAndTypes) {
   EXPECT_EQ(plateau["mode"].to_vector<uint8_t>(), (std::vector<uint8_t>{'m', 'i', 'n'}));
 }
 
+
+// A custom optimizer with neither momentum nor betas.
+class Plain : public optim::Optimizer {
+ public:
+  explicit Plain(std::vector<Tensor> params) { add_group(std::move(params)); }
+  double lr(size_t = 0) const override { return lr_; }
+  void set_lr(double lr, size_t = 0) override { lr_ = lr; }
+
+ protected:
+  void update(size_t, const std::vector<Tensor>&, const std::vector<Tensor>&) override {}
+  double lr_ = 0.1;
+};
+
+TEST(LRScheduler, ArgumentChecksAsPyTorch) {
+  auto opt = make_sgd();
+  using List = std::vector<std::shared_ptr<optim::LRScheduler>>;
+  auto error = [](auto f) { return error_of<ValueError>(f); };
+  // OneCycleLR, PyTorch 2.x's text (1.13 says "must by one of" and "must support momentum with").
+  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 0); }), "Expected positive integer total_steps, but got 0");
+  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().pct_start(1.5)); }),
+            "Expected float between 0 and 1 pct_start, but got 1.5");
+  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().anneal_strategy("cosine")); }),
+            "anneal_strategy must be one of 'cos' or 'linear', instead got cosine");
+  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, {0.1, 0.2, 0.3}, 10); }),
+            "max_lr must have the same length as optimizer.param_groups. max_lr has 3 values, param_groups has 2.");
+  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().max_momentum({0.9, 0.9, 0.9})); }),
+            "max_momentum must have the same length as optimizer.param_groups. max_momentum has 3 values, "
+            "param_groups has 2.");
+  Plain plain({param(2)});
+  EXPECT_EQ(error([&] { optim::OneCycleLR(plain, 0.1, 10); }),
+            "optimizer must support momentum or beta1 with `cycle_momentum` option enabled");
+  EXPECT_FALSE(plain.initial_lr(0).has_value());  // PyTorch sets it before this check; ember checks first
+  EXPECT_DOUBLE_EQ(
+      optim::OneCycleLR(plain, 0.1, 10, optim::OneCycleLROptions().cycle_momentum(false)).get_last_lr()[0], 0.1 / 25);
+  // LinearLR: 2.x refuses start_factor 0, which 1.13 accepts ("expected to be between 0 and 1").
+  EXPECT_EQ(error([&] { optim::LinearLR(*opt, 0.0); }),
+            "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
+  EXPECT_EQ(error([&] { optim::LinearLR(*opt, 0.5, 1.5); }), "Ending multiplicative factor expected to be between 0 and 1.");
+  EXPECT_EQ(error([&] { optim::LambdaLR(*opt, std::vector<optim::LambdaLR::Lambda>{lambda0, lambda0, lambda1}); }),
+            "Expected 2 lr_lambdas, but got 3");
+  // ReduceLROnPlateau.
+  EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "min", 1.0); }), "Factor should be < 1.0.");
+  EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "median"); }), "mode median is unknown!");
+  EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "max", 0.1, 10, 1e-4, "relative"); }),
+            "threshold mode relative is unknown!");
+  EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "rel", 0, {0.1, 0.2, 0.3}); }),
+            "expected 2 min_lrs, got 3");
+  optim::ReduceLROnPlateau plateau(*opt);
+  EXPECT_EQ(error_of<TypeError>([&] { static_cast<optim::LRScheduler&>(plateau).step(); }),
+            "ReduceLROnPlateau.step() missing 1 required positional argument: 'metrics'");
+  // SequentialLR, 2.x's checks (1.13 has only the optimizer and milestone ones).
+  auto a = std::make_shared<optim::StepLR>(*opt, 2);
+  auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.9);
+  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, b}, {2, 4}); }),
+            "Sequential Schedulers expects number of schedulers provided to be one more than the number of milestone "
+            "points, but got number of schedulers 2 and the number of milestones to be equal to 2");
+  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{}, {}); }),
+            "SequentialLR expects at least one scheduler, but got no scheduler.");
+  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, std::make_shared<optim::ReduceLROnPlateau>(*opt)}, {2}); }),
+            "SequentialLR does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be "
+            "specified when calling `step`, but got one at index 1 in the given schedulers sequence.");
+  auto other = make_sgd();
+  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, std::make_shared<optim::StepLR>(*other, 2)}, {2}); }),
+            "SequentialLR expects all schedulers to belong to the same optimizer, but got scheduler StepLR at index 1 "
+            "with a different optimizer.");
+  EXPECT_EQ(opt->lr(0), 0.1);  // none of the failed constructions moved a learning rate
+}
+
+TEST(LRScheduler, OneCycleLRPastTotalStepsChangesNothing) {
+  auto opt = make_sgd();
+  optim::OneCycleLR sched(*opt, 0.4, 3);
+  for (int i = 0; i < 3; ++i) sched.step();
+  const std::vector<double> lrs = sched.get_last_lr();
+  // PyTorch 2.x's text (1.13 counts one more); PyTorch has moved last_epoch by then.
+  EXPECT_EQ(error_of<ValueError>([&] { sched.step(); }),
+            "Tried to step 4 times. The specified number of total steps is 3");
+  EXPECT_EQ(sched.last_epoch(), 3);
+  EXPECT_EQ(sched.get_last_lr(), lrs);
+  EXPECT_EQ(opt->lr(0), lrs[0]);
+}
+
+void expect_same(const nn::StateDict& a, const nn::StateDict& b) {
+  ASSERT_EQ(a.keys(), b.keys());
+  for (const auto& [key, t] : a) EXPECT_TRUE(t.equal(b[key])) << key;
+}
+
+nn::StateDict with(nn::StateDict sd, const std::string& key, const Tensor& value) {
+  sd.insert(key, value);
+  return sd;
+}
+
+nn::StateDict without(const nn::StateDict& sd, const std::string& key) {
+  nn::StateDict out;
+  for (const auto& [k, t] : sd) {
+    if (k != key) out.insert(k, t);
+  }
+  return out;
+}
+
+// Loading `bad` into `sched` fails with `message` and changes neither it nor the optimizer.
+void expect_load_error(optim::LRScheduler& sched, const nn::StateDict& bad, const std::string& message) {
+  const nn::StateDict before = sched.state_dict();
+  const double lr = sched.optimizer().lr(0);
+  EXPECT_EQ(error_of<ValueError>([&] { sched.load_state_dict(bad); }), message);
+  expect_same(sched.state_dict(), before);
+  EXPECT_EQ(sched.optimizer().lr(0), lr);
+}
+
+TEST(LRScheduler, LoadErrorsChangeNothing) {
+  const std::string head = "Error(s) in loading state_dict for StepLR:\n\t";
+  const Pair saved = cases()[0].make();
+  saved.sched->step();
+  const nn::StateDict sd = saved.sched->state_dict();
+  const Pair target = cases()[0].make();
+  for (int i = 0; i < 5; ++i) target.sched->step();
+  optim::LRScheduler& t = *target.sched;
+  expect_load_error(t, without(sd, "gamma"), head + "Missing key(s) in state_dict: \"gamma\". ");
+  expect_load_error(t, with(sd, "foo", ones({1})), head + "Unexpected key(s) in state_dict: \"foo\". ");
+  expect_load_error(t, with(sd, "last_epoch", full({}, 2.5, kFloat64)),
+                    head + "invalid value for last_epoch: expected an integer (a 0-d integer tensor)");
+  expect_load_error(t, with(sd, "base_lrs", tensor({0.1}, kFloat64)),
+                    head + "invalid value for base_lrs: expected 2 values (one per parameter group), got 1");
+  expect_load_error(t, with(sd, "step_size", full({}, 0, kInt64)), head + "invalid value for step_size: must be positive, got 0");
+  expect_load_error(t, cases()[2].make().sched->state_dict(),
+                    head + "Missing key(s) in state_dict: \"step_size\". ");
+  expect_load_error(t, with(without(sd, "gamma"), "foo", ones({1})),
+                    head + "Missing key(s) in state_dict: \"gamma\". \n\tUnexpected key(s) in state_dict: \"foo\". ");
+
+  const Pair plateau = cases()[10].make();
+  const nn::StateDict psd = plateau.sched->state_dict();
+  Tensor median = tensor(std::vector<int64_t>{'m', 'e', 'd', 'i', 'a', 'n'}).to(kUInt8);
+  expect_load_error(*plateau.sched, with(psd, "mode", median),
+                    "Error(s) in loading state_dict for ReduceLROnPlateau:\n\tinvalid mode: mode median is unknown!");
+  expect_load_error(*plateau.sched, with(psd, "factor", full({}, 1.0, kFloat64)),
+                    "Error(s) in loading state_dict for ReduceLROnPlateau:\n\tinvalid value for factor: Factor should be < 1.0.");
+  const Pair linear = cases()[5].make();
+  expect_load_error(*linear.sched, with(linear.sched->state_dict(), "start_factor", full({}, 0.0, kFloat64)),
+                    "Error(s) in loading state_dict for LinearLR:\n\tstart_factor: Starting multiplicative factor "
+                    "expected to be greater than 0 and less or equal to 1.");
+  const Pair cycle = cases()[7].make();
+  expect_load_error(*cycle.sched, with(cycle.sched->state_dict(), "_anneal_func_type", median),
+                    "Error(s) in loading state_dict for OneCycleLR:\n\tinvalid value for _anneal_func_type: expected "
+                    "'cos' or 'linear', got 'median'");
+  // SequentialLR: a problem in one scheduler's entries leaves every scheduler as it was.
+  const Pair seq = cases()[11].make();
+  for (int i = 0; i < 7; ++i) seq.sched->step();
+  const auto& children = static_cast<optim::SequentialLR&>(*seq.sched).schedulers();
+  const nn::StateDict first = children[0]->state_dict();
+  expect_load_error(*seq.sched, without(cases()[11].make().sched->state_dict(), "_schedulers.1.gamma"),
+                    "Error(s) in loading state_dict for SequentialLR:\n\tin _schedulers.1.: Missing key(s) in "
+                    "state_dict: \"gamma\". ");
+  expect_same(children[0]->state_dict(), first);
+}
+
 }  // namespace
 }  // namespace ember
