@@ -4,7 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
-//         [--ddp] [--data-parallel]
+//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -14,6 +14,11 @@
 // that one file is the whole checkpoint and the model's keys stay as a module's. --resume
 // first loads it and continues after that epoch with both restored, Adam's learning rate
 // included (a checkpoint without "optimizer." keys restarts the optimizer, and says so).
+// --lr-step N decays the learning rate by --lr-gamma every N epochs (optim::StepLR, stepped
+// after each epoch); its state is saved in the checkpoint under "scheduler." and --resume
+// restores it, so the schedule goes on where it stopped. A checkpoint without "scheduler."
+// keys (made without --lr-step, or before they were saved) still loads: the schedule then
+// starts afresh from the checkpoint's learning rate, and the run says so.
 // --limit trains on the first N batches of each epoch (a quick check).
 // --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
 // and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
@@ -34,6 +39,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -46,6 +52,8 @@ namespace {
 
 // The checkpoint's keys of the optimizer's state dict start with this.
 constexpr const char* kOptimizerPrefix = "optimizer.";
+// ... and those of the learning-rate scheduler's (--lr-step) with this.
+constexpr const char* kSchedulerPrefix = "scheduler.";
 
 struct Args {
   int epochs = 2;
@@ -63,6 +71,8 @@ struct Args {
   std::string memory_snapshot;
   bool ddp = false;
   bool data_parallel = false;
+  int64_t lr_step = 0;  // StepLR's step_size in epochs; 0: no scheduler
+  double lr_gamma = 0.1;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -70,7 +80,8 @@ struct Args {
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
             << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n"
-            << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n";
+            << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
+            << "             [--lr-step EPOCHS] [--lr-gamma X]\n";
   std::exit(2);
 }
 
@@ -98,12 +109,14 @@ Args parse(int argc, char** argv) {
       else if (flag == "--memory-snapshot") args.memory_snapshot = value();
       else if (flag == "--ddp") args.ddp = true;
       else if (flag == "--data-parallel") args.data_parallel = true;
+      else if (flag == "--lr-step") args.lr_step = std::stoll(value());
+      else if (flag == "--lr-gamma") args.lr_gamma = std::stod(value());
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
     }
   }
-  if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0) usage("sizes must be positive");
+  if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
   if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
   if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
   return args;
@@ -227,12 +240,15 @@ int main(int argc, char** argv) {
 
     auto net = std::make_shared<Network>();
     int first_epoch = 1;
-    nn::StateDict optimizer_state;  // from the checkpoint, loaded once the optimizer exists
+    // From the checkpoint, loaded once the optimizer and the scheduler exist.
+    nn::StateDict optimizer_state, scheduler_state;
     if (args.resume) {
       nn::StateDict model_state;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind(kOptimizerPrefix, 0) == 0) {
           optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
+        } else if (key.rfind(kSchedulerPrefix, 0) == 0) {
+          scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
         } else {
           model_state.insert(key, t);
         }
@@ -241,7 +257,14 @@ int main(int argc, char** argv) {
       first_epoch = std::stoi(load_metadata(args.checkpoint).at("epoch")) + 1;
       if (lead) {
         std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1
-                  << (optimizer_state.empty() ? " (no optimizer state in it: Adam starts afresh)" : "") << "\n";
+                  << (optimizer_state.empty() ? " (no optimizer state in it: Adam starts afresh)" : "")
+                  << (args.lr_step > 0 && scheduler_state.empty()
+                          ? " (no scheduler state in it: StepLR starts afresh from its learning rate)"
+                          : "")
+                  << (args.lr_step == 0 && !scheduler_state.empty()
+                          ? " (its scheduler state is not used without --lr-step)"
+                          : "")
+                  << "\n";
       }
     }
     net->to(device);  // Network().to(device=args.device)
@@ -266,7 +289,13 @@ int main(int argc, char** argv) {
                         : data_parallel ? static_cast<nn::Module&>(*data_parallel)
                                         : *net;
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
+    // As in PyTorch: the scheduler is made before either state is loaded (its construction
+    // sets the learning rate of epoch 0); the optimizer's state brings back the learning
+    // rate, the scheduler's its epoch and base learning rates.
+    std::unique_ptr<optim::StepLR> scheduler;
+    if (args.lr_step > 0) scheduler = std::make_unique<optim::StepLR>(optimizer, args.lr_step, args.lr_gamma);
     if (!optimizer_state.empty()) optimizer.load_state_dict(optimizer_state);  // to the parameters' device
+    if (scheduler && !scheduler_state.empty()) scheduler->load_state_dict(scheduler_state);
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
@@ -295,13 +324,17 @@ int main(int argc, char** argv) {
         distributed::all_reduce(count);
         images = count.item<int64_t>();
       }
+      const double epoch_lr = optimizer.lr();
+      if (scheduler) scheduler->step();  // after the epoch's optimizer steps, as PyTorch wants it
       const double train_loss = total_loss.item<float>() / static_cast<double>(std::max<int64_t>(steps, 1));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (!lead) continue;
       const double accuracy = test_accuracy(*net, test_loader, device);
       std::cout << "epoch " << epoch << "  loss " << std::fixed << std::setprecision(4) << train_loss
                 << "  test accuracy " << std::setprecision(2) << accuracy << "%  " << std::setprecision(0)
-                << static_cast<double>(images) / seconds << " images/s" << std::endl;
+                << static_cast<double>(images) / seconds << " images/s";
+      if (scheduler) std::cout << "  lr " << std::defaultfloat << std::setprecision(6) << epoch_lr;
+      std::cout << std::endl;
       if (!args.memory_snapshot.empty() && epoch == first_epoch) {
         std::ofstream out(args.memory_snapshot);
         out << cuda::memory_snapshot_json();
@@ -312,6 +345,9 @@ int main(int argc, char** argv) {
       if (!args.checkpoint.empty()) {
         nn::StateDict checkpoint = net->state_dict();
         for (const auto& [key, t] : optimizer.state_dict()) checkpoint.insert(kOptimizerPrefix + key, t);
+        if (scheduler) {
+          for (const auto& [key, t] : scheduler->state_dict()) checkpoint.insert(kSchedulerPrefix + key, t);
+        }
         save(checkpoint, args.checkpoint, {{"epoch", std::to_string(epoch)}});
       }
     }

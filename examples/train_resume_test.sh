@@ -1,0 +1,26 @@
+#!/bin/sh
+# ctest train_resume_restores_schedule: `train --lr-step 2 --lr-gamma 0.5` for 3 epochs with
+# a checkpoint, then --resume for 2 more: the resumed epochs go on with the schedule
+# (StepLR from lr 0.001: epochs 1-2 0.001, 3-4 0.0005, 5 0.00025), where a restarted
+# schedule would keep 0.0005 for epoch 5. A checkpoint made without --lr-step (without
+# "scheduler." keys) still resumes, with the schedule started afresh. Exit 77 (skipped)
+# without the Fashion-MNIST files.
+set -eu
+train=$1
+data=/usr/share/datasets/fashion-mnist
+[ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "no Fashion-MNIST in $data: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+run() { "$train" --disable-cuda --limit 2 --workers 0 "$@"; }
+
+run --epochs 3 --lr-step 2 --lr-gamma 0.5 --checkpoint "$dir/ck.safetensors" | tee "$dir/first.txt"
+run --epochs 2 --lr-step 2 --lr-gamma 0.5 --checkpoint "$dir/ck.safetensors" --resume | tee "$dir/resumed.txt"
+grep -q '^epoch 3 .*  lr 0.0005$' "$dir/first.txt"
+grep -q '^epoch 4 .*  lr 0.0005$' "$dir/resumed.txt"
+grep -q '^epoch 5 .*  lr 0.00025$' "$dir/resumed.txt"
+
+run --epochs 1 --checkpoint "$dir/old.safetensors" > /dev/null
+run --epochs 1 --lr-step 2 --checkpoint "$dir/old.safetensors" --resume | tee "$dir/old.txt"
+grep -q 'no scheduler state in it' "$dir/old.txt"
+grep -q '^epoch 2 .*  lr 0.001$' "$dir/old.txt"
+echo "train --resume restored the schedule"
