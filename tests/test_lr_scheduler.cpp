@@ -208,6 +208,12 @@ TEST(LRScheduler, InitialLrIsSetAsPyTorchSetsIt) {
   EXPECT_EQ(*opt->initial_lr(0), 1.0 / 25);
   plain->load_state_dict(opt->state_dict());
   EXPECT_EQ(*plain->initial_lr(1), 1.0 / 25);
+  nn::StateDict bad = opt->state_dict();
+  bad.insert("param_groups.1.initial_lr", full({}, -1.0, kFloat64));
+  EXPECT_EQ(error_of<ValueError>([&] { plain->load_state_dict(bad); }),
+            "Error(s) in loading state_dict for SGD:\n\tinvalid value for param_groups.1.initial_lr: expected one "
+            "finite learning rate >= 0 (a 0-d tensor)");
+  EXPECT_EQ(*plain->initial_lr(1), 1.0 / 25);
 }
 
 std::string temp_path(const std::string& name) {
@@ -353,6 +359,12 @@ TEST(LRScheduler, ArgumentChecksAsPyTorch) {
             "SequentialLR expects all schedulers to belong to the same optimizer, but got scheduler StepLR at index 1 "
             "with a different optimizer.");
   EXPECT_EQ(opt->lr(0), 0.1);  // none of the failed constructions moved a learning rate
+  // The spellings of ../shared/api-next.md.
+  optim::SequentialLR sequential(*opt, {a, b}, {2});
+  optim::MultiStepLR multi(*opt, {30, 80}, 0.1);
+  optim::LambdaLR lambda(*opt, [](int64_t epoch) { return 1.0 / static_cast<double>(epoch + 1); });
+  lambda.step();
+  EXPECT_EQ(lambda.get_last_lr(), (std::vector<double>{0.05, 0.025}));
 }
 
 TEST(LRScheduler, OneCycleLRPastTotalStepsChangesNothing) {
