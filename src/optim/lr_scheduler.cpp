@@ -23,11 +23,7 @@
 #include "ember/factories.h"
 #include "optim/scheduler_state.h"
 
-namespace ember::optim {
-
-using ember::detail::cat;
-
-namespace detail {
+namespace ember::detail::optim {
 
 Tensor int_tensor(int64_t value) { return full({}, value, TensorOptions(kInt64)); }
 Tensor float_tensor(double value) { return full({}, value, TensorOptions(kFloat64)); }
@@ -155,7 +151,12 @@ std::vector<std::string> SchedulerStateReader::errors() const {
   return out;
 }
 
-}  // namespace detail
+}  // namespace ember::detail::optim
+
+namespace ember::optim {
+
+using ember::detail::cat;
+using ember::detail::optim::SchedulerStateReader;
 
 void LRScheduler::attach() {
   // PyTorch's __init__ with last_epoch = -1: group.setdefault("initial_lr", group["lr"]).
@@ -208,14 +209,14 @@ std::vector<double> LRScheduler::group_lrs() const {
 nn::StateDict LRScheduler::state_dict() const {
   nn::StateDict out;
   save_state(out);
-  if (saves_base_state()) out.insert("base_lrs", detail::floats_tensor(base_lrs_));
-  out.insert("last_epoch", detail::int_tensor(last_epoch_));
-  if (saves_base_state()) out.insert("_step_count", detail::int_tensor(step_count_));
-  out.insert("_last_lr", detail::floats_tensor(last_lr_));
+  if (saves_base_state()) out.insert("base_lrs", ember::detail::optim::floats_tensor(base_lrs_));
+  out.insert("last_epoch", ember::detail::optim::int_tensor(last_epoch_));
+  if (saves_base_state()) out.insert("_step_count", ember::detail::optim::int_tensor(step_count_));
+  out.insert("_last_lr", ember::detail::optim::floats_tensor(last_lr_));
   return out;
 }
 
-void LRScheduler::check_state(detail::SchedulerStateReader& reader) {
+void LRScheduler::check_state(SchedulerStateReader& reader) {
   load_state(reader, /*apply=*/false);  // checks only
   const auto groups = static_cast<int64_t>(optimizer_.num_param_groups());
   if (saves_base_state()) {
@@ -227,7 +228,7 @@ void LRScheduler::check_state(detail::SchedulerStateReader& reader) {
 }
 
 std::vector<std::string> LRScheduler::state_problems(const nn::StateDict& state_dict) {
-  detail::SchedulerStateReader reader(state_dict);
+  SchedulerStateReader reader(state_dict);
   check_state(reader);
   return reader.errors();
 }
@@ -239,7 +240,7 @@ void LRScheduler::load_state_dict(const nn::StateDict& state_dict) {
     for (const std::string& e : errors) message += "\n\t" + e;
     throw ValueError(message);
   }
-  detail::SchedulerStateReader reader(state_dict);
+  SchedulerStateReader reader(state_dict);
   load_state(reader, /*apply=*/true);
   const auto groups = static_cast<int64_t>(optimizer_.num_param_groups());
   if (saves_base_state()) {

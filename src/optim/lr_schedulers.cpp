@@ -11,7 +11,7 @@
 
 namespace ember::optim {
 
-using detail::SchedulerStateReader;
+using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 
 namespace {
@@ -47,8 +47,8 @@ std::vector<double> StepLR::closed_form_lr() const {
 }
 
 void StepLR::save_state(nn::StateDict& out) const {
-  out.insert("step_size", detail::int_tensor(step_size_));
-  out.insert("gamma", detail::float_tensor(gamma_));
+  out.insert("step_size", ember::detail::optim::int_tensor(step_size_));
+  out.insert("gamma", ember::detail::optim::float_tensor(gamma_));
 }
 
 void StepLR::load_state(SchedulerStateReader& in, bool apply) {
@@ -83,8 +83,8 @@ std::vector<double> MultiStepLR::closed_form_lr() const {
 }
 
 void MultiStepLR::save_state(nn::StateDict& out) const {
-  out.insert("milestones", detail::ints_tensor(milestones_));
-  out.insert("gamma", detail::float_tensor(gamma_));
+  out.insert("milestones", ember::detail::optim::ints_tensor(milestones_));
+  out.insert("gamma", ember::detail::optim::float_tensor(gamma_));
 }
 
 void MultiStepLR::load_state(SchedulerStateReader& in, bool apply) {
@@ -113,7 +113,7 @@ std::vector<double> ExponentialLR::closed_form_lr() const {
   return lrs;
 }
 
-void ExponentialLR::save_state(nn::StateDict& out) const { out.insert("gamma", detail::float_tensor(gamma_)); }
+void ExponentialLR::save_state(nn::StateDict& out) const { out.insert("gamma", ember::detail::optim::float_tensor(gamma_)); }
 
 void ExponentialLR::load_state(SchedulerStateReader& in, bool apply) {
   const double gamma = in.number("gamma");
@@ -178,8 +178,8 @@ std::vector<double> CosineAnnealingLR::closed_form_lr() const {
 }
 
 void CosineAnnealingLR::save_state(nn::StateDict& out) const {
-  out.insert("T_max", detail::int_tensor(T_max_));
-  out.insert("eta_min", detail::float_tensor(eta_min_));
+  out.insert("T_max", ember::detail::optim::int_tensor(T_max_));
+  out.insert("eta_min", ember::detail::optim::float_tensor(eta_min_));
 }
 
 void CosineAnnealingLR::load_state(SchedulerStateReader& in, bool apply) {
@@ -222,9 +222,9 @@ std::vector<double> LinearLR::closed_form_lr() const {
 }
 
 void LinearLR::save_state(nn::StateDict& out) const {
-  out.insert("start_factor", detail::float_tensor(start_factor_));
-  out.insert("end_factor", detail::float_tensor(end_factor_));
-  out.insert("total_iters", detail::int_tensor(total_iters_));
+  out.insert("start_factor", ember::detail::optim::float_tensor(start_factor_));
+  out.insert("end_factor", ember::detail::optim::float_tensor(end_factor_));
+  out.insert("total_iters", ember::detail::optim::int_tensor(total_iters_));
 }
 
 void LinearLR::load_state(SchedulerStateReader& in, bool apply) {

@@ -9,7 +9,7 @@
 
 namespace ember::optim {
 
-using detail::SchedulerStateReader;
+using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 using ember::detail::python_float;
 
@@ -109,16 +109,16 @@ std::vector<double> OneCycleLR::get_lr() {
 }
 
 void OneCycleLR::save_state(nn::StateDict& out) const {
-  out.insert("total_steps", detail::int_tensor(total_steps_));
-  out.insert("_schedule_phases.end_step", detail::floats_tensor(phase_ends_));
-  out.insert("_anneal_func_type", detail::text_tensor(anneal_strategy_));
-  out.insert("cycle_momentum", detail::bool_tensor(cycle_momentum_));
-  if (cycle_momentum_) out.insert("use_beta1", detail::bool_tensor(use_beta1_));
-  out.insert("max_lrs", detail::floats_tensor(max_lrs_));
-  out.insert("min_lrs", detail::floats_tensor(min_lrs_));
+  out.insert("total_steps", ember::detail::optim::int_tensor(total_steps_));
+  out.insert("_schedule_phases.end_step", ember::detail::optim::floats_tensor(phase_ends_));
+  out.insert("_anneal_func_type", ember::detail::optim::text_tensor(anneal_strategy_));
+  out.insert("cycle_momentum", ember::detail::optim::bool_tensor(cycle_momentum_));
+  if (cycle_momentum_) out.insert("use_beta1", ember::detail::optim::bool_tensor(use_beta1_));
+  out.insert("max_lrs", ember::detail::optim::floats_tensor(max_lrs_));
+  out.insert("min_lrs", ember::detail::optim::floats_tensor(min_lrs_));
   if (cycle_momentum_) {
-    out.insert("max_momentums", detail::floats_tensor(max_momentums_));
-    out.insert("base_momentums", detail::floats_tensor(base_momentums_));
+    out.insert("max_momentums", ember::detail::optim::floats_tensor(max_momentums_));
+    out.insert("base_momentums", ember::detail::optim::floats_tensor(base_momentums_));
   }
 }
 

@@ -9,7 +9,7 @@
 
 namespace ember::optim {
 
-using detail::SchedulerStateReader;
+using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 
 namespace {
@@ -117,19 +117,19 @@ void ReduceLROnPlateau::step(double metric) {
 }
 
 void ReduceLROnPlateau::save_state(nn::StateDict& out) const {
-  out.insert("factor", detail::float_tensor(factor_));
-  if (has_default_min_lr_) out.insert("default_min_lr", detail::float_tensor(default_min_lr_));
-  out.insert("min_lrs", detail::floats_tensor(min_lrs_));
-  out.insert("patience", detail::int_tensor(patience_));
-  out.insert("cooldown", detail::int_tensor(cooldown_));
-  out.insert("cooldown_counter", detail::int_tensor(cooldown_counter_));
-  out.insert("eps", detail::float_tensor(eps_));
-  out.insert("mode_worse", detail::float_tensor(mode_worse_));
-  out.insert("mode", detail::text_tensor(mode_));
-  out.insert("threshold", detail::float_tensor(threshold_));
-  out.insert("threshold_mode", detail::text_tensor(threshold_mode_));
-  out.insert("best", detail::float_tensor(best_));
-  out.insert("num_bad_epochs", detail::int_tensor(num_bad_epochs_));
+  out.insert("factor", ember::detail::optim::float_tensor(factor_));
+  if (has_default_min_lr_) out.insert("default_min_lr", ember::detail::optim::float_tensor(default_min_lr_));
+  out.insert("min_lrs", ember::detail::optim::floats_tensor(min_lrs_));
+  out.insert("patience", ember::detail::optim::int_tensor(patience_));
+  out.insert("cooldown", ember::detail::optim::int_tensor(cooldown_));
+  out.insert("cooldown_counter", ember::detail::optim::int_tensor(cooldown_counter_));
+  out.insert("eps", ember::detail::optim::float_tensor(eps_));
+  out.insert("mode_worse", ember::detail::optim::float_tensor(mode_worse_));
+  out.insert("mode", ember::detail::optim::text_tensor(mode_));
+  out.insert("threshold", ember::detail::optim::float_tensor(threshold_));
+  out.insert("threshold_mode", ember::detail::optim::text_tensor(threshold_mode_));
+  out.insert("best", ember::detail::optim::float_tensor(best_));
+  out.insert("num_bad_epochs", ember::detail::optim::int_tensor(num_bad_epochs_));
 }
 
 void ReduceLROnPlateau::load_state(SchedulerStateReader& in, bool apply) {

@@ -10,7 +10,7 @@
 #include "ember/nn/state_dict.h"
 #include "ember/optim/lr_scheduler.h"
 
-namespace ember::optim::detail {
+namespace ember::detail::optim {
 
 /// Python's int, float and bool as 0-d int64, float64 and bool tensors; lists as 1-D
 /// int64 or float64 tensors; strings as 1-D uint8 tensors of their bytes.
@@ -51,4 +51,4 @@ class SchedulerStateReader {
   std::vector<std::string> missing_, problems_;
 };
 
-}  // namespace ember::optim::detail
+}  // namespace ember::detail::optim

@@ -7,7 +7,7 @@
 
 namespace ember::optim {
 
-using detail::SchedulerStateReader;
+using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
@@ -69,7 +69,7 @@ void SequentialLR::save_state(nn::StateDict& out) const {
   for (size_t i = 0; i < schedulers_.size(); ++i) {
     for (const auto& [key, value] : schedulers_[i]->state_dict()) out.insert(cat("_schedulers.", i, ".", key), value);
   }
-  out.insert("_milestones", detail::ints_tensor(milestones_));
+  out.insert("_milestones", ember::detail::optim::ints_tensor(milestones_));
 }
 
 void SequentialLR::load_state(SchedulerStateReader& in, bool apply) {

@@ -10,11 +10,11 @@
 #include "ember/nn/state_dict.h"
 #include "ember/optim/optimizer.h"
 
-namespace ember::optim {
-
-namespace detail {
+namespace ember::detail::optim {
 class SchedulerStateReader;
 }
+
+namespace ember::optim {
 
 /// torch.optim.lr_scheduler.LRScheduler. Construction attaches the scheduler to the
 /// optimizer as PyTorch's does (each group's initial_lr is set if it has none; base_lrs are
@@ -71,7 +71,7 @@ class LRScheduler {
   /// back: load_state(reader, false) only checks (through the reader), and is called again
   /// with apply = true once every check has passed.
   virtual void save_state(nn::StateDict& out) const = 0;
-  virtual void load_state(detail::SchedulerStateReader& in, bool apply) = 0;
+  virtual void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) = 0;
   /// Whether "base_lrs" and "_step_count" are saved (false where PyTorch's class has none).
   virtual bool saves_base_state() const { return true; }
   /// The problems load_state_dict() would report, empty if it would load.
@@ -86,7 +86,7 @@ class LRScheduler {
 
  private:
   friend class SequentialLR;
-  void check_state(detail::SchedulerStateReader& reader);
+  void check_state(ember::detail::optim::SchedulerStateReader& reader);
 };
 
 /// StepLR: the lr of each group is multiplied by gamma every step_size epochs.
@@ -100,7 +100,7 @@ class StepLR : public LRScheduler {
   bool has_closed_form() const override { return true; }
   std::vector<double> closed_form_lr() const override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   int64_t step_size_;
   double gamma_;
 };
@@ -116,7 +116,7 @@ class MultiStepLR : public LRScheduler {
   bool has_closed_form() const override { return true; }
   std::vector<double> closed_form_lr() const override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   std::vector<int64_t> milestones_;  // sorted, with repeats (PyTorch's Counter)
   double gamma_;
 };
@@ -132,7 +132,7 @@ class ExponentialLR : public LRScheduler {
   bool has_closed_form() const override { return true; }
   std::vector<double> closed_form_lr() const override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   double gamma_;
 };
 
@@ -148,7 +148,7 @@ class LambdaLR : public LRScheduler {
  protected:
   std::vector<double> get_lr() override;
   void save_state(nn::StateDict&) const override {}
-  void load_state(detail::SchedulerStateReader&, bool) override {}
+  void load_state(ember::detail::optim::SchedulerStateReader&, bool) override {}
   std::vector<Lambda> lr_lambdas_;
 };
 
@@ -164,7 +164,7 @@ class CosineAnnealingLR : public LRScheduler {
   bool has_closed_form() const override { return true; }
   std::vector<double> closed_form_lr() const override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   int64_t T_max_;
   double eta_min_;
 };
@@ -180,7 +180,7 @@ class LinearLR : public LRScheduler {
   bool has_closed_form() const override { return true; }
   std::vector<double> closed_form_lr() const override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   double start_factor_, end_factor_;
   int64_t total_iters_;
 };
@@ -228,7 +228,7 @@ class OneCycleLR : public LRScheduler {
  protected:
   std::vector<double> get_lr() override;
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   double anneal(double start, double end, double pct) const;
   int64_t total_steps_;
   std::vector<double> phase_ends_;  // PyTorch's _schedule_phases[i]["end_step"]: two or three phases
@@ -257,7 +257,7 @@ class ReduceLROnPlateau : public LRScheduler {
 
  protected:
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   bool saves_base_state() const override { return false; }
   bool is_better(double a, double best) const;
   double factor_;
@@ -282,7 +282,7 @@ class SequentialLR : public LRScheduler {
 
  protected:
   void save_state(nn::StateDict& out) const override;
-  void load_state(detail::SchedulerStateReader& in, bool apply) override;
+  void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   bool saves_base_state() const override { return false; }
   void recursive_undo(LRScheduler& scheduler);
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
