@@ -32,3 +32,6 @@ class SavedVariable {
 std::string type_string(const Tensor& t);
 
 }  // namespace ember::autograd
+/// PyTorch's error for a backward through a graph whose saved values were freed.
+[[noreturn]] void fail_backward_twice();
+

@@ -125,6 +125,7 @@ CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<F
 std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grads) {
   std::vector<Tensor> out(next_edges().size());
   const Tensor& grad = grads.at(0);
+  if (fn_ == nullptr) fail_backward_twice();
   if (!grad.defined()) return out;
   // The base's gradient, in the base's geometry, whose view region becomes fn's gradient
   // of the view's old value.

@@ -63,7 +63,9 @@ class CopySlices final : public Node {
 
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  void release_variables() override { fn_->release_variables(); }
+  /// Drops fn (its saved tensors and its edges, as PyTorch's CopySlices), so that freeing
+  /// a chain of CopySlices nodes needs no recursion (Note [Releasing long graphs]).
+  void release_variables() override { fn_.reset(); }
 
  private:
   InputInfo base_;
