@@ -69,6 +69,57 @@ TEST(AutogradDeepGraph, CopySlicesRefusesASecondBackward) {
               ::testing::HasSubstr("Trying to backward through the graph a second time"));
 }
 
+// ---- item 3: an in-place op's own saved input that aliases what it writes --------------
+
+TEST_P(AutogradReliability, InplaceOpWhoseSavedInputAliasesSelfIsCaught) {
+  // PyTorch 1.13 raises at backward for each of these.
+  {
+    auto a = T({1, 2, 3}, true);
+    Tensor x = a * 1;
+    x.mul_(x);
+    EXPECT_EQ(error_of<Error>([&] { x.sum().backward(); }),
+              "one of the variables needed for gradient computation has been modified by an inplace operation: [" +
+                  std::string(dev_.is_cuda() ? "torch.cuda.FloatTensor" : "torch.FloatTensor") +
+                  " [3]], which is output 0 of MulBackward0, is at version 1; expected version 0 instead.");
+  }
+  {
+    auto a = T({{1, 2}, {3, 4}}, true);
+    Tensor x = a * 1;
+    x.div_(x.slice(1, 0, 1).detach());
+    EXPECT_THAT(error_of<Error>([&] { x.sum().backward(); }),
+                ::testing::HasSubstr("[2, 1]] is at version 1; expected version 0 instead."));
+  }
+  {
+    auto a = T({1, 2, 3}, true);
+    Tensor x = a * 1;
+    x.mul_(x.detach());
+    EXPECT_THAT(error_of<Error>([&] { x.sum().backward(); }),
+                ::testing::HasSubstr("[3]] is at version 1; expected version 0 instead."));
+  }
+  {  // on a view: the op's node inside CopySlices saves `other` as the op read it
+    auto a = T({1, 2, 3}, true);
+    Tensor x = a * 1;
+    Tensor v = x.slice(0, 0, 2);
+    v.mul_(v);
+    EXPECT_THAT(error_of<Error>([&] { x.sum().backward(); }),
+                ::testing::HasSubstr("[2]], which is output 0 of AsStridedBackward0, is at version 1; expected version 0 "
+                                     "instead."));
+  }
+}
+
+TEST_P(AutogradReliability, InplaceOpsThatSaveNothingOrAnotherTensorStillWork) {
+  auto a = T({1, 2, 3}, true);
+  Tensor x = a * 1;
+  x.add_(x);  // AddBackward0 saves nothing: PyTorch gives 2
+  x.sum().backward();
+  EXPECT_EQ(F(a.grad()), (std::vector<float>{2, 2, 2}));
+  auto b = T({1, 2, 3}, true);
+  Tensor y = b * 1;
+  y.mul_(b);  // other is not written: PyTorch gives 2b
+  y.sum().backward();
+  EXPECT_EQ(F(b.grad()), (std::vector<float>{2, 4, 6}));
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace

@@ -38,9 +38,10 @@ void fail_backward_twice() {
       "if you need to access saved tensors after calling backward.");
 }
 
-SavedVariable::SavedVariable(const Tensor& t, bool is_output) : is_output_(is_output) {
+SavedVariable::SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version)
+    : is_output_(is_output) {
   if (!t.defined()) return;
-  saved_version_ = t._version();
+  saved_version_ = version.value_or(t._version());
   if (is_output) {
     if (AutogradMeta* meta = meta_of(t)) output_nr_ = meta->output_nr_;
     data_ = alias_of(t);
