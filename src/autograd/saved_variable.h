@@ -32,10 +32,10 @@ class SavedVariable {
   bool released_ = false;
 };
 
+/// PyTorch's error for a backward through a graph whose saved values were freed.
+[[noreturn]] void fail_backward_twice();
+
 /// PyTorch's name of a tensor type in messages: "torch.FloatTensor", "torch.cuda.DoubleTensor".
 std::string type_string(const Tensor& t);
 
 }  // namespace ember::autograd
-/// PyTorch's error for a backward through a graph whose saved values were freed.
-[[noreturn]] void fail_backward_twice();
-
