@@ -120,6 +120,58 @@ TEST_P(AutogradReliability, InplaceOpsThatSaveNothingOrAnotherTensorStillWork) {
   EXPECT_EQ(F(b.grad()), (std::vector<float>{2, 4, 6}));
 }
 
+// ---- item 4: mean losses over ignored targets only --------------------------------------
+
+TEST_P(AutogradReliability, MeanLossOverIgnoredTargetsOnlyHasZeroGradient) {
+  namespace nnf = ember::nn::functional;
+  const std::vector<float> zero(6, 0.0f);
+  auto all_ignored = tensor({int64_t{-100}, int64_t{-100}}, TensorOptions(kInt64).device(dev_));
+  for (double smoothing : {0.0, 0.1}) {
+    auto x = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+    Tensor loss = nnf::cross_entropy(x, all_ignored, "mean", -100, smoothing);
+    EXPECT_TRUE(std::isnan(loss.item<float>()));  // PyTorch: nan
+    loss.backward();
+    EXPECT_EQ(F(x.grad()), zero) << "label_smoothing " << smoothing;  // PyTorch: exactly 0
+  }
+  {
+    auto x = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+    Tensor loss = nnf::nll_loss(x, all_ignored);
+    EXPECT_TRUE(std::isnan(loss.item<float>()));
+    loss.backward();
+    EXPECT_EQ(F(x.grad()), zero);
+  }
+  {  // ignore_index a valid class
+    auto x = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+    auto ones_target = tensor({int64_t{1}, int64_t{1}}, TensorOptions(kInt64).device(dev_));
+    nnf::nll_loss(x, ones_target, "mean", 1).backward();
+    EXPECT_EQ(F(x.grad()), zero);
+  }
+  {  // sum over ignored targets only: loss 0, gradient 0
+    auto x = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+    Tensor loss = nnf::cross_entropy(x, all_ignored, "sum", -100, 0.1);
+    EXPECT_EQ(loss.item<float>(), 0.0f);
+    loss.backward();
+    EXPECT_EQ(F(x.grad()), zero);
+  }
+}
+
+TEST_P(AutogradReliability, PartlyIgnoredTargetsKeepPyTorchGradients) {
+  namespace nnf = ember::nn::functional;
+  auto target = tensor({int64_t{2}, int64_t{-100}}, TensorOptions(kInt64).device(dev_));
+  auto x = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+  Tensor loss = nnf::cross_entropy(x, target, "mean", -100, 0.1);
+  EXPECT_NEAR(loss.item<float>(), 0.50760591f, 1e-6);
+  loss.backward();
+  std::vector<float> expected{0.05669725f, 0.21139516f, -0.26809233f, 0, 0, 0};
+  std::vector<float> got = F(x.grad());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(got[i], expected[i], 1e-6) << i;
+  auto y = T({{1, 2, 3}, {0.5, -1, 2}}, true);
+  Tensor nll = nnf::nll_loss(y, target);
+  EXPECT_EQ(nll.item<float>(), -3.0f);
+  nll.backward();
+  EXPECT_EQ(F(y.grad()), (std::vector<float>{0, 0, -1, 0, 0, 0}));
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace

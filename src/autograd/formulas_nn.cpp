@@ -144,16 +144,20 @@ Grads var_mean(const FormulaNode& n, const Grads& g) {
 
 // x {N, C, L} log-probabilities, t {N, L} class indices, attrs.dim ignore_index,
 // attrs.dim2 the reduction (0 none: output 0 is -x[n, t, l] per element; 1 sum; 2 mean
-// over the counted elements); output 1 counts the elements (not differentiated).
+// over the counted elements); output 1 counts the elements (not differentiated). As
+// PyTorch's nll_loss_backward, only the picked entries of counted elements are written:
+// every other entry's gradient is exactly 0, whatever the incoming gradient (the
+// infinite one of a mean over no counted element included).
 Grads nll_loss(const FormulaNode& n, const Grads& g) {
   Tensor t = n.input(1);
   const InputInfo& x = n.info(0);
   Tensor classes = arange(x.sizes[1], TensorOptions(kInt64).device(x.device)).reshape({1, -1, 1});
-  Tensor pick = float_mask(t.unsqueeze(1).eq(classes), g[0].dtype());
-  Tensor counted = float_mask(t.ne(n.attrs().dim), g[0].dtype());
-  Tensor per_element = g[0] * counted;  // g is 0-dim when reduced
-  if (n.attrs().dim2 == 2) per_element = per_element / counted.sum();
-  return {-(pick * per_element.unsqueeze(1)), Tensor()};
+  Tensor counted = t.ne(n.attrs().dim);
+  Tensor per_element = -g[0];  // 0-dim when reduced
+  if (n.attrs().dim2 == 2) per_element = per_element / counted.to(g[0].dtype()).sum();
+  Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  Tensor written = ember::where(counted, per_element, zero).unsqueeze(1);
+  return {ember::where(t.unsqueeze(1).eq(classes), written, zero), Tensor()};
 }
 
 // attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.
