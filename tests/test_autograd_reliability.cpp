@@ -172,6 +172,41 @@ TEST_P(AutogradReliability, PartlyIgnoredTargetsKeepPyTorchGradients) {
   EXPECT_EQ(F(y.grad()), (std::vector<float>{0, 0, -1, 0, 0, 0}));
 }
 
+// ---- item 5: as_strided with overlapping windows -----------------------------------------
+
+TEST_P(AutogradReliability, AsStridedOverlappingWindowsAccumulate) {
+  auto a = T({0, 1, 2, 3, 4}, true);
+  a.as_strided({4, 2}, {1, 1}, 0).sum().backward();
+  EXPECT_EQ(F(a.grad()), (std::vector<float>{1, 2, 2, 2, 1}));  // PyTorch 1.13
+
+  auto b = T({0, 1, 2, 3, 4}, true);
+  auto weights = arange(8, TensorOptions().device(dev_)).view({4, 2});
+  (b.as_strided({4, 2}, {1, 1}, 0) * weights).sum().backward();
+  EXPECT_EQ(F(b.grad()), (std::vector<float>{0, 3, 7, 11, 7}));
+}
+
+TEST_P(AutogradReliability, AsStridedOfAViewWithAnOffset) {
+  auto b = T({0, 1, 2, 3, 4, 5, 6, 7}, true);
+  Tensor v = b.slice(0, 2, 8);  // storage offset 2
+  (v.as_strided({3, 3}, {1, 1}, 3) * arange(9, TensorOptions().device(dev_)).view({3, 3})).sum().backward();
+  EXPECT_EQ(F(b.grad()), (std::vector<float>{0, 0, 0, 0, 4, 12, 12, 8}));  // PyTorch 1.13
+
+  auto c = T({0, 1, 2, 3, 4, 5, 6, 7}, true);
+  Tensor u = c.slice(0, 1, 8);  // a stride-0 dim in the output, windows overlapping
+  (u.as_strided({2, 2, 2}, {2, 1, 0}, 2) * arange(8, TensorOptions().device(dev_)).view({2, 2, 2})).sum().backward();
+  EXPECT_EQ(F(c.grad()), (std::vector<float>{0, 0, 1, 5, 9, 13, 0, 0}));
+}
+
+TEST_P(AutogradReliability, AsStridedOfAnOverlappingInputSharesTheGradient) {
+  // The input reaches each element several times (expand): PyTorch divides by the count.
+  auto c = T({1, 2}, true);
+  (c.expand({3, 2}).as_strided({2, 2}, {0, 1}, 0) * T({{1, 2}, {3, 4}})).sum().backward();
+  EXPECT_EQ(F(c.grad()), (std::vector<float>{4, 6}));
+  auto d = T({1, 2, 3}, true);
+  (d.expand({2, 3}).as_strided({2, 2}, {1, 1}, 0) * T({{1, 2}, {3, 4}})).sum().backward();
+  EXPECT_EQ(F(d.grad()), (std::vector<float>{1, 5, 4}));
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace
