@@ -207,6 +207,27 @@ TEST_P(AutogradReliability, AsStridedOfAnOverlappingInputSharesTheGradient) {
   EXPECT_EQ(F(d.grad()), (std::vector<float>{1, 5, 4}));
 }
 
+// ---- item 6: clamp with tensor bounds, min > max ----------------------------------------
+
+TEST_P(AutogradReliability, ClampWithCrossedBoundsGivesMaxTheGradient) {
+  auto x = T({0, 1, 2, 3, 4}, true);
+  auto lo = T({3, 3, 1, 2, 2}, true);
+  auto hi = T({1, 1, 3, 2, 2}, true);
+  Tensor y = clamp(x, lo, hi);
+  EXPECT_EQ(F(y), (std::vector<float>{1, 1, 2, 2, 2}));
+  (y * T({1, 2, 3, 4, 5})).sum().backward();
+  // PyTorch 1.13 (clamp_backward_min_max).
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{0, 0, 3, 0, 0}));
+  EXPECT_EQ(F(lo.grad()), (std::vector<float>{0, 0, 0, 0, 0}));
+  EXPECT_EQ(F(hi.grad()), (std::vector<float>{1, 2, 0, 4, 5}));
+
+  auto x2 = T({0, 1, 2, 3, 4}, true);
+  auto lo2 = T({3}, true);
+  (clamp(x2, lo2, Tensor()) * T({1, 2, 3, 4, 5})).sum().backward();
+  EXPECT_EQ(F(x2.grad()), (std::vector<float>{0, 0, 0, 4, 5}));
+  EXPECT_EQ(F(lo2.grad()), (std::vector<float>{6}));
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace

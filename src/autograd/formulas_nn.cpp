@@ -102,21 +102,29 @@ Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
   return {g[0] * keep};
 }
 
-// Inputs: x, min, max (either bound may be undefined).
+// Inputs: x, min, max (either bound may be undefined). As PyTorch's clamp_backward_min_max:
+// where min > max the output is max, so max takes the whole gradient there.
 Grads clamp(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0), lo = n.input(1), hi = n.input(2);
-  DType dtype = g[0].dtype();
-  Tensor keep = ones_like(g[0]);
+  Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  auto pick = [&](const Tensor& where_true) { return ember::where(where_true, g[0], zero); };
+  // a or b, a and b over bool masks (0/1 bytes: sums and products stay 0/1 after ne(0)).
+  auto either = [](const Tensor& a, const Tensor& b) { return (a.to(kUInt8) + b.to(kUInt8)).ne(0); };
+  auto both = [](const Tensor& a, const Tensor& b) { return (a.to(kUInt8) * b.to(kUInt8)).ne(0); };
   Grads out(3);
-  if (lo.defined()) {
-    keep = keep * float_mask(x.ge(lo), dtype);
-    if (n.needs_grad(1)) out[1] = g[0] * float_mask(x.lt(lo), dtype);
+  if (lo.defined() && hi.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(both(x.ge(lo), x.le(hi)));
+    if (n.needs_grad(1)) out[1] = pick(both(x.lt(lo), lo.lt(hi)));
+    if (n.needs_grad(2)) out[2] = pick(either(x.gt(hi), hi.lt(lo)));
+  } else if (lo.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(x.ge(lo));
+    if (n.needs_grad(1)) out[1] = pick(x.lt(lo));
+  } else if (hi.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(x.le(hi));
+    if (n.needs_grad(2)) out[2] = pick(x.gt(hi));
+  } else if (n.needs_grad(0)) {
+    out[0] = g[0];
   }
-  if (hi.defined()) {
-    keep = keep * float_mask(x.le(hi), dtype);
-    if (n.needs_grad(2)) out[2] = g[0] * float_mask(x.gt(hi), dtype);
-  }
-  if (n.needs_grad(0)) out[0] = g[0] * keep;
   return out;
 }
 
