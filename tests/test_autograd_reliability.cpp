@@ -228,6 +228,52 @@ TEST_P(AutogradReliability, ClampWithCrossedBoundsGivesMaxTheGradient) {
   EXPECT_EQ(F(lo2.grad()), (std::vector<float>{6}));
 }
 
+// ---- item 7: gradients of the wrong size or dtype -------------------------------------------
+
+TEST_P(AutogradReliability, HookChangingTheSizeOrTypeOfAGradientIsRefused) {
+  auto x = T({1, 2, 3}, true);
+  unsigned h = x.register_hook([&](const Tensor&) { return ones({2, 3}, TensorOptions().device(dev_)); });
+  EXPECT_THAT(error_of<Error>([&] { (x * 2).sum().backward(); }),
+              ::testing::HasSubstr("has changed the size of value (was [3] got [2, 3])"));
+  EXPECT_FALSE(x.grad().defined());
+  x.remove_hook(h);
+
+  // PyTorch: "hook 'hook2' has changed the type of value (was torch.FloatTensor got torch.DoubleTensor)"
+  const std::string f32 = dev_.is_cuda() ? "torch.cuda.FloatTensor" : "torch.FloatTensor";
+  const std::string f64 = dev_.is_cuda() ? "torch.cuda.DoubleTensor" : "torch.DoubleTensor";
+  x.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  EXPECT_THAT(error_of<Error>([&] { (x * 2).sum().backward(); }),
+              ::testing::HasSubstr("has changed the type of value (was " + f32 + " got " + f64 + ")"));
+
+  auto a = T({1, 2, 3}, true);
+  Tensor y = a * 2;  // a hook on an intermediate
+  y.register_hook([](const Tensor& g) { return g.to(kFloat64); });
+  EXPECT_THAT(error_of<Error>([&] { (y * 2).sum().backward(); }),
+              ::testing::HasSubstr("has changed the type of value (was " + f32 + " got " + f64 + ")"));
+  EXPECT_FALSE(a.grad().defined());
+}
+
+TEST_P(AutogradReliability, AssignedGradOfTheWrongSizeOrTypeIsRefused) {
+  auto x = T({1, 2, 3}, true);
+  x.mutable_grad() = ones({2, 3}, TensorOptions().device(dev_));
+  EXPECT_EQ(error_of<Error>([&] { (x * 2).sum().backward(); }), "assigned grad has data of a different size");
+  auto d = T({1, 2, 3}, true, kFloat64);
+  d.mutable_grad() = ones({3}, TensorOptions().device(dev_));  // float32 on a float64 leaf
+  EXPECT_EQ(error_of<TypeError>([&] { (d * 2).sum().backward(); }), "assigned grad has data of a different type");
+  EXPECT_EQ(d.grad().dtype(), kFloat32);  // left as it was
+}
+
+TEST_P(AutogradReliability, BackwardCastsAGradientOfAnotherRealDtype) {
+  auto x = T({1, 2, 3}, true, kFloat64);
+  (x * 2).backward(T({1, 1, 1}));  // float32 gradient for a float64 output: cast (PyTorch)
+  EXPECT_EQ(x.grad().dtype(), kFloat64);
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2, 2}));
+  // A complex gradient of a real output is refused, with PyTorch's message.
+  EXPECT_EQ(error_of<ValueError>([&] { (x * 2).backward(T({1, 1, 1}, false, kComplex64)); }),
+            "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in dtype: "
+            "grad_output[0] has a dtype of complex64 and output[0] has a dtype of float64.");
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace

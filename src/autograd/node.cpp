@@ -2,7 +2,9 @@
 
 #include <atomic>
 
+#include "autograd/saved_variable.h"
 #include "ember/cuda.h"
+#include "ember/errors.h"
 
 namespace ember::autograd {
 
@@ -61,6 +63,18 @@ std::optional<cuda::Stream> node_stream(const Node& node) {
     if (m.stream) return m.stream;
   }
   return std::nullopt;
+}
+
+Tensor hook_result(unsigned handle, const Tensor& value, Tensor result) {
+  if (!result.defined()) return value;
+  using ember::detail::IntListPrinter;
+  EMBER_CHECK(result.dtype() == value.dtype() && result.is_cuda() == value.is_cuda(), Error, "hook ", handle,
+              " has changed the type of value (was ", type_string(value), " got ", type_string(result), ")");
+  EMBER_CHECK(result.device() == value.device(), Error, "hook ", handle, " has changed the device of value (was ",
+              value.device(), " got ", result.device(), ")");
+  EMBER_CHECK(result.sizes() == value.sizes(), Error, "hook ", handle, " has changed the size of value (was ",
+              IntListPrinter{value.sizes()}, " got ", IntListPrinter{result.sizes()}, ")");
+  return result;
 }
 
 unsigned next_hook_handle() { return next_handle.fetch_add(1); }
