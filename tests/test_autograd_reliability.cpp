@@ -274,6 +274,29 @@ TEST_P(AutogradReliability, BackwardCastsAGradientOfAnotherRealDtype) {
             "grad_output[0] has a dtype of complex64 and output[0] has a dtype of float64.");
 }
 
+// ---- item 8: parameters that can never train ---------------------------------------------
+
+TEST(AutogradParameters, NonLeafParametersAreRefused) {
+  auto a = ones({3}, TensorOptions().requires_grad(true));
+  Tensor computed = a * 2;
+  nn::Module module;
+  // PyTorch's Module.register_parameter.
+  EXPECT_EQ(error_of<ValueError>([&] { module.register_parameter("scale", computed); }),
+            "Cannot assign non-leaf Tensor to parameter 'scale'. Model parameters must be created explicitly. To "
+            "express 'scale' as a function of another Tensor, compute the value in the forward() method.");
+  EXPECT_TRUE(module.parameters().empty());
+  module.register_parameter("scale", computed.detach());  // a leaf is fine
+
+  EXPECT_EQ(error_of<ValueError>([&] { optim::SGD({computed}, optim::SGDOptions(0.1)); }),
+            "can't optimize a non-leaf Tensor");
+  EXPECT_EQ(error_of<ValueError>([&] { optim::Adam({a, computed}, optim::AdamOptions(0.1)); }),
+            "can't optimize a non-leaf Tensor");
+  // PyTorch 2.x: a non-leaf that retains its grad may be optimized.
+  computed.retain_grad();
+  optim::SGD sgd({computed}, optim::SGDOptions(0.1));
+  EXPECT_EQ(sgd.params(0).size(), 1u);
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace
