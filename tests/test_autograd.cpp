@@ -215,7 +215,7 @@ TEST_P(Autograd, HooksAndRetainGrad) {
   x.mutable_grad() = {};
   (y * y).sum().backward();
   EXPECT_EQ(F(x.grad()), (std::vector<float>{18, 36}));
-  EXPECT_THROW_MSG(y.remove_hook(h), ValueError, "no hook with handle");
+  y.remove_hook(h);  // removed already: a no-op, as PyTorch's handle.remove()
   EXPECT_THROW_MSG(T({1.0}).register_hook([](const Tensor& g) { return g; }), Error,
                    "cannot register a hook on a tensor that doesn't require gradient");
 }

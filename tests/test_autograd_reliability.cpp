@@ -297,6 +297,22 @@ TEST(AutogradParameters, NonLeafParametersAreRefused) {
   EXPECT_EQ(sgd.params(0).size(), 1u);
 }
 
+// ---- item 16: removing a hook twice ---------------------------------------------------------
+
+TEST_P(AutogradReliability, RemovingAHookTwiceIsANoOp) {
+  auto x = T({1, 2}, true);
+  Tensor y = x * 3;
+  unsigned on_leaf = x.register_hook([](const Tensor& g) { return g * 2; });
+  unsigned on_y = y.register_hook([](const Tensor& g) { return g * 5; });
+  x.remove_hook(on_leaf);
+  x.remove_hook(on_leaf);
+  y.remove_hook(on_y);
+  y.remove_hook(on_y);
+  y.sum().backward();
+  EXPECT_EQ(F(x.grad()), (std::vector<float>{3, 3}));
+  T({1.0}).remove_hook(on_leaf);  // a tensor with no hooks at all
+}
+
 EMBER_ON_DEVICES(AutogradReliability, "cpu", "cuda:0");
 
 }  // namespace

@@ -224,6 +224,7 @@ class Tensor {
       return Tensor();
     }));
   }
+  /// Removes hook `handle`; a hook already removed is a no-op (PyTorch's handle.remove()).
   void remove_hook(unsigned handle) const;
   /// Leaves only: `hook(tensor)` runs after the gradient is accumulated into grad().
   void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const;
