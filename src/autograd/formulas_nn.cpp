@@ -108,9 +108,9 @@ Grads clamp(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0), lo = n.input(1), hi = n.input(2);
   Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
   auto pick = [&](const Tensor& where_true) { return ember::where(where_true, g[0], zero); };
-  // a or b, a and b over bool masks (0/1 bytes: sums and products stay 0/1 after ne(0)).
-  auto either = [](const Tensor& a, const Tensor& b) { return (a.to(kUInt8) + b.to(kUInt8)).ne(0); };
-  auto both = [](const Tensor& a, const Tensor& b) { return (a.to(kUInt8) * b.to(kUInt8)).ne(0); };
+  // a or b, a and b over bool masks.
+  auto either = [](const Tensor& a, const Tensor& b) { return ember::where(a, Scalar(true), b); };
+  auto both = [](const Tensor& a, const Tensor& b) { return ember::where(a, b, Scalar(false)); };
   Grads out(3);
   if (lo.defined() && hi.defined()) {
     if (n.needs_grad(0)) out[0] = pick(both(x.ge(lo), x.le(hi)));
