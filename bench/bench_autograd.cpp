@@ -1,7 +1,10 @@
 // Autograd on the cpu, with LibTorch timed side by side in the same run:
 //  chain: forward + backward through 100 small element-wise ops (host overhead of
 //         recording and of the engine);
-//  mlp:   forward + backward of a 784-512-512-10 MLP, batch 256, float32, cross entropy.
+//  mlp:   forward + backward of a 784-512-512-10 MLP, batch 256, float32, cross entropy;
+//  deep_chain: build, backward and free of a graph of 1,000,000 nodes (`loss = loss + w * c`
+//         500,000 times: an AddBackward0 and a MulBackward0 each), which must be freed
+//         without recursion (Note [Releasing long graphs] in src/autograd/node.cpp).
 // The summary at the end gives ember / torch (below 1: ember is faster).
 #include <benchmark/benchmark.h>
 
@@ -18,6 +21,7 @@
 namespace {
 
 constexpr int kChain = 100;
+constexpr int kDeepSteps = 500'000;  // two nodes each
 
 void ember_chain(benchmark::State& state) {
   auto x = ember::rand({16}, ember::TensorOptions().requires_grad(true));
@@ -56,7 +60,31 @@ void ember_mlp(benchmark::State& state) {
   ember::backends::cuda::matmul.allow_tf32 = true;
 }
 
+void ember_deep_chain(benchmark::State& state) {
+  auto w = ember::tensor({2.0f}, ember::TensorOptions().requires_grad(true));
+  auto c = ember::tensor({1.0f});
+  for (auto _ : state) {
+    ember::Tensor loss = ember::zeros({1});
+    for (int i = 0; i < kDeepSteps; ++i) loss = loss + w * c;
+    loss.sum().backward();
+    loss = {};  // frees the graph
+    w.mutable_grad() = {};
+  }
+}
+
 #if EMBER_BENCH_WITH_TORCH
+void torch_deep_chain(benchmark::State& state) {
+  auto w = torch::tensor({2.0f}, torch::requires_grad());
+  auto c = torch::tensor({1.0f});
+  for (auto _ : state) {
+    torch::Tensor loss = torch::zeros({1});
+    for (int i = 0; i < kDeepSteps; ++i) loss = loss + w * c;
+    loss.sum().backward();
+    loss = torch::Tensor();
+    w.mutable_grad() = torch::Tensor();
+  }
+}
+
 void torch_chain(benchmark::State& state) {
   auto x = torch::rand({16}, torch::requires_grad());
   auto w = torch::rand({16});
@@ -88,9 +116,11 @@ void torch_mlp(benchmark::State& state) {
 
 BENCHMARK(ember_chain)->UseRealTime();
 BENCHMARK(ember_mlp)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(ember_deep_chain)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 #if EMBER_BENCH_WITH_TORCH
 BENCHMARK(torch_chain)->UseRealTime();
 BENCHMARK(torch_mlp)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(torch_deep_chain)->UseRealTime()->Unit(benchmark::kMillisecond)->Iterations(3);
 #endif
 
 int main(int argc, char** argv) {

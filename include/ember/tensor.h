@@ -201,7 +201,9 @@ class Tensor {
   bool is_leaf() const;
   /// The accumulated gradient; undefined until a backward pass sets it.
   const Tensor& grad() const;
-  /// The gradient slot itself: assign {} to clear it, or a tensor to replace it.
+  /// The gradient slot itself: assign {} to clear it, or a tensor to replace it (of this
+  /// tensor's size, dtype and device: a backward pass that accumulates into another one
+  /// raises PyTorch's "assigned grad has data of a different size/type").
   Tensor& mutable_grad() const;
   /// The node that computed this tensor (null for leaves); ->name() as PyTorch's ("MulBackward0").
   std::shared_ptr<autograd::Node> grad_fn() const;
@@ -210,7 +212,9 @@ class Tensor {
   /// Keeps the gradient of a non-leaf in grad() after backward.
   void retain_grad() const;
   bool retains_grad() const;
-  /// Calls `hook` with this tensor's gradient during backward; a defined result replaces it.
+  /// Calls `hook` with this tensor's gradient during backward; a defined result replaces it
+  /// and must have the gradient's size, dtype and device (else Error, "hook ... has changed
+  /// the size of value", as PyTorch).
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
   template <typename F>
     requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
@@ -220,6 +224,7 @@ class Tensor {
       return Tensor();
     }));
   }
+  /// Removes hook `handle`; a hook already removed is a no-op (PyTorch's handle.remove()).
   void remove_hook(unsigned handle) const;
   /// Leaves only: `hook(tensor)` runs after the gradient is accumulated into grad().
   void register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const;

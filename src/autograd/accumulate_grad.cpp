@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "ember/autograd.h"
+#include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
 
@@ -37,6 +38,13 @@ bool obeys_layout(const Tensor& grad, const Tensor& like) {
 
 }  // namespace
 
+void check_assigned_grad(const Tensor& grad, const Tensor& variable) {
+  EMBER_CHECK(grad.dtype() == variable.dtype() && grad.is_cuda() == variable.is_cuda(), TypeError,
+              "assigned grad has data of a different type");
+  EMBER_CHECK(grad.device() == variable.device(), Error, "assigned grad has data located on a different device");
+  EMBER_CHECK(grad.sizes() == variable.sizes(), Error, "assigned grad has data of a different size");
+}
+
 Tensor clone_obeying_layout(const Tensor& grad, const Tensor& like) {
   if (like.is_contiguous() || !dense_non_overlapping(like)) return grad.clone();  // contiguous
   // A tensor with like's strides: allocate contiguous storage and view it with them.
@@ -60,8 +68,7 @@ Tensor AccumulateGrad::run_hooks(Tensor grad) const {
   }
   for (auto& [handle, hook] : hooks) {
     if (!grad.defined()) break;
-    Tensor replaced = hook(grad);
-    if (replaced.defined()) grad = std::move(replaced);
+    grad = hook_result(handle, grad, hook(grad));
   }
   return grad;
 }
@@ -73,6 +80,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   {
     std::lock_guard<std::mutex> lock(meta.mutex_);
     Tensor& slot = meta.grad_;
+    if (slot.defined()) check_assigned_grad(slot, variable_);  // assigned through mutable_grad()
     if (!slot.defined()) {
       // The engine holds the only reference to a gradient it made: take it as it is.
       bool stealable = !is_grad_enabled() && grad.use_count() == 1 && grad.impl()->storage().use_count() == 1 &&

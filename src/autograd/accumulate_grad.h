@@ -24,6 +24,11 @@ class AccumulateGrad final : public Node {
   Tensor variable_;
 };
 
+/// A gradient assigned through mutable_grad() must match its tensor as PyTorch's `.grad =`
+/// setter requires (checked when a backward pass accumulates into it): TypeError for
+/// another dtype, Error for another device or size, with PyTorch's messages.
+void check_assigned_grad(const Tensor& grad, const Tensor& variable);
+
 /// A tensor with `like`'s sizes and, where the contract allows, its strides, holding `grad`.
 Tensor clone_obeying_layout(const Tensor& grad, const Tensor& like);
 

@@ -76,8 +76,12 @@ void check_root_grads(const BackwardRequest& r, std::vector<Tensor>& grads) {
     }
     EMBER_CHECK(g.sizes() == out.sizes(), ValueError, "Mismatch in shape: grad_output[", i, "] has a shape of ",
                 IntListPrinter{g.sizes()}, " and output[", i, "] has a shape of ", IntListPrinter{out.sizes()}, ".");
-    EMBER_CHECK(g.dtype() == out.dtype(), ValueError, "Mismatch in dtype: grad_output[", i, "] has a dtype of ",
-                dtype_name(g.dtype()), " and output[", i, "] has a dtype of ", dtype_name(out.dtype()), ".");
+    // Another real dtype is cast when the root's node receives it (validate); as PyTorch,
+    // only a complex gradient of a real output (or the reverse) is refused.
+    EMBER_CHECK(is_complex(g.dtype()) == is_complex(out.dtype()), ValueError,
+                "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
+                "dtype: grad_output[", i, "] has a dtype of ", dtype_name(g.dtype()), " and output[", i,
+                "] has a dtype of ", dtype_name(out.dtype()), ".");
     EMBER_CHECK(g.device() == out.device(), ValueError, "Mismatch in device: grad_output[", i, "] is on ", g.device(),
                 " and output[", i, "] is on ", out.device(), ".");
     grads[i] = g;
@@ -167,15 +171,16 @@ void run_tensor_hooks(Node& node, std::vector<Tensor>& inputs) {
   for (auto& [pos, list] : hooks) {
     for (auto& [handle, hook] : list) {
       if (!inputs.at(pos).defined()) continue;
-      Tensor replaced = hook(inputs[pos]);
-      if (replaced.defined()) inputs[pos] = std::move(replaced);
+      inputs[pos] = hook_result(handle, inputs[pos], hook(inputs[pos]));
     }
   }
   for (auto& [pos, weak] : retained) {
     auto impl = weak.lock();
     if (!impl || !inputs.at(pos).defined()) continue;
-    AutogradMeta& meta = materialize_meta(Tensor(impl));
+    Tensor variable(impl);
+    AutogradMeta& meta = materialize_meta(variable);
     std::lock_guard<std::mutex> lock(meta.mutex_);
+    if (meta.grad_.defined()) check_assigned_grad(meta.grad_, variable);
     meta.grad_ = meta.grad_.defined() ? meta.grad_ + inputs[pos] : inputs[pos].clone();
   }
 }

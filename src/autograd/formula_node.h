@@ -53,7 +53,10 @@ class FormulaNode final : public Node {
   const InputInfo& info(size_t i) const { return infos_.at(i); }
   bool needs_grad(size_t i) const { return next_edges()[i].is_valid(); }
 
-  void save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs);
+  /// Saves what the formula names. `read_versions`, when given, are the versions the op
+  /// read its inputs at (an in-place op saves them as they were before it wrote).
+  void save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+            const std::vector<uint32_t>& read_versions = {});
 
  private:
   Formula formula_;

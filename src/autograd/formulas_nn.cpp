@@ -102,21 +102,29 @@ Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
   return {g[0] * keep};
 }
 
-// Inputs: x, min, max (either bound may be undefined).
+// Inputs: x, min, max (either bound may be undefined). As PyTorch's clamp_backward_min_max:
+// where min > max the output is max, so max takes the whole gradient there.
 Grads clamp(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0), lo = n.input(1), hi = n.input(2);
-  DType dtype = g[0].dtype();
-  Tensor keep = ones_like(g[0]);
+  Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  auto pick = [&](const Tensor& where_true) { return ember::where(where_true, g[0], zero); };
+  // a or b, a and b over bool masks.
+  auto either = [](const Tensor& a, const Tensor& b) { return ember::where(a, Scalar(true), b); };
+  auto both = [](const Tensor& a, const Tensor& b) { return ember::where(a, b, Scalar(false)); };
   Grads out(3);
-  if (lo.defined()) {
-    keep = keep * float_mask(x.ge(lo), dtype);
-    if (n.needs_grad(1)) out[1] = g[0] * float_mask(x.lt(lo), dtype);
+  if (lo.defined() && hi.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(both(x.ge(lo), x.le(hi)));
+    if (n.needs_grad(1)) out[1] = pick(both(x.lt(lo), lo.lt(hi)));
+    if (n.needs_grad(2)) out[2] = pick(either(x.gt(hi), hi.lt(lo)));
+  } else if (lo.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(x.ge(lo));
+    if (n.needs_grad(1)) out[1] = pick(x.lt(lo));
+  } else if (hi.defined()) {
+    if (n.needs_grad(0)) out[0] = pick(x.le(hi));
+    if (n.needs_grad(2)) out[2] = pick(x.gt(hi));
+  } else if (n.needs_grad(0)) {
+    out[0] = g[0];
   }
-  if (hi.defined()) {
-    keep = keep * float_mask(x.le(hi), dtype);
-    if (n.needs_grad(2)) out[2] = g[0] * float_mask(x.gt(hi), dtype);
-  }
-  if (n.needs_grad(0)) out[0] = g[0] * keep;
   return out;
 }
 
@@ -144,16 +152,20 @@ Grads var_mean(const FormulaNode& n, const Grads& g) {
 
 // x {N, C, L} log-probabilities, t {N, L} class indices, attrs.dim ignore_index,
 // attrs.dim2 the reduction (0 none: output 0 is -x[n, t, l] per element; 1 sum; 2 mean
-// over the counted elements); output 1 counts the elements (not differentiated).
+// over the counted elements); output 1 counts the elements (not differentiated). As
+// PyTorch's nll_loss_backward, only the picked entries of counted elements are written:
+// every other entry's gradient is exactly 0, whatever the incoming gradient (the
+// infinite one of a mean over no counted element included).
 Grads nll_loss(const FormulaNode& n, const Grads& g) {
   Tensor t = n.input(1);
   const InputInfo& x = n.info(0);
   Tensor classes = arange(x.sizes[1], TensorOptions(kInt64).device(x.device)).reshape({1, -1, 1});
-  Tensor pick = float_mask(t.unsqueeze(1).eq(classes), g[0].dtype());
-  Tensor counted = float_mask(t.ne(n.attrs().dim), g[0].dtype());
-  Tensor per_element = g[0] * counted;  // g is 0-dim when reduced
-  if (n.attrs().dim2 == 2) per_element = per_element / counted.sum();
-  return {-(pick * per_element.unsqueeze(1)), Tensor()};
+  Tensor counted = t.ne(n.attrs().dim);
+  Tensor per_element = -g[0];  // 0-dim when reduced
+  if (n.attrs().dim2 == 2) per_element = per_element / counted.to(g[0].dtype()).sum();
+  Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
+  Tensor written = ember::where(counted, per_element, zero).unsqueeze(1);
+  return {ember::where(t.unsqueeze(1).eq(classes), written, zero), Tensor()};
 }
 
 // attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.

@@ -41,6 +41,11 @@ struct Node::Internals {
 /// The stream a node runs on: the stream of its first cuda input, if any.
 std::optional<cuda::Stream> node_stream(const Node& node);
 
+/// What register_hook() hook `handle` returned for `value`: `value` itself when it returned
+/// an undefined tensor, else its result, which must have value's size, dtype and device
+/// (PyTorch's check_single_result: "hook ... has changed the size of value").
+Tensor hook_result(unsigned handle, const Tensor& value, Tensor result);
+
 /// A process-wide counter for hook handles.
 unsigned next_hook_handle();
 

@@ -38,7 +38,7 @@ bool should_record(const std::vector<Tensor>& inputs) {
 }
 
 void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
-            bool inplace) {
+            bool inplace, const std::vector<uint32_t>& read_versions) {
   if (std::none_of(outputs.begin(), outputs.end(), [](const Tensor* t) { return differentiable(*t); })) return;
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -51,7 +51,7 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
     if (!inplace && !is_view_op(formula)) drop_no_grad_view(*out);
   }
   auto node = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
-  node->save(inputs, outputs);
+  node->save(inputs, outputs, read_versions);
   auto& metadata = node->internals().inputs;
   metadata.reserve(outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -80,15 +80,16 @@ void check_inplace(const Tensor& self, const Tensor& other) {
               "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs) {
+void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
+                    std::vector<uint32_t> read_versions) {
   std::vector<Tensor> inputs{before};
   if (other.defined()) inputs.push_back(other);
   AutogradMeta* meta = meta_of(self);
   if (meta != nullptr && meta->view_base_.defined()) {
-    rebase_view(formula, inputs, self, std::move(attrs));
+    rebase_view(formula, inputs, self, std::move(attrs), read_versions);
     return;
   }
-  record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true);
+  record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true, read_versions);
 }
 
 // ---- FormulaNode -----------------------------------------------------------------------
@@ -96,7 +97,8 @@ void record_inplace(Formula formula, const Tensor& before, const Tensor& other, 
 FormulaNode::FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs)
     : Node(std::move(edges)), formula_(formula), spec_(&formula_spec(formula)), attrs_(std::move(attrs)) {}
 
-void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs) {
+void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
+                       const std::vector<uint32_t>& read_versions) {
   infos_.reserve(inputs.size());
   for (const Tensor& t : inputs) {
     if (t.defined()) {
@@ -107,7 +109,11 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
   }
   if (spec_->saves_inputs) {
     saved_inputs_.reserve(inputs.size());
-    for (const Tensor& t : inputs) saved_inputs_.emplace_back(t, false);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      std::optional<uint32_t> version;
+      if (i < read_versions.size()) version = read_versions[i];
+      saved_inputs_.emplace_back(inputs[i], false, version);
+    }
   }
   if (spec_->saves_output) {
     for (const Tensor* out : outputs) saved_outputs_.emplace_back(*out, true);

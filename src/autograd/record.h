@@ -70,9 +70,10 @@ bool should_record(const std::vector<Tensor>& inputs);
 /// Records `outputs = op(inputs)` as one node of `formula`. An output that is the same
 /// tensor as an input is replaced by an alias first, so the input keeps its own history;
 /// with `inplace`, output 0 is the input that was modified and takes the new history.
-/// Outputs of integer dtypes are not differentiable and get no history.
+/// Outputs of integer dtypes are not differentiable and get no history. `read_versions`
+/// (in-place ops): the inputs' versions before the op wrote, which their saved copies keep.
 void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs = {},
-            bool inplace = false);
+            bool inplace = false, const std::vector<uint32_t>& read_versions = {});
 inline void record(Formula formula, const std::vector<Tensor>& inputs, Tensor& out, Attrs attrs = {}) {
   record(formula, inputs, std::vector<Tensor*>{&out}, std::move(attrs));
 }
@@ -126,13 +127,17 @@ inline void bump_version(const Tensor& self) { self.impl()->storage()->bump_vers
 bool saves_inputs(Formula formula);
 
 /// Records the in-place op `formula` on `self` (already written and its version bumped):
-/// `before` is self's value before the write, `other` the op's other input (or undefined).
-void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs);
+/// `before` is self's value before the write, `other` the op's other input (or undefined),
+/// `read_versions` the versions of before and other taken before the write.
+void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
+                    std::vector<uint32_t> read_versions);
 
 /// An in-place op `self = op(self, other)` (other may be undefined): runs `write()`
 /// without recording, bumps self's version and, when should_record(self, other), records
 /// `formula` with self as its output. A formula that saves its inputs sees a copy of self
-/// taken before the write.
+/// taken before the write, and `other` at the version it had then: an `other` sharing
+/// self's storage (x.mul_(x), x.div_(x[0].detach())) is stale once the op wrote, and a
+/// backward that would read it raises PyTorch's in-place modification error.
 template <typename F>
 Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write, Attrs attrs = {}) {
   check_inplace(self, other);
@@ -143,12 +148,14 @@ Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&&
   }
   // The copy keeps self's history: a double backward differentiates through it.
   Tensor before = saves_inputs(formula) ? self.clone() : self;
+  std::vector<uint32_t> read_versions{before._version()};
+  if (other.defined()) read_versions.push_back(other._version());
   {
     NoGradGuard no_grad;
     write();
   }
   bump_version(self);
-  record_inplace(formula, before, other, self, std::move(attrs));
+  record_inplace(formula, before, other, self, std::move(attrs), std::move(read_versions));
   return self;
 }
 

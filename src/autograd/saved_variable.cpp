@@ -30,9 +30,18 @@ std::string type_string(const Tensor& t) {
   return std::string(t.is_cuda() ? "torch.cuda." : "torch.") + type_name(t.dtype());
 }
 
-SavedVariable::SavedVariable(const Tensor& t, bool is_output) : is_output_(is_output) {
+void fail_backward_twice() {
+  ember::detail::fail<Error>(
+      "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+      "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+      "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+      "if you need to access saved tensors after calling backward.");
+}
+
+SavedVariable::SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version)
+    : is_output_(is_output) {
   if (!t.defined()) return;
-  saved_version_ = t._version();
+  saved_version_ = version.value_or(t._version());
   if (is_output) {
     if (AutogradMeta* meta = meta_of(t)) output_nr_ = meta->output_nr_;
     data_ = alias_of(t);
@@ -42,11 +51,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) : is_output_(is_ou
 }
 
 Tensor SavedVariable::unpack(const std::string& node_name) const {
-  EMBER_CHECK(!released_, Error,
-              "Trying to backward through the graph a second time (or directly access saved tensors after they have "
-              "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
-              "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
-              "if you need to access saved tensors after calling backward.");
+  if (released_) fail_backward_twice();
   if (!data_.defined()) return data_;
   uint32_t now = data_._version();
   if (now != saved_version_) {

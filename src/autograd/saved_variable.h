@@ -1,6 +1,8 @@
 // SavedVariable: a tensor a node keeps for its backward, checked against in-place changes.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 
 #include "ember/tensor.h"
@@ -14,7 +16,9 @@ namespace ember::autograd {
 class SavedVariable {
  public:
   SavedVariable() = default;
-  SavedVariable(const Tensor& t, bool is_output);
+  /// `version`: the version the op read `t` at, when the op has written since (an
+  /// in-place op whose input shares self's storage); t's current version otherwise.
+  SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version = std::nullopt);
 
   Tensor unpack(const std::string& node_name) const;
   void reset() { data_ = Tensor(); released_ = true; }
@@ -27,6 +31,9 @@ class SavedVariable {
   bool is_output_ = false;
   bool released_ = false;
 };
+
+/// PyTorch's error for a backward through a graph whose saved values were freed.
+[[noreturn]] void fail_backward_twice();
 
 /// PyTorch's name of a tensor type in messages: "torch.FloatTensor", "torch.cuda.DoubleTensor".
 std::string type_string(const Tensor& t);

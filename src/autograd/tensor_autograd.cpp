@@ -91,24 +91,22 @@ unsigned Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const 
   return handle;
 }
 
+// As PyTorch's RemovableHandle.remove(): removing a hook that is gone is a no-op.
 void Tensor::remove_hook(unsigned handle) const {
   AutogradMeta* meta = meta_of(*this);
-  EMBER_CHECK(meta != nullptr, ValueError, "remove_hook: no hook with handle ", handle);
+  if (meta == nullptr) return;
   auto erase = [&](std::vector<std::pair<unsigned, autograd::TensorHook>>& hooks) {
-    auto before = hooks.size();
     std::erase_if(hooks, [&](const auto& h) { return h.first == handle; });
-    return hooks.size() != before;
   };
-  bool removed = false;
   if (meta->grad_fn_) {
     auto& in = meta->grad_fn_->internals();
     std::lock_guard<std::mutex> lock(in.mutex);
-    removed = erase(in.tensor_hooks[meta->output_nr_]);
+    auto it = in.tensor_hooks.find(meta->output_nr_);
+    if (it != in.tensor_hooks.end()) erase(it->second);
   } else {
     std::lock_guard<std::mutex> lock(meta->mutex_);
-    removed = erase(meta->hooks_);
+    erase(meta->hooks_);
   }
-  EMBER_CHECK(removed, ValueError, "remove_hook: no hook with handle ", handle);
 }
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const {

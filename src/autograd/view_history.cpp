@@ -97,7 +97,8 @@ void refresh_view(const Tensor& view, AutogradMeta& meta) {
   meta.view_version_ = now;
 }
 
-void rebase_view(Formula formula, const std::vector<Tensor>& inputs, Tensor& self, Attrs attrs) {
+void rebase_view(Formula formula, const std::vector<Tensor>& inputs, Tensor& self, Attrs attrs,
+                 const std::vector<uint32_t>& read_versions) {
   if (!differentiable(self)) return;
   AutogradMeta& view_meta = *meta_of(self);
   Tensor base = view_meta.view_base_;
@@ -107,7 +108,7 @@ void rebase_view(Formula formula, const std::vector<Tensor>& inputs, Tensor& sel
   edges.push_back(gradient_edge(base));
   for (size_t i = 1; i < inputs.size(); ++i) edges.push_back(inputs[i].defined() ? gradient_edge(inputs[i]) : Edge{});
   auto fn = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
-  fn->save(inputs, {&self});
+  fn->save(inputs, {&self}, read_versions);
   fn->internals().inputs.push_back(InputMetadata::of(self));
   auto node = std::make_shared<CopySlices>(base, self, std::move(fn));
   AutogradMeta& base_meta = materialize_meta(base);
@@ -125,6 +126,7 @@ CopySlices::CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<F
 std::vector<Tensor> CopySlices::apply(std::vector<Tensor>&& grads) {
   std::vector<Tensor> out(next_edges().size());
   const Tensor& grad = grads.at(0);
+  if (fn_ == nullptr) fail_backward_twice();
   if (!grad.defined()) return out;
   // The base's gradient, in the base's geometry, whose view region becomes fn's gradient
   // of the view's old value.

@@ -53,8 +53,10 @@ void drop_no_grad_view(const Tensor& out);
 void refresh_view(const Tensor& view, AutogradMeta& meta);
 
 /// Records the in-place op `formula` on the view `self` (already written): inputs[0] is
-/// the view's old value, the others the op's other inputs.
-void rebase_view(Formula formula, const std::vector<Tensor>& inputs, Tensor& self, Attrs attrs);
+/// the view's old value, the others the op's other inputs; `read_versions` their versions
+/// before the op wrote.
+void rebase_view(Formula formula, const std::vector<Tensor>& inputs, Tensor& self, Attrs attrs,
+                 const std::vector<uint32_t>& read_versions);
 
 /// PyTorch's CopySlices: the base's node after an in-place op on one of its views.
 class CopySlices final : public Node {
@@ -63,7 +65,9 @@ class CopySlices final : public Node {
 
   std::string name() const override { return "CopySlices"; }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
-  void release_variables() override { fn_->release_variables(); }
+  /// Drops fn (its saved tensors and its edges, as PyTorch's CopySlices), so that freeing
+  /// a chain of CopySlices nodes needs no recursion (Note [Releasing long graphs]).
+  void release_variables() override { fn_.reset(); }
 
  private:
   InputInfo base_;

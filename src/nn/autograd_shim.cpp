@@ -21,6 +21,8 @@ void clear_grad(Tensor& t, bool set_to_none) {
 Tensor grad_of(const Tensor& t) { return t.grad(); }
 Tensor detached(const Tensor& t) { return t.detach(); }
 bool requires_grad_of(const Tensor& t) { return t.requires_grad(); }
+bool is_leaf(const Tensor& t) { return t.is_leaf(); }
+bool retains_grad(const Tensor& t) { return t.retains_grad(); }
 
 NoGrad::NoGrad() : previous_(is_grad_enabled()) { set_grad_enabled(false); }
 NoGrad::~NoGrad() { set_grad_enabled(previous_); }

@@ -14,6 +14,10 @@ Tensor grad_of(const Tensor& t);
 /// `t` detached from the graph, sharing its storage (state_dict()'s entries).
 Tensor detached(const Tensor& t);
 bool requires_grad_of(const Tensor& t);
+/// Whether `t` has no grad_fn (made by the user, not computed by a recorded op).
+bool is_leaf(const Tensor& t);
+/// Whether `t` keeps its gradient in grad() after backward (retain_grad()).
+bool retains_grad(const Tensor& t);
 
 /// Turns gradient recording off for its scope.
 class NoGrad {

@@ -115,7 +115,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::strin
   // PyTorch: (1 - e) * nll + e / C * smooth, smooth = -sum_c log q_c over counted elements.
   auto [nll, counted] = nll_elements(logp, target, ignore_index, detail::Reduction::None);
   Tensor loss = reduce_counted(nll, counted, r);
-  Tensor smooth = -logp.sum(class_dim) * counted;
+  // As PyTorch, ignored elements are filled, not multiplied, with 0: their gradient stays
+  // 0 when the mean's is infinite (no element counted).
+  Tensor smooth = (-logp.sum(class_dim)).masked_fill(counted.eq(0), 0.0);
   smooth = reduce_counted(smooth, counted, r);
   return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / static_cast<double>(classes));
 }

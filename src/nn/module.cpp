@@ -69,6 +69,10 @@ void Module::check_new_name(const std::string& name, const char* kind) const {
 
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
+  // As PyTorch's register_parameter: a computed tensor would never receive a gradient.
+  EMBER_CHECK(!tensor.defined() || detail::nn::is_leaf(tensor), ValueError, "Cannot assign non-leaf Tensor to parameter '",
+              name, "'. Model parameters must be created explicitly. To express '", name,
+              "' as a function of another Tensor, compute the value in the forward() method.");
   if (tensor.defined()) detail::nn::set_requires_grad(tensor, requires_grad);
   return parameters_.insert(name, std::move(tensor));
 }

@@ -18,6 +18,8 @@ void Optimizer::add_group(std::vector<Tensor> params) {
     EMBER_CHECK(is_floating_point(p.dtype()) || is_complex(p.dtype()), TypeError,
                 "optimizer can only optimize Tensors of floating point or complex dtype, but got ",
                 dtype_name(p.dtype()));
+    // As PyTorch 2.x: a computed tensor receives no gradient in .grad() unless it retains it.
+    EMBER_CHECK(detail::nn::is_leaf(p) || detail::nn::retains_grad(p), ValueError, "can't optimize a non-leaf Tensor");
     for (const auto& group : groups_) {
       EMBER_CHECK(std::none_of(group.begin(), group.end(), [&](const Tensor& q) { return q.is_same(p); }), ValueError,
                   "some parameters appear in more than one parameter group");

@@ -52,7 +52,8 @@ class Module : public std::enable_shared_from_this<Module> {
   // ---- registration ----------------------------------------------------------------
   /// Registers (or replaces) a parameter; sets its requires_grad. An undefined tensor
   /// registers an absent parameter (as `bias=None`), skipped by parameters() and
-  /// state_dict(). Returns the stored tensor.
+  /// state_dict(). Returns the stored tensor. A non-leaf (a tensor computed by a recorded
+  /// op) is refused with ValueError, as PyTorch's register_parameter.
   Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
   /// Registers (or replaces) a buffer; a non-persistent buffer is left out of state_dict().
   Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);

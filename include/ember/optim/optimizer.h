@@ -66,7 +66,8 @@ class Optimizer {
 
  protected:
   Optimizer() = default;
-  /// Adds a group; ValueError for an empty list or a parameter already in another group.
+  /// Adds a group; ValueError for an empty list, a parameter already in another group or a
+  /// non-leaf that does not retain its grad ("can't optimize a non-leaf Tensor").
   void add_group(std::vector<Tensor> params);
   /// Updates params[i] of `group` from grads[i] (PyTorch's _step over one group).
   virtual void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) = 0;
