@@ -126,7 +126,8 @@ class DistributedSampler : public Sampler {
 /// DataLoader settings; each setter modifies in place and returns *this.
 class DataLoaderOptions {
  public:
-  DataLoaderOptions& batch_size(size_t v) { batch_size_ = v; return *this; }
+  /// Items per batch; signed as PyTorch's, so that a negative size is refused, not wrapped.
+  DataLoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
   DataLoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
   /// Use `sampler` (not owned; it must outlive the loader) instead of sequential or shuffled order.
   DataLoaderOptions& sampler(Sampler& v) { sampler_ = &v; return *this; }
@@ -141,7 +142,7 @@ class DataLoaderOptions {
   /// Seeds the shuffling generator.
   DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
 
-  size_t batch_size() const noexcept { return batch_size_; }
+  int64_t batch_size() const noexcept { return batch_size_; }
   bool shuffle() const noexcept { return shuffle_; }
   Sampler* sampler() const noexcept { return sampler_; }
   int num_workers() const noexcept { return num_workers_; }
@@ -154,7 +155,7 @@ class DataLoaderOptions {
   uint64_t seed() const noexcept { return seed_; }
 
  private:
-  size_t batch_size_ = 1;
+  int64_t batch_size_ = 1;
   bool shuffle_ = false;
   Sampler* sampler_ = nullptr;
   int num_workers_ = 0;

@@ -13,7 +13,8 @@ namespace ember::data {
 namespace {
 
 void check_options(const DataLoaderOptions& o) {
-  EMBER_CHECK(o.batch_size() > 0, ValueError, "batch_size should be a positive integer value, but got batch_size=0");
+  EMBER_CHECK(o.batch_size() > 0, ValueError, "batch_size should be a positive integer value, but got batch_size=",
+              o.batch_size());
   EMBER_CHECK(o.num_workers() >= 0, ValueError,
               "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.");
   EMBER_CHECK(o.timeout().count() >= 0, ValueError, "timeout option should be non-negative");
@@ -63,7 +64,7 @@ DataLoader::~DataLoader() {
 }
 
 size_t DataLoader::size() const {
-  size_t n = sampler_->size(), b = options_.batch_size();
+  size_t n = sampler_->size(), b = static_cast<size_t>(options_.batch_size());
   return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
@@ -83,7 +84,7 @@ DataLoader::Iterator DataLoader::begin() {
   }
   std::vector<size_t> indices = sampler_->indices();
   std::vector<std::vector<size_t>> batches;
-  size_t b = options_.batch_size();
+  auto b = static_cast<size_t>(options_.batch_size());
   for (size_t start = 0; start < indices.size(); start += b) {
     size_t stop = std::min(indices.size(), start + b);
     if (stop - start < b && options_.drop_last()) break;
