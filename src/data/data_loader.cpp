@@ -44,15 +44,21 @@ std::optional<int> pin_device(bool pin_memory) {
 
 }  // namespace
 
-DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options) : dataset_(dataset), options_(options) {
+// Given a reference, the loader holds a shared_ptr that owns nothing (Note [Workers left behind]).
+DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options)
+    : DataLoader(std::shared_ptr<const Dataset>(std::shared_ptr<const Dataset>(), &dataset), options) {}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  EMBER_CHECK(dataset_ != nullptr, ValueError, "DataLoader: the dataset is null");
   check_options(options_);
   if (options_.sampler() != nullptr) {
     sampler_ = options_.sampler();
   } else if (options_.shuffle()) {
-    own_random_ = std::make_unique<RandomSampler>(dataset_.size(), options_.seed());
+    own_random_ = std::make_unique<RandomSampler>(dataset_->size(), options_.seed());
     sampler_ = own_random_.get();
   } else {
-    own_sequential_ = std::make_unique<SequentialSampler>(dataset_.size());
+    own_sequential_ = std::make_unique<SequentialSampler>(dataset_->size());
     sampler_ = own_sequential_.get();
   }
 }
@@ -75,6 +81,8 @@ DataLoader::Iterator DataLoader::begin() {
     for (auto& weak : runs_)
       if (auto run = weak.lock()) run->shutdown();
     runs_.clear();
+    // Workers that timed out may still be stuck: the new epoch gets fresh ones.
+    if (persistent_pool_ && persistent_pool_->stalled()) persistent_pool_.reset();
   }
   // PyTorch's iterator draws its workers' base seed from the loader's generator before the
   // sampler's permutation; drawing it too keeps shuffled orders equal to PyTorch's.
