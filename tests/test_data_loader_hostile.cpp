@@ -60,13 +60,18 @@ void expect_worker_error(Thrower thrower, Check check) {
   }
 }
 
+bool starts_with(const std::exception& e, const std::string& prefix) {
+  return std::string(e.what()).rfind(prefix, 0) == 0;
+}
+
 TEST(DataLoaderHostile, WorkerErrorsKeepTheirTypeAndWhatTheyCarry) {
+  using std::errc;
   expect_worker_error<std::system_error>(
-      [] { throw std::system_error(std::make_error_code(std::errc::no_such_file_or_directory), "open items.bin"); },
+      [] { throw std::system_error(std::make_error_code(errc::no_such_file_or_directory), "open items.bin"); },
       [](const std::system_error& e) {
-        EXPECT_EQ(e.code(), std::errc::no_such_file_or_directory);
-        EXPECT_EQ(std::string(e.what()),
-                  "Caught std::system_error in DataLoader worker process 0.\nopen items.bin: No such file or directory");
+        EXPECT_EQ(e.code(), errc::no_such_file_or_directory);
+        EXPECT_EQ(std::string(e.what()), "Caught std::system_error in DataLoader worker process 0.\n"
+                                         "open items.bin: No such file or directory");
       });
   expect_worker_error<std::bad_alloc>([] { throw std::bad_alloc(); }, [](const std::bad_alloc& e) {
     EXPECT_EQ(std::string(e.what()), "Caught std::bad_alloc in DataLoader worker process 0.\nstd::bad_alloc");
@@ -74,32 +79,31 @@ TEST(DataLoaderHostile, WorkerErrorsKeepTheirTypeAndWhatTheyCarry) {
   expect_worker_error<std::filesystem::filesystem_error>(
       [] {
         throw std::filesystem::filesystem_error("cannot open", "/data/items.bin",
-                                                std::make_error_code(std::errc::permission_denied));
+                                                std::make_error_code(errc::permission_denied));
       },
       [](const std::filesystem::filesystem_error& e) {
-        EXPECT_EQ(e.code(), std::errc::permission_denied);
+        EXPECT_EQ(e.code(), errc::permission_denied);
         EXPECT_EQ(e.path1(), "/data/items.bin");
-        EXPECT_NE(std::string(e.what()).find("Caught std::filesystem::filesystem_error in DataLoader worker process 0.\n"),
-                  std::string::npos)
+        EXPECT_TRUE(starts_with(e, "Caught std::filesystem::filesystem_error in DataLoader worker process 0.\n"))
             << e.what();
       });
-  expect_worker_error<std::future_error>([] { throw std::future_error(std::future_errc::broken_promise); },
-                                         [](const std::future_error& e) {
-                                           EXPECT_EQ(e.code(), std::future_errc::broken_promise);
-                                           EXPECT_NE(std::string(e.what()).find("Caught std::future_error"),
-                                                     std::string::npos);
-                                         });
-  expect_worker_error<std::bad_optional_access>([] { (void)std::optional<int>().value(); },
-                                                [](const std::bad_optional_access& e) {
-                                                  EXPECT_NE(std::string(e.what()).find("Caught std::bad_optional_access"),
-                                                            std::string::npos);
-                                                });
+  expect_worker_error<std::future_error>(
+      [] { throw std::future_error(std::future_errc::broken_promise); },
+      [](const std::future_error& e) {
+        EXPECT_EQ(e.code(), std::future_errc::broken_promise);
+        EXPECT_TRUE(starts_with(e, "Caught std::future_error in DataLoader worker process 0.\n")) << e.what();
+      });
+  expect_worker_error<std::bad_optional_access>(
+      [] { (void)std::optional<int>().value(); },
+      [](const std::bad_optional_access& e) {
+        EXPECT_TRUE(starts_with(e, "Caught std::bad_optional_access in DataLoader worker process 0.\n")) << e.what();
+      });
   // Message-only standard types and ember's keep theirs, as before.
-  expect_worker_error<std::overflow_error>([] { throw std::overflow_error("too big"); },
-                                           [](const std::overflow_error& e) {
-                                             EXPECT_EQ(std::string(e.what()),
-                                                       "Caught std::overflow_error in DataLoader worker process 0.\ntoo big");
-                                           });
+  expect_worker_error<std::overflow_error>(
+      [] { throw std::overflow_error("too big"); },
+      [](const std::overflow_error& e) {
+        EXPECT_EQ(std::string(e.what()), "Caught std::overflow_error in DataLoader worker process 0.\ntoo big");
+      });
   expect_worker_error<IndexError>([] { throw IndexError("no item"); }, [](const IndexError& e) {
     EXPECT_EQ(std::string(e.what()), "Caught IndexError in DataLoader worker process 0.\nno item");
   });

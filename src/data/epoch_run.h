@@ -31,8 +31,8 @@ class EpochRun {
   };
 
   /// `pool` is null to load on the consuming thread.
-  EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<size_t>> batches, std::shared_ptr<WorkerPool> pool,
-           Config config);
+  EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<size_t>> batches,
+           std::shared_ptr<WorkerPool> pool, Config config);
   ~EpochRun() { shutdown(); }
   EpochRun(const EpochRun&) = delete;
   EpochRun& operator=(const EpochRun&) = delete;

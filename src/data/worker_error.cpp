@@ -44,8 +44,8 @@ std::string current_type_name() {
                                                std::free);
   std::string result = status == 0 && name ? name.get() : type->name();
   if (result.rfind("ember::", 0) == 0) result.erase(0, 7);
-  for (const char* tag : {"__cxx11::", "[abi:cxx11]"})
-    for (size_t at; (at = result.find(tag)) != std::string::npos;) result.erase(at, std::char_traits<char>::length(tag));
+  for (std::string tag : {"__cxx11::", "[abi:cxx11]"})
+    for (size_t at; (at = result.find(tag)) != std::string::npos;) result.erase(at, tag.size());
   return result;
 }
 

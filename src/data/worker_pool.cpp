@@ -129,7 +129,12 @@ void WorkerPool::stop() noexcept {
     }
   }
   threads_.clear();
-  if (!behind.empty()) warn_left_behind(behind);
+  if (!behind.empty()) {
+    try {
+      warn_left_behind(behind);
+    } catch (...) {  // a warning that cannot be written is not worth terminating for
+    }
+  }
 }
 
 void WorkerPool::submit(int worker, Task task) {
