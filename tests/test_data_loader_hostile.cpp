@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <limits>
@@ -303,6 +304,25 @@ TEST(DataLoaderHostile, PersistentWorkersAreReplacedAfterATimeout) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(count(err, "UserWarning: DataLoader"), 1u) << err;
   release_and_wait(*events, 1);
+}
+
+TEST(DataLoaderHostileDeathTest, TheProcessExitsWithAWorkerStillStuck) {
+  // A get() that never returns: the worker left behind does not keep the process from exiting.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        // Never released and never freed: the stuck get() blocks on it until the process ends.
+        auto* ds = new StuckDataset(2, {1}, std::make_shared<StuckEvents>());
+        {
+          DataLoader loader(*ds, DataLoaderOptions().num_workers(2).timeout(kTimeout));
+          try {
+            for (const data::Example& batch : loader) (void)batch;
+          } catch (const Error&) {
+          }
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "left worker thread 1 behind");
 }
 
 }  // namespace
