@@ -311,8 +311,9 @@ TEST(DataLoaderHostileDeathTest, TheProcessExitsWithAWorkerStillStuck) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        // Never released and never freed: the stuck get() blocks on it until the process ends.
-        auto* ds = new StuckDataset(2, {1}, std::make_shared<StuckEvents>());
+        // Never released and never freed (a static root, not a leak to LeakSanitizer): the
+        // stuck get() blocks on it until the process ends.
+        static auto* ds = new StuckDataset(2, {1}, std::make_shared<StuckEvents>());
         {
           DataLoader loader(*ds, DataLoaderOptions().num_workers(2).timeout(kTimeout));
           try {
