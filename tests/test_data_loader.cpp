@@ -149,7 +149,9 @@ TEST(DataLoader, TimeoutSaysHowLongItWaited) {
   auto it = loader.begin();
   EXPECT_EQ(it->target.item<int64_t>(), 0);
   EXPECT_THROW_MSG(++it, Error, "DataLoader timed out after 0.05 seconds");
-  gate.open();  // the worker is still inside get(1); the loader joins it on the way out
+  gate.open();
+  ++it;  // waits for batch 1 again; once it arrived the loader joins its worker on the way out
+  EXPECT_EQ(it->target.item<int64_t>(), 1);
 }
 
 TEST(DataLoader, LeavingEarlyJoinsTheWorkers) {

@@ -126,7 +126,8 @@ class DistributedSampler : public Sampler {
 /// DataLoader settings; each setter modifies in place and returns *this.
 class DataLoaderOptions {
  public:
-  DataLoaderOptions& batch_size(size_t v) { batch_size_ = v; return *this; }
+  /// Items per batch; signed as PyTorch's, so that a negative size is refused, not wrapped.
+  DataLoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
   DataLoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
   /// Use `sampler` (not owned; it must outlive the loader) instead of sequential or shuffled order.
   DataLoaderOptions& sampler(Sampler& v) { sampler_ = &v; return *this; }
@@ -136,12 +137,12 @@ class DataLoaderOptions {
   /// Batches loaded in advance per worker (default 2); needs num_workers > 0.
   DataLoaderOptions& prefetch_factor(int v) { prefetch_factor_ = v; return *this; }
   DataLoaderOptions& persistent_workers(bool v) { persistent_workers_ = v; return *this; }
-  /// How long to wait for a batch from the workers; 0 waits forever.
+  /// How long to wait for a batch from the workers; 0 waits forever (see DataLoader).
   DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }
   /// Seeds the shuffling generator.
   DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
 
-  size_t batch_size() const noexcept { return batch_size_; }
+  int64_t batch_size() const noexcept { return batch_size_; }
   bool shuffle() const noexcept { return shuffle_; }
   Sampler* sampler() const noexcept { return sampler_; }
   int num_workers() const noexcept { return num_workers_; }
@@ -154,7 +155,7 @@ class DataLoaderOptions {
   uint64_t seed() const noexcept { return seed_; }
 
  private:
-  size_t batch_size_ = 1;
+  int64_t batch_size_ = 1;
   bool shuffle_ = false;
   Sampler* sampler_ = nullptr;
   int num_workers_ = 0;
@@ -173,8 +174,18 @@ class WorkerPool;
 
 /// Batches of a dataset, as torch.utils.data.DataLoader: worker threads load batches ahead
 /// (prefetch_factor per worker) and they arrive in sampler order; with pin_memory (and a cuda
-/// device) a pin-memory thread places them in pinned memory. The dataset (and a sampler given
-/// in the options) must outlive the loader.
+/// device) a pin-memory thread places them in pinned memory. A sampler given in the options
+/// must outlive the loader; so must a dataset given by reference.
+///
+/// With a timeout, a wait for a batch that exceeds it throws ember::Error "DataLoader timed
+/// out after <t> seconds", and the next increment waits for the same batch again. Leaving the
+/// loop (or destroying the loader) after a timeout, before that batch arrived, returns at
+/// once: a worker thread still loading a batch cannot be stopped, so the loader leaves it
+/// behind (detached) and says so once on stderr. Such a thread exits as soon as its current
+/// Dataset::get() returns and calls get() no more; until then the dataset, and whatever its
+/// get() uses, must stay alive. A loader given a std::shared_ptr to the dataset shares its
+/// ownership with such threads, which keep the dataset alive themselves. The process may exit
+/// while a thread is left behind.
 class DataLoader {
  public:
   /// An input iterator over one epoch; copies share the epoch.
@@ -200,9 +211,14 @@ class DataLoader {
     std::shared_ptr<detail::EpochRun> run_;
   };
 
-  /// ValueError for inconsistent options, with PyTorch's messages.
+  /// ValueError for inconsistent options, with PyTorch's messages. The loader refers to
+  /// `dataset`, which must outlive it (and any worker thread it left behind).
   DataLoader(const Dataset& dataset, DataLoaderOptions options = {});
-  /// Stops and joins every thread the loader started, at once.
+  /// The loader, and any worker thread it leaves behind, share the ownership of `dataset`.
+  /// ValueError if it is null.
+  DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options = {});
+  /// Stops every thread the loader started, at once: joins them, except the workers left
+  /// behind after a timeout (see above).
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;
@@ -215,7 +231,7 @@ class DataLoader {
   const DataLoaderOptions& options() const noexcept { return options_; }
 
  private:
-  const Dataset& dataset_;
+  std::shared_ptr<const Dataset> dataset_;  // owns nothing when given a reference
   DataLoaderOptions options_;
   std::unique_ptr<RandomSampler> own_random_;
   std::unique_ptr<SequentialSampler> own_sequential_;

@@ -13,7 +13,8 @@ namespace ember::data {
 namespace {
 
 void check_options(const DataLoaderOptions& o) {
-  EMBER_CHECK(o.batch_size() > 0, ValueError, "batch_size should be a positive integer value, but got batch_size=0");
+  EMBER_CHECK(o.batch_size() > 0, ValueError, "batch_size should be a positive integer value, but got batch_size=",
+              o.batch_size());
   EMBER_CHECK(o.num_workers() >= 0, ValueError,
               "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.");
   EMBER_CHECK(o.timeout().count() >= 0, ValueError, "timeout option should be non-negative");
@@ -43,15 +44,21 @@ std::optional<int> pin_device(bool pin_memory) {
 
 }  // namespace
 
-DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options) : dataset_(dataset), options_(options) {
+// Given a reference, the loader holds a shared_ptr that owns nothing (Note [Workers left behind]).
+DataLoader::DataLoader(const Dataset& dataset, DataLoaderOptions options)
+    : DataLoader(std::shared_ptr<const Dataset>(std::shared_ptr<const Dataset>(), &dataset), options) {}
+
+DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions options)
+    : dataset_(std::move(dataset)), options_(options) {
+  EMBER_CHECK(dataset_ != nullptr, ValueError, "DataLoader: the dataset is null");
   check_options(options_);
   if (options_.sampler() != nullptr) {
     sampler_ = options_.sampler();
   } else if (options_.shuffle()) {
-    own_random_ = std::make_unique<RandomSampler>(dataset_.size(), options_.seed());
+    own_random_ = std::make_unique<RandomSampler>(dataset_->size(), options_.seed());
     sampler_ = own_random_.get();
   } else {
-    own_sequential_ = std::make_unique<SequentialSampler>(dataset_.size());
+    own_sequential_ = std::make_unique<SequentialSampler>(dataset_->size());
     sampler_ = own_sequential_.get();
   }
 }
@@ -63,7 +70,7 @@ DataLoader::~DataLoader() {
 }
 
 size_t DataLoader::size() const {
-  size_t n = sampler_->size(), b = options_.batch_size();
+  size_t n = sampler_->size(), b = static_cast<size_t>(options_.batch_size());
   return options_.drop_last() ? n / b : (n + b - 1) / b;
 }
 
@@ -74,6 +81,8 @@ DataLoader::Iterator DataLoader::begin() {
     for (auto& weak : runs_)
       if (auto run = weak.lock()) run->shutdown();
     runs_.clear();
+    // Workers that timed out may still be stuck: the new epoch gets fresh ones.
+    if (persistent_pool_ && persistent_pool_->stalled()) persistent_pool_.reset();
   }
   // PyTorch's iterator draws its workers' base seed from the loader's generator before the
   // sampler's permutation; drawing it too keeps shuffled orders equal to PyTorch's.
@@ -83,7 +92,7 @@ DataLoader::Iterator DataLoader::begin() {
   }
   std::vector<size_t> indices = sampler_->indices();
   std::vector<std::vector<size_t>> batches;
-  size_t b = options_.batch_size();
+  auto b = static_cast<size_t>(options_.batch_size());
   for (size_t start = 0; start < indices.size(); start += b) {
     size_t stop = std::min(indices.size(), start + b);
     if (stop - start < b && options_.drop_last()) break;

@@ -44,9 +44,9 @@ std::string seconds(std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-EpochRun::EpochRun(const Dataset& dataset, std::vector<std::vector<size_t>> batches, std::shared_ptr<WorkerPool> pool,
-                   Config config)
-    : dataset_(dataset), batches_(std::move(batches)), pool_(std::move(pool)), config_(config) {
+EpochRun::EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<size_t>> batches,
+                   std::shared_ptr<WorkerPool> pool, Config config)
+    : dataset_(std::move(dataset)), batches_(std::move(batches)), pool_(std::move(pool)), config_(config) {
   if (!pool_) return;
   channel_ = std::make_shared<BatchChannel>(config_.pin_device.has_value());
   if (config_.pin_device) {
@@ -65,7 +65,7 @@ void EpochRun::dispatch() {
 }
 
 Example EpochRun::load_here(size_t index) {
-  Example batch = load_batch(dataset_, batches_[index], nullptr);
+  Example batch = load_batch(*dataset_, batches_[index], nullptr);
   if (config_.pin_device) {
     cuda::DeviceGuard guard(*config_.pin_device);
     batch = pin_batch(batch);
@@ -91,6 +91,8 @@ bool EpochRun::advance() {
   }
   dispatch();
   std::optional<Outcome> outcome = channel_->take_ready(index, config_.timeout);
+  pool_->set_stalled(!outcome.has_value());
+  if (!outcome) --taken_;  // the next advance() waits for this batch again
   EMBER_CHECK(outcome.has_value(), Error, "DataLoader timed out after ", seconds(config_.timeout), " seconds");
   if (outcome->error) rethrow_caught(outcome->error, outcome->where);
   current_ = std::move(outcome->batch);

@@ -31,27 +31,29 @@ class EpochRun {
   };
 
   /// `pool` is null to load on the consuming thread.
-  EpochRun(const Dataset& dataset, std::vector<std::vector<size_t>> batches, std::shared_ptr<WorkerPool> pool,
-           Config config);
+  EpochRun(std::shared_ptr<const Dataset> dataset, std::vector<std::vector<size_t>> batches,
+           std::shared_ptr<WorkerPool> pool, Config config);
   ~EpochRun() { shutdown(); }
   EpochRun(const EpochRun&) = delete;
   EpochRun& operator=(const EpochRun&) = delete;
 
   /// Moves to the next batch (the first, on the first call); false at the end of the epoch.
   /// Rethrows a worker's error at its batch's position; the run then goes on with the next.
+  /// After a timeout the next call waits for the same batch again, as PyTorch's iterator;
+  /// until a batch arrives the pool is stalled (Note [Workers left behind]).
   bool advance();
   /// The batch advance() moved to.
   const Example& current() const;
   bool at_end() const noexcept { return at_end_; }
   /// Stops the pass: closes the channel, joins the pin-memory thread and lets go of the
-  /// pool (joining its workers unless the loader keeps them). Idempotent.
+  /// pool (stopping its workers unless the loader keeps them). Idempotent.
   void shutdown() noexcept;
 
  private:
   void dispatch();
   Example load_here(size_t index);
 
-  const Dataset& dataset_;
+  std::shared_ptr<const Dataset> dataset_;
   std::vector<std::vector<size_t>> batches_;
   std::shared_ptr<WorkerPool> pool_;
   Config config_;

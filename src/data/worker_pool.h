@@ -6,14 +6,12 @@
 // from the dataset or from collation is caught and delivered in the batch's place. A pool
 // serves one epoch, or every epoch with persistent_workers; tasks of a closed channel are
 // skipped. The destructor stops and joins the workers: one loading an item finishes that
-// item first.
+// item first, unless the pool is stalled (Note [Workers left behind]).
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstddef>
-#include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -34,25 +32,34 @@ class WorkerPool {
     std::vector<size_t> indices;
   };
 
-  WorkerPool(const Dataset& dataset, int num_workers);
+  /// The workers share the ownership of `dataset` (Note [Workers left behind]).
+  WorkerPool(std::shared_ptr<const Dataset> dataset, int num_workers);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  int size() const noexcept { return static_cast<int>(queues_.size()); }
+  int size() const noexcept { return size_; }
   /// Queues `task` for `worker`.
   void submit(int worker, Task task);
+  /// Set when the consumer's wait for a batch timed out, cleared when a batch arrives: a
+  /// stalled pool leaves the workers still loading behind instead of joining them.
+  void set_stalled(bool stalled) noexcept { stalled_.store(stalled, std::memory_order_relaxed); }
+  bool stalled() const noexcept { return stalled_.load(std::memory_order_relaxed); }
 
  private:
-  void run(int worker);
-  void stop_and_join() noexcept;
+  struct Shared;  // what the worker threads touch; they co-own it
+  /// A worker's loop; true when the pool left it behind.
+  static bool run(Shared& shared, int worker);
+  void stop() noexcept;
 
-  const Dataset& dataset_;
-  std::mutex mutex_;
-  std::vector<std::deque<Task>> queues_;
-  std::vector<std::unique_ptr<std::condition_variable>> wakeups_;  // one per worker
-  bool stop_ = false;
+  std::shared_ptr<Shared> shared_;
+  int size_;
   std::vector<std::thread> threads_;
+  std::atomic<bool> stalled_{false};
 };
+
+/// Blocks until every worker thread a stalled pool left behind has exited (and dropped its
+/// share of the dataset). For tests: a program need not wait for them.
+void wait_for_left_behind_workers();
 
 }  // namespace ember::data::detail
