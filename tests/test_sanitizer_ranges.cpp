@@ -98,6 +98,16 @@ TEST_F(RangesTest, ColumnsOfAMatrixFromTwoStreams) {
   EXPECT_EQ(read(stream_id(2), 7, {16, 2}, {16, 1}), 1u);   // columns 7 and 8
 }
 
+TEST_F(RangesTest, EvenAndOddColumnsOfAMatrix) {
+  EXPECT_EQ(write(stream_id(1), 0, {16, 8}, {16, 2}), 0u);  // x.view(16, 16)[:, ::2]
+  EXPECT_EQ(write(stream_id(2), 1, {16, 8}, {16, 2}), 0u);  // x.view(16, 16)[:, 1::2]
+  detector.stream_synchronize(stream_id(1));
+  detector.stream_synchronize(stream_id(2));
+  // With 15 columns no single period holds the pattern: compared by span (conservative).
+  EXPECT_EQ(write(stream_id(3), 0, {16, 8}, {15, 2}), 0u);
+  EXPECT_EQ(write(stream_id(4), 1, {16, 7}, {15, 2}), 1u);
+}
+
 TEST_F(RangesTest, DifferentPeriodsAreTreatedAsOverlapping) {
   // x[::4] and x[1::6] share no element, but periods 16 and 24 bytes are not multiples:
   // reported (conservative), as is x[::2] against x[1::3], which do share elements.

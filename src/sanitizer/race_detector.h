@@ -54,10 +54,11 @@
 // (b - phase) mod P < width: x[::2] and x[1::2], or two columns of a matrix, are then
 // told apart by their phases. Two footprints are disjoint only when both are periodic,
 // one period is a multiple of the other, and their windows do not meet modulo the
-// smaller period (x[::2] against x[1::4]); any other pair whose spans overlap is treated
-// as overlapping: conservative, so x[::2] against x[1::3] (periods 8 and 12 bytes),
-// or a strided view against a contiguous one over the same span, race if unordered
-// even where no element is shared (x[::4] against x[1::6]).
+// smaller period (x[::2] against x[1::4]). Any other pair whose spans overlap is treated
+// as overlapping, which is conservative only where neither period divides the other
+// and yet no element is shared: x[::4] against x[1::6] (periods 16 and 24 bytes) races
+// if unordered, and so do x[:, ::2] and x[:, 1::2] of a matrix with an odd number of
+// columns (one period with an even number).
 #pragma once
 
 #include <cstdint>
