@@ -167,6 +167,9 @@ void RaceDetector::split_at(uintptr_t at) {
 }
 
 std::map<uintptr_t, RaceDetector::Range>::iterator RaceDetector::cover(uintptr_t begin, uintptr_t end) {
+  // The common case, a whole tensor accessed again: one range already is [begin, end).
+  auto exact = ranges_.lower_bound(begin);
+  if (exact != ranges_.end() && exact->first == begin && exact->second.end == end) return exact;
   split_at(begin);
   split_at(end);
   uintptr_t at = begin;
