@@ -3,7 +3,7 @@
 //
 // Off, the only cost anywhere is enabled(): one relaxed load and a predictable branch in
 // detail::backend() (the choke point every backend call passes), in the caching
-// allocators' malloc, free and release, and in the host accessors (cpu launches,
+// allocators' free and release, and in the host accessors (cpu launches,
 // Tensor::data_ptr, item, to_vector).
 #pragma once
 
