@@ -1,11 +1,13 @@
 // Host cost of the stream sanitizer: a small add on an emulated device with the
-// sanitizer off and on. The off case also builds against a tree without the sanitizer
+// sanitizer off and on, and the same add into the slots of one flat buffer (each
+// slot a byte range of its own: the cost of range tracking with split ranges). The off case also builds against a tree without the sanitizer
 // (this file needs only the public API; the sanitizer parts compile out when
 // ember/sanitizer.h is absent), so the cost of the switch itself can be compared
 // across builds.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "ember/ember.h"
 #include "runtime/backend.h"
@@ -69,6 +71,30 @@ void BM_SmallAddCpu(benchmark::State& state) {
 }
 BENCHMARK(BM_SmallAddCpu);
 
+// add_ of 64 floats into slot k % 16 of a flat 1024-float buffer, as a gradient bucket
+// is filled: under the sanitizer every slot is a range of its own.
+void run_slot_add(benchmark::State& state) {
+  TensorOptions options = TensorOptions().device(kCUDA);
+  Tensor bucket = zeros({16 * 64}, options), a = full({64}, 1.0, options);
+  std::vector<Tensor> slots;
+  for (int64_t k = 0; k < 16; ++k) slots.push_back(bucket.narrow(0, 64 * k, 64));
+  int64_t n = 0;
+  for (auto _ : state) {
+    slots[static_cast<size_t>(n % 16)].add_(a);
+    if (++n % 1024 == 0) cuda::synchronize();
+  }
+  cuda::synchronize();
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_SlotAdd_SanitizerOff(benchmark::State& state) {
+#ifdef EMBER_BENCH_HAS_SANITIZER
+  cuda::sanitizer::disable();
+#endif
+  run_slot_add(state);
+}
+BENCHMARK(BM_SlotAdd_SanitizerOff);
+
 #ifdef EMBER_BENCH_HAS_SANITIZER
 void BM_SmallAdd_SanitizerOn(benchmark::State& state) {
   cuda::sanitizer::enable();
@@ -76,6 +102,13 @@ void BM_SmallAdd_SanitizerOn(benchmark::State& state) {
   cuda::sanitizer::disable();
 }
 BENCHMARK(BM_SmallAdd_SanitizerOn);
+
+void BM_SlotAdd_SanitizerOn(benchmark::State& state) {
+  cuda::sanitizer::enable();
+  run_slot_add(state);
+  cuda::sanitizer::disable();
+}
+BENCHMARK(BM_SlotAdd_SanitizerOn);
 #endif
 
 }  // namespace

@@ -1,12 +1,12 @@
 // The stream sanitizer through the public API, on whatever cuda backend ensure_cuda()
 // gives (emulated devices without a GPU): the spec's incorrect stream example is caught
-// and its corrected version is clean; each synchronisation orders; the caching
-// allocators' block reuse starts a fresh history.
+// and its corrected version is clean; each synchronisation orders; a block reused after
+// record_stream starts clean. Disjoint parts, host accesses and frees without
+// record_stream: test_sanitizer_host.cpp.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -14,48 +14,17 @@
 #include "emulated_support.h"
 #include "runtime/backend.h"
 #include "sanitizer/sanitizer.h"
+#include "sanitizer_fixture.h"
 #include "test_support.h"
 
 namespace ember {
 namespace {
 
+using testing::drain_unseen;
 using testing::ensure_cuda;
+using testing::hex;
+using testing::Sanitizer;
 namespace csan = cuda::sanitizer;
-
-// Waits for the device without the sanitizer seeing it: the race it reports next is
-// then only a logical one, and the test does not really race (TSan stays quiet).
-void drain_unseen(int device = 0) { detail::undecorated_backend().synchronize_device(device); }
-
-std::string hex(const void* p) {
-  std::ostringstream out;
-  out << "0x" << std::hex << reinterpret_cast<uintptr_t>(p);
-  return out.str();
-}
-
-// Enables the sanitizer for the test, restoring the process's setting afterwards (the
-// suite may run with EMBER_CUDA_SANITIZER set).
-class Sanitizer : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ensure_cuda();
-    (void)cuda::device_count();  // selects the backend, which reads EMBER_CUDA_SANITIZER
-    was_enabled_ = csan::is_enabled();
-    was_mode_ = csan::mode();
-    csan::enable();
-  }
-  void TearDown() override {
-    cuda::synchronize();
-    if (was_enabled_) {
-      csan::enable(was_mode_);
-    } else {
-      csan::disable();
-    }
-  }
-  Tensor cuda_normal(const IntList& shape) { return empty(shape, TensorOptions().device(kCUDA)).normal_(0.0, 1.0); }
-
-  bool was_enabled_ = false;
-  csan::Mode was_mode_ = csan::Mode::Error;
-};
 
 TEST_F(Sanitizer, SpecIncorrectExampleIsCaught) {
   cuda::Stream s;

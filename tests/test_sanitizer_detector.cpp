@@ -228,11 +228,12 @@ TEST_F(DetectorTest, AllocationStartsAFreshHistory) {
   EXPECT_EQ(detector.range_count(), 1u);
 }
 
-TEST_F(DetectorTest, AllocationOfALargerBlockErasesEveryRangeInside) {
+TEST_F(DetectorTest, ReleaseOfALargerSegmentErasesEveryRangeInside) {
   good(stream_id(1), {}, {1});
-  good(stream_id(1), {}, {2});
-  detector.memory_allocation(tensor_id(1), 0x200);  // merged blocks handed out as one
-  good(stream_id(2), {}, {1, 2});
+  good(stream_id(2), {}, {2});
+  detector.memory_deallocation(tensor_id(1), 0x200);  // the segment given back to the system
+  EXPECT_EQ(detector.range_count(), 0u);
+  good(stream_id(3), {}, {1, 2});
 }
 
 TEST_F(DetectorTest, OverlappingViewsRaceDisjointOnesDoNot) {
@@ -244,7 +245,8 @@ TEST_F(DetectorTest, OverlappingViewsRaceDisjointOnesDoNot) {
     return races.size();
   };
   EXPECT_EQ(write(stream_id(1), 0x1000, 0x1080), 0u);
-  EXPECT_EQ(write(stream_id(2), 0x1040, 0x1100), 1u);  // the block is the unit of history
+  EXPECT_EQ(write(stream_id(2), 0x1040, 0x1100), 1u);  // [0x1040, 0x1080) is written by both
+  EXPECT_EQ(write(stream_id(2), 0x1080, 0x1100), 0u);  // only its own bytes: no race
   // Memory no allocator reported gets a range per access.
   EXPECT_EQ(write(stream_id(1), 0x9000, 0x9040), 0u);
   EXPECT_EQ(write(stream_id(2), 0x9040, 0x9080), 0u);
@@ -266,7 +268,7 @@ TEST_F(DetectorTest, RaceNamesBothAccesses) {
   std::vector<MemoryAccess> accesses{{tensor_id(1) + 8, tensor_id(1) + 16, AccessType::Read, "input", 1}};
   std::vector<DataRace> races = detector.check(stream_id(8), accesses, "mul", nullptr);
   ASSERT_EQ(races.size(), 1u);
-  EXPECT_EQ(races[0].pointer, tensor_id(1));
+  EXPECT_EQ(races[0].pointer, tensor_id(1) + 8);  // the racing operand's own pointer
   EXPECT_STREQ(races[0].current.op, "mul");
   EXPECT_STREQ(races[0].current.argument, "input");
   EXPECT_EQ(races[0].current.index, 1);

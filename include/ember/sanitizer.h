@@ -4,11 +4,15 @@
 // a cuda backend (driver or emulated) is observed; an access to memory that another
 // stream touched without ordering between the two (events, wait_stream, stream, event
 // or device synchronisation) raises ember::DataRaceError from the call that made it,
-// whose message starts "CSAN detected a possible data race on tensor with data pointer
-// 0x...", then names both accesses (stream, op, read or write, argument) with a stack
-// trace of each. Off by default; EMBER_CUDA_SANITIZER=1 enables it at the first cuda
-// call, EMBER_CUDA_SANITIZER=warn enables it in warn mode; an enable() or disable() before
-// that call wins over the variable.
+// and so does a host access to pinned memory (a cpu op, data_ptr(), item(), to_vector())
+// that a copy not yet synchronised with still reads or writes, and the first use of a
+// block freed without record_stream while another stream still used it. Disjoint byte
+// ranges of one allocation (halves, slots, elements interleaved with one period) do not
+// race. A report's message starts "CSAN detected a possible data race on tensor with
+// data pointer 0x...", then names both accesses (stream or the host, op, read or write,
+// argument) with a stack trace of each. Off by default; EMBER_CUDA_SANITIZER=1 enables
+// it at the first cuda call, EMBER_CUDA_SANITIZER=warn enables it in warn mode; an
+// enable() or disable() before that call wins over the variable.
 #pragma once
 
 namespace ember::cuda::sanitizer {

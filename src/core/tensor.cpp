@@ -6,6 +6,8 @@
 #include "autograd/record.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
+#include "kernels/kernel_call.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember {
 
@@ -58,7 +60,15 @@ bool Tensor::is_pinned() const { return checked(impl_).storage()->pinned(); }
 bool Tensor::is_contiguous() const { return checked(impl_).is_contiguous(); }
 int Tensor::get_device() const { return is_cuda() ? device().index() : -1; }
 TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(device()).pinned_memory(is_pinned()); }
-void* Tensor::data_ptr() const { return checked(impl_).data(); }
+void* Tensor::data_ptr() const {
+  const detail::TensorImpl& impl = checked(impl_);
+  // The program may write through the pointer: a host write (Note [Host accesses]).
+  if (detail::sanitizer::enabled() && impl.storage()->pinned()) [[unlikely]] {
+    detail::sanitizer::on_host_access(detail::TensorArg{impl.data(), impl.dtype(), impl.sizes(), impl.strides()},
+                                      /*write=*/true, "data_ptr", "self");
+  }
+  return impl.data();
+}
 
 Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t offset) const {
   EMBER_CHECK(sizes.size() == strides.size(), ValueError, "mismatch in length of strides and shape");

@@ -91,7 +91,7 @@ int64_t product(const IntList& values) {
 
 detail::TensorArg arg_of(const Tensor& t, int64_t batch, const IntList& signal_sizes) {
   detail::TensorArg arg;
-  arg.data = t.data_ptr();
+  arg.data = t.impl()->data();  // not a host access: the launch is
   arg.dtype = t.dtype();
   arg.sizes = {batch};
   arg.sizes.insert(arg.sizes.end(), signal_sizes.begin(), signal_sizes.end());

@@ -143,7 +143,6 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
     block->context = capture_context();
     record_trace("alloc", reinterpret_cast<uintptr_t>(block->ptr), block->size, stream.id, block->context);
   }
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_allocation(block->ptr, block->size);  // a fresh history
   return block->ptr;
 }
 
@@ -228,6 +227,7 @@ void CachingAllocator::release_whole_segments(BlockPool& pool) {
 
 void CachingAllocator::release_block(Block* block) {
   backend_.raw_free(device_, block->ptr);  // first: if it throws, nothing has changed
+  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, device_);
   reserved_total_ -= block->size;
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
     stats_.segment[type].decrease(1);
@@ -332,7 +332,11 @@ void CachingAllocator::free(void* ptr) noexcept {
     record_trace("free_requested", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
                  block->context);
   }
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_deallocation(block->ptr, block->size);
+  if (sanitizer::enabled()) [[unlikely]] {
+    std::vector<const void*> waited;
+    for (const StreamRef& use : block->stream_uses) waited.push_back(use.native);
+    sanitizer::on_deallocation(block->ptr, block->size, block->stream, waited);
+  }
   try {
     if (!block->stream_uses.empty()) {
       insert_events(block);

@@ -62,7 +62,6 @@ void* CachingHostAllocator::malloc(size_t bytes) {
   block->allocated = true;
   allocation_.increase(1);
   allocated_bytes_.increase(static_cast<int64_t>(block->size));
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_allocation(block->ptr, block->size);  // a fresh history
   return block->ptr;
 }
 
@@ -74,7 +73,11 @@ void CachingHostAllocator::free(void* ptr) noexcept {
   block->allocated = false;
   allocation_.decrease(1);
   allocated_bytes_.decrease(static_cast<int64_t>(block->size));
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_deallocation(block->ptr, block->size);
+  if (sanitizer::enabled()) [[unlikely]] {
+    std::vector<const void*> waited;
+    for (const StreamRef& use : block->stream_uses) waited.push_back(use.native);
+    sanitizer::on_deallocation(block->ptr, block->size, nullptr, waited);  // reused by the host
+  }
   std::vector<StreamRef> uses;
   uses.swap(block->stream_uses);
   for (const StreamRef& use : uses) {
@@ -152,6 +155,7 @@ void CachingHostAllocator::release_free_blocks() {
   for (auto& cached : free_blocks_) {
     for (Block* block : cached) {
       backend_.pinned_free(block->ptr);
+      if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, -1);
       segment_.decrease(1);
       reserved_bytes_.decrease(static_cast<int64_t>(block->size));
       ++num_host_free_;

@@ -45,7 +45,7 @@ std::pair<int64_t, int64_t> pair_param(const IntList& values, const char* name) 
 
 detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, IntList strides) {
   detail::TensorArg arg;
-  arg.data = static_cast<char*>(base.data_ptr()) + offset * static_cast<int64_t>(base.element_size());
+  arg.data = static_cast<char*>(base.impl()->data()) + offset * static_cast<int64_t>(base.element_size());
   arg.dtype = base.dtype();
   arg.sizes = std::move(sizes);
   arg.strides = std::move(strides);

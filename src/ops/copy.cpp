@@ -23,6 +23,7 @@
 #include "ops/launch.h"
 #include "ops/overlap.h"
 #include "runtime/context.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember {
 
@@ -59,7 +60,7 @@ void copy_host_to_device(const Tensor& dst, const Tensor& src, bool non_blocking
   Tensor target = dst.is_contiguous() ? dst : detail::empty_on(dst.sizes(), dst.dtype(), dst.device());
   detail::StreamState* stream = stream_of(dst);
   bool pinned = host.is_pinned();
-  detail::backend().copy(target.data_ptr(), host.data_ptr(), host.nbytes(), CopyKind::HostToDevice, pinned,
+  detail::backend().copy(target.impl()->data(), host.impl()->data(), host.nbytes(), CopyKind::HostToDevice, pinned,
                          stream->native());
   if (pinned) record_pinned_use(host, stream);
   if (!target.is_same(dst)) copy_same_device(dst, target);
@@ -72,7 +73,7 @@ void copy_device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking
   Tensor target = direct ? dst : detail::empty_on(dst.sizes(), dst.dtype(), Device(kCPU));
   detail::StreamState* stream = stream_of(src);
   bool pinned = target.is_pinned();
-  detail::backend().copy(target.data_ptr(), device_side.data_ptr(), device_side.nbytes(), CopyKind::DeviceToHost,
+  detail::backend().copy(target.impl()->data(), device_side.impl()->data(), device_side.nbytes(), CopyKind::DeviceToHost,
                          pinned, stream->native());
   if (pinned) record_pinned_use(target, stream);
   if (!non_blocking || !pinned || !direct) detail::backend().synchronize(stream->native());
@@ -102,7 +103,7 @@ void copy_device_to_device(const Tensor& dst, const Tensor& src) {
   ScopedEvent dst_ready(dst.device().index()), copied(src.device().index());
   backend.record(dst_ready.get(), dst_stream);
   backend.wait(src_stream, dst_ready.get());
-  backend.copy(target.data_ptr(), source.data_ptr(), source.nbytes(), CopyKind::DeviceToDevice, false, src_stream);
+  backend.copy(target.impl()->data(), source.impl()->data(), source.nbytes(), CopyKind::DeviceToDevice, false, src_stream);
   backend.record(copied.get(), src_stream);
   backend.wait(dst_stream, copied.get());
   // A temporary `source` was allocated on the source stream, which ran the copy: the
@@ -205,7 +206,9 @@ void Tensor::record_stream(const cuda::Stream& stream) const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   Tensor host = to(TensorOptions(dtype_of<T>()).device(Device(kCPU))).contiguous();
-  const T* data = host.data_ptr<T>();
+  if (detail::sanitizer::enabled() && host.is_pinned()) [[unlikely]]
+    detail::sanitizer::on_host_access(detail::make_arg(host), /*write=*/false, "to_vector", "self");
+  const T* data = static_cast<const T*>(host.impl()->data());
   return std::vector<T>(data, data + host.numel());
 }
 

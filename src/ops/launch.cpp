@@ -3,12 +3,14 @@
 #include "backends/cpu/cpu_kernels.h"
 #include "ember/errors.h"
 #include "runtime/context.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 
 void launch(Device device, KernelCall& call) {
   if (device.is_cpu()) {
     call.device = -1;
+    if (sanitizer::enabled()) [[unlikely]] sanitizer::on_host_launch(call);  // pinned memory
     cpu::run(call);
     return;
   }
@@ -17,13 +19,15 @@ void launch(Device device, KernelCall& call) {
   backend().launch(stream->native(), call);
 }
 
-TensorArg make_arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype(), t.sizes(), t.strides()}; }
+// Operands read TensorImpl::data(), not data_ptr(): the launch is the access, checked
+// where it runs (Note [Host accesses] in sanitizer/sanitizer.cpp).
+TensorArg make_arg(const Tensor& t) { return TensorArg{t.impl()->data(), t.dtype(), t.sizes(), t.strides()}; }
 
 TensorArg make_arg(const Tensor& t, const IntList& shape) {
   const IntList& sizes = t.sizes();
   const IntList& strides = t.strides();
   size_t n = shape.size(), offset = n - sizes.size();
-  TensorArg arg{t.data_ptr(), t.dtype(), shape, IntList(n, 0)};
+  TensorArg arg{t.impl()->data(), t.dtype(), shape, IntList(n, 0)};
   for (size_t i = offset; i < n; ++i) {
     if (sizes[i - offset] != 1) arg.strides[i] = strides[i - offset];
   }

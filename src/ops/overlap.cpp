@@ -16,7 +16,7 @@ constexpr const char* kOverlap =
 
 // [first, last] byte addresses the view touches.
 std::pair<const char*, const char*> extent(const Tensor& t) {
-  const char* base = static_cast<const char*>(t.data_ptr());
+  const char* base = static_cast<const char*>(t.impl()->data());  // not a host access
   int64_t lo = 0, hi = 0;
   for (int64_t d = 0; d < t.dim(); ++d) {
     int64_t span = (t.sizes()[d] - 1) * t.strides()[d];
@@ -51,7 +51,7 @@ void check_no_internal_overlap(const Tensor& t) {
 }
 
 bool same_view(const Tensor& a, const Tensor& b) {
-  return a.data_ptr() == b.data_ptr() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
+  return a.impl()->data() == b.impl()->data() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
          a.dtype() == b.dtype();
 }
 

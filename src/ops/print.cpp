@@ -2,14 +2,19 @@
 #include <ostream>
 
 #include "core/format.h"
+#include "core/tensor_impl.h"
 #include "ember/ops.h"
+#include "ops/launch.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember {
 
 std::string Tensor::str() const {
   if (!defined()) return "[ Tensor (undefined) ]";
   Tensor host = cpu();
-  return detail::format_tensor(host.data_ptr(), host.dtype(), host.sizes(), host.strides(), device());
+  if (detail::sanitizer::enabled() && host.is_pinned()) [[unlikely]]  // a host read: Note [Host accesses]
+    detail::sanitizer::on_host_access(detail::make_arg(host), /*write=*/false, "str", "self");
+  return detail::format_tensor(host.impl()->data(), host.dtype(), host.sizes(), host.strides(), device());
 }
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t) { return out << t.str(); }

@@ -26,7 +26,7 @@ namespace {
 TensorArg flat_arg(const Tensor& t) {
   EMBER_ASSERT(t.is_contiguous());
   const int64_t n = is_complex(t.dtype()) ? 2 * t.numel() : t.numel();
-  return TensorArg{t.data_ptr(), to_real(t.dtype()), {n}, {1}};
+  return TensorArg{t.impl()->data(), to_real(t.dtype()), {n}, {1}};  // not a host access: the launch is
 }
 
 }  // namespace

@@ -8,6 +8,10 @@ namespace ember::detail::sanitizer {
 namespace {
 
 void describe_stream(std::ostream& out, const StreamDescription& stream, Backend& upstream) {
+  if (stream.is_host) {
+    out << "the host";
+    return;
+  }
   out << "stream " << stream.number;
   bool is_default = stream.is_default;
   if (!is_default && stream.device >= 0) {

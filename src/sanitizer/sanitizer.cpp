@@ -1,8 +1,13 @@
 // The sanitizer's switch (ember::cuda::sanitizer, EMBER_CUDA_SANITIZER) and allocator hooks.
 #include "sanitizer/sanitizer.h"
 
+#include <cstdio>
+
 #include "ember/errors.h"
 #include "ember/sanitizer.h"
+#include "kernels/kernel_call.h"
+#include "kernels/op_name.h"
+#include "runtime/backend.h"
 #include "runtime/env.h"
 #include "sanitizer/sanitizing_backend.h"
 
@@ -31,16 +36,59 @@ Backend& wrap(Backend& upstream) {
   return *decorator;
 }
 
-void on_allocation(const void* ptr, size_t bytes) noexcept {
+void on_deallocation(const void* ptr, size_t bytes, const void* owner, const std::vector<const void*>& waited) noexcept {
+  std::vector<StreamKey> keys;
+  for (const void* stream : waited) keys.push_back(reinterpret_cast<StreamKey>(stream));
   SanitizerState& s = state();
   std::lock_guard lock(s.mutex);
-  s.detector.memory_allocation(reinterpret_cast<uintptr_t>(ptr), bytes);
+  s.detector.block_freed(reinterpret_cast<uintptr_t>(ptr), bytes, reinterpret_cast<StreamKey>(owner), keys);
 }
 
-void on_deallocation(const void* ptr, size_t bytes) noexcept {
+void on_release(const void* ptr, size_t bytes, int device) noexcept {
   SanitizerState& s = state();
   std::lock_guard lock(s.mutex);
+  if (device >= 0) s.detector.device_synchronize(device);  // cudaFree waits for the device
   s.detector.memory_deallocation(reinterpret_cast<uintptr_t>(ptr), bytes);
+}
+
+// Note [Host accesses]
+// Emulated device memory and pinned memory are host memory, and the host touches
+// pinned memory directly: cpu ops on pinned tensors, and what the accessors give the
+// program (data_ptr() is taken as a write, as PyTorch 2.x's mutable data_ptr; item()
+// and to_vector() read). A non_blocking copy from pinned memory still reading it, or one
+// into pinned memory still writing it, then races with the host. These accesses are
+// checked like a stream's, against what the host has synchronised with (the host
+// clock of Note [Stream race detection]), and reported with the host as the current
+// side. They are not recorded: stream work the host issues later is ordered after them.
+// Internal code that hands a pinned pointer to a stream (copies, launch operands)
+// reads TensorImpl::data() instead, so only the host's own accesses are checked.
+void on_host_access(const TensorArg& arg, bool write, const char* op, const char* argument, int index) {
+  std::vector<MemoryAccess> accesses{access_of(arg, write ? AccessType::Write : AccessType::Read, argument, index)};
+  check_host_accesses(accesses, op);
+}
+
+void on_host_launch(const KernelCall& call) {
+  std::vector<MemoryAccess> accesses;
+  accesses.reserve(call.outputs.size() + call.inputs.size());
+  add_operands(accesses, call.outputs, AccessType::Write, "output");
+  add_operands(accesses, call.inputs, AccessType::Read, "input");
+  check_host_accesses(accesses, op_name(call.op));
+}
+
+void check_host_accesses(const std::vector<MemoryAccess>& accesses, const char* op) {
+  std::string report;
+  {
+    SanitizerState& s = state();
+    std::lock_guard lock(s.mutex);
+    std::vector<DataRace> races = s.detector.check_host(accesses, op);
+    if (races.empty()) return;
+    auto stack = std::make_shared<const StackTrace>(StackTrace::capture(3));
+    for (DataRace& race : races) race.current.stack = stack;
+    report = format_races(races, undecorated_backend());
+  }
+  if (cuda::sanitizer::mode() == cuda::sanitizer::Mode::Error) throw DataRaceError(report);
+  std::fprintf(stderr, "============================\n%s", report.c_str());
+  note_warning();
 }
 
 void configure_from_env() {

@@ -2,6 +2,8 @@
 #include "sanitizer/sanitizing_backend.h"
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstdio>
 
 #include "ember/errors.h"
@@ -16,29 +18,22 @@ namespace {
 
 uintptr_t key(const void* p) noexcept { return reinterpret_cast<uintptr_t>(p); }
 
-// The bytes a strided operand can touch: from its lowest to its highest element.
-MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argument, int index) {
-  MemoryAccess access;
-  access.type = type;
-  access.argument = argument;
-  access.index = index;
-  if (arg.data == nullptr || arg.numel() == 0) return access;  // empty: touches nothing
-  int64_t low = 0, high = 0;
-  for (size_t d = 0; d < arg.sizes.size(); ++d) {
-    int64_t extent = arg.strides[d] * (arg.sizes[d] - 1);
-    (extent < 0 ? low : high) += extent;
-  }
-  auto item = static_cast<int64_t>(element_size(arg.dtype));
-  auto base = static_cast<int64_t>(key(arg.data));
-  access.begin = static_cast<uintptr_t>(base + low * item);
-  access.end = static_cast<uintptr_t>(base + (high + 1) * item);
-  return access;
+void remember_size(const void* ptr, size_t bytes) {
+  SanitizerState& s = state();
+  std::lock_guard lock(s.mutex);
+  s.detector.memory_deallocation(key(ptr), bytes);  // whatever was there before is gone
+  s.raw_sizes[key(ptr)] = bytes;
 }
 
-void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& args, AccessType type,
-                  const char* argument) {
-  int count = static_cast<int>(args.size());
-  for (int i = 0; i < count; ++i) out.push_back(access_of(args[i], type, argument, count > 1 ? i : -1));
+// The size raw_alloc/pinned_alloc gave `ptr`; 1 for memory allocated before enable().
+size_t forget_size(const void* ptr) {
+  SanitizerState& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.raw_sizes.find(key(ptr));
+  if (it == s.raw_sizes.end()) return 1;
+  size_t bytes = it->second;
+  s.raw_sizes.erase(it);
+  return bytes;
 }
 
 // Tells the detector, under its lock, what a hook ordered, created or destroyed.
@@ -50,6 +45,57 @@ void tell_detector(F&& f) {
 }
 
 }  // namespace
+
+MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argument, int index) {
+  MemoryAccess access;
+  access.type = type;
+  access.argument = argument;
+  access.index = index;
+  if (arg.data == nullptr || arg.numel() == 0) return access;  // empty: touches nothing
+  auto item = static_cast<int64_t>(element_size(arg.dtype));
+  struct Moving {
+    uint64_t stride;  // bytes, absolute
+    int64_t size;
+  };
+  std::array<Moving, 16> moving{};
+  size_t count = 0;
+  bool dense = false;  // too many dimensions to look for a period
+  int64_t low = 0, high = 0;
+  for (size_t d = 0; d < arg.sizes.size(); ++d) {
+    int64_t extent = arg.strides[d] * (arg.sizes[d] - 1);
+    (extent < 0 ? low : high) += extent;
+    if (arg.sizes[d] < 2 || arg.strides[d] == 0) continue;
+    if (count == moving.size()) {
+      dense = true;
+      continue;
+    }
+    moving[count++] = {static_cast<uint64_t>(std::abs(arg.strides[d]) * item), arg.sizes[d]};
+  }
+  auto base = static_cast<int64_t>(key(arg.data));
+  access.begin = static_cast<uintptr_t>(base + low * item);
+  access.end = static_cast<uintptr_t>(base + (high + 1) * item);
+  if (dense) return access;
+  // Note [Access footprints]: the smallest stride P whose inner dimensions' bytes fit
+  // in less than P, every larger stride a multiple of it.
+  std::sort(moving.begin(), moving.begin() + count, [](const Moving& a, const Moving& b) { return a.stride < b.stride; });
+  auto inner = static_cast<uint64_t>(item);
+  for (size_t k = 0; k < count; ++k) {
+    uint64_t period = moving[k].stride;
+    if (inner < period &&
+        std::all_of(moving.begin() + k, moving.begin() + count, [&](const Moving& m) { return m.stride % period == 0; })) {
+      access.footprint = Footprint{period, access.begin % period, inner};
+      break;
+    }
+    inner += moving[k].stride * static_cast<uint64_t>(moving[k].size - 1);
+  }
+  return access;
+}
+
+void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& args, AccessType type,
+                  const char* argument) {
+  int count = static_cast<int>(args.size());
+  for (int i = 0; i < count; ++i) out.push_back(access_of(args[i], type, argument, count > 1 ? i : -1));
+}
 
 void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op,
                                int device) {
@@ -101,29 +147,28 @@ void SanitizingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind 
 
 // ---- memory ---------------------------------------------------------------------
 
+// Memory straight from the system starts with no history; its size is kept so that
+// its release can end the history of every byte.
 void* SanitizingBackend::raw_alloc(int device, size_t bytes) {
   void* ptr = upstream_.raw_alloc(device, bytes);
-  if (ptr != nullptr) on_allocation(ptr, bytes);
+  if (ptr != nullptr) remember_size(ptr, bytes);
   return ptr;
 }
 
 void SanitizingBackend::raw_free(int device, void* ptr) {
   upstream_.raw_free(device, ptr);
-  SanitizerState& s = state();
-  std::lock_guard lock(s.mutex);
-  s.detector.device_synchronize(device);  // cudaFree synchronizes the device
-  s.detector.memory_deallocation(key(ptr), 1);
+  on_release(ptr, forget_size(ptr), device);  // cudaFree synchronizes the device
 }
 
 void* SanitizingBackend::pinned_alloc(size_t bytes) {
   void* ptr = upstream_.pinned_alloc(bytes);
-  if (ptr != nullptr) on_allocation(ptr, bytes);
+  if (ptr != nullptr) remember_size(ptr, bytes);
   return ptr;
 }
 
 void SanitizingBackend::pinned_free(void* ptr) {
   upstream_.pinned_free(ptr);
-  on_deallocation(ptr, 1);
+  on_release(ptr, forget_size(ptr), -1);
 }
 
 // ---- streams ----------------------------------------------------------------------

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <mutex>
+#include <unordered_map>
 
+#include "kernels/kernel_call.h"
 #include "runtime/backend.h"
 #include "sanitizer/race_detector.h"
 
@@ -18,7 +20,8 @@ namespace ember::detail::sanitizer {
 /// The detector and mode shared by the decorator and the allocators' reports.
 struct SanitizerState {
   std::mutex mutex;
-  RaceDetector detector;  // guarded by mutex
+  RaceDetector detector;                             // guarded by mutex
+  std::unordered_map<uintptr_t, size_t> raw_sizes;  // raw_alloc/pinned_alloc through the decorator
 };
 SanitizerState& state();
 /// Counts a race reported in Warn mode (cuda::sanitizer::warnings()).
@@ -74,6 +77,14 @@ class SanitizingBackend final : public Backend {
 
   Backend& upstream_;
 };
+
+/// The bytes a strided operand touches: its span and footprint (Note [Access footprints]).
+MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argument, int index);
+/// access_of for each of `args`, numbered when there are several.
+void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& args, AccessType type,
+                  const char* argument);
+/// Checks host accesses (Note [Host accesses]): throws DataRaceError or warns.
+void check_host_accesses(const std::vector<MemoryAccess>& accesses, const char* op);
 
 /// The report of `races` (PyTorch's wording); `upstream` names default streams.
 std::string format_races(const std::vector<DataRace>& races, Backend& upstream);
