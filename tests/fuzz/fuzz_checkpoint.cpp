@@ -8,8 +8,8 @@
 // written by ember::save:
 //   fuzz_checkpoint [--seed S] [--iterations N] [--seconds T]   the loop (T only caps it)
 //   fuzz_checkpoint FILE...                                     replays inputs
-// Each input is written to ./fuzz_checkpoint.input before it is read, so after a crash that
-// file holds the input that caused it.
+// Each input is written to ./fuzz_checkpoint.<pid>.input before it is read, so after a
+// crash that file holds the input that caused it.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,13 +20,22 @@
 #include <random>
 #include <string>
 #include <typeinfo>
+#include <unistd.h>
 #include <vector>
 
 #include "ember/ember.h"
 
 namespace {
 
-const std::string kInputPath = "fuzz_checkpoint.input";
+// Per process, so libFuzzer's parallel jobs do not share it.
+const std::string kInputPath = "fuzz_checkpoint." + std::to_string(::getpid()) + ".input";
+// Removes the input files at a normal exit; after a crash they stay for inspection.
+struct RemoveInputsAtExit {
+  ~RemoveInputsAtExit() {
+    std::remove(kInputPath.c_str());
+    std::remove((kInputPath + ".saved").c_str());
+  }
+} remove_inputs_at_exit;
 uint64_t loaded_count = 0;  // inputs load() accepted, for the summary
 
 [[noreturn]] void fail(const std::string& what) {
@@ -237,8 +246,6 @@ int main(int argc, char** argv) {
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
     if (done % 16 == 0) fuzz_save(mutator.random_text(), mutator.random_text(), mutator.random_text());
   }
-  std::remove(kInputPath.c_str());
-  std::remove((kInputPath + ".saved").c_str());
   std::cout << "fuzz_checkpoint: seed " << seed << ", " << done << " of " << iterations << " inputs (" << loaded_count
             << " loaded, the others refused), no failure\n";
   return 0;
