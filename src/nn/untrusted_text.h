@@ -38,6 +38,6 @@ bool is_valid_utf8(std::string_view text);
 
 /// `text` in single quotes for an error message: at most `max_bytes` bytes of it, bytes
 /// outside printable ASCII as \xNN, and when cut, "... (N bytes)" after the quote.
-std::string excerpt(std::string_view text, size_t max_bytes = 64);
+std::string excerpt(std::string_view text, size_t max_bytes = 128);
 
 }  // namespace ember::detail
