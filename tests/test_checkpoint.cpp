@@ -27,7 +27,6 @@ class TempFile {
                   .string()) {}
   ~TempFile() {
     std::remove(path_.c_str());
-    std::remove((path_ + ".partial").c_str());
   }
   const std::string& path() const { return path_; }
   std::string bytes() const {

@@ -12,15 +12,16 @@
 // reads every tensor before it returns anything. complex128 has no code in the format:
 // it is written as F64 with a trailing dimension of 2 and its name is listed in the
 // metadata entry "ember.complex128" (a JSON array of names); load restores it.
+//
+// A header is untrusted input (Note [untrusted JSON]): its nesting is bounded before it is
+// parsed, after its JSON object only whitespace may follow (the reference reader's rule;
+// NUL padding is refused), and errors quote only short excerpts of it. The file is read
+// with positioned reads (nn/checkpoint_file.h): load_metadata reads the header alone, load
+// one tensor at a time straight into its storage. Every error names the file.
 #include "ember/serialize.h"
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
@@ -29,6 +30,8 @@
 
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
+#include "nn/checkpoint_file.h"
+#include "nn/untrusted_text.h"
 
 static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
 
@@ -72,6 +75,25 @@ template <typename... Args>
   detail::fail<ValueError>("ember::load: '", path, "' is not a valid safetensors file: ", args...);
 }
 
+// Parses JSON text read from the file `path` (Note [untrusted JSON]). `what` names the text
+// in messages; after the top-level value only JSON whitespace may follow, as serde_json
+// (the reference reader) allows.
+nlohmann::json parse_untrusted(const std::string& text, const std::string& path, const std::string& what) {
+  const detail::JsonExtent extent = detail::json_extent(text);
+  if (extent.too_deep) corrupt(path, what, " nests deeper than ", detail::kMaxJsonDepth, " levels");
+  if (extent.end) {
+    const size_t pad = text.find_first_not_of(" \t\n\r", *extent.end);
+    if (pad != std::string::npos)
+      corrupt(path, what, " has the byte ", detail::excerpt(text.substr(pad, 1)), " at offset ", pad,
+              " after its JSON value (only whitespace may pad it)");
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& err) {
+    corrupt(path, what, " is not valid JSON (", detail::excerpt(err.what(), 160), ")");
+  }
+}
+
 // One tensor entry of a header, checked against the data size.
 struct Entry {
   std::string name;
@@ -81,64 +103,58 @@ struct Entry {
 };
 
 IntList parse_shape(const nlohmann::json& value, const std::string& path, const std::string& name) {
-  if (!value.is_array()) corrupt(path, "tensor '", name, "' has no \"shape\" list");
+  if (!value.is_array()) corrupt(path, "tensor ", detail::excerpt(name), " has no \"shape\" list");
   IntList shape;
   for (const auto& dim : value) {
     if (!dim.is_number_unsigned() || dim.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-      corrupt(path, "tensor '", name, "' has an invalid shape ", value.dump());
+      corrupt(path, "tensor ", detail::excerpt(name), " has an invalid shape: dimension ", detail::excerpt(dim.dump()));
     shape.push_back(dim.get<int64_t>());
   }
   return shape;
 }
 
 Entry parse_entry(const std::string& name, const nlohmann::json& info, const std::string& path, uint64_t data_bytes) {
-  if (!info.is_object()) corrupt(path, "the header entry of tensor '", name, "' is not an object");
+  if (!info.is_object()) corrupt(path, "the header entry of tensor ", detail::excerpt(name), " is not an object");
   auto dtype_it = info.find("dtype");
-  if (dtype_it == info.end() || !dtype_it->is_string()) corrupt(path, "tensor '", name, "' has no \"dtype\"");
+  if (dtype_it == info.end() || !dtype_it->is_string()) corrupt(path, "tensor ", detail::excerpt(name), " has no \"dtype\"");
   std::optional<DType> dtype = dtype_from_code(dtype_it->get<std::string>());
-  if (!dtype) corrupt(path, "tensor '", name, "' has unsupported dtype '", dtype_it->get<std::string>(), "'");
+  if (!dtype) corrupt(path, "tensor ", detail::excerpt(name), " has unsupported dtype ", detail::excerpt(dtype_it->get<std::string>()));
   auto shape_it = info.find("shape");
-  if (shape_it == info.end()) corrupt(path, "tensor '", name, "' has no \"shape\" list");
+  if (shape_it == info.end()) corrupt(path, "tensor ", detail::excerpt(name), " has no \"shape\" list");
   IntList shape = parse_shape(*shape_it, path, name);
   auto offsets_it = info.find("data_offsets");
   if (offsets_it == info.end() || !offsets_it->is_array() || offsets_it->size() != 2 ||
       !(*offsets_it)[0].is_number_unsigned() || !(*offsets_it)[1].is_number_unsigned())
-    corrupt(path, "tensor '", name, "' has no valid \"data_offsets\" pair");
+    corrupt(path, "tensor ", detail::excerpt(name), " has no valid \"data_offsets\" pair");
   const uint64_t begin = (*offsets_it)[0].get<uint64_t>(), end = (*offsets_it)[1].get<uint64_t>();
   if (begin > end || end > data_bytes)
-    corrupt(path, "tensor '", name, "' has data offsets [", begin, ", ", end, "] outside the ", data_bytes,
+    corrupt(path, "tensor ", detail::excerpt(name), " has data offsets [", begin, ", ", end, "] outside the ", data_bytes,
             " bytes of data (the file may be truncated)");
   // Byte count from the shape, without overflow.
   uint64_t expected = element_size(*dtype);
   for (int64_t dim : shape) {
     if (dim != 0 && expected > std::numeric_limits<uint64_t>::max() / static_cast<uint64_t>(dim))
-      corrupt(path, "tensor '", name, "' has a shape too large for its data");
+      corrupt(path, "tensor ", detail::excerpt(name), " has a shape too large for its data");
     expected *= static_cast<uint64_t>(dim);
   }
   if (expected != end - begin)
-    corrupt(path, "tensor '", name, "' of dtype ", dtype_code(*dtype), " and shape ", shape_it->dump(), " needs ",
+    corrupt(path, "tensor ", detail::excerpt(name), " of dtype ", dtype_code(*dtype), " and shape ", detail::excerpt(shape_it->dump()), " needs ",
             expected, " bytes but its data offsets span ", end - begin);
   return Entry{name, *dtype, std::move(shape), begin, end};
 }
 
-std::string io_error(const std::string& what, const std::string& path) {
-  return detail::cat(what, " '", path, "': ", std::strerror(errno));
-}
-
-// The parsed header of a file and the stream positioned at its data.
+// The parsed header of a file.
 struct Header {
   std::vector<Entry> entries;  // sorted by data offset
   std::map<std::string, std::string> metadata;
   uint64_t data_start = 0;
 };
 
-Header read_header(std::ifstream& in, const std::string& path) {
-  std::error_code ec;
-  const uint64_t file_bytes = std::filesystem::file_size(path, ec);
-  if (ec) corrupt(path, "cannot determine its size (", ec.message(), ")");
+Header read_header(const detail::CheckpointReader& file, const std::string& path) {
+  const uint64_t file_bytes = file.size();
   if (file_bytes < 8) corrupt(path, "the file has ", file_bytes, " bytes, fewer than the 8-byte header length");
   unsigned char length_bytes[8];
-  if (!in.read(reinterpret_cast<char*>(length_bytes), 8)) corrupt(path, "cannot read the header length");
+  if (!file.read_at(length_bytes, 8, 0)) corrupt(path, "cannot read the header length (the file is truncated)");
   uint64_t header_bytes = 0;
   for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length_bytes[i];
   if (header_bytes > kMaxHeaderBytes)
@@ -147,15 +163,9 @@ Header read_header(std::ifstream& in, const std::string& path) {
     corrupt(path, "the header length is ", header_bytes, " bytes but only ", file_bytes - 8,
             " bytes follow (the file is truncated)");
   std::string text(header_bytes, '\0');
-  if (!in.read(text.data(), static_cast<std::streamsize>(header_bytes))) corrupt(path, "cannot read the header");
+  if (!file.read_at(text.data(), header_bytes, 8)) corrupt(path, "cannot read the header (the file is truncated)");
   if (text.empty() || text.front() != '{') corrupt(path, "the header is not a JSON object");
-
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& err) {
-    corrupt(path, "the header is not valid JSON (", err.what(), ")");
-  }
+  const nlohmann::json json = parse_untrusted(text, path, "the header");
   if (!json.is_object()) corrupt(path, "the header is not a JSON object");
 
   Header header;
@@ -165,7 +175,7 @@ Header read_header(std::ifstream& in, const std::string& path) {
     if (name == "__metadata__") {
       if (!info.is_object()) corrupt(path, "\"__metadata__\" is not an object");
       for (const auto& [key, value] : info.items()) {
-        if (!value.is_string()) corrupt(path, "metadata entry '", key, "' is not a string");
+        if (!value.is_string()) corrupt(path, "metadata entry ", detail::excerpt(key), " is not a string");
         header.metadata[key] = value.get<std::string>();
       }
       continue;
@@ -177,7 +187,7 @@ Header read_header(std::ifstream& in, const std::string& path) {
   uint64_t expected_begin = 0;
   for (const Entry& entry : header.entries) {
     if (entry.begin != expected_begin)
-      corrupt(path, "tensor '", entry.name, "' starts at data offset ", entry.begin, ", expected ", expected_begin,
+      corrupt(path, "tensor ", detail::excerpt(entry.name), " starts at data offset ", entry.begin, ", expected ", expected_begin,
               " (tensors must cover the data without gaps or overlaps)");
     expected_begin = entry.end;
   }
@@ -190,33 +200,51 @@ std::set<std::string> complex128_names(const Header& header, const std::string& 
   std::set<std::string> names;
   auto found = header.metadata.find(kComplex128Key);
   if (found == header.metadata.end()) return names;
-  nlohmann::json list;
-  try {
-    list = nlohmann::json::parse(found->second);
-  } catch (const nlohmann::json::exception&) {
-    corrupt(path, "metadata entry '", kComplex128Key, "' is not a JSON list");
-  }
-  if (!list.is_array()) corrupt(path, "metadata entry '", kComplex128Key, "' is not a JSON list");
+  const std::string what = detail::cat("metadata entry '", kComplex128Key, "'");
+  const nlohmann::json list = parse_untrusted(found->second, path, what);
+  if (!list.is_array()) corrupt(path, what, " is not a JSON list");
   for (const auto& name : list) {
-    if (!name.is_string()) corrupt(path, "metadata entry '", kComplex128Key, "' lists a non-string");
+    if (!name.is_string()) corrupt(path, what, " lists a non-string");
     names.insert(name.get<std::string>());
   }
   return names;
 }
 
+// Runs `allocate` (a host tensor or a copy to the device) for tensor `name` of the file
+// `path`; running out of memory there is an OutOfMemoryError that names both.
+template <typename F>
+Tensor allocating(const std::string& path, const std::string& name, F&& allocate) {
+  try {
+    return allocate();
+  } catch (const OutOfMemoryError& err) {
+    detail::fail<OutOfMemoryError>("ember::load: '", path, "': not enough memory for tensor ", detail::excerpt(name), ": ",
+                                   err.what());
+  }
+}
+
+void check_utf8(const std::string& text, const char* what) {
+  EMBER_CHECK(detail::is_valid_utf8(text), ValueError, "ember::save: ", what, " ", detail::excerpt(text),
+              " is not valid UTF-8 (a safetensors header is JSON text)");
+}
+
 }  // namespace
 
 void save(const nn::StateDict& tensors, const std::string& path, const std::map<std::string, std::string>& metadata) {
+  EMBER_CHECK(metadata.count(kComplex128Key) == 0, ValueError, "ember::save: metadata key '", kComplex128Key,
+              "' is reserved");
+  for (const auto& [key, value] : metadata) {
+    check_utf8(key, "metadata key");
+    check_utf8(value, "metadata value");
+  }
   // Host copies first: nothing is written unless every tensor can be read.
   std::vector<Tensor> host;
   host.reserve(tensors.size());
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   nlohmann::json complex128 = nlohmann::json::array();
   for (const auto& [name, tensor] : tensors) {
-    EMBER_CHECK(tensor.defined(), ValueError, "ember::save: tensor '", name, "' is undefined");
+    EMBER_CHECK(tensor.defined(), ValueError, "ember::save: tensor ", detail::excerpt(name), " is undefined");
     EMBER_CHECK(name != "__metadata__", ValueError, "ember::save: '__metadata__' is reserved and cannot name a tensor");
-    EMBER_CHECK(metadata.count(kComplex128Key) == 0, ValueError, "ember::save: metadata key '", kComplex128Key,
-                "' is reserved");
+    check_utf8(name, "tensor name");
     Tensor t = tensor.is_cpu() ? tensor.contiguous() : tensor.to(Device(kCPU)).contiguous();
     if (t.dtype() == kComplex128) complex128.push_back(name);
     host.push_back(std::move(t));
@@ -238,38 +266,23 @@ void save(const nn::StateDict& tensors, const std::string& path, const std::map<
     header[name] = {{"dtype", dtype_code(t.dtype())}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string text = header.dump();
+  std::string text = header.dump();  // cannot throw: every string was checked above
   text.append((8 - text.size() % 8) % 8, ' ');
 
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    EMBER_CHECK(out.is_open(), ValueError, io_error("ember::save: cannot open", partial));
-    unsigned char length_bytes[8];
-    for (int b = 0; b < 8; ++b) length_bytes[b] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * b));
-    out.write(reinterpret_cast<const char*>(length_bytes), 8);
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const Tensor& t : host) {
-      if (t.nbytes() > 0) out.write(static_cast<const char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes()));
-    }
-    out.flush();
-    if (!out) {
-      std::string message = io_error("ember::save: cannot write", partial);
-      std::remove(partial.c_str());
-      detail::fail<ValueError>(message);
-    }
+  detail::AtomicFileWriter out(path, "ember::save");
+  unsigned char length_bytes[8];
+  for (int b = 0; b < 8; ++b) length_bytes[b] = static_cast<unsigned char>(uint64_t(text.size()) >> (8 * b));
+  out.write(length_bytes, 8);
+  out.write(text.data(), text.size());
+  for (const Tensor& t : host) {
+    if (t.nbytes() > 0) out.write(t.data_ptr(), t.nbytes());
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0) {
-    std::string message = io_error("ember::save: cannot rename the finished file to", path);
-    std::remove(partial.c_str());
-    detail::fail<ValueError>(message);
-  }
+  out.commit();
 }
 
 nn::StateDict load(const std::string& path, Device device) {
-  std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.is_open(), ValueError, io_error("ember::load: cannot open", path));
-  const Header header = read_header(in, path);
+  const detail::CheckpointReader file(path, "ember::load");
+  const Header header = read_header(file, path);
   const std::set<std::string> complex128 = complex128_names(header, path);
 
   std::vector<Tensor> host;
@@ -279,38 +292,39 @@ nn::StateDict load(const std::string& path, Device device) {
     IntList shape = entry.shape;
     if (complex128.count(entry.name)) {
       if (dtype != kFloat64 || shape.empty() || shape.back() != 2)
-        corrupt(path, "tensor '", entry.name, "' is marked complex128 but is not F64 with a trailing dimension of 2");
+        corrupt(path, "tensor ", detail::excerpt(entry.name),
+                " is marked complex128 but is not F64 with a trailing dimension of 2");
       dtype = kComplex128;
       shape.pop_back();
     }
-    Tensor t = detail::make_tensor(shape, dtype, Device(kCPU));
-    if (t.nbytes() > 0 && !in.read(static_cast<char*>(t.data_ptr()), static_cast<std::streamsize>(t.nbytes())))
-      corrupt(path, "cannot read the data of tensor '", entry.name, "' (the file is truncated)");
+    Tensor t = allocating(path, entry.name, [&] { return detail::make_tensor(shape, dtype, Device(kCPU)); });
+    if (t.nbytes() > 0 && !file.read_at(t.data_ptr(), t.nbytes(), header.data_start + entry.begin))
+      corrupt(path, "cannot read the data of tensor ", detail::excerpt(entry.name), " (the file is truncated)");
     if (dtype == kBool) {
       const auto* bytes = static_cast<const unsigned char*>(t.data_ptr());
       if (std::any_of(bytes, bytes + t.nbytes(), [](unsigned char b) { return b > 1; }))
-        corrupt(path, "BOOL tensor '", entry.name, "' holds bytes other than 0 and 1");
+        corrupt(path, "BOOL tensor ", detail::excerpt(entry.name), " holds bytes other than 0 and 1");
     }
     host.push_back(std::move(t));
   }
   for (const std::string& name : complex128) {
     bool present = std::any_of(header.entries.begin(), header.entries.end(),
                                [&](const Entry& e) { return e.name == name; });
-    if (!present) corrupt(path, "metadata entry '", kComplex128Key, "' names a missing tensor '", name, "'");
+    if (!present) corrupt(path, "metadata entry '", kComplex128Key, "' names a missing tensor ", detail::excerpt(name));
   }
 
   // Moving to the device last: a failure there also returns nothing.
   nn::StateDict out;
   for (size_t i = 0; i < host.size(); ++i) {
-    out.insert(header.entries[i].name, device.is_cpu() ? host[i] : host[i].to(device));
+    const std::string& name = header.entries[i].name;
+    out.insert(name, device.is_cpu() ? host[i] : allocating(path, name, [&] { return host[i].to(device); }));
   }
   return out;
 }
 
 std::map<std::string, std::string> load_metadata(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  EMBER_CHECK(in.is_open(), ValueError, io_error("ember::load_metadata: cannot open", path));
-  return read_header(in, path).metadata;
+  const detail::CheckpointReader file(path, "ember::load_metadata");
+  return read_header(file, path).metadata;
 }
 
 }  // namespace ember
