@@ -230,10 +230,12 @@ TEST(TCPStoreHostile, ConnectionsPastTheLimitAreToldSoAndClosed) {
   RawClient fourth(server.port());
   EXPECT_EQ(fourth.error_reply(), "TCPStore: the store serves at most 3 connections at once");
   EXPECT_TRUE(fourth.closed_by_server());
-  expect_honest_clients_work(honest.a, honest.b, "limit-after");
-  third.reset();  // a place is free again: a new client is served
-  honest.a.num_keys();  // a round trip: the server has seen the close, sent before it
   dist::TCPStore fifth("127.0.0.1", server.port(), std::nullopt, false, kHonestTimeout);
+  EXPECT_EQ(error_of<ember::DistributedError>([&] { fifth.num_keys(); }),
+            "TCPStore: the store serves at most 3 connections at once");
+  expect_honest_clients_work(honest.a, honest.b, "limit-after");
+  third.reset();  // a place is free again: the refused client connects again and is served
+  honest.a.num_keys();  // a round trip: the server has seen the close, sent before it
   EXPECT_EQ(fifth.get("limit-after/0"), "value 0");
 }
 
@@ -467,6 +469,16 @@ TEST(TCPStoreClient, ARankThatTimesOutLeavesItsOldConnectionAndRegistersOnTheNew
   }
   store.join();
   EXPECT_FALSE(found);
+}
+
+TEST(TCPStoreClient, AfterTheServerIsGoneCallsFailAtOnceWithoutConnectingAgain) {
+  ScriptedServer server;
+  dist::TCPStore client("127.0.0.1", server.port, std::nullopt, false, kHonestTimeout);
+  server.accept().close();  // the store's host closes (as when it exits)
+  EXPECT_NE(error_of<ember::DistributedError>([&] { client.num_keys(); }).find("lost the connection to the store"),
+            std::string::npos);
+  EXPECT_NE(error_of<ember::DistributedError>([&] { client.num_keys(); }).find("was closed earlier"),
+            std::string::npos);
 }
 
 // ---- item 6: huge timeouts and ADD's refusals -----------------------------------------------------

@@ -38,6 +38,8 @@ class TCPStore::Client {
   template <typename ReadReply>
   auto call(const std::string& request, std::chrono::milliseconds timeout, ReadReply&& read_reply) {
     std::lock_guard lock(mutex_);
+    EMBER_CHECK(socket_.valid() || may_reconnect_, DistributedError, "TCPStore: the connection to (", host_, ", ",
+                port_, ") was closed earlier");
     if (!socket_.valid()) reconnect(timeout);
     auto deadline = detail::deadline_after(timeout);
     auto recv = [&](void* out, size_t bytes) {
@@ -66,15 +68,21 @@ class TCPStore::Client {
   }
   void reconnect(std::chrono::milliseconds timeout) {
     socket_ = connect(timeout);
+    may_reconnect_ = false;
     if (rank_ < 0) return;
     std::string request;
     put_u8(request, static_cast<uint8_t>(Command::Register));
     put_i64(request, rank_);
     auto deadline = detail::deadline_after(timeout);
     char status = 0;
-    if (!detail::net::send_all(socket_.fd(), request.data(), request.size()) ||
-        !detail::net::recv_all(socket_.fd(), &status, 1, deadline) || status != 0) {
-      lost();
+    try {
+      if (!detail::net::send_all(socket_.fd(), request.data(), request.size()) ||
+          !detail::net::recv_all(socket_.fd(), &status, 1, deadline) || status != 0) {
+        lost();
+      }
+    } catch (const DistributedError&) {
+      if (socket_.valid()) abandon();  // timed out: its reply must not be read as the next one's
+      throw;
     }
   }
   template <typename Recv>
@@ -92,7 +100,10 @@ class TCPStore::Client {
     std::string message(std::min<uint32_t>(n, 1u << 16), '\0');
     if (!message.empty()) recv(message.data(), message.size());
     // kClosing: the server closes the connection; the next call connects again.
-    if (status == static_cast<uint8_t>(Status::kClosing) || n != message.size()) socket_.close();
+    if (status == static_cast<uint8_t>(Status::kClosing) || n != message.size()) {
+      socket_.close();
+      may_reconnect_ = true;
+    }
     detail::fail<DistributedError>(message);
   }
   /// Note [A timed-out connection is never read again]
@@ -102,7 +113,9 @@ class TCPStore::Client {
       (void)!::send(socket_.fd(), &leave, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     }
     socket_.close();
+    may_reconnect_ = true;
   }
+  /// The server is gone: later calls fail at once rather than wait to connect again.
   [[noreturn]] void lost() {
     socket_.close();
     detail::fail<DistributedError>("TCPStore: lost the connection to the store at (", host_, ", ", port_,
@@ -112,6 +125,9 @@ class TCPStore::Client {
   int port_;
   std::mutex mutex_;
   int rank_ = -1;
+  // The connection was closed by a timeout or by the server's kClosing reply, not lost:
+  // the next call connects again.
+  bool may_reconnect_ = false;
   detail::net::Socket socket_;
 };
 
