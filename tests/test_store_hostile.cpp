@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "distributed/deadline.h"
 #include "distributed/socket.h"
 #include "distributed/tcp_store_protocol.h"
 #include "distributed/tcp_store_server.h"
@@ -482,6 +483,17 @@ TEST(TCPStoreClient, AfterTheServerIsGoneCallsFailAtOnceWithoutConnectingAgain) 
 }
 
 // ---- item 6: huge timeouts and ADD's refusals -----------------------------------------------------
+
+TEST(Deadline, HugeTimeoutsSaturateInsteadOfOverflowing) {
+  using Clock = net::Clock;
+  const auto now = Clock::now();
+  EXPECT_EQ(ember::detail::deadline_after(std::chrono::milliseconds::max(), now), Clock::time_point::max());
+  EXPECT_EQ(ember::detail::deadline_after(std::chrono::hours(24 * 365 * 300), now), Clock::time_point::max());
+  EXPECT_EQ(ember::detail::deadline_after(1500ms, now), now + 1500ms);
+  EXPECT_EQ(ember::detail::deadline_after(-5ms, now), now);
+  EXPECT_EQ(ember::detail::saturating_add(std::chrono::milliseconds::max(), 5s), std::chrono::milliseconds::max());
+  EXPECT_EQ(ember::detail::saturating_add(1s, 5s), 6s);
+}
 
 TEST(TCPStoreClient, HugeTimeoutsSaturateInsteadOfFailingAtOnce) {
   dist::TCPStore master("127.0.0.1", 0, std::nullopt, true, kHonestTimeout);
