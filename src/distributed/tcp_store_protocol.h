@@ -2,10 +2,13 @@
 //
 // A request is one command byte followed by its arguments; strings are a u32 length and
 // the bytes, integers are i64, all in host byte order (the ranks of one job run one
-// build of ember). Every request gets exactly one reply, in order. A reply starts with a
-// status byte: kOk and the command's result, or kError / kClosing and a message string
-// (kClosing: the server closes the connection after it, because the request could not be
-// read to its end: unknown command, a size over the limits below, too many connections).
+// build of ember). Every request gets exactly one reply, in order, except that a WAIT or
+// DEPARTED that waits is answered when it ends, after the replies to requests sent behind
+// it (ember's client sends one request at a time, so it never sees this). A reply starts
+// with a status byte: kOk and the command's result, or kError / kClosing and a message
+// string (kClosing: the server closes the connection after it, because the request could
+// not be read to its end: unknown command, a size over the limits below, too many
+// connections).
 // The results:
 //   SET key value            -> nothing
 //   GET key                  -> u8 found, then value if found
