@@ -13,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "distributed/deadline.h"
 #include "ember/distributed.h"
 #include "ember/errors.h"
 
@@ -141,7 +142,7 @@ bool FileStore::delete_key(const std::string& key) {
 }
 
 void FileStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds wait_timeout) {
-  auto deadline = std::chrono::steady_clock::now() + wait_timeout;
+  auto deadline = detail::deadline_after(wait_timeout);
   auto backoff = std::chrono::microseconds(100);
   while (!check(keys)) {
     if (std::chrono::steady_clock::now() >= deadline) {

@@ -1,5 +1,9 @@
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <mutex>
 
+#include "distributed/deadline.h"
 #include "distributed/socket.h"
 #include "distributed/tcp_store_protocol.h"
 #include "distributed/tcp_store_server.h"
@@ -17,26 +21,101 @@ constexpr auto kReplyMargin = std::chrono::seconds(5);
 }  // namespace
 
 /// One connection to the server; requests are serialised (one in flight at a time).
+///
+/// Note [A timed-out connection is never read again]
+/// Replies carry no request id: the n-th reply on a connection answers its n-th request.
+/// When a call gives up waiting, its reply may still come, and the next call would read it
+/// as its own (an add returning the old count, a check true for a missing key). So a call
+/// that times out abandons the connection: it tells the server this connection is leaving
+/// (so that closing it is no departure of the rank), closes it, and the next call connects
+/// again and registers the rank again if one was registered.
 class TCPStore::Client {
  public:
   Client(const std::string& host, int port, std::chrono::milliseconds timeout)
-      : host_(host), port_(port), socket_(detail::net::connect_to(host, port, Clock::now() + timeout)) {}
+      : host_(host), port_(port), socket_(connect(timeout)) {}
 
-  /// Sends `request` and returns a reader over the reply, which `read_reply` consumes.
+  /// Sends `request` and reads the reply's status, then its result with `read_reply`.
   template <typename ReadReply>
   auto call(const std::string& request, std::chrono::milliseconds timeout, ReadReply&& read_reply) {
     std::lock_guard lock(mutex_);
-    EMBER_CHECK(socket_.valid(), DistributedError, "TCPStore: the connection to (", host_, ", ", port_,
-                ") was closed earlier");
+    EMBER_CHECK(socket_.valid() || may_reconnect_, DistributedError, "TCPStore: the connection to (", host_, ", ",
+                port_, ") was closed earlier");
+    if (!socket_.valid()) reconnect(timeout);
+    auto deadline = detail::deadline_after(timeout);
+    auto recv = [&](void* out, size_t bytes) {
+      bool received = false;
+      try {
+        received = detail::net::recv_all(socket_.fd(), out, bytes, deadline);
+      } catch (const DistributedError&) {
+        abandon();
+        throw;
+      }
+      if (!received) lost();
+    };
     if (!detail::net::send_all(socket_.fd(), request.data(), request.size())) lost();
-    auto deadline = Clock::now() + timeout;
-    return read_reply([&](void* out, size_t bytes) {
-      if (!detail::net::recv_all(socket_.fd(), out, bytes, deadline)) lost();
-    });
+    read_status(recv);
+    return read_reply(recv);
   }
   std::string local_address() const { return detail::net::local_address(socket_); }
+  void registered(int rank) {
+    std::lock_guard lock(mutex_);
+    rank_ = rank;
+  }
 
  private:
+  detail::net::Socket connect(std::chrono::milliseconds timeout) {
+    return detail::net::connect_to(host_, port_, detail::deadline_after(timeout));
+  }
+  void reconnect(std::chrono::milliseconds timeout) {
+    socket_ = connect(timeout);
+    may_reconnect_ = false;
+    if (rank_ < 0) return;
+    std::string request;
+    put_u8(request, static_cast<uint8_t>(Command::Register));
+    put_i64(request, rank_);
+    auto deadline = detail::deadline_after(timeout);
+    char status = 0;
+    try {
+      if (!detail::net::send_all(socket_.fd(), request.data(), request.size()) ||
+          !detail::net::recv_all(socket_.fd(), &status, 1, deadline) || status != 0) {
+        lost();
+      }
+    } catch (const DistributedError&) {
+      if (socket_.valid()) abandon();  // timed out: its reply must not be read as the next one's
+      throw;
+    }
+  }
+  template <typename Recv>
+  void read_status(Recv& recv) {
+    uint8_t status = 0;
+    recv(&status, 1);
+    if (status == static_cast<uint8_t>(Status::kOk)) return;
+    if (status != static_cast<uint8_t>(Status::kError) && status != static_cast<uint8_t>(Status::kClosing)) {
+      socket_.close();
+      detail::fail<DistributedError>("TCPStore: the store at (", host_, ", ", port_,
+                                     ") sent a reply ember cannot read (status byte ", static_cast<int>(status), ")");
+    }
+    uint32_t n = 0;
+    recv(&n, sizeof(n));
+    std::string message(std::min<uint32_t>(n, 1u << 16), '\0');
+    if (!message.empty()) recv(message.data(), message.size());
+    // kClosing: the server closes the connection; the next call connects again.
+    if (status == static_cast<uint8_t>(Status::kClosing) || n != message.size()) {
+      socket_.close();
+      may_reconnect_ = true;
+    }
+    detail::fail<DistributedError>(message);
+  }
+  /// Note [A timed-out connection is never read again]
+  void abandon() noexcept {
+    if (rank_ >= 0) {
+      char leave = static_cast<char>(Command::Leave);
+      (void)!::send(socket_.fd(), &leave, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+    socket_.close();
+    may_reconnect_ = true;
+  }
+  /// The server is gone: later calls fail at once rather than wait to connect again.
   [[noreturn]] void lost() {
     socket_.close();
     detail::fail<DistributedError>("TCPStore: lost the connection to the store at (", host_, ", ", port_,
@@ -45,6 +124,10 @@ class TCPStore::Client {
   std::string host_;
   int port_;
   std::mutex mutex_;
+  int rank_ = -1;
+  // The connection was closed by a timeout or by the server's kClosing reply, not lost:
+  // the next call connects again.
+  bool may_reconnect_ = false;
   detail::net::Socket socket_;
 };
 
@@ -69,6 +152,26 @@ std::string read_string(Recv& recv) {
   std::string s(n, '\0');
   if (n > 0) recv(s.data(), n);
   return s;
+}
+
+/// A key or value, refused here when the server would refuse it (Limits).
+void put_checked(std::string& request, const std::string& s, bool is_value) {
+  const Limits limits;
+  uint64_t limit = is_value ? limits.max_value_bytes : limits.max_key_bytes;
+  EMBER_CHECK(s.size() <= limit, ValueError, "TCPStore: a ", is_value ? "value" : "key", " of ", s.size(),
+              " bytes exceeds the store's limit of ", limit, " bytes");
+  put_string(request, s);
+}
+void put_key(std::string& request, const std::string& key) { put_checked(request, key, false); }
+
+void put_keys(std::string& request, const std::vector<std::string>& keys) {
+  const Limits limits;
+  EMBER_CHECK(static_cast<int64_t>(keys.size()) <= limits.max_keys, ValueError, "TCPStore: a request for ",
+              keys.size(), " keys exceeds the store's limit of ", limits.max_keys, " keys");
+  put_i64(request, static_cast<int64_t>(keys.size()));
+  for (const auto& k : keys) put_key(request, k);
+  EMBER_CHECK(request.size() <= limits.max_request_bytes, ValueError, "TCPStore: a request of ", request.size(),
+              " bytes exceeds the store's limit of ", limits.max_request_bytes, " bytes");
 }
 
 std::string keys_text(const std::vector<std::string>& keys) {
@@ -97,16 +200,16 @@ TCPStore::~TCPStore() = default;
 void TCPStore::set(const std::string& key, const std::string& value) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Set));
-  put_string(request, key);
-  put_string(request, value);
-  client_->call(request, timeout(), [](auto recv) { return read_u8(recv); });
+  put_key(request, key);
+  put_checked(request, value, /*is_value=*/true);
+  client_->call(request, timeout(), [](auto) { return 0; });
 }
 
 std::string TCPStore::get(const std::string& key) {
   wait({key});
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Get));
-  put_string(request, key);
+  put_key(request, key);
   auto [found, value] = client_->call(request, timeout(), [](auto recv) {
     bool found = read_u8(recv) != 0;
     return std::pair(found, found ? read_string(recv) : std::string());
@@ -118,7 +221,7 @@ std::string TCPStore::get(const std::string& key) {
 int64_t TCPStore::add(const std::string& key, int64_t amount) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Add));
-  put_string(request, key);
+  put_key(request, key);
   put_i64(request, amount);
   return client_->call(request, timeout(), [](auto recv) { return read_i64(recv); });
 }
@@ -126,15 +229,14 @@ int64_t TCPStore::add(const std::string& key, int64_t amount) {
 bool TCPStore::check(const std::vector<std::string>& keys) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Check));
-  put_i64(request, static_cast<int64_t>(keys.size()));
-  for (const auto& k : keys) put_string(request, k);
+  put_keys(request, keys);
   return client_->call(request, timeout(), [](auto recv) { return read_u8(recv) != 0; });
 }
 
 bool TCPStore::delete_key(const std::string& key) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Delete));
-  put_string(request, key);
+  put_key(request, key);
   return client_->call(request, timeout(), [](auto recv) { return read_u8(recv) != 0; });
 }
 
@@ -142,9 +244,8 @@ void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Wait));
   put_i64(request, wait_timeout.count());
-  put_i64(request, static_cast<int64_t>(keys.size()));
-  for (const auto& k : keys) put_string(request, k);
-  bool timed_out = client_->call(request, wait_timeout + kReplyMargin, [](auto recv) { return read_u8(recv) != 0; });
+  put_keys(request, keys);
+  bool timed_out = client_->call(request, detail::saturating_add(wait_timeout, kReplyMargin), [](auto recv) { return read_u8(recv) != 0; });
   EMBER_CHECK(!timed_out, DistributedError, "wait timeout after ", wait_timeout.count(), "ms, keys: ",
               keys_text(keys));
 }
@@ -161,14 +262,15 @@ void TCPStore::register_rank(int rank) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Register));
   put_i64(request, rank);
-  client_->call(request, timeout(), [](auto recv) { return read_u8(recv); });
+  client_->call(request, timeout(), [](auto) { return 0; });
+  client_->registered(rank);
 }
 
 std::vector<int> TCPStore::departed_ranks(std::chrono::milliseconds wait_timeout) {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Departed));
   put_i64(request, wait_timeout.count());
-  return client_->call(request, wait_timeout + kReplyMargin, [](auto recv) {
+  return client_->call(request, detail::saturating_add(wait_timeout, kReplyMargin), [](auto recv) {
     std::vector<int> ranks(static_cast<size_t>(read_i64(recv)));
     for (int& rank : ranks) rank = static_cast<int>(read_i64(recv));
     return ranks;
@@ -178,7 +280,8 @@ std::vector<int> TCPStore::departed_ranks(std::chrono::milliseconds wait_timeout
 void TCPStore::leave() {
   std::string request;
   put_u8(request, static_cast<uint8_t>(Command::Leave));
-  client_->call(request, timeout(), [](auto recv) { return read_u8(recv); });
+  client_->call(request, timeout(), [](auto) { return 0; });
+  client_->registered(-1);
 }
 
 }  // namespace ember::distributed

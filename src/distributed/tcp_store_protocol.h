@@ -2,26 +2,52 @@
 //
 // A request is one command byte followed by its arguments; strings are a u32 length and
 // the bytes, integers are i64, all in host byte order (the ranks of one job run one
-// build of ember). Every request gets exactly one reply, in order:
-//   SET key value            -> u8 0
+// build of ember). Every request gets exactly one reply, in order, except that a WAIT or
+// DEPARTED that waits is answered when it ends, after the replies to requests sent behind
+// it (ember's client sends one request at a time, so it never sees this). A reply starts
+// with a status byte: kOk and the command's result, or kError / kClosing and a message
+// string (kClosing: the server closes the connection after it, because the request could
+// not be read to its end: unknown command, a size over the limits below, too many
+// connections).
+// The results:
+//   SET key value            -> nothing
 //   GET key                  -> u8 found, then value if found
-//   ADD key amount           -> i64 new value
+//   ADD key amount           -> i64 new value (kError when not a number, or on overflow)
 //   CHECK n keys...          -> u8 all set
 //   DELETE key               -> u8 was set
 //   WAIT timeout_ms n keys.. -> u8 0 when all set, 1 when timeout_ms passed first
 //   NUM_KEYS                 -> i64
-//   REGISTER rank            -> u8 0    (the connection belongs to `rank`)
-//   LEAVE                    -> u8 0    (the rank leaves; its close is no departure)
+//   REGISTER rank            -> nothing (the connection belongs to `rank`)
+//   LEAVE                    -> nothing (the rank leaves; its close is no departure)
 //   DEPARTED timeout_ms      -> i64 n, n x i64 rank (waits for the first departure)
+// The parser of requests is tcp_store_parser.h; the server never trusts a length it reads.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 namespace ember::detail::store_protocol {
 
 enum class Command : uint8_t { Set = 1, Get, Add, Check, Delete, Wait, NumKeys, Register, Leave, Departed };
+enum class Status : uint8_t { kOk = 0, kError = 1, kClosing = 2 };
+
+/// What one client may ask of the server. A request over a limit is refused with a
+/// kClosing reply to that client alone; the client checks the same limits before sending.
+struct Limits {
+  uint32_t max_key_bytes = 1u << 20;       // 1 MiB
+  uint32_t max_value_bytes = 256u << 20;  // 256 MiB
+  /// Keys of one CHECK or WAIT.
+  int64_t max_keys = 1 << 20;
+  /// All of one request's bytes (a CHECK's keys together); at least a SET of the largest key and value.
+  uint64_t max_request_bytes = (256u << 20) + (1u << 20) + 64;
+  /// Unsent replies to one connection: a reply queued beyond it disconnects the client
+  /// (one that sends requests and does not read the replies). A reply to a connection with
+  /// nothing queued is always accepted, so a value of any allowed size can be read.
+  size_t max_pending_output = 16u << 20;
+  /// Connections served at once; one more is told so and closed.
+  size_t max_connections = 16384;
+};
 
 inline void put_u8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 inline void put_i64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
@@ -30,48 +56,6 @@ inline void put_string(std::string& out, const std::string& s) {
   out.append(reinterpret_cast<const char*>(&n), sizeof(n));
   out.append(s);
 }
-
-/// Reads from a buffer that may hold an incomplete request; ok() turns false on a short read.
-class Reader {
- public:
-  Reader(const char* data, size_t size) : data_(data), size_(size) {}
-  bool ok() const noexcept { return ok_; }
-  size_t consumed() const noexcept { return pos_; }
-  uint8_t u8() {
-    uint8_t v = 0;
-    take(&v, 1);
-    return v;
-  }
-  int64_t i64() {
-    int64_t v = 0;
-    take(&v, sizeof(v));
-    return v;
-  }
-  std::string string() {
-    uint32_t n = 0;
-    take(&n, sizeof(n));
-    if (!ok_ || size_ - pos_ < n) {
-      ok_ = false;
-      return {};
-    }
-    std::string s(data_ + pos_, n);
-    pos_ += n;
-    return s;
-  }
-
- private:
-  void take(void* out, size_t n) {
-    if (!ok_ || size_ - pos_ < n) {
-      ok_ = false;
-      return;
-    }
-    std::memcpy(out, data_ + pos_, n);
-    pos_ += n;
-  }
-  const char* data_;
-  size_t size_;
-  size_t pos_ = 0;
-  bool ok_ = true;
-};
+inline void put_status(std::string& out, Status status) { put_u8(out, static_cast<uint8_t>(status)); }
 
 }  // namespace ember::detail::store_protocol

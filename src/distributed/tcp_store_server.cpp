@@ -1,18 +1,20 @@
 #include "distributed/tcp_store_server.h"
 
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdlib>
+#include <cerrno>
 #include <map>
+#include <new>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "distributed/tcp_store_protocol.h"
+#include "distributed/tcp_store_parser.h"
+#include "distributed/tcp_store_state.h"
 #include "ember/errors.h"
 
 namespace ember::distributed {
@@ -22,183 +24,260 @@ using namespace detail::store_protocol;
 
 namespace {
 
-struct Client {
-  std::string input;
-  int rank = -1;
-  bool left = false;
+// How long a refused client has to read why before its connection is closed.
+constexpr auto kLinger = std::chrono::seconds(2);
+// How long the listener rests when no descriptor can be freed to accept a client.
+constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
+constexpr size_t kReadChunk = 64 * 1024;
+
+struct Connection {
+  explicit Connection(const Limits& limits) : parser(limits) {}
+  RequestParser parser;
+  std::string output;  // replies; output[sent..] is not sent yet
+  size_t sent = 0;
+  bool closing = false;  // refused: flush, shut down writing, discard input until EOF or close_by
+  bool doomed = false;   // closed after the current step (see Loop::close_doomed)
+  Clock::time_point close_by = Clock::time_point::max();
+  size_t pending() const noexcept { return output.size() - sent; }
 };
 
-struct KeyWaiter {
-  int fd;
-  std::vector<std::string> keys;
-  Clock::time_point deadline;
-};
+int open_reserve() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
 
-struct DepartureWaiter {
-  int fd;
-  Clock::time_point deadline;
-};
+/// Tells a client the server does not keep why, and closes it (nothing blocks: the reply
+/// is small and the socket new).
+void refuse(int fd, const std::string& message) noexcept {
+  try {
+    std::string frame = StoreState::error(Status::kClosing, message);
+    (void)!::send(fd, frame.data(), frame.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    ::shutdown(fd, SHUT_WR);
+    // Read what the client already sent, so that the close sends FIN, not a reset that
+    // could discard the reply before the client reads it.
+    char sink[4096];
+    while (::recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0) {
+    }
+  } catch (...) {
+  }
+  ::close(fd);
+}
 
 }  // namespace
 
-struct TCPStoreServer::State {
-  std::unordered_map<std::string, std::string> data;
-  std::map<int, Client> clients;  // by fd
-  std::vector<KeyWaiter> key_waiters;
-  std::vector<DepartureWaiter> departure_waiters;
-  std::vector<int> departed;
+class TCPStoreServer::Loop {
+ public:
+  explicit Loop(TCPStoreServer& server)
+      : server_(server), limits_(server.limits_), state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }),
+        reserve_(server.reserve_) {}
+  ~Loop() {
+    for (auto& [fd, connection] : connections_) ::close(fd);
+  }
+  Loop(const Loop&) = delete;
+  Loop& operator=(const Loop&) = delete;
 
-  bool has_all(const std::vector<std::string>& keys) const {
-    return std::all_of(keys.begin(), keys.end(), [&](const std::string& k) { return data.count(k) != 0; });
-  }
-  static void reply(int fd, const std::string& bytes) { detail::net::send_all(fd, bytes.data(), bytes.size()); }
-  static void reply_u8(int fd, uint8_t v) {
-    std::string out;
-    put_u8(out, v);
-    reply(fd, out);
-  }
-  void reply_departed(int fd) {
-    std::string out;
-    put_i64(out, static_cast<int64_t>(departed.size()));
-    for (int rank : departed) put_i64(out, rank);
-    reply(fd, out);
-  }
-  void wake_key_waiters() {
-    std::erase_if(key_waiters, [&](const KeyWaiter& w) {
-      if (!has_all(w.keys)) return false;
-      reply_u8(w.fd, 0);
-      return true;
-    });
-  }
-  void expire(Clock::time_point now) {
-    std::erase_if(key_waiters, [&](const KeyWaiter& w) {
-      if (w.deadline > now) return false;
-      reply_u8(w.fd, 1);
-      return true;
-    });
-    std::erase_if(departure_waiters, [&](const DepartureWaiter& w) {
-      if (w.deadline > now) return false;
-      reply_departed(w.fd);
-      return true;
-    });
-  }
-  Clock::time_point next_deadline() const {
-    auto next = Clock::time_point::max();
-    for (const auto& w : key_waiters) next = std::min(next, w.deadline);
-    for (const auto& w : departure_waiters) next = std::min(next, w.deadline);
-    return next;
-  }
-  void close_client(int fd) {
-    auto it = clients.find(fd);
-    if (it->second.rank >= 0 && !it->second.left) {
-      departed.push_back(it->second.rank);
-      for (const auto& w : departure_waiters) reply_departed(w.fd);
-      departure_waiters.clear();
-    }
-    std::erase_if(key_waiters, [&](const KeyWaiter& w) { return w.fd == fd; });
-    std::erase_if(departure_waiters, [&](const DepartureWaiter& w) { return w.fd == fd; });
-    clients.erase(it);
-    ::close(fd);
-  }
+  void run();
 
-  /// Handles one complete request at the front of `client.input`; false when incomplete.
-  bool handle_one(int fd, Client& client) {
-    Reader in(client.input.data(), client.input.size());
-    auto command = static_cast<Command>(in.u8());
-    std::string out;
-    bool deferred = false;
-    switch (command) {
-      case Command::Set: {
-        std::string key = in.string(), value = in.string();
-        if (!in.ok()) return false;
-        data[key] = std::move(value);
-        put_u8(out, 0);
-        break;
-      }
-      case Command::Get: {
-        std::string key = in.string();
-        if (!in.ok()) return false;
-        auto it = data.find(key);
-        put_u8(out, it != data.end());
-        if (it != data.end()) put_string(out, it->second);
-        break;
-      }
-      case Command::Add: {
-        std::string key = in.string();
-        int64_t amount = in.i64();
-        if (!in.ok()) return false;
-        auto it = data.find(key);
-        int64_t value = (it == data.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10)) + amount;
-        data[key] = std::to_string(value);
-        put_i64(out, value);
-        break;
-      }
-      case Command::Check:
-      case Command::Wait: {
-        int64_t timeout_ms = command == Command::Wait ? in.i64() : 0;
-        int64_t n = in.i64();
-        std::vector<std::string> keys;
-        for (int64_t i = 0; i < n && in.ok(); ++i) keys.push_back(in.string());
-        if (!in.ok()) return false;
-        bool ready = has_all(keys);
-        if (command == Command::Check || ready) {
-          put_u8(out, command == Command::Check ? ready : 0);
-        } else {
-          key_waiters.push_back({fd, std::move(keys), Clock::now() + std::chrono::milliseconds(timeout_ms)});
-          deferred = true;
-        }
-        break;
-      }
-      case Command::Delete: {
-        std::string key = in.string();
-        if (!in.ok()) return false;
-        put_u8(out, data.erase(key) != 0);
-        break;
-      }
-      case Command::NumKeys:
-        put_i64(out, static_cast<int64_t>(data.size()));
-        break;
-      case Command::Register: {
-        int64_t rank = in.i64();
-        if (!in.ok()) return false;
-        client.rank = static_cast<int>(rank);
-        put_u8(out, 0);
-        break;
-      }
-      case Command::Leave:
-        client.left = true;
-        put_u8(out, 0);
-        break;
-      case Command::Departed: {
-        int64_t timeout_ms = in.i64();
-        if (!in.ok()) return false;
-        if (departed.empty() && timeout_ms > 0) {
-          departure_waiters.push_back({fd, Clock::now() + std::chrono::milliseconds(timeout_ms)});
-          deferred = true;
-        } else {
-          std::string list;
-          put_i64(list, static_cast<int64_t>(departed.size()));
-          for (int rank : departed) put_i64(list, rank);
-          out = std::move(list);
-        }
-        break;
-      }
-      default:
-        if (!in.ok()) return false;
-        client.input.clear();  // not a client of ours: drop what it sent
-        return false;
-    }
-    if (!in.ok()) return false;
-    client.input.erase(0, in.consumed());
-    if (!deferred) reply(fd, out);
-    if (command == Command::Set || command == Command::Add) wake_key_waiters();
-    return true;
-  }
+ private:
+  void accept_clients(Clock::time_point now);
+  void read_from(int fd, Connection& c, std::vector<char>& buffer);
+  void queue(int fd, std::string bytes);
+  void flush(int fd, Connection& c);
+  void close_with(int fd, Connection& c, const std::string& message);
+  void close_doomed();
+  Clock::time_point next_deadline() const;
+
+  TCPStoreServer& server_;
+  const Limits& limits_;
+  StoreState state_;
+  std::map<int, Connection> connections_;  // by descriptor
+  int& reserve_;  // the server's (closed by its destructor)
+  Clock::time_point listener_rests_until_{};
 };
 
-TCPStoreServer::TCPStoreServer(int port)
-    : listener_(detail::net::listen_on(port)), port_(detail::net::local_port(listener_)), state_(std::make_unique<State>()) {
+void TCPStoreServer::Loop::run() {
+  std::vector<pollfd> fds;
+  std::vector<char> buffer(kReadChunk);
+  for (;;) {
+    auto now = Clock::now();
+    fds.clear();
+    fds.push_back({server_.wake_[0], POLLIN, 0});
+    fds.push_back({now >= listener_rests_until_ ? server_.listener_.fd() : -1, POLLIN, 0});  // -1: not polled
+    for (const auto& [fd, c] : connections_) {
+      fds.push_back({fd, static_cast<short>(POLLIN | (c.pending() > 0 ? POLLOUT : 0)), 0});
+    }
+    auto deadline = next_deadline();
+    int timeout = deadline == Clock::time_point::max() ? -1 : detail::net::poll_timeout_ms(deadline);
+    int rc = ::poll(fds.data(), fds.size(), timeout);
+    if (rc < 0 && errno != EINTR) return;
+    if (rc > 0 && fds[0].revents != 0) return;
+    if (rc > 0 && (fds[1].revents & POLLIN)) accept_clients(Clock::now());
+    for (size_t i = 2; rc > 0 && i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      auto it = connections_.find(fds[i].fd);
+      if (it == connections_.end() || it->second.doomed) continue;
+      if (fds[i].revents & POLLOUT) flush(it->first, it->second);
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !it->second.doomed) read_from(it->first, it->second, buffer);
+      close_doomed();
+    }
+    now = Clock::now();
+    state_.expire(now);
+    for (auto& [fd, c] : connections_) {
+      if (c.close_by <= now) c.doomed = true;
+    }
+    close_doomed();
+  }
+}
+
+Clock::time_point TCPStoreServer::Loop::next_deadline() const {
+  auto next = state_.next_deadline();
+  if (listener_rests_until_ > Clock::now()) next = std::min(next, listener_rests_until_);
+  for (const auto& [fd, c] : connections_) next = std::min(next, c.close_by);
+  return next;
+}
+
+void TCPStoreServer::Loop::accept_clients(Clock::time_point now) {
+  for (int accepted = 0; accepted < 64; ++accepted) {
+    int fd = ::accept4(server_.listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      int error = errno;
+      if (error == EINTR || error == ECONNABORTED) continue;
+      if (error == EAGAIN || error == EWOULDBLOCK) return;
+      if ((error == EMFILE || error == ENFILE) && reserve_ >= 0) {
+        // Free the reserve to take the client off the backlog and tell it why, then take
+        // the reserve back (Note [No client can stall the store]).
+        ::close(reserve_);
+        int client = ::accept4(server_.listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (client >= 0) {
+          refuse(client, "TCPStore: the store's host is out of file descriptors (too many open files); "
+                         "try again when fewer clients are connected");
+        }
+        reserve_ = open_reserve();
+        if (client >= 0) continue;
+      }
+      // Out of descriptors with none to free, or out of memory: rest, then try again.
+      listener_rests_until_ = now + kAcceptBackoff;
+      return;
+    }
+    if (connections_.size() >= limits_.max_connections) {
+      refuse(fd, detail::cat("TCPStore: the store serves at most ", limits_.max_connections, " connections at once"));
+      continue;
+    }
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    try {
+      connections_.emplace(fd, Connection(limits_));
+    } catch (const std::bad_alloc&) {
+      refuse(fd, "TCPStore: the store's host is out of memory");
+    }
+  }
+}
+
+void TCPStoreServer::Loop::read_from(int fd, Connection& c, std::vector<char>& buffer) {
+  ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  if (n <= 0) {
+    c.doomed = true;
+    return;
+  }
+  if (c.closing) return;  // refused: what it sends now is dropped
+  size_t size = static_cast<size_t>(n), pos = 0;
+  try {
+    while (pos < size && !c.doomed && !c.closing) {
+      size_t consumed = c.parser.feed(buffer.data() + pos, size - pos);
+      pos += consumed;
+      server_.bytes_parsed_.fetch_add(consumed, std::memory_order_relaxed);  // before any reply
+
+      if (c.parser.state() == RequestParser::State::kReady) {
+        state_.handle(fd, c.parser.take());
+      } else if (c.parser.state() == RequestParser::State::kError) {
+        close_with(fd, c, c.parser.error());
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    // The host is out of memory: this client's request fails, not the process.
+    close_with(fd, c, "TCPStore: the store's host is out of memory");
+  } catch (const std::exception& e) {
+    close_with(fd, c, detail::cat("TCPStore: the store failed to serve the request: ", e.what()));
+  }
+}
+
+void TCPStoreServer::Loop::queue(int fd, std::string bytes) {
+  auto it = connections_.find(fd);
+  if (it == connections_.end() || it->second.doomed || it->second.closing) return;
+  Connection& c = it->second;
+  if (c.pending() > 0 && c.pending() + bytes.size() > limits_.max_pending_output) {
+    c.doomed = true;  // it sends requests and does not read the replies
+    return;
+  }
+  if (c.pending() == 0) {
+    c.output = std::move(bytes);
+    c.sent = 0;
+  } else {
+    c.output += bytes;
+  }
+  flush(fd, c);
+}
+
+void TCPStoreServer::Loop::flush(int fd, Connection& c) {
+  while (c.pending() > 0) {
+    ssize_t n = ::send(fd, c.output.data() + c.sent, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      c.sent += static_cast<size_t>(n);
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      c.doomed = true;
+      return;
+    }
+  }
+  if (c.pending() == 0) {
+    std::string().swap(c.output);
+    c.sent = 0;
+    if (c.closing) ::shutdown(fd, SHUT_WR);
+  } else if (c.sent > (1u << 20) && c.sent > c.output.size() / 2) {
+    c.output.erase(0, c.sent);  // a client that reads as it pipelines: keep the buffer bounded
+    c.sent = 0;
+  }
+}
+
+void TCPStoreServer::Loop::close_with(int fd, Connection& c, const std::string& message) {
+  c.closing = true;
+  c.close_by = Clock::now() + kLinger;
+  std::string frame = StoreState::error(Status::kClosing, message);
+  if (c.pending() == 0) {
+    c.output = std::move(frame);
+    c.sent = 0;
+  } else {
+    c.output += frame;
+  }
+  flush(fd, c);
+}
+
+void TCPStoreServer::Loop::close_doomed() {
+  // Closing one connection can doom another (a departure replied to a waiter that does
+  // not read), so repeat until none is left.
+  for (bool again = true; again;) {
+    again = false;
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if (!it->second.doomed) {
+        ++it;
+        continue;
+      }
+      int fd = it->first;
+      it = connections_.erase(it);
+      ::close(fd);
+      state_.closed(fd);
+      again = true;
+    }
+  }
+}
+
+TCPStoreServer::TCPStoreServer(int port, const Limits& limits)
+    : limits_(limits), listener_(detail::net::listen_on(port)), port_(detail::net::local_port(listener_)) {
   EMBER_CHECK(::pipe2(wake_, O_CLOEXEC) == 0, DistributedError, "TCPStore server: pipe failed");
+  reserve_ = open_reserve();  // before any client can come (not when the thread starts)
+  int flags = ::fcntl(listener_.fd(), F_GETFL);
+  ::fcntl(listener_.fd(), F_SETFL, flags | O_NONBLOCK);
   thread_ = std::thread([this] { run(); });
 }
 
@@ -206,44 +285,18 @@ TCPStoreServer::~TCPStoreServer() {
   char byte = 0;
   (void)!::write(wake_[1], &byte, 1);
   thread_.join();
-  for (auto& [fd, client] : state_->clients) ::close(fd);
   ::close(wake_[0]);
   ::close(wake_[1]);
+  if (reserve_ >= 0) ::close(reserve_);
 }
 
 void TCPStoreServer::run() noexcept {
-  State& state = *state_;
-  std::vector<pollfd> fds;
-  std::vector<char> buffer(1 << 16);
-  for (;;) {
-    fds.clear();
-    fds.push_back({wake_[0], POLLIN, 0});
-    fds.push_back({listener_.fd(), POLLIN, 0});
-    for (const auto& [fd, client] : state.clients) fds.push_back({fd, POLLIN, 0});
-    auto deadline = state.next_deadline();
-    int timeout = deadline == Clock::time_point::max() ? -1 : detail::net::poll_timeout_ms(deadline);
-    int rc = ::poll(fds.data(), fds.size(), timeout);
-    if (rc < 0 && errno != EINTR) return;
-    if (fds[0].revents != 0) return;
-    if (fds[1].revents & POLLIN) {
-      int fd = ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd >= 0) state.clients.emplace(fd, Client{});
-    }
-    for (size_t i = 2; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) continue;
-      int fd = fds[i].fd;
-      ssize_t n = ::recv(fd, buffer.data(), buffer.size(), 0);
-      if (n <= 0) {
-        if (n < 0 && errno == EINTR) continue;
-        state.close_client(fd);
-        continue;
-      }
-      Client& client = state.clients.at(fd);
-      client.input.append(buffer.data(), static_cast<size_t>(n));
-      while (!client.input.empty() && state.handle_one(fd, client)) {
-      }
-    }
-    state.expire(Clock::now());
+  try {
+    Loop loop(*this);
+    loop.run();
+  } catch (...) {
+    // Only the loop's own bookkeeping can throw here (out of memory between clients):
+    // the server stops, its clients then see their connection closed.
   }
 }
 

@@ -1,15 +1,29 @@
 // The server behind TCPStore: one thread serving every client of a job.
 //
 // It is hosted by the master rank (PyTorch's TCPStore with is_master) or by ember-run
-// for the ranks it launches. Besides the key-value operations it keeps the ranks whose
-// connection closed without leaving, in order: a process that dies closes its sockets,
-// so survivors of a collective can learn which peer is gone (TCPStore::departed_ranks).
+// for the ranks it launches. The data and the waits are StoreState's
+// (tcp_store_state.h), the reading of requests the parser's (tcp_store_parser.h); this
+// is the I/O loop between them and the sockets.
+//
+// Note [No client can stall the store]
+// The loop never blocks on a client: sockets are non-blocking, each connection keeps its
+// unsent replies in its own buffer, flushed as the client reads. What one client can make
+// the server hold is bounded (Limits in tcp_store_protocol.h): a request over the sizes
+// is refused with a kClosing reply and the connection closed; a client whose unsent
+// replies pass max_pending_output is disconnected; connections past max_connections are
+// told so and closed. Out of descriptors (EMFILE/ENFILE), the server frees a descriptor
+// it keeps in reserve to accept the waiting client and tell it so, rather than leave it
+// in the backlog with the listener readable forever; when even that fails it stops
+// polling the listener for a moment, and accepts again once descriptors are free.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <thread>
 
 #include "distributed/socket.h"
+#include "distributed/tcp_store_protocol.h"
 
 namespace ember::distributed {
 
@@ -17,21 +31,26 @@ class TCPStoreServer {
  public:
   /// Serves on every IPv4 and IPv6 address at `port` (0: a free port; IPv4 alone where the
   /// host has no IPv6). DistributedError when the port is in use.
-  explicit TCPStoreServer(int port);
+  explicit TCPStoreServer(int port, const detail::store_protocol::Limits& limits = {});
   ~TCPStoreServer();
   TCPStoreServer(const TCPStoreServer&) = delete;
   TCPStoreServer& operator=(const TCPStoreServer&) = delete;
 
   int port() const noexcept { return port_; }
+  /// Bytes of requests examined by the parser, over the server's life: each byte received
+  /// once (Note [Parsing store requests incrementally]).
+  uint64_t bytes_parsed() const noexcept { return bytes_parsed_.load(std::memory_order_relaxed); }
 
  private:
-  struct State;
+  class Loop;
   void run() noexcept;
 
+  detail::store_protocol::Limits limits_;
   detail::net::Socket listener_;
   int port_;
   int wake_[2] = {-1, -1};
-  std::unique_ptr<State> state_;
+  int reserve_ = -1;  // a descriptor to free when out of them (Note [No client can stall the store])
+  std::atomic<uint64_t> bytes_parsed_{0};
   std::thread thread_;
 };
 
