@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <limits>
 #include <string>
 #include <thread>
@@ -249,7 +251,7 @@ TEST(TCPStoreHostile, ACheckTrickledInIsParsedOnce) {
   std::vector<std::string> keys;
   for (int i = 0; i < 2000; ++i) keys.push_back("key" + std::to_string(10000 + i));
   std::string check = keys_request(proto::Command::Check, keys);
-  uint64_t sent = 0;
+  uint64_t sent = 1;  // the honest client's probe: NUM_KEYS (Note [Which store the client talks to])
   for (size_t pos = 0; pos < check.size(); pos += 97) {
     trickler.send(check.substr(pos, 97));
     EXPECT_EQ(honest.num_keys(), 0);  // one byte each: NUM_KEYS
@@ -405,10 +407,29 @@ std::string add_request(const std::string& key, int64_t amount) {
 
 }  // namespace
 
+/// A client of `server` whose probe (Note [Which store the client talks to]) `first` answers
+/// as ember's server does.
+std::unique_ptr<dist::TCPStore> probed_client(ScriptedServer& server, std::chrono::milliseconds timeout,
+                                              net::Socket& first) {
+  std::thread answer([&] {
+    first = server.accept();
+    std::string probe = request(proto::Command::NumKeys);
+    if (ScriptedServer::read(first, probe.size()) != probe) return;
+    std::string ok;
+    proto::put_status(ok, proto::Status::kOk);
+    proto::put_i64(ok, 0);
+    net::send_all(first.fd(), ok.data(), ok.size());
+  });
+  auto client = std::make_unique<dist::TCPStore>("127.0.0.1", server.port, std::nullopt, false, timeout);
+  answer.join();
+  return client;
+}
+
 TEST(TCPStoreClient, AReplyThatComesAfterATimeoutIsNeverReadAsTheNextOne) {
   ScriptedServer server;
-  dist::TCPStore client("127.0.0.1", server.port, std::nullopt, false, 300ms);
-  net::Socket first = server.accept();
+  net::Socket first;
+  auto probed = probed_client(server, 300ms, first);
+  dist::TCPStore& client = *probed;
   ASSERT_TRUE(first.valid());
   // The first add is read and not answered in time.
   std::string message = error_of<ember::DistributedError>([&] { client.add("counter", 1); });
@@ -434,11 +455,13 @@ TEST(TCPStoreClient, AReplyThatComesAfterATimeoutIsNeverReadAsTheNextOne) {
 
 TEST(TCPStoreClient, ARankThatTimesOutLeavesItsOldConnectionAndRegistersOnTheNew) {
   ScriptedServer server;
-  dist::TCPStore client("127.0.0.1", server.port, std::nullopt, false, 300ms);
-  net::Socket first = server.accept();
+  net::Socket first;
+  auto probed = probed_client(server, 300ms, first);
+  dist::TCPStore& client = *probed;
   ASSERT_TRUE(first.valid());
   std::string register_rank = request(proto::Command::Register);
   proto::put_i64(register_rank, 1);
+  proto::put_string(register_rank, std::getenv("TORCHELASTIC_RUN_ID") ? std::getenv("TORCHELASTIC_RUN_ID") : "");
   std::thread answer([&] {
     if (ScriptedServer::read(first, register_rank.size()) != register_rank) return;
     std::string ok;
@@ -474,8 +497,10 @@ TEST(TCPStoreClient, ARankThatTimesOutLeavesItsOldConnectionAndRegistersOnTheNew
 
 TEST(TCPStoreClient, AfterTheServerIsGoneCallsFailAtOnceWithoutConnectingAgain) {
   ScriptedServer server;
-  dist::TCPStore client("127.0.0.1", server.port, std::nullopt, false, kHonestTimeout);
-  server.accept().close();  // the store's host closes (as when it exits)
+  net::Socket first;
+  auto probed = probed_client(server, kHonestTimeout, first);
+  dist::TCPStore& client = *probed;
+  first.close();  // the store's host closes (as when it exits)
   EXPECT_NE(error_of<ember::DistributedError>([&] { client.num_keys(); }).find("lost the connection to the store"),
             std::string::npos);
   EXPECT_NE(error_of<ember::DistributedError>([&] { client.num_keys(); }).find("was closed earlier"),

@@ -64,7 +64,8 @@ class Store {
 class TCPStoreServer;
 
 /// A store served over TCP by one process (the master) to every rank, as PyTorch's
-/// TCPStore. The master serves on `port` of every IPv4 and IPv6 address (port 0: a free
+/// TCPStore, over PyTorch's wire protocol too: a PyTorch rank joins ember's store, and an
+/// ember rank joins a store PyTorch serves (torchrun's agent). The master serves on `port` of every IPv4 and IPv6 address (port 0: a free
 /// port, see port()) and is a client of its own server; the others connect to host:port
 /// (a host name, an IPv4 or an IPv6 address such as "::1"), retrying until the timeout.
 class TCPStore final : public Store {
@@ -99,6 +100,9 @@ class TCPStore final : public Store {
   std::vector<int> departed_ranks(std::chrono::milliseconds timeout);
   /// Ends this client's membership cleanly (no departure is reported for it).
   void leave();
+  /// Whether departed_ranks() can name departed ranks: true against ember's server, false
+  /// against PyTorch's (torchrun's agent, a PyTorch rank 0), which keeps no such record.
+  bool tracks_departures() const noexcept;
 
  private:
   class Client;

@@ -112,7 +112,7 @@ void init_process_group(const std::string& backend, const InitOptions& options) 
   auto meeting = detail::distributed::rendezvous(options);
   detail::distributed::GroupSetup setup;
   setup.store = meeting.store;
-  setup.prefix = "default_pg/" + std::to_string(generation++) + "/";
+  setup.prefix = meeting.key_prefix + "default_pg/" + std::to_string(generation++) + "/";
   setup.rank = meeting.rank;
   setup.world_size = meeting.world_size;
   setup.timeout = options.timeout();

@@ -423,7 +423,7 @@ class GlooGroup final : public ProcessGroup {
   /// connections), as the start of a transport error's message.
   std::string describe_peers() {
     auto* tcp = dynamic_cast<ember::distributed::TCPStore*>(store_.get());
-    if (tcp == nullptr) return "";
+    if (tcp == nullptr || !tcp->tracks_departures()) return "";  // a PyTorch store keeps no record
     try {
       auto wait = std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(2));
       std::vector<int> gone = tcp->departed_ranks(wait);

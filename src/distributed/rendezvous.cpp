@@ -34,10 +34,17 @@ int env_int(const char* torch_name, const char* mpi_name) {
                    " expected, but not set");
 }
 
+/// The launcher (torchrun's agent, ember-run) serves the store: PyTorch's test is the
+/// string "True".
+bool agent_store() {
+  return (env("TORCHELASTIC_USE_AGENT_STORE") && std::string(env("TORCHELASTIC_USE_AGENT_STORE")) == "True") ||
+         (env("EMBER_USE_AGENT_STORE") && std::string(env("EMBER_USE_AGENT_STORE")) == "1");
+}
+
 std::shared_ptr<ember::distributed::Store> tcp_store(const std::string& host, int port, int rank, int world_size,
                                                      std::chrono::milliseconds timeout) {
-  bool agent_store = env("EMBER_USE_AGENT_STORE") && std::string(env("EMBER_USE_AGENT_STORE")) == "1";
-  auto store = std::make_shared<ember::distributed::TCPStore>(host, port, world_size, rank == 0 && !agent_store, timeout);
+  bool launcher_serves = agent_store();
+  auto store = std::make_shared<ember::distributed::TCPStore>(host, port, world_size, rank == 0 && !launcher_serves, timeout);
   store->register_rank(rank);
   return store;
 }
@@ -106,6 +113,9 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
     std::string host = env("MASTER_ADDR") ? env("MASTER_ADDR") : "127.0.0.1";
     if (!env("MASTER_PORT")) missing_env("MASTER_PORT");
     r.store = tcp_store(host, parse_int(env("MASTER_PORT"), "MASTER_PORT"), r.rank, r.world_size, timeout);
+    if (agent_store()) {
+      r.key_prefix = cat("/worker/attempt_", env("TORCHELASTIC_RESTART_COUNT") ? env("TORCHELASTIC_RESTART_COUNT") : "0", "/");
+    }
   } else if (method.rfind("tcp://", 0) == 0) {
     auto [host, port] = parse_tcp_url(method);
     r.store = tcp_store(host, port, r.rank, r.world_size, timeout);

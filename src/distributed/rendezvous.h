@@ -6,8 +6,10 @@
 // OMPI_COMM_WORLD_SIZE (a program started by mpirun, which then also gets LOCAL_RANK and
 // LOCAL_WORLD_SIZE from OpenMPI's local variables); MASTER_ADDR (default 127.0.0.1; a host
 // name, an IPv4 or an IPv6 address such as ::1) and MASTER_PORT. Rank 0 serves the TCPStore
-// unless EMBER_USE_AGENT_STORE=1: then ember-run serves it and every rank is a client
-// (torchrun's TORCHELASTIC_USE_AGENT_STORE).
+// unless the launcher serves it: torchrun's agent and ember-run say so with
+// TORCHELASTIC_USE_AGENT_STORE=True (EMBER_USE_AGENT_STORE=1 too); every rank is then a
+// client, and its keys are under "/worker/attempt_<TORCHELASTIC_RESTART_COUNT>/", as
+// PyTorch's workers put theirs, since the launcher's store outlives a restarted group.
 #pragma once
 
 #include <memory>
@@ -21,6 +23,8 @@ struct Rendezvous {
   int rank = -1;
   int world_size = -1;
   std::shared_ptr<ember::distributed::Store> store;
+  /// Put before the process group's keys (a launcher's store is shared by restarts).
+  std::string key_prefix;
 };
 
 /// Resolves the init method and connects to (or serves) the store. ValueError for a bad

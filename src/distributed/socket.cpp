@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -178,6 +179,37 @@ Socket listen_on(int port) {
                            error == EADDRINUSE ? "; is another process (or an earlier run) using the port?" : "");
   }
   return socket;
+}
+
+Socket listen_on(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  EMBER_CHECK(rc == 0, DistributedError, "The server socket cannot bind '", host, "': ", ::gai_strerror(rc));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> owner(found, ::freeaddrinfo);
+  int error = 0;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    Socket socket(::socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!socket.valid()) continue;
+    int one = 1;
+    ::setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    sockaddr_storage address{};
+    std::memcpy(&address, a->ai_addr, a->ai_addrlen);
+    if (a->ai_family == AF_INET6) {
+      reinterpret_cast<sockaddr_in6&>(address).sin6_port = htons(static_cast<uint16_t>(port));
+    } else {
+      reinterpret_cast<sockaddr_in&>(address).sin_port = htons(static_cast<uint16_t>(port));
+    }
+    if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&address), a->ai_addrlen) == 0 && ::listen(socket.fd(), 128) == 0) {
+      return socket;
+    }
+    error = errno;
+  }
+  fail<DistributedError>("The server socket has failed to listen on ", host_port(host, port), ": ", errno_text(error),
+                         error == EADDRINUSE ? "; is another process (or an earlier run) using the port?" : "");
 }
 
 int local_port(const Socket& socket) {

@@ -47,6 +47,9 @@ class Socket {
 /// socket that also accepts IPv4 clients, or an IPv4 one where the host has no IPv6.
 /// DistributedError naming the port and errno when it is in use.
 Socket listen_on(int port);
+/// A socket listening on the first address of `host` that can be bound at `port` (a
+/// one-node job's 127.0.0.1 binds loopback alone). DistributedError when none can.
+Socket listen_on(const std::string& host, int port);
 /// The port a bound socket listens on.
 int local_port(const Socket& socket);
 /// The local IP address of a connected socket ("127.0.0.1", "10.0.0.2", "::1",

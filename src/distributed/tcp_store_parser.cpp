@@ -23,6 +23,7 @@ size_t RequestParser::feed(const char* data, size_t size) {
 
 Request RequestParser::take() {
   Request out = std::move(request_);
+  out.dialect = dialect_;
   request_ = Request{};
   state_ = State::kNeedMore;
   have_command_ = false;
@@ -33,6 +34,7 @@ Request RequestParser::take() {
 void RequestParser::start_command(uint8_t byte) {
   using F = Field;
   static constexpr F kKeyValue[] = {F::kKey, F::kValue};
+  static constexpr F kKeyNumberKey[] = {F::kNumber, F::kKey};
   static constexpr F kKey[] = {F::kKey};
   static constexpr F kKeyNumber[] = {F::kKey, F::kNumber};
   static constexpr F kCountKeys[] = {F::kCount, F::kKeys};
@@ -42,6 +44,28 @@ void RequestParser::start_command(uint8_t byte) {
     fields_ = fields;
     field_count_ = count;
   };
+  if (!dialect_known_ && byte <= torch2::kPing) {
+    dialect_known_ = true;
+    dialect_ = Dialect::kTorch1;
+    if (byte == 0) {  // 1.13's SET or 2.x's VALIDATE: the next 4 bytes tell
+      static constexpr F kProbe[] = {F::kProbe};
+      use(kProbe, 1);
+      have_command_ = true;
+      field_ = 0;
+      return;
+    }
+  }
+  dialect_known_ = true;
+  if (dialect_ != Dialect::kEmber) {
+    if (!start_torch_command(byte)) {
+      return fail(cat("TCPStore: unknown query byte ", static_cast<int>(byte), " from a PyTorch ",
+                      dialect_ == Dialect::kTorch1 ? "1.x" : "2.x", " client"));
+    }
+    have_command_ = true;
+    field_ = 0;
+    if (field_count_ == 0) state_ = State::kReady;
+    return;
+  }
   request_.command = static_cast<Command>(byte);
   switch (request_.command) {
     case Command::Set: use(kKeyValue, 2); break;
@@ -52,7 +76,7 @@ void RequestParser::start_command(uint8_t byte) {
     case Command::Wait: use(kNumberCountKeys, 3); break;
     case Command::NumKeys:
     case Command::Leave: use(nullptr, 0); break;
-    case Command::Register:
+    case Command::Register: use(kKeyNumberKey, 2); break;
     case Command::Departed: use(kNumber, 1); break;
     default:
       return fail(cat("TCPStore: unknown command byte ", static_cast<int>(byte),
@@ -61,6 +85,60 @@ void RequestParser::start_command(uint8_t byte) {
   have_command_ = true;
   field_ = 0;
   if (field_count_ == 0) state_ = State::kReady;
+}
+
+/// PyTorch's queries (Note [Store dialects]); false for a byte the dialect has no query for.
+bool RequestParser::start_torch_command(uint8_t byte) {
+  using F = Field;
+  static constexpr F kKeyValue[] = {F::kKey, F::kValue};
+  static constexpr F kKeyValueDesired[] = {F::kKey, F::kValue, F::kDesired};
+  static constexpr F kKey[] = {F::kKey};
+  static constexpr F kKeyNumber[] = {F::kKey, F::kNumber};
+  static constexpr F kCountKeys[] = {F::kCount, F::kKeys};
+  static constexpr F kU32[] = {F::kU32};
+  auto use = [&](Command command, const F* fields, size_t count) {
+    request_.command = command;
+    fields_ = fields;
+    field_count_ = count;
+    return true;
+  };
+  // 1.13's bytes are 2.x's less one, up to DELETE; 1.13's WATCH_KEY (a callback
+  // connection PyTorch's own client opens for watch_key) is not served.
+  if (dialect_ == Dialect::kTorch1) {
+    if (byte == torch1::kWatchKey || byte > torch1::kDelete) return false;
+    byte = static_cast<uint8_t>(byte + 1);
+  }
+  switch (byte) {
+    case torch2::kSet: return use(Command::Set, kKeyValue, 2);
+    case torch2::kCompareSet: return use(Command::CompareSet, kKeyValueDesired, 3);
+    case torch2::kGet: return use(Command::Get, kKey, 1);
+    case torch2::kAdd: return use(Command::Add, kKeyNumber, 2);
+    case torch2::kCheck: return use(Command::Check, kCountKeys, 2);
+    case torch2::kWait: return use(Command::Wait, kCountKeys, 2);
+    case torch2::kNumKeys: return use(Command::NumKeys, nullptr, 0);
+    case torch2::kDelete: return use(Command::Delete, kKey, 1);
+    case torch2::kAppend: return use(Command::Append, kKeyValue, 2);
+    case torch2::kCancelWait: return use(Command::CancelWait, nullptr, 0);
+    case torch2::kPing: return use(Command::Ping, kU32, 1);
+    default: return false;  // VALIDATE after the first request, MULTI_GET, MULTI_SET
+  }
+}
+
+/// The 4 bytes after a first byte 0: 2.x's validation number, else the low half of a
+/// 1.13 SET's key length (Note [Store dialects]).
+void RequestParser::probe_done() {
+  uint32_t word = 0;
+  std::memcpy(&word, scratch_, sizeof(word));
+  if (word == kTorchValidationMagic) {
+    dialect_ = Dialect::kTorch2;
+    request_.command = Command::Validate;
+    scratch_have_ = 0;
+    state_ = State::kReady;
+    return;
+  }
+  start_torch_command(torch1::kSet);
+  field_ = 0;
+  scratch_have_ = 4;  // the key length's first 4 bytes are read
 }
 
 bool RequestParser::fill(const char* data, size_t size, size_t& pos, size_t bytes) {
@@ -76,6 +154,15 @@ bool RequestParser::fill(const char* data, size_t size, size_t& pos, size_t byte
 
 void RequestParser::parse_field(const char* data, size_t size, size_t& pos) {
   Field field = fields_[field_];
+  if (field == Field::kProbe || field == Field::kU32) {
+    // fill() leaves the bytes in scratch_ and resets its count; probe_done() may take them back.
+    if (!fill(data, size, pos, sizeof(uint32_t))) return;
+    if (field == Field::kProbe) return probe_done();
+    uint32_t v = 0;
+    std::memcpy(&v, scratch_, sizeof(v));
+    request_.number = v;
+    return next_field();
+  }
   if (field == Field::kNumber || field == Field::kCount) {
     if (!fill(data, size, pos, sizeof(int64_t))) return;
     int64_t v = 0;
@@ -94,6 +181,12 @@ void RequestParser::parse_field(const char* data, size_t size, size_t& pos) {
     return next_field();
   }
   if (!in_string_) {
+    if (dialect_ != Dialect::kEmber) {
+      if (!fill(data, size, pos, sizeof(uint64_t))) return;
+      uint64_t length = 0;
+      std::memcpy(&length, scratch_, sizeof(length));
+      return start_string(length);
+    }
     if (!fill(data, size, pos, sizeof(uint32_t))) return;
     uint32_t length = 0;
     std::memcpy(&length, scratch_, sizeof(length));
@@ -110,8 +203,8 @@ void RequestParser::parse_field(const char* data, size_t size, size_t& pos) {
   }
 }
 
-void RequestParser::start_string(uint32_t length) {
-  bool is_value = fields_[field_] == Field::kValue;
+void RequestParser::start_string(uint64_t length) {
+  bool is_value = fields_[field_] == Field::kValue || fields_[field_] == Field::kDesired;
   uint64_t limit = is_value ? limits_.max_value_bytes : limits_.max_key_bytes;
   if (length > limit) {
     return fail(cat("TCPStore: a ", is_value ? "value" : "key", " of ", length, " bytes exceeds the store's limit of ",
@@ -122,8 +215,10 @@ void RequestParser::start_string(uint32_t length) {
                     " bytes exceeds the store's limit"));
   }
   // Nothing is reserved for the announced length: the buffer grows only as bytes arrive.
-  string_ = is_value ? &request_.value : &request_.keys.emplace_back();
-  string_left_ = length;
+  string_ = fields_[field_] == Field::kDesired ? &request_.desired
+            : is_value                          ? &request_.value
+                                                : &request_.keys.emplace_back();
+  string_left_ = static_cast<uint32_t>(length);
   in_string_ = length > 0;
   if (length == 0) next_field();
 }

@@ -8,6 +8,8 @@
 // checked against the Limits when it is read, before anything is buffered for it, so an
 // announced 4 GiB key is refused after its 5 bytes of header. The parser knows nothing of
 // sockets: the I/O loop (tcp_store_server.cpp) and the fuzz test drive it alike.
+// The connection's first bytes choose its dialect (Note [Store dialects]); ember's and
+// PyTorch's requests become the same Request, and the dialect then stays.
 #pragma once
 
 #include <cstdint>
@@ -21,9 +23,11 @@ namespace ember::detail::store_protocol {
 /// One parsed request; which fields it uses depends on the command (see the protocol).
 struct Request {
   Command command{};
-  std::vector<std::string> keys;  // SET, GET, ADD, DELETE: one; CHECK, WAIT: n
-  std::string value;              // SET
-  int64_t number = 0;             // ADD amount, WAIT and DEPARTED timeout_ms, REGISTER rank
+  std::vector<std::string> keys;  // SET, GET, ADD, DELETE, REGISTER (the run id): one; CHECK, WAIT: n
+  std::string value;              // SET, APPEND; COMPARE_SET's expected value
+  int64_t number = 0;             // ADD amount, WAIT and DEPARTED timeout_ms, REGISTER rank, PING nonce
+  std::string desired;            // COMPARE_SET's new value
+  Dialect dialect = Dialect::kEmber;  // how the reply is written
 };
 
 class RequestParser {
@@ -42,14 +46,18 @@ class RequestParser {
   const std::string& error() const noexcept { return error_; }
   /// Every byte fed and examined, over the parser's life.
   uint64_t bytes_parsed() const noexcept { return bytes_parsed_; }
+  /// The connection's dialect, once its first bytes are read (kEmber before).
+  Dialect dialect() const noexcept { return dialect_; }
 
  private:
-  enum class Field : uint8_t { kNumber, kCount, kKey, kKeys, kValue };
+  enum class Field : uint8_t { kNumber, kCount, kKey, kKeys, kValue, kDesired, kU32, kProbe };
   /// Reads into scratch_ until it holds `bytes`; true when it does.
   bool fill(const char* data, size_t size, size_t& pos, size_t bytes);
   void start_command(uint8_t byte);
+  bool start_torch_command(uint8_t byte);
+  void probe_done();
   void parse_field(const char* data, size_t size, size_t& pos);
-  void start_string(uint32_t length);
+  void start_string(uint64_t length);
   void next_field();
   void fail(std::string message);
 
@@ -58,6 +66,8 @@ class RequestParser {
   std::string error_;
   Request request_;
   bool have_command_ = false;
+  bool dialect_known_ = false;
+  Dialect dialect_ = Dialect::kEmber;
   const Field* fields_ = nullptr;  // the command's fields, in order
   size_t field_count_ = 0;
   size_t field_ = 0;

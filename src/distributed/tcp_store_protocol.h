@@ -17,10 +17,26 @@
 //   DELETE key               -> u8 was set
 //   WAIT timeout_ms n keys.. -> u8 0 when all set, 1 when timeout_ms passed first
 //   NUM_KEYS                 -> i64
-//   REGISTER rank            -> nothing (the connection belongs to `rank`)
+//   REGISTER rank run_id     -> nothing (the connection belongs to `rank`); kError when the
+//                               server was given a run id and `run_id` is another
 //   LEAVE                    -> nothing (the rank leaves; its close is no departure)
 //   DEPARTED timeout_ms      -> i64 n, n x i64 rank (waits for the first departure)
 // The parser of requests is tcp_store_parser.h; the server never trusts a length it reads.
+//
+// Note [Store dialects]
+// The server also speaks PyTorch's TCPStore protocol, so that PyTorch ranks join a store
+// that ember serves (ember-run, an ember rank 0), and ember's client speaks it to join a
+// store that torchrun's agent or a PyTorch rank serves. PyTorch's requests are one query
+// byte and its arguments, strings as a u64 length and the bytes, integers i64, host byte
+// order; there is no status byte: a request the server cannot serve closes the connection.
+// PyTorch 2.x opens every connection with VALIDATE (query 0, then the u32 0x3C85F7CE) and
+// numbers its queries from VALIDATE = 0; PyTorch 1.13 sends no VALIDATE and numbers them
+// from SET = 0. The server tells the three apart by a connection's first bytes: ember's
+// command bytes are 0x51 and up, disjoint from PyTorch's (0-16); a 0 followed by the magic
+// number is 2.x, any other PyTorch byte is 1.13 (a 1.13 SET whose key length begins with
+// the magic number would announce a key of over 1 GiB, past the key limit). Replies follow
+// the connection's dialect (tcp_store_state.cpp). The client's side is tcp_store.cpp's
+// Note [Which store the client talks to].
 #pragma once
 
 #include <cstddef>
@@ -29,7 +45,23 @@
 
 namespace ember::detail::store_protocol {
 
-enum class Command : uint8_t { Set = 1, Get, Add, Check, Delete, Wait, NumKeys, Register, Leave, Departed };
+enum class Command : uint8_t {
+  Set = 0x51, Get, Add, Check, Delete, Wait, NumKeys, Register, Leave, Departed,
+  // PyTorch's queries that ember's protocol has no byte for (PyTorch dialects only).
+  CompareSet = 0x70, Append, CancelWait, Ping, Validate,
+};
+/// Which protocol a connection speaks (Note [Store dialects]).
+enum class Dialect : uint8_t { kEmber, kTorch1, kTorch2 };
+
+/// PyTorch's query bytes: 1.13's (SET = 0) and 2.x's (VALIDATE = 0, SET = 1, ...).
+namespace torch1 {
+enum : uint8_t { kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kNumKeys, kWatchKey, kDelete };
+}
+namespace torch2 {
+enum : uint8_t { kValidate, kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kNumKeys, kDelete, kAppend, kMultiGet,
+                 kMultiSet, kCancelWait, kPing };
+}
+constexpr uint32_t kTorchValidationMagic = 0x3C85F7CE;
 enum class Status : uint8_t { kOk = 0, kError = 1, kClosing = 2 };
 
 /// What one client may ask of the server. A request over a limit is refused with a
@@ -51,6 +83,13 @@ struct Limits {
 
 inline void put_u8(std::string& out, uint8_t v) { out.push_back(static_cast<char>(v)); }
 inline void put_i64(std::string& out, int64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+inline void put_u32(std::string& out, uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+inline void put_u64(std::string& out, uint64_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof(v)); }
+/// A string as PyTorch sends it: u64 length, bytes.
+inline void put_torch_string(std::string& out, const std::string& s) {
+  put_u64(out, s.size());
+  out.append(s);
+}
 inline void put_string(std::string& out, const std::string& s) {
   uint32_t n = static_cast<uint32_t>(s.size());
   out.append(reinterpret_cast<const char*>(&n), sizeof(n));

@@ -65,7 +65,7 @@ void refuse(int fd, const std::string& message) noexcept {
 class TCPStoreServer::Loop {
  public:
   explicit Loop(TCPStoreServer& server)
-      : server_(server), limits_(server.limits_), state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }),
+      : server_(server), limits_(server.limits_), state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }, server.run_id_),
         reserve_(server.reserve_) {}
   ~Loop() {
     for (auto& [fd, connection] : connections_) ::close(fd);
@@ -194,6 +194,8 @@ void TCPStoreServer::Loop::read_from(int fd, Connection& c, std::vector<char>& b
   } catch (const std::bad_alloc&) {
     // The host is out of memory: this client's request fails, not the process.
     close_with(fd, c, "TCPStore: the store's host is out of memory");
+  } catch (const DistributedError& e) {
+    close_with(fd, c, e.what());  // a PyTorch request the store cannot serve
   } catch (const std::exception& e) {
     close_with(fd, c, detail::cat("TCPStore: the store failed to serve the request: ", e.what()));
   }
@@ -243,7 +245,9 @@ void TCPStoreServer::Loop::flush(int fd, Connection& c) {
 void TCPStoreServer::Loop::close_with(int fd, Connection& c, const std::string& message) {
   c.closing = true;
   c.close_by = Clock::now() + kLinger;
-  std::string frame = StoreState::error(Status::kClosing, message);
+  // PyTorch's protocol has no error reply: its client sees the connection close, after
+  // the replies already queued (Note [Store dialects]).
+  std::string frame = c.parser.dialect() == Dialect::kEmber ? StoreState::error(Status::kClosing, message) : "";
   if (c.pending() == 0) {
     c.output = std::move(frame);
     c.sent = 0;
@@ -272,8 +276,10 @@ void TCPStoreServer::Loop::close_doomed() {
   }
 }
 
-TCPStoreServer::TCPStoreServer(int port, const Limits& limits)
-    : limits_(limits), listener_(detail::net::listen_on(port)), port_(detail::net::local_port(listener_)) {
+TCPStoreServer::TCPStoreServer(int port, const Limits& limits, const std::string& bind_host, std::string run_id)
+    : limits_(limits), run_id_(std::move(run_id)),
+      listener_(bind_host.empty() ? detail::net::listen_on(port) : detail::net::listen_on(bind_host, port)),
+      port_(detail::net::local_port(listener_)) {
   EMBER_CHECK(::pipe2(wake_, O_CLOEXEC) == 0, DistributedError, "TCPStore server: pipe failed");
   reserve_ = open_reserve();  // before any client can come (not when the thread starts)
   int flags = ::fcntl(listener_.fd(), F_GETFL);

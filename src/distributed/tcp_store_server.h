@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "distributed/socket.h"
@@ -30,8 +31,11 @@ namespace ember::distributed {
 class TCPStoreServer {
  public:
   /// Serves on every IPv4 and IPv6 address at `port` (0: a free port; IPv4 alone where the
-  /// host has no IPv6). DistributedError when the port is in use.
-  explicit TCPStoreServer(int port, const detail::store_protocol::Limits& limits = {});
+  /// host has no IPv6), or on `bind_host` alone when given (ember-run binds the job's
+  /// address: loopback for a one-node job). `run_id`: see Note [Ranks prove their job].
+  /// DistributedError when the port is in use.
+  explicit TCPStoreServer(int port, const detail::store_protocol::Limits& limits = {}, const std::string& bind_host = "",
+                          std::string run_id = "");
   ~TCPStoreServer();
   TCPStoreServer(const TCPStoreServer&) = delete;
   TCPStoreServer& operator=(const TCPStoreServer&) = delete;
@@ -46,6 +50,7 @@ class TCPStoreServer {
   void run() noexcept;
 
   detail::store_protocol::Limits limits_;
+  std::string run_id_;
   detail::net::Socket listener_;
   int port_;
   int wake_[2] = {-1, -1};

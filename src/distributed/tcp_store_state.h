@@ -6,6 +6,16 @@
 // closed without leaving, in order: a process that dies closes its sockets, so survivors
 // of a collective can learn which peer is gone (TCPStore::departed_ranks). The callback
 // must not call back into StoreState (the server defers closing a connection to after).
+//
+// Note [Ranks prove their job]
+// A departed rank is blamed in the survivors' errors, so only a connection that proves it
+// belongs to the job may register as a rank: a server given a run id (ember-run's, passed
+// to its ranks as TORCHELASTIC_RUN_ID) refuses a REGISTER that does not carry it, and that
+// connection is never counted as a rank. The run id is a bearer secret against clients
+// that do not have it (other users' processes that reach the port), not against the job's
+// own processes; the store's data itself is open to any client, as PyTorch's is
+// (PyTorch's protocol has no authentication): keep a multi-node job's store port on a
+// private network.
 #pragma once
 
 #include <functional>
@@ -21,9 +31,12 @@ namespace ember::distributed {
 class StoreState {
  public:
   using Send = std::function<void(int connection, std::string bytes)>;
-  explicit StoreState(Send send) : send_(std::move(send)) {}
+  /// `run_id`: when not empty, a REGISTER must carry it to count as a rank (Note [Ranks prove their job]).
+  explicit StoreState(Send send, std::string run_id = "") : send_(std::move(send)), run_id_(std::move(run_id)) {}
 
-  /// Answers `request` from `connection`, now or when what it waits for happens.
+  /// Answers `request` from `connection`, now or when what it waits for happens. A request
+  /// in a PyTorch dialect that cannot be served throws DistributedError: PyTorch's protocol
+  /// has no error reply, the server closes the connection (as PyTorch's does).
   void handle(int connection, detail::store_protocol::Request request);
   /// Forgets `connection`; a rank that closed without leaving has departed.
   void closed(int connection);
@@ -43,6 +56,7 @@ class StoreState {
   };
   struct KeyWaiter {
     int connection;
+    detail::store_protocol::Dialect dialect;
     std::vector<std::string> keys;
     detail::net::Clock::time_point deadline;
   };
@@ -52,10 +66,13 @@ class StoreState {
   };
   bool has_all(const std::vector<std::string>& keys) const;
   std::string add(const std::string& key, int64_t amount);
+  void handle_torch(int connection, detail::store_protocol::Request& request);
+  void wait_done(const KeyWaiter& waiter, bool timed_out);
   std::string departed_reply() const;
   void wake_key_waiters();
 
   Send send_;
+  std::string run_id_;
   std::unordered_map<std::string, std::string> data_;
   std::unordered_map<int, Member> members_;
   std::vector<KeyWaiter> key_waiters_;
