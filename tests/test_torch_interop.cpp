@@ -1,0 +1,123 @@
+// ember beside PyTorch (issue 28, items 7 and 11): ember ranks under torchrun, whose agent
+// serves the store in PyTorch's protocol, and PyTorch ranks under ember-run, whose store
+// then speaks it (Note [Store dialects]); ember-run's store binds the job's address and
+// counts as ranks only the clients that give the job's run id (Note [Ranks prove their job]).
+//
+// The PyTorch side is Debian's python3-torch (1.13) at /usr/bin/python3; the tests that
+// need it are skipped, saying so, when it is absent. torchrun is started through
+// tests/distributed/torchrun.py, which says why.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+
+#include "distributed/tcp_store_server.h"
+#include "ember/ember.h"
+#include "launch_test_util.h"
+
+namespace dist = ember::distributed;
+
+namespace {
+
+std::string scripts() { return EMBER_TORCH_SCRIPTS_DIR; }
+
+bool have_torch() {
+  static const bool found = std::system("/usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1") == 0;
+  return found;
+}
+
+#define SKIP_WITHOUT_TORCH() \
+  if (!have_torch()) GTEST_SKIP() << "python3-torch is absent: /usr/bin/python3 cannot import torch.distributed"
+
+/// torchrun with `rdzv` options starting two ember ranks that all_reduce (worker's sum_ranks).
+Launch ember_under_torchrun(const std::string& rdzv) {
+  return run("/usr/bin/python3 " + scripts() + "/torchrun.py --nnodes=1 --nproc_per_node=2 " + rdzv +
+                 " --no_python " + EMBER_DIST_WORKER_PATH + " --scenario=sum_ranks",
+             std::chrono::seconds(120));
+}
+
+/// A port free now (torchrun's static rendezvous passes --master_port on as is: 0 is no port).
+int free_port() {
+  dist::TCPStoreServer probe(0, {}, "127.0.0.1");
+  return probe.port();
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST(Torchrun, EmberRanksJoinTheAgentsStoreWithStaticRendezvous) {
+  SKIP_WITHOUT_TORCH();
+  // The static rendezvous: the agent serves MASTER_PORT and sets TORCHELASTIC_USE_AGENT_STORE=True.
+  Launch launch = ember_under_torchrun("--rdzv_backend=static --master_addr=127.0.0.1 --master_port=" +
+                                       std::to_string(free_port()));
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(count(launch.output, " of 2 (local rank "), 2u) << launch.output;
+  EXPECT_EQ(count(launch.output, "sum 3"), 2u) << launch.output;
+}
+
+TEST(Torchrun, EmberRanksMeetWithC10dRendezvous) {
+  SKIP_WITHOUT_TORCH();
+  Launch launch = ember_under_torchrun("--rdzv_backend=c10d --rdzv_endpoint=127.0.0.1:0 --rdzv_id=ember-c10d");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(count(launch.output, "sum 3"), 2u) << launch.output;
+}
+
+TEST(EmberRun, PyTorchRanksJoinItsStoreAndAllReduce) {
+  SKIP_WITHOUT_TORCH();
+  Launch launch = run(std::string(EMBER_RUN_PATH) + " --nproc-per-node=2 --term-timeout=10 /usr/bin/python3 " +
+                          scripts() + "/torch_all_reduce.py",
+                      std::chrono::seconds(120));
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(count(launch.output, "all_reduce ok"), 2u) << launch.output;
+  // Both ranks got the same run id, the one ember-run generated.
+  auto at = launch.output.find("run_id=");
+  ASSERT_NE(at, std::string::npos) << launch.output;
+  std::string id = launch.output.substr(at, std::string("run_id=").size() + 32);  // 32 hex digits
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 7), std::string::npos) << id;
+  EXPECT_EQ(count(launch.output, id), 2u) << launch.output;
+}
+
+TEST(EmberRun, AOneNodeJobsStoreListensOnLoopbackAlone) {
+  SKIP_WITHOUT_TORCH();  // the probe is a Python script
+  Launch launch = run(std::string(EMBER_RUN_PATH) + " --nproc-per-node=1 /usr/bin/python3 " + scripts() +
+                      "/store_listen_address.py");
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(launch.output, "listening on 127.0.0.1\n");
+}
+
+TEST(TCPStoreRunId, AClientWithoutTheJobsRunIdIsNeverCountedAsARank) {
+  dist::TCPStoreServer server(0, {}, "127.0.0.1", "the-run-id");
+  auto timeout = std::chrono::milliseconds(10000);
+  ::setenv("TORCHELASTIC_RUN_ID", "another-job", 1);
+  {
+    dist::TCPStore impostor("127.0.0.1", server.port(), std::nullopt, false, timeout);
+    try {
+      impostor.register_rank(1);
+      ADD_FAILURE() << "a REGISTER without the run id was accepted";
+    } catch (const ember::DistributedError& e) {
+      EXPECT_STREQ(e.what(),
+                   "TCPStore: REGISTER refused: the client did not give this job's run id (TORCHELASTIC_RUN_ID)");
+    }
+    ::unsetenv("TORCHELASTIC_RUN_ID");
+    dist::TCPStore anonymous("127.0.0.1", server.port(), std::nullopt, false, timeout);
+    EXPECT_THROW(anonymous.register_rank(2), ember::DistributedError);
+  }  // both close without leaving
+  ::setenv("TORCHELASTIC_RUN_ID", "the-run-id", 1);
+  dist::TCPStore honest("127.0.0.1", server.port(), std::nullopt, false, timeout);
+  honest.register_rank(0);
+  EXPECT_EQ(honest.num_keys(), 0);  // a round trip: the server has seen the closes
+  EXPECT_EQ(honest.departed_ranks(std::chrono::milliseconds(0)), std::vector<int>{});
+  {
+    dist::TCPStore rank3("127.0.0.1", server.port(), std::nullopt, false, timeout);
+    rank3.register_rank(3);
+  }  // a rank of the job that closes without leaving has departed
+  EXPECT_EQ(honest.departed_ranks(timeout), std::vector<int>{3});
+  ::unsetenv("TORCHELASTIC_RUN_ID");
+}
