@@ -287,7 +287,9 @@ std::string start_request(Dialect dialect, Command command) {
     case Command::NumKeys: byte = torch2::kNumKeys; break;
     default: detail::fail<DistributedError>("TCPStore: no PyTorch query for this request");
   }
-  put_u8(request, dialect == Dialect::kTorch1 ? static_cast<uint8_t>(byte - 1) : byte);  // 1.13 has no VALIDATE
+  // 1.13 has no VALIDATE: its bytes are 2.x's less one, but for DELETE_KEY (8 in both).
+  bool shift = dialect == Dialect::kTorch1 && byte != torch2::kDelete;
+  put_u8(request, shift ? static_cast<uint8_t>(byte - 1) : byte);
   return request;
 }
 

@@ -102,11 +102,12 @@ bool RequestParser::start_torch_command(uint8_t byte) {
     field_count_ = count;
     return true;
   };
-  // 1.13's bytes are 2.x's less one, up to DELETE; 1.13's WATCH_KEY (a callback
-  // connection PyTorch's own client opens for watch_key) is not served.
+  // 1.13's bytes are 2.x's less one up to GETNUMKEYS; 1.13's WATCH_KEY (a callback
+  // connection PyTorch's own client opens for watch_key) is not served, and after it both
+  // number DELETE_KEY 8.
   if (dialect_ == Dialect::kTorch1) {
     if (byte == torch1::kWatchKey || byte > torch1::kDelete) return false;
-    byte = static_cast<uint8_t>(byte + 1);
+    if (byte != torch1::kDelete) byte = static_cast<uint8_t>(byte + 1);
   }
   switch (byte) {
     case torch2::kSet: return use(Command::Set, kKeyValue, 2);

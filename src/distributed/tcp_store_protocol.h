@@ -31,7 +31,7 @@
 // order; there is no status byte: a request the server cannot serve closes the connection.
 // PyTorch 2.x opens every connection with VALIDATE (query 0, then the u32 0x3C85F7CE) and
 // numbers its queries from VALIDATE = 0; PyTorch 1.13 sends no VALIDATE and numbers them
-// from SET = 0. The server tells the three apart by a connection's first bytes: ember's
+// from SET = 0 (with WATCH_KEY at 7, so that DELETE_KEY is 8 in both). The server tells the three apart by a connection's first bytes: ember's
 // command bytes are 0x51 and up, disjoint from PyTorch's (0-16); a 0 followed by the magic
 // number is 2.x, any other PyTorch byte is 1.13 (a 1.13 SET whose key length begins with
 // the magic number would announce a key of over 1 GiB, past the key limit). Replies follow
