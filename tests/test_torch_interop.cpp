@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "distributed/tcp_store_server.h"
 #include "ember/ember.h"
@@ -120,4 +121,56 @@ TEST(TCPStoreRunId, AClientWithoutTheJobsRunIdIsNeverCountedAsARank) {
   }  // a rank of the job that closes without leaving has departed
   EXPECT_EQ(honest.departed_ranks(timeout), std::vector<int>{3});
   ::unsetenv("TORCHELASTIC_RUN_ID");
+}
+
+TEST(TCPStoreInterop, APyTorchClientUsesEmbersStore) {
+  SKIP_WITHOUT_TORCH();
+  dist::TCPStoreServer server(0, {}, "127.0.0.1");
+  dist::TCPStore ember_client("127.0.0.1", server.port(), std::nullopt, false, std::chrono::seconds(30));
+  ember_client.set("/from_ember", "hello");  // PyTorch's client puts "/" before its keys
+  Launch launch = run("/usr/bin/python3 " + scripts() + "/torch_store_ops.py client " + std::to_string(server.port()),
+                      std::chrono::seconds(120));
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(launch.output, "torch client ok\n");
+  EXPECT_EQ(ember_client.get("/k"), "w");  // PyTorch's compare_set
+}
+
+TEST(TCPStoreInterop, AnEmberClientUsesPyTorchsStore) {
+  SKIP_WITHOUT_TORCH();
+  int port = free_port();
+  Launch launch;
+  std::thread torch_server([&] {
+    launch = run("/usr/bin/python3 " + scripts() + "/torch_store_ops.py server " + std::to_string(port),
+                 std::chrono::seconds(120));
+  });
+  auto timeout = std::chrono::seconds(60);
+  try {
+    dist::TCPStore store("127.0.0.1", port, std::nullopt, false, timeout);  // retries until PyTorch's is up
+    EXPECT_FALSE(store.tracks_departures());  // PyTorch's store keeps no record of departures
+    store.set("/ember_key", "ember value");
+    EXPECT_EQ(store.get("/ember_key"), "ember value");
+    EXPECT_EQ(store.add("/counter", 10), 10);
+    EXPECT_EQ(store.add("/counter", 2), 12);
+    EXPECT_TRUE(store.check({"/ember_key", "/counter"}));
+    EXPECT_FALSE(store.check({"/missing"}));
+    store.set("/gone", "x");
+    EXPECT_TRUE(store.delete_key("/gone"));
+    EXPECT_FALSE(store.delete_key("/gone"));
+    try {
+      store.wait({"/never"}, std::chrono::milliseconds(300));
+      ADD_FAILURE() << "wait returned";
+    } catch (const ember::DistributedError& e) {
+      EXPECT_STREQ(e.what(), "wait timeout after 300ms, keys: /never");
+    }
+    // The timed-out connection is replaced: the next call is answered correctly.
+    EXPECT_EQ(store.add("/counter", 0), 12);
+    store.register_rank(0);  // not sent to a PyTorch store
+    EXPECT_EQ(store.departed_ranks(std::chrono::milliseconds(0)), std::vector<int>{});
+    store.set("/done", "1");
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  torch_server.join();
+  EXPECT_EQ(launch.status, 0) << launch.output;
+  EXPECT_EQ(launch.output, "torch server ok\n");
 }
