@@ -208,7 +208,7 @@ Socket listen_on(const std::string& host, int port) {
     }
     error = errno;
   }
-  fail<DistributedError>("The server socket has failed to listen on ", host_port(host, port), ": ", errno_text(error),
+  fail<DistributedError>("The server socket has failed to listen on port ", port, " of ", host, ": ", errno_text(error),
                          error == EADDRINUSE ? "; is another process (or an earlier run) using the port?" : "");
 }
 
