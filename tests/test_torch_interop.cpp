@@ -8,12 +8,16 @@
 // tests/distributed/torchrun.py, which says why.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "distributed/socket.h"
+#include "distributed/tcp_store_protocol.h"
 #include "distributed/tcp_store_server.h"
 #include "ember/ember.h"
 #include "launch_test_util.h"
@@ -173,4 +177,71 @@ TEST(TCPStoreInterop, AnEmberClientUsesPyTorchsStore) {
   torch_server.join();
   EXPECT_EQ(launch.status, 0) << launch.output;
   EXPECT_EQ(launch.output, "torch server ok\n");
+}
+
+// No PyTorch 2.x is installed here, so a scripted server plays one, as PyTorch 2.x's
+// TCPStoreBackend behaves: a connection whose first query is not VALIDATE with the magic
+// number is closed; after it, queries are numbered from VALIDATE = 0.
+TEST(TCPStoreInterop, AnEmberClientSpeaksPyTorch2xToA2xServer) {
+  namespace net = ember::detail::net;
+  namespace proto = ember::detail::store_protocol;
+  net::Socket listener = net::listen_on("127.0.0.1", 0);
+  int port = net::local_port(listener);
+  std::vector<std::string> first_bytes;  // each connection's first query byte
+  std::string set_request;
+  std::thread server([&] {
+    auto deadline = net::Clock::now() + std::chrono::seconds(30);
+    for (;;) {
+      net::Socket c(::accept(listener.fd(), nullptr, nullptr));
+      if (!c.valid()) return;
+      uint8_t query = 0;
+      if (!net::recv_all(c.fd(), &query, 1, deadline)) return;
+      first_bytes.push_back(std::to_string(query));
+      if (query != proto::torch2::kValidate) continue;  // closed, as 2.x closes it
+      uint32_t magic = 0;
+      if (!net::recv_all(c.fd(), &magic, 4, deadline) || magic != proto::kTorchValidationMagic) return;
+      // The probe's GETNUMKEYS, then a SET and a GET of "k".
+      if (!net::recv_all(c.fd(), &query, 1, deadline) || query != proto::torch2::kNumKeys) return;
+      int64_t zero = 0;
+      net::send_all(c.fd(), &zero, sizeof(zero));
+      std::string expected_set;
+      proto::put_u8(expected_set, proto::torch2::kSet);
+      proto::put_torch_string(expected_set, "k");
+      proto::put_torch_string(expected_set, "v");
+      set_request.resize(expected_set.size());
+      if (!net::recv_all(c.fd(), set_request.data(), set_request.size(), deadline)) return;
+      EXPECT_EQ(set_request, expected_set);
+      std::string expected_wait;  // get() waits for the key first
+      proto::put_u8(expected_wait, proto::torch2::kWait);
+      proto::put_u64(expected_wait, 1);
+      proto::put_torch_string(expected_wait, "k");
+      std::string wait(expected_wait.size(), '\0');
+      if (!net::recv_all(c.fd(), wait.data(), wait.size(), deadline)) return;
+      EXPECT_EQ(wait, expected_wait);
+      uint8_t stop_waiting = 0;
+      net::send_all(c.fd(), &stop_waiting, 1);
+      std::string expected_get;
+      proto::put_u8(expected_get, proto::torch2::kGet);
+      proto::put_torch_string(expected_get, "k");
+      std::string get(expected_get.size(), '\0');
+      if (!net::recv_all(c.fd(), get.data(), get.size(), deadline)) return;
+      EXPECT_EQ(get, expected_get);
+      std::string value;
+      proto::put_torch_string(value, "v");
+      net::send_all(c.fd(), value.data(), value.size());
+      return;
+    }
+  });
+  try {
+    dist::TCPStore store("127.0.0.1", port, std::nullopt, false, std::chrono::seconds(30));
+    store.set("k", "v");
+    EXPECT_EQ(store.get("k"), "v");
+    EXPECT_FALSE(store.tracks_departures());
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << e.what();
+  }
+  server.join();
+  // ember's NUM_KEYS, then 1.13's GETNUMKEYS, then 2.x's VALIDATE (Note [Which store the client talks to]).
+  EXPECT_EQ(first_bytes, (std::vector<std::string>{std::to_string(static_cast<int>(proto::Command::NumKeys)),
+                                                    std::to_string(proto::torch1::kNumKeys), "0"}));
 }
