@@ -36,6 +36,7 @@
 #include "distributed/collective_checks.h"
 #include "distributed/collective_record.h"
 #include "distributed/host_work.h"
+#include "distributed/peer_report.h"
 #include "distributed/process_group.h"
 #include "distributed/record_exchange.h"
 #include "distributed/reduce_functions.h"
@@ -91,7 +92,11 @@ struct PendingOp {
 class GlooGroup final : public ProcessGroup {
  public:
   explicit GlooGroup(const GroupSetup& setup)
-      : ProcessGroup(setup.rank, setup.world_size), store_(setup.store), timeout_(setup.timeout) {
+      : ProcessGroup(setup.rank, setup.world_size),
+        store_(setup.store),
+        prefix_(setup.prefix),
+        store_host_(setup.store_host),
+        timeout_(setup.timeout) {
     ignore_sigpipe_unless_handled();
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
@@ -132,6 +137,7 @@ class GlooGroup final : public ProcessGroup {
     }
     queue_cv_.notify_all();
     worker_.join();
+    mark_left(*store_, prefix_, rank());  // before the Gloo connections close (Note [Peers in transport errors])
   }
 
   const char* backend_name() const noexcept override { return "gloo"; }
@@ -414,7 +420,10 @@ class GlooGroup final : public ProcessGroup {
       op.run(*exchange_);
       return {};
     } catch (const gloo::Exception& e) {
-      broken_ = cat("rank ", rank(), ": ", describe_peers(), e.what());
+      // Gloo's IoException has no kind: its timeouts say "Timed out" (gloo/transport/tcp).
+      const bool timed_out = std::strstr(e.what(), "Timed out") != nullptr;
+      broken_ = cat("rank ", rank(), ": ",
+                    describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, timed_out), e.what());
       return std::make_exception_ptr(
           DistributedError(cat(name, " (collective #", op.record.sequence, ") failed on ", broken_)));
     } catch (...) {
@@ -422,24 +431,9 @@ class GlooGroup final : public ProcessGroup {
     }
   }
 
-  /// Which peers are gone, when the store can tell (a TCPStore learns it from closed
-  /// connections), as the start of a transport error's message.
-  std::string describe_peers() {
-    auto* tcp = dynamic_cast<ember::distributed::TCPStore*>(store_.get());
-    if (tcp == nullptr) return "";
-    try {
-      auto wait = std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(2));
-      std::vector<int> gone = tcp->departed_ranks(wait);
-      if (gone.empty()) return "no peer has exited (one may be stuck or slower than the timeout); ";
-      std::string ranks;
-      for (int r : gone) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      return cat("peer rank", gone.size() == 1 ? " " : "s ", ranks, " exited; ");
-    } catch (const DistributedError&) {
-      return "the store's host (rank 0 or the launcher) exited; ";
-    }
-  }
-
   std::shared_ptr<ember::distributed::Store> store_;
+  std::string prefix_;
+  std::string store_host_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
   std::optional<RecordExchange> exchange_;  // by the executing thread

@@ -21,6 +21,7 @@ struct Rendezvous {
   int rank = -1;
   int world_size = -1;
   std::shared_ptr<ember::distributed::Store> store;
+  std::string store_host;  // who serves a TCPStore ("rank 0", "the launcher"); "" otherwise
 };
 
 /// Resolves the init method and connects to (or serves) the store. ValueError for a bad
