@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
 #include "ember/ember.h"
 #include "launch_test_util.h"
@@ -141,10 +142,10 @@ TEST(PeersInTransportErrors, APeerThatDestroyedItsGroupIsNamed) {
 }
 
 TEST(PeersInTransportErrors, ALatePeerIsNotSaidToHaveExited) {
-  // Timeout 1 s; rank 1 joins only after rank 0 reported.
+  // Timeout 3 s; rank 1 joins only after rank 0 reported.
   Launch run_ = run(launch("late_peer"), 60s);
   EXPECT_TRUE(contains(line_of(run_, 0), "failed on rank 0: no peer is known to have exited or destroyed the process "
-                                         "group: a peer may be stuck, slower than the timeout (1000ms) or not calling "
+                                         "group: a peer may be stuck, slower than the timeout (3000ms) or not calling "
                                          "this collective; "))
       << run_.output;
 }
@@ -152,6 +153,27 @@ TEST(PeersInTransportErrors, ALatePeerIsNotSaidToHaveExited) {
 TEST(PeersInTransportErrors, ARankKilledBeforeTheFirstCollectiveIsNamed) {
   Launch run_ = run(launch("killed_before_first_collective"), 60s);
   EXPECT_TRUE(contains(line_of(run_, 0), "failed on rank 0: peer rank 1 exited; ")) << run_.output;
+}
+
+TEST(PeersInTransportErrors, APeerThatDiesBeforeGlooConnectsIsNamedNotAStoreKey) {
+  auto store = std::make_shared<dist::TCPStore>("127.0.0.1", 0, 2, true, 20s);
+  {
+    // Rank 1 met the others (registered with the store), then died before connecting Gloo.
+    dist::TCPStore rank1("127.0.0.1", store->port(), 2, false, 20s);
+    rank1.register_rank(1);
+  }
+  ember::detail::distributed::GroupSetup setup;
+  setup.store = store;
+  setup.local_address = store->local_address();
+  setup.prefix = "p/";
+  setup.rank = 0;
+  setup.world_size = 2;
+  setup.timeout = 1s;  // Gloo's rendezvous waits this long for rank 1's address
+  setup.store_host = "rank 0";
+  std::string message =
+      error_of<ember::DistributedError>([&] { ember::detail::distributed::make_gloo_group(setup); });
+  EXPECT_TRUE(contains(message, "init_process_group: Gloo could not connect rank 0 to its peers: peer rank 1 exited; "))
+      << message;
 }
 
 TEST(PeersInTransportErrors, TheStoreHostIsNamedWhenRankZeroServedIt) {

@@ -119,7 +119,14 @@ class GlooGroup final : public ProcessGroup {
       exchange_.emplace(context);
       context_ = std::move(context);
     } catch (const gloo::Exception& e) {
+      const bool timed_out = std::strstr(e.what(), "Timed out") != nullptr;
       fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, timed_out),
+                             e.what());
+    } catch (const DistributedError& e) {
+      // The store: a peer's address never came (it died after meeting), or the store's host is gone.
+      fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, true),
                              e.what());
     } catch (const gloo::EnforceNotMet& e) {
       // Gloo's checks: an address this host cannot bind, or peers of different address families.

@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   }
   // The survivors report rather than die of ember-run's SIGTERM when a peer fails.
   signal(SIGTERM, SIG_IGN);
-  auto timeout = scenario == "late_peer" ? std::chrono::seconds(1) : std::chrono::seconds(30);
+  auto timeout = scenario == "late_peer" ? std::chrono::seconds(3) : std::chrono::seconds(30);
   dist::InitOptions options;
   options.timeout(timeout);
   if (!init_method.empty()) {
@@ -65,14 +65,19 @@ int main(int argc, char** argv) {
   if (status != 0 || scenario == "init") return status;
   const int rank = dist::get_rank();
   ember::Tensor t = ember::ones({4});
+  // Every rank has finished init before a scenario's failure (so that it is not an init
+  // failure): told through the launcher's store, which serves MASTER_PORT whatever the
+  // init method, not through a collective.
+  auto store = launcher_store();
+  store.set("initialized/" + std::to_string(rank), "");
+  for (int r = 0; r < dist::get_world_size(); ++r) store.wait({"initialized/" + std::to_string(r)});
   if (scenario == "killed_before_first_collective") {
-    // The victim (--victim, rank 1 by default) dies right after init; the others' first collective fails.
+    // The victim (--victim, rank 1 by default) dies; the others' first collective fails.
     if (rank == victim) ::kill(::getpid(), SIGKILL);
     return reported([&] { dist::all_reduce(t); });
   }
   if (scenario == "peer_destroyed_its_group") {
     // Rank 1 is done and destroys its group (it then waits, alive); rank 0 calls one more collective.
-    auto store = launcher_store();
     if (rank == 1) {
       dist::destroy_process_group();
       store.wait({"rank 0 reported"});
@@ -84,7 +89,6 @@ int main(int argc, char** argv) {
   }
   if (scenario == "late_peer") {
     // Rank 1 is alive but late: it joins the collective only after rank 0 timed out.
-    auto store = launcher_store();
     if (rank == 1) {
       store.wait({"rank 0 reported"});
       return 0;
