@@ -21,6 +21,7 @@ struct Rendezvous {
   int rank = -1;
   int world_size = -1;
   std::shared_ptr<ember::distributed::Store> store;
+  std::string store_host;  // who serves a TCPStore ("rank 0", "the launcher"); "" otherwise
 };
 
 /// Resolves the init method and connects to (or serves) the store. ValueError for a bad
@@ -28,7 +29,8 @@ struct Rendezvous {
 Rendezvous rendezvous(const ember::distributed::InitOptions& options);
 
 /// Waits until all ranks have joined under `prefix`; DistributedError naming the ranks
-/// that did not arrive within the timeout.
+/// that did not arrive within the timeout, or at once naming both sizes when a rank was
+/// started with another world size than rank 0 (Note [World size at rendezvous]).
 void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
           std::chrono::milliseconds timeout);
 

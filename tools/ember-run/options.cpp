@@ -1,15 +1,23 @@
 #include "options.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 namespace ember::run {
 namespace {
 
+/// An int, whole and in range: "4294967298" is refused rather than wrapped to 2.
 int to_int(const std::string& name, const std::string& value) {
   char* end = nullptr;
-  long v = std::strtol(value.c_str(), &end, 10);
+  errno = 0;
+  long long v = std::strtoll(value.c_str(), &end, 10);
   if (value.empty() || *end != '\0') throw std::invalid_argument("--" + name + " expects an integer, got '" + value + "'");
+  if (errno == ERANGE || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
+    throw std::invalid_argument("--" + name + "=" + value + " is out of range (at most " +
+                                std::to_string(std::numeric_limits<int>::max()) + ")");
+  }
   return static_cast<int>(v);
 }
 
