@@ -77,7 +77,24 @@ void write_error_file(const char* path) {
   } catch (...) {
   }
   std::string message = current_type_name() + ": " + what;
-  std::string stack = StackTrace::capture(2).str();
+  // The frames above the throw: from the caller of __cxa_throw (terminate and this
+  // handler are below it).
+  std::string stack;
+  auto frames = StackTrace::capture().frames();
+  size_t first = 0;
+  for (size_t i = 0; i < frames.size(); ++i) {
+    if (frames[i].function.find("__cxa_throw") != std::string::npos ||
+        frames[i].function.find("__cxa_rethrow") != std::string::npos) {
+      first = i + 1;
+    }
+  }
+  for (size_t i = first; i < frames.size(); ++i) {
+    const auto& f = frames[i];
+    stack += "  #" + std::to_string(i - first) + " " + (f.function.empty() ? "??" : f.function);
+    if (!f.file.empty()) stack += " at " + f.file + ":" + std::to_string(f.line);
+    stack += "\n";
+  }
+  if (!stack.empty()) stack.pop_back();
   std::string callstack = message + (stack.empty() ? "" : "\n" + stack);
   std::string json = "{\"message\": {\"message\": " + json_string(message) +
                      ", \"extraInfo\": {\"py_callstack\": " + json_string(callstack) + ", \"timestamp\": \"" +
