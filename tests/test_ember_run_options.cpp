@@ -22,6 +22,7 @@ namespace {
 
 const std::string kRun = EMBER_RUN_PATH;
 const std::string kProbe = EMBER_RUN_PROBE_PATH;
+const std::string kWorker = EMBER_DIST_WORKER_PATH;  // sum_ranks: rendezvous and all_reduce
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -189,6 +190,13 @@ TEST_F(EmberRunOptions, MaxRestartsRestartsTheWholeGroup) {
   EXPECT_EQ(l.status, 3) << l.output;
   EXPECT_EQ(count(l.output, "restarting the worker group"), 1u) << l.output;
   EXPECT_TRUE(has(l, "ember-run: failed: rank 1 (local_rank 1) exited with code 3")) << l.output;
+  // Each attempt rendezvouses in an empty store: in attempt 0 both ranks meet, then rank 1
+  // fails; the keys of that meeting must not be seen by attempt 1's.
+  l = run(kRun + " --nproc-per-node=2 --max-restarts=1 /bin/sh -c '" + kWorker +
+          R"( --scenario=sum_ranks || exit; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 4; fi')");
+  EXPECT_EQ(l.status, 0) << l.output;
+  EXPECT_EQ(count(l.output, "rank 1 of 2 (local rank 1): sum 3"), 2u) << l.output;
+  EXPECT_TRUE(has(l, "exited with code 4; restarting the worker group (restart 1 of 1)")) << l.output;
   l = run(kRun + " --monitor-interval=0 /bin/true");
   EXPECT_TRUE(has(l, "--monitor-interval expects seconds in (0, 3600], got '0'")) << l.output;
 }
