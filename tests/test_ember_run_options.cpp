@@ -163,9 +163,10 @@ TEST_F(EmberRunOptions, RendezvousBackendEndpointAndId) {
   EXPECT_TRUE(has(l, "at=::1:")) << l.output;
   EXPECT_TRUE(has(l, " id=none")) << l.output;  // torchrun's default run id
   // --standalone: c10d on this node with a fresh run id.
-  l = run(kRun + " --standalone" + show);
+  l = run(kRun + " --standalone --rdzv-id=ignored --rdzv-endpoint=otherhost:1" + show);
   EXPECT_EQ(l.status, 0) << l.output;
   EXPECT_FALSE(has(l, " id=none")) << l.output;
+  EXPECT_TRUE(has(l, "at=127.0.0.1:")) << l.output;
   EXPECT_EQ(l.output.find(" id=") + 4 + 36, l.output.find('\n', l.output.find(" id="))) << l.output;  // a uuid
   l = run(kRun + " --rdzv-backend=etcd /bin/true");
   EXPECT_TRUE(has(l, "--rdzv-backend must be static or c10d, got 'etcd'")) << l.output;

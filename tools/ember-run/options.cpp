@@ -296,7 +296,8 @@ Options parse_options(int argc, char** argv) {
   options.tee.resize(static_cast<size_t>(options.nproc_per_node), 0);
   if (options.max_restarts < 0) throw std::invalid_argument("--max-restarts must not be negative");
 
-  if (flags.count("standalone")) {  // torchrun: c10d on localhost with a fresh run id
+  const bool standalone = flags.count("standalone") > 0;
+  if (standalone) {  // torchrun 2.x: c10d on a free local port with a fresh run id; given rdzv values are ignored
     options.nnodes = 1;
     options.rdzv_backend = "c10d";
     options.rdzv_id = random_run_id();
@@ -319,7 +320,7 @@ Options parse_options(int argc, char** argv) {
   if (options.term_timeout_s < 0) throw std::invalid_argument("--term-timeout must not be negative");
   // The store's address: the rendezvous endpoint when one is given (c10d's default port
   // is 29400, as torchrun's), else MASTER_ADDR and MASTER_PORT.
-  take("rdzv-endpoint", [&](const std::string& v) {
+  if (!standalone) take("rdzv-endpoint", [&](const std::string& v) {
     auto [host, port] = endpoint_from(v, options.rdzv_backend == "c10d" ? 29400 : options.master_port.value_or(29500));
     options.master_addr = host;
     options.master_port = port;
