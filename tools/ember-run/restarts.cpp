@@ -11,9 +11,8 @@
 // which ember-run's static rendezvous does not do, so --max-restarts needs --nnodes=1.
 // After the last attempt the first failed rank is named, and the error file it wrote
 // (Note [Error file] in src/core/error_file.cpp) is printed, as torchrun's "Root Cause".
-#include <unistd.h>
-
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
