@@ -16,6 +16,7 @@
 #include <string>
 #include <thread>
 
+#include "ember/cuda.h"
 #include "launch_test_util.h"
 
 namespace {
@@ -133,12 +134,22 @@ TEST_F(EmberRunOptions, NnodesTakesAFixedMinMax) {
 TEST_F(EmberRunOptions, NprocPerNodeAutoCpuGpu) {
   const std::string cpus = std::to_string(std::max(1u, std::thread::hardware_concurrency()));
   const std::string no_gpu = "env -u EMBER_EMULATED_DEVICES ";
-  for (const char* value : {"cpu", "auto"}) {
-    auto l = run(no_gpu + kRun + " --nproc-per-node=" + value + " /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
+  {
+    auto l = run(no_gpu + kRun + " --nproc-per-node=cpu /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
     EXPECT_EQ(l.status, 0) << l.output;
-    EXPECT_EQ(count(l.output, "lws=" + cpus + "\n"), std::stoul(cpus)) << value << "\n" << l.output;
+    EXPECT_EQ(count(l.output, "lws=" + cpus + "\n"), std::stoul(cpus)) << l.output;
   }
-  auto l = run(no_gpu + kRun + " --nproc-per-node=gpu /bin/true");
+  // Where a real GPU is present (a CUDA build), gpu and auto are its devices.
+  ::unsetenv("EMBER_EMULATED_DEVICES");
+  if (ember::cuda::is_available()) {
+    const std::string gpus = std::to_string(ember::cuda::device_count());
+    auto l = run(no_gpu + kRun + " --nproc-per-node=gpu /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
+    EXPECT_EQ(count(l.output, "lws=" + gpus + "\n"), std::stoul(gpus)) << l.output;
+    GTEST_SKIP() << "a CUDA device is present: cpu-only cases not run";
+  }
+  auto l = run(no_gpu + kRun + " --nproc-per-node=auto /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
+  EXPECT_EQ(count(l.output, "lws=" + cpus + "\n"), std::stoul(cpus)) << "auto without CUDA\n" << l.output;
+  l = run(no_gpu + kRun + " --nproc-per-node=gpu /bin/true");
   EXPECT_EQ(l.status, 2) << l.output;
   EXPECT_TRUE(has(l, "Cuda is not available.")) << l.output;
   // With (emulated) CUDA devices, gpu and auto are their number.
