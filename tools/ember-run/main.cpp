@@ -36,5 +36,13 @@ int main(int argc, char** argv) {
     }
     port = store->port();
   }
-  return ember::run::launch(options, port);
+  // Each restart of the worker group rendezvouses in an empty store (Note [Restarting the worker group]).
+  auto fresh_store = [&]() -> int {
+    if (!store) return port;
+    int requested = options.master_port.value_or(0);
+    store.reset();
+    store = std::make_unique<ember::distributed::TCPStoreServer>(requested);
+    return store->port();
+  };
+  return ember::run::launch(options, port, fresh_store);
 }
