@@ -4,10 +4,7 @@
 // executable interposes getaddrinfo: the host name kFlakyHost fails with EAI_AGAIN a
 // given number of times, then resolves to 127.0.0.1; every other name goes to the C
 // library's resolver.
-//
-// DISABLED until src/distributed/socket.cpp's connect_to() resolves inside its retry loop
-// (issue 28, item 8: the resolver lives in socket.cpp, which another change rewrites;
-// run with --gtest_also_run_disabled_tests to check that change).
+// (Note [Transient resolver failures] in src/distributed/socket.cpp.)
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <netdb.h>
@@ -21,7 +18,9 @@
 namespace {
 
 constexpr const char* kFlakyHost = "ember-flaky-resolver.test";
+constexpr const char* kMissingHost = "ember-missing-host.test";  // always EAI_NONAME
 std::atomic<int> failures_left{0};
+std::atomic<int> missing_lookups{0};
 
 }  // namespace
 
@@ -32,6 +31,10 @@ extern "C" int getaddrinfo(const char* node, const char* service, const addrinfo
     if (failures_left.fetch_sub(1) > 0) return EAI_AGAIN;
     node = "127.0.0.1";
   }
+  if (node != nullptr && std::strcmp(node, kMissingHost) == 0) {
+    missing_lookups.fetch_add(1);
+    return EAI_NONAME;
+  }
   return real(node, service, hints, result);
 }
 
@@ -40,7 +43,7 @@ namespace {
 using namespace std::chrono_literals;
 namespace dist = ember::distributed;
 
-TEST(StoreResolver, DISABLED_ATransientFailureIsRetriedWithinTheTimeout) {
+TEST(StoreResolver, ATransientFailureIsRetriedWithinTheTimeout) {
   dist::TCPStore master("127.0.0.1", 0, 2, /*is_master=*/true, 10s);
   failures_left = 3;
   // Before: "Failed to resolve the address 'ember-flaky-resolver.test': Temporary failure in name resolution" at once.
@@ -48,6 +51,33 @@ TEST(StoreResolver, DISABLED_ATransientFailureIsRetriedWithinTheTimeout) {
   client.set("k", "v");
   EXPECT_EQ(master.get("k"), "v");
   EXPECT_LE(failures_left.load(), 0);
+}
+
+TEST(StoreResolver, AResolverThatNeverAnswersTimesOutNamingTheResolverError) {
+  dist::TCPStore master("127.0.0.1", 0, 2, /*is_master=*/true, 10s);
+  failures_left = 1 << 30;
+  try {
+    dist::TCPStore client(kFlakyHost, master.port(), 2, /*is_master=*/false, 300ms);
+    ADD_FAILURE() << "connected through a resolver that never answers";
+  } catch (const ember::DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("while trying to resolve 'ember-flaky-resolver.test'"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find(::gai_strerror(EAI_AGAIN)), std::string::npos) << e.what();
+  }
+  failures_left = 0;
+}
+
+TEST(StoreResolver, ANameThatDoesNotExistFailsAtOnce) {
+  // EAI_NONAME is final: one lookup, then the error, not a retry until the (long) timeout.
+  missing_lookups = 0;
+  try {
+    dist::TCPStore client(kMissingHost, 29999, 2, /*is_master=*/false, 600s);
+    ADD_FAILURE() << "connected to a host that does not exist";
+  } catch (const ember::DistributedError& e) {
+    EXPECT_NE(std::string(e.what()).find("Failed to resolve the address 'ember-missing-host.test'"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(missing_lookups.load(), 1);
 }
 
 TEST(StoreResolver, TheInterposedResolverFailsThenResolves) {
