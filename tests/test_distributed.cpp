@@ -324,7 +324,8 @@ TEST(InitProcessGroup, WorldOfOneOverAFileStore) {
   ember::Tensor t = ember::arange(4, ember::kFloat32);
   dist::all_reduce(t, dist::ReduceOp::AVG);
   EXPECT_TRUE(t.equal(ember::arange(4, ember::kFloat32)));
-  EXPECT_EQ(error_of<ember::ValueError>([&] { dist::all_reduce(t.view({2, 2}).t()); }), "all_reduce: Tensors must be contiguous");
+  dist::all_reduce(t.view({2, 2}).t());  // a transpose takes part too (test_collectives_layout.cpp)
+  EXPECT_TRUE(t.equal(ember::arange(4, ember::kFloat32)));
   EXPECT_EQ(error_of<ember::ValueError>([&] { dist::broadcast(t, 1); }), "broadcast: invalid root rank 1 for a world of 1 ranks");
   EXPECT_EQ(error_of<ember::ValueError>([&] {
               dist::all_reduce(ember::zeros({2}, ember::kComplex64), dist::ReduceOp::MAX);

@@ -84,8 +84,8 @@ TEST(EmberRun, PyTorchRanksJoinItsStoreAndAllReduce) {
   // Both ranks got the same run id, the one ember-run generated.
   auto at = launch.output.find("run_id=");
   ASSERT_NE(at, std::string::npos) << launch.output;
-  std::string id = launch.output.substr(at, std::string("run_id=").size() + 32);  // 32 hex digits
-  EXPECT_EQ(id.find_first_not_of("0123456789abcdef", 7), std::string::npos) << id;
+  std::string id = launch.output.substr(at, std::string("run_id=").size() + 36);  // a uuid
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef-", 7), std::string::npos) << id;
   EXPECT_EQ(count(launch.output, id), 2u) << launch.output;
 }
 

@@ -210,13 +210,19 @@ int get_rank();
 int get_world_size();
 std::string get_backend();
 
+/// Collectives take tensors of any layout on the gloo backend (a transpose, a column; an
+/// expanded tensor only where it is read): results land in the tensor's own elements. A
+/// tensor a collective writes must not have elements that share memory. The nccl backend
+/// takes contiguous tensors only, as ProcessGroupNCCL.
+///
 /// Reduces `tensor` across ranks in place.
 std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM, bool async_op = false);
 /// Copies rank `src`'s `tensor` into every rank's `tensor`.
 std::shared_ptr<Work> broadcast(const Tensor& tensor, int src, bool async_op = false);
 /// outputs[i] = rank i's `tensor`; `outputs` has world_size tensors shaped as `tensor`.
 std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& tensor, bool async_op = false);
-/// output = reduction over ranks of their inputs[rank]; `inputs` has world_size tensors.
+/// output = reduction over ranks of their inputs[rank]; `inputs` has world_size tensors
+/// shaped as `output`.
 std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs,
                                      ReduceOp op = ReduceOp::SUM, bool async_op = false);
 /// Returns once every rank has entered the barrier.

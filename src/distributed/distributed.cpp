@@ -116,6 +116,7 @@ void init_process_group(const std::string& backend, const InitOptions& options) 
   setup.rank = meeting.rank;
   setup.world_size = meeting.world_size;
   setup.timeout = options.timeout();
+  setup.store_host = meeting.store_host;
   if (auto* tcp = dynamic_cast<TCPStore*>(meeting.store.get())) setup.local_address = tcp->local_address();
   detail::distributed::meet(*setup.store, setup.prefix, setup.rank, setup.world_size, setup.timeout);
   auto made = std::make_unique<DefaultGroup>();

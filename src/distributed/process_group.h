@@ -46,6 +46,7 @@ struct GroupSetup {
   int world_size = 1;
   std::chrono::milliseconds timeout{};
   std::string local_address;  // "" when unknown (file store): the loopback is used
+  std::string store_host;     // who serves the store ("rank 0", "the launcher"), for messages; "" when unknown
 };
 
 class ProcessGroup {

@@ -12,7 +12,8 @@
 // locally in rank order (every rank computes the same result); a larger one runs
 // gloo::allreduce (the ring) after the record exchange (Note [All-reduce paths]). After a
 // transport failure the Gloo context is unusable: every later collective fails at once
-// with the first error.
+// with the first error. Non-contiguous tensors take part through dense copies (Note
+// [Strided tensors in collectives] in collective_checks.h).
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
@@ -32,8 +33,10 @@
 #include <optional>
 #include <thread>
 
+#include "distributed/collective_checks.h"
 #include "distributed/collective_record.h"
 #include "distributed/host_work.h"
+#include "distributed/peer_report.h"
 #include "distributed/process_group.h"
 #include "distributed/record_exchange.h"
 #include "distributed/reduce_functions.h"
@@ -89,7 +92,11 @@ struct PendingOp {
 class GlooGroup final : public ProcessGroup {
  public:
   explicit GlooGroup(const GroupSetup& setup)
-      : ProcessGroup(setup.rank, setup.world_size), store_(setup.store), timeout_(setup.timeout) {
+      : ProcessGroup(setup.rank, setup.world_size),
+        store_(setup.store),
+        prefix_(setup.prefix),
+        store_host_(setup.store_host),
+        timeout_(setup.timeout) {
     ignore_sigpipe_unless_handled();
     gloo::transport::tcp::attr attr;
     if (const char* iface = std::getenv("GLOO_SOCKET_IFNAME"); iface && *iface) {
@@ -112,7 +119,14 @@ class GlooGroup final : public ProcessGroup {
       exchange_.emplace(context);
       context_ = std::move(context);
     } catch (const gloo::Exception& e) {
+      const bool timed_out = std::strstr(e.what(), "Timed out") != nullptr;
       fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, timed_out),
+                             e.what());
+    } catch (const DistributedError& e) {
+      // The store: a peer's address never came (it died after meeting), or the store's host is gone.
+      fail<DistributedError>("init_process_group: Gloo could not connect rank ", setup.rank, " to its peers: ",
+                             describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, true),
                              e.what());
     } catch (const gloo::EnforceNotMet& e) {
       // Gloo's checks: an address this host cannot bind, or peers of different address families.
@@ -130,34 +144,38 @@ class GlooGroup final : public ProcessGroup {
     }
     queue_cv_.notify_all();
     worker_.join();
+    mark_left(*store_, prefix_, rank());  // before the Gloo connections close (Note [Peers in transport errors])
   }
 
   const char* backend_name() const noexcept override { return "gloo"; }
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
-    const AllReducePath path = all_reduce_path(tensor);
+    const Tensor dense = dense_of(tensor);  // Note [Strided tensors in collectives]
+    const AllReducePath path = all_reduce_path(dense);
     Tensor payload;  // what rides in the record exchange
-    if (path == AllReducePath::InExchange) payload = tensor;
+    if (path == AllReducePath::InExchange) payload = dense;
     if (path == AllReducePath::Gathered) {
-      payload = tensor.detach().view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / tensor.element_size()));
+      payload = dense.detach().view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / dense.element_size()));
     }
     return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, payload, [&] {
       check_dense("all_reduce", tensors);
+      check_writable(tensor);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
       if (path == AllReducePath::InExchange) {
-        return RunFn([this, tensor, op, reduce](const RecordExchange& exchange) {
-          size_t n = static_cast<size_t>(tensor.numel());
+        return RunFn([this, tensor, dense, op, reduce](const RecordExchange& exchange) {
+          size_t n = static_cast<size_t>(dense.numel());
           if (n == 0) return;
-          reduce_in_rank_order(reduce, tensor.data_ptr(), [&](int r) { return exchange.payload(r); }, n);
-          if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), n, world_size());
+          reduce_in_rank_order(reduce, dense.data_ptr(), [&](int r) { return exchange.payload(r); }, n);
+          if (op == ReduceOp::AVG) divide(dense.data_ptr(), dense.dtype(), n, world_size());
+          write_into(tensor, dense.data_ptr());
         });
       }
       if (path == AllReducePath::Gathered) {
-        return RunFn([this, tensor, op, reduce, tag = next_tag()](const RecordExchange& exchange) {
-          const size_t element = tensor.element_size(), n = static_cast<size_t>(tensor.numel());
+        return RunFn([this, tensor, dense, op, reduce, tag = next_tag()](const RecordExchange& exchange) {
+          const size_t element = dense.element_size(), n = static_cast<size_t>(dense.numel());
           const size_t head = kHeadBytes / element, rest_bytes = (n - head) * element;
-          auto* data = static_cast<uint8_t*>(tensor.data_ptr());
+          auto* data = static_cast<uint8_t*>(dense.data_ptr());
           gathered_.resize(rest_bytes * static_cast<size_t>(world_size()));
           gloo::AllgathervOptions options(context_);
           options.setInput(data + kHeadBytes, rest_bytes);
@@ -168,39 +186,44 @@ class GlooGroup final : public ProcessGroup {
           reduce_in_rank_order(reduce, data, [&](int r) { return exchange.payload(r); }, head);
           reduce_in_rank_order(reduce, data + kHeadBytes,
                                [&](int r) { return gathered_.data() + static_cast<size_t>(r) * rest_bytes; }, n - head);
-          if (op == ReduceOp::AVG) divide(data, tensor.dtype(), n, world_size());
+          if (op == ReduceOp::AVG) divide(data, dense.dtype(), n, world_size());
+          write_into(tensor, data);
         });
       }
-      return RunFn([this, tensor, op, reduce, tag = next_tag()](const RecordExchange&) {
-        if (tensor.numel() == 0) return;
-        dispatch(tensor.dtype(), [&](auto type) {
+      return RunFn([this, tensor, dense, op, reduce, tag = next_tag()](const RecordExchange&) {
+        if (dense.numel() == 0) return;
+        dispatch(dense.dtype(), [&](auto type) {
           using T = typename decltype(type)::type;
           gloo::AllreduceOptions options(context_);
-          options.setOutput(static_cast<T*>(tensor.data_ptr()), static_cast<size_t>(tensor.numel()));
+          options.setOutput(static_cast<T*>(dense.data_ptr()), static_cast<size_t>(dense.numel()));
           options.setReduceFunction(reduce);
           options.setTag(tag);
           options.setTimeout(timeout_);
           gloo::allreduce(options);
         });
-        if (op == ReduceOp::AVG) divide(tensor.data_ptr(), tensor.dtype(), static_cast<size_t>(tensor.numel()), world_size());
+        if (op == ReduceOp::AVG) divide(dense.data_ptr(), dense.dtype(), static_cast<size_t>(dense.numel()), world_size());
+        write_into(tensor, dense.data_ptr());
       });
     });
   }
 
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
+    const Tensor dense = dense_of(tensor);  // Note [Strided tensors in collectives]
     return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, Tensor(), [&] {
       check_dense("broadcast", tensors);
+      check_writable(tensor);
       EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                   " for a world of ", world_size(), " ranks");
-      return RunFn([this, tensor, root, tag = next_tag()](const RecordExchange&) {
-        if (tensor.numel() == 0) return;
+      return RunFn([this, tensor, dense, root, tag = next_tag()](const RecordExchange&) {
+        if (dense.numel() == 0) return;
         gloo::BroadcastOptions options(context_);
-        options.setOutput(static_cast<uint8_t*>(tensor.data_ptr()), tensor.nbytes());
+        options.setOutput(static_cast<uint8_t*>(dense.data_ptr()), dense.nbytes());
         options.setRoot(root);
         options.setTag(tag);
         options.setTimeout(timeout_);
         gloo::broadcast(options);
+        write_into(tensor, dense.data_ptr());
       });
     });
   }
@@ -208,20 +231,22 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool async_op) override {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
+    const Tensor dense = dense_of(input);  // Note [Strided tensors in collectives]
     return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, Tensor(), [&] {
-      check_list("all_gather", "output", outputs, input);
+      check_list("all_gather", "output", outputs, input, world_size());
       check_dense("all_gather", tensors);
-      return RunFn([this, outputs, input, tag = next_tag()](const RecordExchange&) {
-        size_t bytes = input.nbytes();
+      for (const Tensor& t : outputs) check_writable(t);
+      return RunFn([this, outputs, dense, tag = next_tag()](const RecordExchange&) {
+        size_t bytes = dense.nbytes();
         if (bytes == 0) return;
         std::vector<uint8_t> gathered(bytes * static_cast<size_t>(world_size()));
         gloo::AllgatherOptions options(context_);
-        options.setInput(static_cast<uint8_t*>(input.data_ptr()), bytes);
+        options.setInput(static_cast<uint8_t*>(dense.data_ptr()), bytes);
         options.setOutput(gathered.data(), gathered.size());
         options.setTag(tag);
         options.setTimeout(timeout_);
         gloo::allgather(options);
-        for (size_t i = 0; i < outputs.size(); ++i) std::memcpy(outputs[i].data_ptr(), gathered.data() + i * bytes, bytes);
+        for (size_t i = 0; i < outputs.size(); ++i) write_into(outputs[i], gathered.data() + i * bytes);
       });
     });
   }
@@ -230,19 +255,22 @@ class GlooGroup final : public ProcessGroup {
                                        bool async_op) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
+    std::vector<Tensor> dense;  // Note [Strided tensors in collectives]
+    for (const Tensor& t : inputs) dense.push_back(dense_of(t));
     return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, Tensor(), [&] {
-      check_list("reduce_scatter", "input", inputs, output);
+      check_list("reduce_scatter", "input", inputs, output, world_size());
       check_dense("reduce_scatter", tensors);
+      check_writable(output);
       ReduceFn reduce = reduce_function(op, output.dtype(), "reduce_scatter");
-      return RunFn([this, output, inputs, op, reduce, tag = next_tag()](const RecordExchange&) {
+      return RunFn([this, output, dense, op, reduce, tag = next_tag()](const RecordExchange&) {
         size_t bytes = output.nbytes(), numel = static_cast<size_t>(output.numel());
         if (bytes == 0) return;
-        std::vector<uint8_t> flat(bytes * inputs.size());
-        for (size_t i = 0; i < inputs.size(); ++i) std::memcpy(flat.data() + i * bytes, inputs[i].data_ptr(), bytes);
+        std::vector<uint8_t> flat(bytes * dense.size());
+        for (size_t i = 0; i < dense.size(); ++i) std::memcpy(flat.data() + i * bytes, dense[i].data_ptr(), bytes);
         dispatch(output.dtype(), [&](auto type) {
           using T = typename decltype(type)::type;
           gloo::AllreduceOptions options(context_);
-          options.setOutput(reinterpret_cast<T*>(flat.data()), numel * inputs.size());
+          options.setOutput(reinterpret_cast<T*>(flat.data()), numel * dense.size());
           options.setReduceFunction(reduce);
           options.setTag(tag);
           options.setTimeout(timeout_);
@@ -250,7 +278,7 @@ class GlooGroup final : public ProcessGroup {
         });
         uint8_t* mine = flat.data() + static_cast<size_t>(rank()) * bytes;
         if (op == ReduceOp::AVG) divide(mine, output.dtype(), numel, world_size());
-        std::memcpy(output.data_ptr(), mine, bytes);
+        write_into(output, mine);
       });
     });
   }
@@ -283,7 +311,7 @@ class GlooGroup final : public ProcessGroup {
     const size_t bytes = tensor.nbytes();
     if (bytes <= kHeadBytes) return AllReducePath::InExchange;
     const auto peers = static_cast<size_t>(world_size() - 1);
-    if (peers > 0 && tensor.is_contiguous() && bytes * peers <= kGatherLimit) return AllReducePath::Gathered;
+    if (peers > 0 && bytes * peers <= kGatherLimit) return AllReducePath::Gathered;
     return AllReducePath::Ring;
   }
 
@@ -345,7 +373,6 @@ class GlooGroup final : public ProcessGroup {
   void check_dense(const char* op, const std::vector<Tensor>& tensors) const {
     for (const Tensor& t : tensors) {
       EMBER_CHECK(t.defined(), ValueError, op, ": expected a defined tensor");
-      EMBER_CHECK(t.is_contiguous(), ValueError, op, ": Tensors must be contiguous");
       EMBER_CHECK(t.device() == tensors.front().device(), DeviceError, op,
                   ": Expected all tensors to be on the same device, but found at least two devices, ",
                   tensors.front().device(), " and ", t.device(), "!");
@@ -354,17 +381,6 @@ class GlooGroup final : public ProcessGroup {
       EMBER_CHECK(backend().device_memory_is_host_addressable(), DeviceError, op,
                   ": the gloo backend serves cpu tensors and emulated cuda tensors; use the nccl backend for ",
                   tensors.front().device(), " on the driver backend");
-    }
-  }
-
-  void check_list(const char* op, const char* what, const std::vector<Tensor>& list, const Tensor& single) const {
-    EMBER_CHECK(single.defined(), ValueError, op, ": expected a defined tensor");
-    EMBER_CHECK(static_cast<int>(list.size()) == world_size(), ValueError, op, ": requires ", world_size(), " ", what,
-                " tensors (one per rank), got ", list.size());
-    for (const Tensor& t : list) {
-      EMBER_CHECK(t.defined() && t.dtype() == single.dtype() && t.numel() == single.numel(), ValueError, op,
-                  ": every ", what, " tensor must have the dtype and number of elements of the other tensor (",
-                  dtype_name(single.dtype()), ", ", single.numel(), ")");
     }
   }
 
@@ -411,7 +427,10 @@ class GlooGroup final : public ProcessGroup {
       op.run(*exchange_);
       return {};
     } catch (const gloo::Exception& e) {
-      broken_ = cat("rank ", rank(), ": ", describe_peers(), e.what());
+      // Gloo's IoException has no kind: its timeouts say "Timed out" (gloo/transport/tcp).
+      const bool timed_out = std::strstr(e.what(), "Timed out") != nullptr;
+      broken_ = cat("rank ", rank(), ": ",
+                    describe_peers(*store_, prefix_, rank(), world_size(), timeout_, store_host_, timed_out), e.what());
       return std::make_exception_ptr(
           DistributedError(cat(name, " (collective #", op.record.sequence, ") failed on ", broken_)));
     } catch (...) {
@@ -419,24 +438,9 @@ class GlooGroup final : public ProcessGroup {
     }
   }
 
-  /// Which peers are gone, when the store can tell (a TCPStore learns it from closed
-  /// connections), as the start of a transport error's message.
-  std::string describe_peers() {
-    auto* tcp = dynamic_cast<ember::distributed::TCPStore*>(store_.get());
-    if (tcp == nullptr || !tcp->tracks_departures()) return "";  // a PyTorch store keeps no record
-    try {
-      auto wait = std::min<std::chrono::milliseconds>(timeout_, std::chrono::seconds(2));
-      std::vector<int> gone = tcp->departed_ranks(wait);
-      if (gone.empty()) return "no peer has exited (one may be stuck or slower than the timeout); ";
-      std::string ranks;
-      for (int r : gone) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
-      return cat("peer rank", gone.size() == 1 ? " " : "s ", ranks, " exited; ");
-    } catch (const DistributedError&) {
-      return "the store's host (rank 0 or the launcher) exited; ";
-    }
-  }
-
   std::shared_ptr<ember::distributed::Store> store_;
+  std::string prefix_;
+  std::string store_host_;
   std::chrono::milliseconds timeout_;
   std::shared_ptr<gloo::Context> context_;
   std::optional<RecordExchange> exchange_;  // by the executing thread

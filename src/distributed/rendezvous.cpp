@@ -2,8 +2,12 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 
+#include "distributed/socket.h"
 #include "ember/errors.h"
 
 namespace ember::detail::distributed {
@@ -14,11 +18,16 @@ const char* env(const char* name) {
   return value && *value ? value : nullptr;
 }
 
+/// An int, whole and in range: "4294967296" is refused rather than wrapped to 0.
 int parse_int(const std::string& text, const char* what) {
   char* end = nullptr;
-  long value = std::strtol(text.c_str(), &end, 10);
+  errno = 0;
+  long long value = std::strtoll(text.c_str(), &end, 10);
   EMBER_CHECK(!text.empty() && end && *end == '\0', ValueError, "init_process_group: ", what,
               " must be an integer, got '", text, "'");
+  EMBER_CHECK(errno != ERANGE && value >= std::numeric_limits<int>::min() && value <= std::numeric_limits<int>::max(),
+              ValueError, "init_process_group: ", what, " must be an integer from ", std::numeric_limits<int>::min(),
+              " to ", std::numeric_limits<int>::max(), ", got '", text, "'");
   return static_cast<int>(value);
 }
 
@@ -113,12 +122,14 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
     std::string host = env("MASTER_ADDR") ? env("MASTER_ADDR") : "127.0.0.1";
     if (!env("MASTER_PORT")) missing_env("MASTER_PORT");
     r.store = tcp_store(host, parse_int(env("MASTER_PORT"), "MASTER_PORT"), r.rank, r.world_size, timeout);
+    r.store_host = agent_store() ? "the launcher" : "rank 0";
     if (agent_store()) {
       r.key_prefix = cat("/worker/attempt_", env("TORCHELASTIC_RESTART_COUNT") ? env("TORCHELASTIC_RESTART_COUNT") : "0", "/");
     }
   } else if (method.rfind("tcp://", 0) == 0) {
     auto [host, port] = parse_tcp_url(method);
     r.store = tcp_store(host, port, r.rank, r.world_size, timeout);
+    r.store_host = agent_store() ? "the launcher" : "rank 0";
   } else if (method.rfind("file://", 0) == 0) {
     r.store = std::make_shared<ember::distributed::FileStore>(method.substr(7), r.world_size, timeout);
   } else {
@@ -128,25 +139,79 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
   return r;
 }
 
-void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
-          std::chrono::milliseconds timeout) {
-  int64_t arrived = store.add(prefix + "arrived", 1);
-  EMBER_CHECK(arrived <= world_size, DistributedError, "init_process_group: more than world_size=", world_size,
-              " processes joined (rank ", rank, " arrived as number ", arrived,
-              "); do two jobs share the master address and port?");
-  store.set(prefix + "rank/" + std::to_string(rank), "1");
-  std::vector<std::string> keys;
-  for (int r = 0; r < world_size; ++r) keys.push_back(prefix + "rank/" + std::to_string(r));
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Where the ranks meet, as a message names it.
+std::string meeting_place(ember::distributed::Store& store) {
+  if (auto* file = dynamic_cast<ember::distributed::FileStore*>(&store)) return cat("the file ", file->path());
+  if (auto* tcp = dynamic_cast<ember::distributed::TCPStore*>(&store)) {
+    return cat("the store at ", net::host_port(tcp->host(), tcp->port()));
+  }
+  return "the store";
+}
+
+/// What else than this job's ranks can have joined there.
+std::string intruders(ember::distributed::Store& store) {
+  if (dynamic_cast<ember::distributed::FileStore*>(&store)) {
+    return "is the file left from an earlier job (remove it), or shared by two jobs?";
+  }
+  if (dynamic_cast<ember::distributed::TCPStore*>(&store)) return "do two jobs share the master address and port?";
+  return "do two jobs share the store?";
+}
+
+/// Waits for the ranks' keys until `deadline`; a DistributedError naming the ranks that
+/// did not arrive.
+void wait_for_ranks(ember::distributed::Store& store, const std::vector<std::string>& keys, const std::vector<int>& ranks,
+                    int rank, int world_size, std::chrono::milliseconds timeout, Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   try {
-    store.wait(keys, timeout);
+    store.wait(keys, std::max(left, std::chrono::milliseconds(1)));
   } catch (const DistributedError&) {
     std::string missing;
-    for (int r = 0; r < world_size; ++r) {
-      if (!store.check({keys[static_cast<size_t>(r)]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!store.check({keys[i]})) missing += (missing.empty() ? "" : ", ") + std::to_string(ranks[i]);
     }
     fail<DistributedError>("init_process_group: timed out after ", timeout.count(), "ms on rank ", rank,
                            " waiting for rank(s) ", missing, " of world_size=", world_size, " to join");
   }
+}
+
+}  // namespace
+
+// Note [World size at rendezvous]
+// Each rank publishes the world size it was started with under its rank's key. Every rank
+// first compares its own with rank 0's (a rank started with another one fails at once,
+// whichever sizes are larger), then, once all of its world's ranks have arrived, with
+// each of theirs: so the ranks that agree with rank 0 fail too, naming the one that
+// differs, instead of meeting in Gloo with different worlds (a timeout naming an internal
+// key, or a Gloo assertion).
+void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
+          std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  const int64_t arrived = store.add(prefix + "arrived", 1);
+  const std::string mine = std::to_string(world_size);
+  store.set(prefix + "rank/" + std::to_string(rank), mine);
+  std::vector<std::string> keys;
+  std::vector<int> ranks;
+  for (int r = 0; r < world_size; ++r) {
+    keys.push_back(prefix + "rank/" + std::to_string(r));
+    ranks.push_back(r);
+  }
+  auto check_world_size = [&](int other) {
+    std::string theirs = store.get(keys[static_cast<size_t>(other)]);
+    EMBER_CHECK(theirs == mine, DistributedError, "init_process_group: world_size mismatch: rank ", rank,
+                " was started with world_size=", world_size, " and rank ", other, " with world_size=", theirs, " (in ",
+                meeting_place(store), "); every rank must be started with the same world size");
+  };
+  wait_for_ranks(store, {keys[0]}, {0}, rank, world_size, timeout, deadline);
+  check_world_size(0);
+  wait_for_ranks(store, keys, ranks, rank, world_size, timeout, deadline);
+  for (int r = 1; r < world_size; ++r) check_world_size(r);
+  EMBER_CHECK(arrived <= world_size, DistributedError, "init_process_group: more than world_size=", world_size,
+              " processes joined ", meeting_place(store), " (rank ", rank, " arrived as number ", arrived, "); ",
+              intruders(store));
 }
 
 }  // namespace ember::detail::distributed

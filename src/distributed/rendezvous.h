@@ -25,6 +25,7 @@ struct Rendezvous {
   std::shared_ptr<ember::distributed::Store> store;
   /// Put before the process group's keys (a launcher's store is shared by restarts).
   std::string key_prefix;
+  std::string store_host;  // who serves a TCPStore ("rank 0", "the launcher"); "" otherwise
 };
 
 /// Resolves the init method and connects to (or serves) the store. ValueError for a bad
@@ -32,7 +33,8 @@ struct Rendezvous {
 Rendezvous rendezvous(const ember::distributed::InitOptions& options);
 
 /// Waits until all ranks have joined under `prefix`; DistributedError naming the ranks
-/// that did not arrive within the timeout.
+/// that did not arrive within the timeout, or at once naming both sizes when a rank was
+/// started with another world size than rank 0 (Note [World size at rendezvous]).
 void meet(ember::distributed::Store& store, const std::string& prefix, int rank, int world_size,
           std::chrono::milliseconds timeout);
 

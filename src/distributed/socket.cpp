@@ -56,8 +56,10 @@ std::string address_text(const sockaddr_storage& address) {
   return text;
 }
 
-/// Every address of `host` at `port`, in the resolver's order (RFC 6724 via gai.conf).
-std::vector<Endpoint> resolve(const std::string& host, int port) {
+/// Every address of `host` at `port`, in the resolver's order (RFC 6724 via gai.conf), in
+/// `endpoints`; getaddrinfo's code on failure (EAI_NODATA-like "no IPv4 or IPv6 address" is
+/// EAI_FAMILY), so the caller decides which failures are worth retrying.
+int try_resolve(const std::string& host, int port, std::vector<Endpoint>& endpoints) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -65,10 +67,8 @@ std::vector<Endpoint> resolve(const std::string& host, int port) {
   std::string service = std::to_string(port);
   addrinfo* found = nullptr;
   int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  if (rc != 0 || found == nullptr) {
-    fail<DistributedError>("Failed to resolve the address '", host, "': ", ::gai_strerror(rc));
-  }
-  std::vector<Endpoint> endpoints;
+  if (rc != 0) return rc;
+  endpoints.clear();
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
     if ((a->ai_family != AF_INET && a->ai_family != AF_INET6) || a->ai_addrlen > sizeof(sockaddr_storage)) continue;
     Endpoint e;
@@ -77,9 +77,12 @@ std::vector<Endpoint> resolve(const std::string& host, int port) {
     endpoints.push_back(e);
   }
   ::freeaddrinfo(found);
-  EMBER_CHECK(!endpoints.empty(), DistributedError, "Failed to resolve the address '", host,
-              "': it has no IPv4 or IPv6 address");
-  return endpoints;
+  return endpoints.empty() ? EAI_FAMILY : 0;
+}
+
+[[noreturn]] void fail_to_resolve(const std::string& host, int rc) {
+  if (rc == EAI_FAMILY) fail<DistributedError>("Failed to resolve the address '", host, "': it has no IPv4 or IPv6 address");
+  fail<DistributedError>("Failed to resolve the address '", host, "': ", ::gai_strerror(rc));
 }
 
 void set_no_delay(int fd) {
@@ -250,14 +253,24 @@ std::string host_port(const std::string& host, int port) {
   return host.find(':') != std::string::npos ? cat("[", host, "]:", port) : cat(host, ":", port);
 }
 
+// Note [Transient resolver failures]
+// A name the resolver cannot answer for now (EAI_AGAIN: a DNS server slow or restarting
+// while a job starts) is retried with the connection attempts until the deadline, as
+// PyTorch's SocketConnectOp retries; a name that does not exist (EAI_NONAME) or any other
+// answer is final at once, so a misspelled MASTER_ADDR does not wait out the timeout.
 Socket connect_to(const std::string& host, int port, Clock::time_point deadline) {
   EMBER_CHECK(port > 0 && port < 65536, DistributedError, "Invalid port ", port, " for ", host);
-  const std::vector<Endpoint> endpoints = resolve(host, port);
+  std::vector<Endpoint> endpoints;
   auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(1);
   int last_error = 0;
+  int resolver_error = 0;
   do {
-    bool created = false;
+    if (endpoints.empty()) {
+      resolver_error = try_resolve(host, port, endpoints);
+      if (resolver_error != 0 && resolver_error != EAI_AGAIN) fail_to_resolve(host, resolver_error);
+    }
+    bool created = endpoints.empty();  // nothing tried yet: the resolver asked to retry
     for (size_t i = 0; i < endpoints.size(); ++i) {
       // An address that never answers leaves the ones after it a share of the time left.
       auto now = Clock::now();
@@ -274,6 +287,10 @@ Socket connect_to(const std::string& host, int port, Clock::time_point deadline)
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   } while (Clock::now() < deadline);
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  if (endpoints.empty()) {
+    fail<DistributedError>("The client socket has timed out after ", waited, "ms while trying to resolve '", host,
+                           "': ", ::gai_strerror(resolver_error));
+  }
   std::string tried;
   for (const auto& e : endpoints) tried += cat(tried.empty() ? "" : ", ", host_port(address_text(e.address), port));
   fail<DistributedError>("The client socket has timed out after ", waited, "ms while trying to connect to (", host,

@@ -41,11 +41,20 @@ bool spin_until(Ready ready) {
   return true;
 }
 
+// A positive thread count from `name`, or 0 when it is unset or not one.
+int threads_from(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env) return 0;
+  char* end = nullptr;
+  long n = std::strtol(env, &end, 10);
+  return end != env && *end == '\0' && n >= 1 ? static_cast<int>(std::min(n, 1024L)) : 0;
+}
+
+// EMBER_NUM_THREADS, else OMP_NUM_THREADS (as LibTorch's intra-op pool: torchrun and
+// ember-run set it to 1 for each of several ranks on a node), else one per core.
 int configured_threads() {
-  if (const char* env = std::getenv("EMBER_NUM_THREADS")) {
-    char* end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && n >= 1) return static_cast<int>(std::min(n, 1024L));
+  for (const char* name : {"EMBER_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (int n = threads_from(name)) return n;
   }
   unsigned hw = std::thread::hardware_concurrency();
   return hw == 0 ? 1 : static_cast<int>(hw);

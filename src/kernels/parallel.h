@@ -19,7 +19,7 @@ namespace ember::detail {
 inline constexpr int64_t kGrainSize = 32768;
 
 /// Threads the pool uses (including the caller): EMBER_NUM_THREADS, else
-/// std::thread::hardware_concurrency().
+/// OMP_NUM_THREADS, else std::thread::hardware_concurrency().
 int num_threads();
 
 /// A non-owning reference to a callable void(int64_t begin, int64_t end).

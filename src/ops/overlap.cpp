@@ -10,6 +10,10 @@ namespace ember::detail {
 
 namespace {
 
+// PyTorch's messages (ATen/MemoryOverlap.cpp): assert_no_internal_overlap, assert_no_partial_overlap.
+constexpr const char* kInternalOverlap =
+    "unsupported operation: more than one element of the written-to tensor refers to a single memory location. "
+    "Please clone() the tensor before performing the operation.";
 constexpr const char* kOverlap =
     "unsupported operation: some elements of the input tensor and the written-to tensor refer to a single memory "
     "location. Please clone() the tensor before performing the operation.";
@@ -46,7 +50,7 @@ bool non_overlapping_and_dense(const Tensor& t) {
 
 void check_no_internal_overlap(const Tensor& t) {
   for (int64_t d = 0; d < t.dim(); ++d) {
-    EMBER_CHECK(t.strides()[d] != 0 || t.sizes()[d] <= 1, ValueError, kOverlap);
+    EMBER_CHECK(t.strides()[d] != 0 || t.sizes()[d] <= 1, ValueError, kInternalOverlap);
   }
 }
 

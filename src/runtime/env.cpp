@@ -97,6 +97,7 @@ std::span<const EnvVariable> env_variables() noexcept {
       {"EMBER_EMULATED_DEVICES", "number of emulated cuda devices"},
       {"EMBER_EMULATED_MEMORY", "memory of each emulated device"},
       {"EMBER_NUM_THREADS", "threads of the cpu backend"},
+      {"OMP_NUM_THREADS", "threads of the cpu backend when EMBER_NUM_THREADS is unset"},
       {"EMBER_CUDA_SANITIZER", "1: stream race sanitizer raises DataRaceError; warn: it prints"},
   };
   return kVariables;

@@ -1,6 +1,7 @@
 #include "launcher.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "worker_env.h"
 
 extern char** environ;
 
@@ -26,7 +29,8 @@ struct Rank {
   int status = 0;
 };
 
-pid_t start(const Options& options, const Rank& rank, int master_port, const sigset_t& original_mask) {
+pid_t start(const Options& options, const Rank& rank, int master_port, const sigset_t& original_mask, int attempt,
+            const AttemptLogs& logs) {
   std::vector<std::pair<std::string, std::string>> vars = {
       {"RANK", std::to_string(rank.rank)},
       {"LOCAL_RANK", std::to_string(rank.local_rank)},
@@ -37,6 +41,9 @@ pid_t start(const Options& options, const Rank& rank, int master_port, const sig
       {"MASTER_PORT", std::to_string(master_port)},
       {"EMBER_USE_AGENT_STORE", "1"},
   };
+  for (auto& v : elastic_vars(options, rank.rank, attempt, logs.error_file(rank.local_rank))) vars.push_back(v);
+  const int out = logs.child_fd(rank.local_rank, 1), err = logs.child_fd(rank.local_rank, 2);
+  const pid_t launcher = ::getpid();
   // Build argv and envp before fork: the child only calls async-signal-safe functions.
   std::vector<std::string> env_strings;
   for (char** e = environ; *e; ++e) {
@@ -55,6 +62,11 @@ pid_t start(const Options& options, const Rank& rank, int master_port, const sig
 
   pid_t pid = ::fork();
   if (pid == 0) {
+    // Die with the launcher; if it died before prctl, the parent is another process now.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) ::_exit(127);
+    if (out >= 0) ::dup2(out, 1);
+    if (err >= 0) ::dup2(err, 2);
     ::pthread_sigmask(SIG_SETMASK, &original_mask, nullptr);
     ::execvpe(argv[0], argv.data(), envp.data());
     const char* text = "ember-run: cannot execute the program\n";
@@ -64,6 +76,8 @@ pid_t start(const Options& options, const Rank& rank, int master_port, const sig
   return pid;
 }
 
+}  // namespace
+
 std::string describe(int status) {
   if (WIFSIGNALED(status)) {
     int sig = WTERMSIG(status);
@@ -71,6 +85,8 @@ std::string describe(int status) {
   }
   return "exited with code " + std::to_string(WEXITSTATUS(status));
 }
+
+namespace {
 
 int exit_code(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
@@ -82,7 +98,7 @@ void signal_all(std::vector<Rank>& ranks, int sig) {
 
 }  // namespace
 
-int launch(const Options& options, int master_port) {
+GroupResult run_group(const Options& options, int master_port, int attempt, AttemptLogs& logs) {
   sigset_t waited, original;
   sigemptyset(&waited);
   for (int s : {SIGCHLD, SIGINT, SIGTERM}) sigaddset(&waited, s);
@@ -93,15 +109,17 @@ int launch(const Options& options, int master_port) {
   std::vector<Rank> ranks;
   for (int local = 0; local < options.nproc_per_node; ++local) {
     Rank r{options.node_rank * options.nproc_per_node + local, local};
-    r.pid = start(options, r, master_port, child_mask);
+    r.pid = start(options, r, master_port, child_mask, attempt, logs);
     if (r.pid < 0) {
       std::fprintf(stderr, "ember-run: fork failed: %s\n", std::strerror(errno));
       signal_all(ranks, SIGKILL);
-      return 1;
+      for (auto& started : ranks) ::waitpid(started.pid, nullptr, 0);
+      return {GroupResult::kFailed, 1};
     }
     r.running = true;
     ranks.push_back(r);
   }
+  logs.start_copying();
 
   const Rank* first_failure = nullptr;
   int interrupted_by = 0;
@@ -119,7 +137,8 @@ int launch(const Options& options, int master_port) {
     signal_all(ranks, sig);
   };
   while (running()) {
-    timespec tick{0, 100'000'000};
+    const auto tick_ns = static_cast<long>(options.monitor_interval_s * 1e9);
+    timespec tick{tick_ns / 1'000'000'000, tick_ns % 1'000'000'000};
     int sig = ::sigtimedwait(&waited, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
       if (!interrupted_by) interrupted_by = sig;
@@ -149,17 +168,13 @@ int launch(const Options& options, int master_port) {
     }
     if (stopping && Clock::now() >= kill_at) signal_all(ranks, SIGKILL);
   }
-  if (interrupted_by) {
-    std::fprintf(stderr, "ember-run: received signal %d (%s); forwarded it to every rank\n", interrupted_by,
-                 strsignal(interrupted_by));
-    return 128 + interrupted_by;
-  }
+  logs.finish();
+  if (interrupted_by) return {GroupResult::kInterrupted, 128 + interrupted_by, -1, -1, -1, 0, interrupted_by};
   if (first_failure) {
-    std::fprintf(stderr, "ember-run: failed: rank %d (local_rank %d) %s\n", first_failure->rank,
-                 first_failure->local_rank, describe(first_failure->status).c_str());
-    return exit_code(first_failure->status);
+    return {GroupResult::kFailed,        exit_code(first_failure->status), first_failure->rank,
+            first_failure->local_rank,   first_failure->pid,               first_failure->status};
   }
-  return 0;
+  return {};
 }
 
 }  // namespace ember::run

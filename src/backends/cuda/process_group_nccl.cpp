@@ -27,6 +27,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
+#include "distributed/collective_checks.h"
 #include "distributed/collective_watchdog.h"
 #include "distributed/process_group.h"
 #include "ember/cuda.h"
@@ -157,7 +158,7 @@ class NcclGroup final : public ProcessGroup {
   std::shared_ptr<Work> all_gather(const std::vector<Tensor>& outputs, const Tensor& input, bool) override {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
-    check_list("all_gather", outputs, input);
+    check_list("all_gather", "output", outputs, input, world_size());
     check_tensors("all_gather", tensors);
     auto type = nccl_type(input.dtype(), "all_gather");
     return run("all_gather", tensors, [&](ncclComm_t comm, cudaStream_t stream) {
@@ -173,7 +174,7 @@ class NcclGroup final : public ProcessGroup {
   std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op, bool) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
-    check_list("reduce_scatter", inputs, output);
+    check_list("reduce_scatter", "input", inputs, output, world_size());
     check_tensors("reduce_scatter", tensors);
     auto type = nccl_type(output.dtype(), "reduce_scatter");
     auto red = nccl_op(op, output.dtype(), "reduce_scatter");
@@ -202,20 +203,11 @@ class NcclGroup final : public ProcessGroup {
     for (const Tensor& t : tensors) {
       EMBER_CHECK(t.defined(), ValueError, op, ": expected a defined tensor");
       EMBER_CHECK(t.is_cuda(), DeviceError, op, ": the nccl backend serves cuda tensors, got a tensor on ", t.device());
+      // As ProcessGroupNCCL (the gloo backend stages them instead, Note [Strided tensors in collectives]).
       EMBER_CHECK(t.is_contiguous(), ValueError, op, ": Tensors must be contiguous");
       EMBER_CHECK(t.device() == tensors.front().device(), DeviceError, op,
                   ": Expected all tensors to be on the same device, but found at least two devices, ",
                   tensors.front().device(), " and ", t.device(), "!");
-    }
-  }
-
-  void check_list(const char* op, const std::vector<Tensor>& list, const Tensor& single) const {
-    EMBER_CHECK(static_cast<int>(list.size()) == world_size(), ValueError, op, ": requires ", world_size(),
-                " tensors (one per rank), got ", list.size());
-    for (const Tensor& t : list) {
-      EMBER_CHECK(t.defined() && t.dtype() == single.dtype() && t.numel() == single.numel(), ValueError, op,
-                  ": every tensor must have the dtype and number of elements of the other tensor (",
-                  dtype_name(single.dtype()), ", ", single.numel(), ")");
     }
   }
 

@@ -63,6 +63,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 
   detail::verify_params_across_processes(params, names);
   std::vector<Tensor> states = all_params;
+  // Buffers only with broadcast_buffers, as PyTorch 2.1+'s _sync_module_states (1.13 sent them always).
   if (options_.broadcast_buffers()) states.insert(states.end(), buffers_.begin(), buffers_.end());
   detail::broadcast_coalesced(states, /*src=*/0);
 

@@ -29,7 +29,9 @@ class DDPOptions {
   DDPOptions& find_unused_parameters(bool v) { find_unused_parameters_ = v; return *this; }
   /// Gradients become views into the buckets (no copy back after the all-reduce).
   DDPOptions& gradient_as_bucket_view(bool v) { gradient_as_bucket_view_ = v; return *this; }
-  /// Broadcast rank 0's buffers at the start of every forward().
+  /// Broadcast rank 0's buffers at construction and at the start of every forward().
+  /// False leaves each rank's buffers its own from the start, as PyTorch 2.1+ does
+  /// (_sync_module_states(broadcast_buffers=...), pytorch#100729; 1.13 copied them anyway).
   DDPOptions& broadcast_buffers(bool v) { broadcast_buffers_ = v; return *this; }
 
   const std::vector<int>& device_ids() const noexcept { return device_ids_; }
@@ -49,8 +51,8 @@ class DDPOptions {
 /// Wraps a module for training on every rank of the default process group, as
 /// torch.nn.parallel.DistributedDataParallel:
 ///  - construction checks that every rank has the same parameters (count and shapes; a
-///    mismatch is a ValueError naming the parameter) and copies rank 0's parameters and
-///    buffers to the others;
+///    mismatch is a ValueError naming the parameter) and copies rank 0's parameters, and
+///    its buffers when broadcast_buffers, to the others;
 ///  - backward() averages the gradients over the ranks: parameters are grouped into
 ///    buckets in reverse order (the first 1 MiB, the others bucket_cap_mb), and a bucket's
 ///    all-reduce starts as soon as the last of its gradients is accumulated, while the
