@@ -191,7 +191,7 @@ TEST(PeersInTransportErrors, TheStoreHostIsNamedWhenRankZeroServedIt) {
     ::close(fd);
   }
   Launch run_ = run(launch("killed_before_first_collective --victim=0 --init-method=tcp://127.0.0.1:" + std::to_string(port),
-                           "unset EMBER_USE_AGENT_STORE;"),
+                           "unset EMBER_USE_AGENT_STORE TORCHELASTIC_USE_AGENT_STORE;"),
                     60s);
   EXPECT_TRUE(contains(line_of(run_, 1), "failed on rank 1: rank 0 exited (the store it served cannot be reached); "))
       << run_.output;
