@@ -245,3 +245,22 @@ TEST(TCPStoreInterop, AnEmberClientSpeaksPyTorch2xToA2xServer) {
   EXPECT_EQ(first_bytes, (std::vector<std::string>{std::to_string(static_cast<int>(proto::Command::NumKeys)),
                                                     std::to_string(proto::torch1::kNumKeys), "0"}));
 }
+
+TEST(TCPStoreInterop, APyTorchClientOverTheLimitsIsClosedWithoutAReplyWhileOthersWork) {
+  namespace net = ember::detail::net;
+  namespace proto = ember::detail::store_protocol;
+  dist::TCPStoreServer server(0, {}, "127.0.0.1");
+  dist::TCPStore honest("127.0.0.1", server.port(), std::nullopt, false, std::chrono::seconds(10));
+  // A 1.13 GET announcing a 1 TiB key: refused once its length is read, and, PyTorch's
+  // protocol having no error reply, closed without one.
+  net::Socket hostile = net::connect_to("127.0.0.1", server.port(), net::Clock::now() + std::chrono::seconds(10));
+  std::string get;
+  proto::put_u8(get, proto::torch1::kGet);
+  proto::put_u64(get, uint64_t{1} << 40);
+  ASSERT_TRUE(net::send_all(hostile.fd(), get.data(), get.size()));
+  char byte = 0;
+  EXPECT_FALSE(net::recv_all(hostile.fd(), &byte, 1, net::Clock::now() + std::chrono::seconds(10)));  // EOF
+  honest.set("k", "v");
+  EXPECT_EQ(honest.get("k"), "v");
+  EXPECT_EQ(honest.num_keys(), 1);
+}

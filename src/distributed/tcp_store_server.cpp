@@ -65,7 +65,9 @@ void refuse(int fd, const std::string& message) noexcept {
 class TCPStoreServer::Loop {
  public:
   explicit Loop(TCPStoreServer& server)
-      : server_(server), limits_(server.limits_), state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }, server.run_id_),
+      : server_(server),
+        limits_(server.limits_),
+        state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }, server.run_id_),
         reserve_(server.reserve_) {}
   ~Loop() {
     for (auto& [fd, connection] : connections_) ::close(fd);
