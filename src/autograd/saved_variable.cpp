@@ -45,6 +45,16 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output, std::optional<uint
   if (is_output) {
     if (AutogradMeta* meta = meta_of(t)) output_nr_ = meta->output_nr_;
     data_ = alias_of(t);
+  } else if (saved_version_ != t._version()) {
+    // Note [Stale saved inputs]
+    // An in-place op that read `t` before writing over it (x.mul_(x), v.mul_(v) on a view)
+    // saves t at the version it read, so unpack() can only refuse it: versions never go
+    // back. Keeping t itself would also keep its history, which now leads back to the node
+    // that saves it (x's grad_fn is that node, or a view's rebased grad_fn holds it): a
+    // cycle that is never freed. So the value is kept without history (an alias sharing
+    // t's version counter), and t only weakly, to name its producer in the error.
+    data_ = alias_of(t);
+    stale_original_ = t.impl_ptr();
   } else {
     data_ = t;
   }
@@ -59,8 +69,12 @@ Tensor SavedVariable::unpack(const std::string& node_name) const {
     std::string which;
     if (is_output_) {
       which = ember::detail::cat(", which is output ", output_nr_, " of ", node_name, ",");
-    } else if (AutogradMeta* meta = meta_of(data_); meta != nullptr && meta->grad_fn_) {
-      which = ember::detail::cat(", which is output ", meta->output_nr_, " of ", meta->grad_fn_->name(), ",");
+    } else {
+      Tensor original(stale_original_.lock());
+      if (!original.defined()) original = data_;
+      if (AutogradMeta* meta = meta_of(original); meta != nullptr && meta->grad_fn_) {
+        which = ember::detail::cat(", which is output ", meta->output_nr_, " of ", meta->grad_fn_->name(), ",");
+      }
     }
     ember::detail::fail<Error>("one of the variables needed for gradient computation has been modified by an inplace "
                         "operation: [", type_string(data_), " ", ember::detail::IntListPrinter{data_.sizes()}, "]", which,

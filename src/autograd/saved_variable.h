@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,9 @@ class SavedVariable {
 
  private:
   Tensor data_;
+  // Set instead of keeping `data_`'s history when the op wrote over what it read (Note
+  // [Stale saved inputs]): the tensor itself, not kept alive, to name its grad_fn.
+  std::weak_ptr<ember::detail::TensorImpl> stale_original_;
   uint32_t saved_version_ = 0;
   uint32_t output_nr_ = 0;
   bool is_output_ = false;
