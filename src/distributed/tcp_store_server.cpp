@@ -136,6 +136,7 @@ Clock::time_point TCPStoreServer::Loop::next_deadline() const {
 }
 
 void TCPStoreServer::Loop::accept_clients(Clock::time_point now) {
+  if (reserve_ < 0) reserve_ = open_reserve();  // lost to another thread of the process: take it back
   for (int accepted = 0; accepted < 64; ++accepted) {
     int fd = ::accept4(server_.listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
@@ -147,12 +148,17 @@ void TCPStoreServer::Loop::accept_clients(Clock::time_point now) {
         // the reserve back (Note [No client can stall the store]).
         ::close(reserve_);
         int client = ::accept4(server_.listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int accept_error = errno;
         if (client >= 0) {
           refuse(client, "TCPStore: the store's host is out of file descriptors (too many open files); "
                          "try again when fewer clients are connected");
         }
         reserve_ = open_reserve();
-        if (client >= 0) continue;
+        // One refusal per wake-up (the listener stays readable for the next): a second
+        // accept4 would fail for want of a descriptor before looking at the backlog (Linux
+        // takes one first), and each close of the reserve is a moment in which another
+        // thread of the process can take its descriptor for good.
+        if (client >= 0 || accept_error == EAGAIN || accept_error == EWOULDBLOCK) return;
       }
       // Out of descriptors with none to free, or out of memory: rest, then try again.
       listener_rests_until_ = now + kAcceptBackoff;
