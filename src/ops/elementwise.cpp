@@ -64,9 +64,13 @@ Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
   align_devices(a, b);
   DType dtype = compute_dtype(op, promoted(a, b));
   check_op_dtype(op, dtype);
-  IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
+  // Equal shapes (the common case) need no broadcast shape of their own.
+  const bool same_shape = a.sizes() == b.sizes();
+  IntList broadcast;
+  if (!same_shape) broadcast = detail::broadcast_shapes(a.sizes(), b.sizes());
   if (a.dtype() != dtype) a = a.to(dtype);
   if (b.dtype() != dtype) b = b.to(dtype);
+  const IntList& shape = same_shape ? a.sizes() : broadcast;
   Tensor out = detail::empty_on(shape, is_comparison(op) ? kBool : dtype, a.device());
   KernelCall call{op, {make_arg(out)}, {make_arg(a, shape), make_arg(b, shape)}, alpha};
   detail::launch(out.device(), call);
@@ -120,7 +124,9 @@ Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) 
   check_can_cast(dtype, self.dtype());
   detail::check_no_internal_overlap(self);
   detail::check_no_partial_overlap(self, other);
-  IntList shape = detail::broadcast_shapes(self.sizes(), other.sizes());
+  IntList broadcast;  // equal shapes (the common case) need none
+  if (other.sizes() != self.sizes()) broadcast = detail::broadcast_shapes(self.sizes(), other.sizes());
+  const IntList& shape = other.sizes() == self.sizes() ? self.sizes() : broadcast;
   EMBER_CHECK(shape == self.sizes(), ValueError, "output with shape ", detail::IntListPrinter{self.sizes()},
               " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
   if (other.dtype() != dtype) other = other.to(dtype);

@@ -27,7 +27,7 @@ TensorArg make_arg(const Tensor& t, const IntList& shape) {
   const IntList& sizes = t.sizes();
   const IntList& strides = t.strides();
   size_t n = shape.size(), offset = n - sizes.size();
-  TensorArg arg{t.impl()->data(), t.dtype(), shape, IntList(n, 0)};
+  TensorArg arg{t.impl()->data(), t.dtype(), shape, DimList(n, 0)};
   for (size_t i = offset; i < n; ++i) {
     if (sizes[i - offset] != 1) arg.strides[i] = strides[i - offset];
   }
