@@ -34,16 +34,16 @@ class SmallVector {
   SmallVector() noexcept {}
   explicit SmallVector(size_t n) { resize(n); }
   SmallVector(size_t n, const T& value) { resize(n, value); }
-  SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }
-  SmallVector(const std::vector<T>& values) { assign(values.begin(), values.end()); }  // NOLINT: as an IntList
+  SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }  // NOLINT
+  SmallVector(const std::vector<T>& values) { assign(values.data(), values.data() + values.size()); }  // NOLINT: as an IntList
   template <typename It, typename = typename std::iterator_traits<It>::iterator_category>
   SmallVector(It first, It last) {
     assign(first, last);
   }
-  SmallVector(const SmallVector& other) { assign(other.begin(), other.end()); }
+  SmallVector(const SmallVector& other) { assign(other.data(), other.data() + other.size()); }
   SmallVector(SmallVector&& other) noexcept(std::is_nothrow_move_constructible_v<T>) { take(other); }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this != &other) assign(other.data(), other.data() + other.size());
     return *this;
   }
   SmallVector& operator=(SmallVector&& other) noexcept(std::is_nothrow_move_constructible_v<T>) {
@@ -52,6 +52,10 @@ class SmallVector {
       release();
       take(other);
     }
+    return *this;
+  }
+  SmallVector& operator=(const std::vector<T>& values) {
+    assign(values.data(), values.data() + values.size());
     return *this;
   }
   SmallVector& operator=(std::initializer_list<T> values) {
