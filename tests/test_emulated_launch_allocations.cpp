@@ -22,7 +22,6 @@
 #define EMBER_COUNT_MALLOC 1
 #endif
 
-#if EMBER_COUNT_MALLOC
 extern "C" {
 void* __libc_malloc(size_t);
 void* __libc_calloc(size_t, size_t);
@@ -46,6 +45,7 @@ std::atomic<long> g_host_allocs{0}, g_host_frees{0}, g_worker_allocs{0}, g_worke
 
 }  // namespace
 
+#if EMBER_COUNT_MALLOC
 extern "C" {
 void* malloc(size_t n) {
   note(true);
