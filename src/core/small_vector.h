@@ -108,6 +108,8 @@ class SmallVector {
       T value(std::forward<Args>(args)...);  // the arguments may live in the storage about to move
       reserve(capacity_ * 2);
       new (data_ + size_) T(std::move(value));
+    } else if constexpr (sizeof...(Args) == 0 && std::is_class_v<T>) {
+      new (data_ + size_) T;  // default-initialised: no zeroing of inline storage
     } else {
       new (data_ + size_) T(std::forward<Args>(args)...);
     }
@@ -137,6 +139,11 @@ class SmallVector {
     if (n > capacity_) {
       clear();
       reserve(n);
+    }
+    if constexpr (std::is_trivially_copyable_v<T>) {  // a shape: plain stores, no per-element bookkeeping
+      for (size_t i = 0; i < n; ++i, ++first) data_[i] = *first;
+      size_ = n;
+      return;
     }
     size_t i = 0;
     for (; first != last && i < size_; ++first, ++i) data_[i] = *first;
