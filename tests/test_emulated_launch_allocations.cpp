@@ -112,6 +112,7 @@ TEST(EmulatedLaunchAllocations, CounterSeesAllocationsOnBothSides) {
   // on the host.
   cuda::Stream s;
   auto a = ember::ones({16}, "cuda:0");
+  s.wait_stream(cuda::current_stream());  // `a` is filled on the default stream
   Counts c = counted([&] {
     cuda::StreamGuard guard(s);
     a.add_(a);
