@@ -2,6 +2,7 @@
 
 #include <malloc.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -33,11 +34,62 @@ constexpr bool kCacheBlocks = false;
 constexpr bool kCacheBlocks = true;
 #endif
 
+// Note [Cpu small-block cache]
+// A small op's output (a few dozen bytes) costs glibc's aligned allocation path, several
+// hundred instructions each way (memalign is not served from its per-thread cache). Each
+// thread keeps up to kSmallDepth freed blocks per 64-byte size class up to
+// kMaxSmallBytes, and serves a request of that class from them without a lock. A block
+// goes to the class its usable size covers, so a block freed on another thread than the
+// one that made it is served correctly; a full class frees to glibc, so a thread that
+// only frees (a consumer) holds at most kSmallClasses * kSmallDepth blocks. The cache
+// is trivially destructible, so frees after its thread has flushed it at exit (static
+// tensors) go to glibc.
+constexpr size_t kMaxSmallBytes = 1024;
+constexpr size_t kSmallClasses = kMaxSmallBytes / 64;
+constexpr int kSmallDepth = 32;
+
+struct SmallBlockCache {
+  void* blocks[kSmallClasses][kSmallDepth];
+  int count[kSmallClasses];
+  bool closed;  // the thread is exiting: no more caching
+};
+thread_local SmallBlockCache small_cache{};
+
+struct SmallBlockCacheFlush {
+  ~SmallBlockCacheFlush() {
+    small_cache.closed = true;
+    for (size_t c = 0; c < kSmallClasses; ++c) {
+      while (small_cache.count[c] > 0) std::free(small_cache.blocks[c][--small_cache.count[c]]);
+    }
+  }
+};
+thread_local SmallBlockCacheFlush small_cache_flush;
+
+void* take_small(size_t rounded) noexcept {
+  SmallBlockCache& cache = small_cache;
+  size_t c = rounded / 64 - 1;
+  if (cache.count[c] == 0) return nullptr;
+  return cache.blocks[c][--cache.count[c]];
+}
+
+bool keep_small(void* ptr, size_t usable) noexcept {
+  SmallBlockCache& cache = small_cache;
+  if (cache.closed) return false;
+  (void)&small_cache_flush;  // odr-use: constructs the flusher of this thread
+  size_t c = std::min(usable, kMaxSmallBytes) / 64 - 1;
+  if (cache.count[c] == kSmallDepth) return false;
+  cache.blocks[c][cache.count[c]++] = ptr;
+  return true;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     if (nbytes == 0) return nullptr;
     size_t rounded = (nbytes + 63) & ~size_t{63};
+    if (kCacheBlocks && rounded <= kMaxSmallBytes) {
+      if (void* ptr = take_small(rounded)) return ptr;
+    }
     const bool cacheable = kCacheBlocks && rounded >= kMinCachedBytes;
     if (cacheable) {
       rounded = (rounded + kCacheGranule - 1) & ~(kCacheGranule - 1);
@@ -62,7 +114,9 @@ class CpuAllocator final : public Allocator {
 
   void deallocate(void* ptr) noexcept override {
     if (ptr == nullptr) return;
-    if (kCacheBlocks && malloc_usable_size(ptr) >= kMinCachedBytes) {
+    const size_t usable = kCacheBlocks ? malloc_usable_size(ptr) : 0;
+    if (kCacheBlocks && usable >= 64 && usable < 2 * kMaxSmallBytes && keep_small(ptr, usable)) return;
+    if (kCacheBlocks && usable >= kMinCachedBytes) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (auto it = live_.find(ptr); it != live_.end()) {
         const size_t size = it->second;

@@ -94,7 +94,7 @@ detail::TensorArg arg_of(const Tensor& t, int64_t batch, const IntList& signal_s
   arg.data = t.impl()->data();  // not a host access: the launch is
   arg.dtype = t.dtype();
   arg.sizes = {batch};
-  arg.sizes.insert(arg.sizes.end(), signal_sizes.begin(), signal_sizes.end());
+  for (int64_t s : signal_sizes) arg.sizes.push_back(s);
   arg.strides = detail::contiguous_strides(arg.sizes);
   return arg;
 }

@@ -14,18 +14,29 @@
 #include <memory>
 #include <vector>
 
+#include "core/small_vector.h"
 #include "ember/dtype.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 
 namespace ember::detail {
 
+/// Note [Allocation-free kernel arguments]
+/// A KernelCall holds its operands and their shapes inline (up to kInlineOperands
+/// operands a side, kInlineDims dims each), so building one, copying it onto an
+/// emulated stream's queue and running it allocate nothing for common launches; a
+/// fused optimizer step's long operand list, or a tensor of more dims, spills to the
+/// heap. Shapes convert to and compare with IntList.
+inline constexpr size_t kInlineDims = 6;
+inline constexpr size_t kInlineOperands = 3;
+using DimList = SmallVector<int64_t, kInlineDims>;
+
 /// One operand: a strided view into device (or host) memory.
 struct TensorArg {
   void* data = nullptr;  // address of element 0
   DType dtype = kFloat32;
-  IntList sizes;         // element-wise ops: the broadcast output shape
-  IntList strides;       // in elements; 0 along broadcast dims
+  DimList sizes;         // element-wise ops: the broadcast output shape
+  DimList strides;       // in elements; 0 along broadcast dims
   int64_t numel() const noexcept {
     int64_t n = 1;
     for (int64_t s : sizes) n *= s;
@@ -89,10 +100,12 @@ enum class OpKind : uint8_t {
   OptimizerStep,
 };
 
+using OperandList = SmallVector<TensorArg, kInlineOperands>;
+
 struct KernelCall {
   OpKind op;
-  std::vector<TensorArg> outputs;
-  std::vector<TensorArg> inputs;
+  OperandList outputs;
+  OperandList inputs;
   Scalar s0, s1;
   int64_t dim = -1;
   uint64_t seed = 0;

@@ -20,14 +20,36 @@ bool should_be_inner(const LoopShape& s, size_t a, size_t b) {
 
 }  // namespace
 
+LoopShape make_loop_shape(std::initializer_list<const TensorArg*> operands, bool reorder) {
+  return make_loop_shape(operands.begin(), operands.size(), reorder);
+}
+
 LoopShape make_loop_shape(const std::vector<const TensorArg*>& operands, bool reorder) {
-  EMBER_ASSERT(!operands.empty() && operands.size() <= static_cast<size_t>(kMaxLoopOperands));
+  return make_loop_shape(operands.data(), operands.size(), reorder);
+}
+
+LoopShape make_loop_shape(const TensorArg* const* operands, size_t count, bool reorder) {
+  EMBER_ASSERT(count > 0 && count <= static_cast<size_t>(kMaxLoopOperands));
   LoopShape s;
-  s.num_operands = static_cast<int>(operands.size());
-  const IntList& sizes = operands[0]->sizes;
+  s.num_operands = static_cast<int>(count);
+  const auto& sizes = operands[0]->sizes;
   s.numel = operands[0]->numel();
-  for (const TensorArg* op : operands) {
-    EMBER_ASSERT(op->sizes == sizes && op->strides.size() == sizes.size());
+  bool dense = s.numel > 0;
+  for (size_t k = 0; k < count; ++k) {
+    EMBER_ASSERT(operands[k]->sizes == sizes && operands[k]->strides.size() == sizes.size());
+    int64_t expected = 1;
+    for (size_t d = sizes.size(); d-- > 0 && dense;) {
+      dense = sizes[d] == 1 || operands[k]->strides[d] == expected;
+      expected *= sizes[d];
+    }
+  }
+  if (dense) {
+    // Every operand row-major and dense (the common case): what the general path below
+    // would coalesce to, one dim, without sorting.
+    s.sizes.assign(1, s.numel);
+    s.strides.resize(1);
+    for (size_t k = 0; k < count; ++k) s.strides[0][k] = static_cast<int64_t>(itemsize(operands[k]->dtype));
+    return s;
   }
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;  // any stride: it is never stepped

@@ -11,8 +11,10 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
+#include "core/small_vector.h"
 #include "kernels/kernel_call.h"
 
 namespace ember::detail {
@@ -21,8 +23,10 @@ inline constexpr int kMaxLoopOperands = 4;
 
 struct LoopShape {
   int num_operands = 0;
-  std::vector<int64_t> sizes;  // outermost first; at least one dim
-  std::vector<std::array<int64_t, kMaxLoopOperands>> strides;  // [dim][operand], bytes
+  // Inline up to kInlineDims: building a loop shape allocates nothing for common tensors.
+  static constexpr size_t kInlineDims = 6;
+  SmallVector<int64_t, kInlineDims> sizes;  // outermost first; at least one dim
+  SmallVector<std::array<int64_t, kMaxLoopOperands>, kInlineDims> strides;  // [dim][operand], bytes
   int64_t numel = 0;
 
   int ndim() const noexcept { return static_cast<int>(sizes.size()); }
@@ -32,6 +36,8 @@ struct LoopShape {
 
 /// Builds the shape of `operands` (outputs first). All must have the sizes of operands[0].
 /// `reorder`: allow permuting dims (forbidden when element order is observable).
+LoopShape make_loop_shape(std::initializer_list<const TensorArg*> operands, bool reorder);
 LoopShape make_loop_shape(const std::vector<const TensorArg*>& operands, bool reorder);
+LoopShape make_loop_shape(const TensorArg* const* operands, size_t count, bool reorder);
 
 }  // namespace ember::detail

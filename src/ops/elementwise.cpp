@@ -64,11 +64,18 @@ Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
   align_devices(a, b);
   DType dtype = compute_dtype(op, promoted(a, b));
   check_op_dtype(op, dtype);
-  IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
+  // Equal shapes (the common case) need no broadcast shape of their own.
+  const bool same_shape = a.sizes() == b.sizes();
+  IntList broadcast;
+  if (!same_shape) broadcast = detail::broadcast_shapes(a.sizes(), b.sizes());
   if (a.dtype() != dtype) a = a.to(dtype);
   if (b.dtype() != dtype) b = b.to(dtype);
+  const IntList& shape = same_shape ? a.sizes() : broadcast;
   Tensor out = detail::empty_on(shape, is_comparison(op) ? kBool : dtype, a.device());
-  KernelCall call{op, {make_arg(out)}, {make_arg(a, shape), make_arg(b, shape)}, alpha};
+  KernelCall call{op, {}, {}, alpha};
+  detail::add_arg(call.outputs, out);
+  detail::add_arg(call.inputs, a, shape);
+  detail::add_arg(call.inputs, b, shape);
   detail::launch(out.device(), call);
   return out;
 }
@@ -78,7 +85,9 @@ Tensor with_scalar(OpKind op, Tensor a, const Scalar& s) {
   check_op_dtype(op, dtype);
   if (a.dtype() != dtype) a = a.to(dtype);
   Tensor out = detail::empty_on(a.sizes(), is_comparison(op) ? kBool : dtype, a.device());
-  KernelCall call{op, {make_arg(out)}, {make_arg(a)}, s};
+  KernelCall call{op, {}, {}, s};
+  detail::add_arg(call.outputs, out);
+  detail::add_arg(call.inputs, a);
   detail::launch(out.device(), call);
   return out;
 }
@@ -100,7 +109,9 @@ Tensor unary(OpKind op, Tensor a, bool float_only) {
   if (a.dtype() != dtype) a = a.to(dtype);
   DType out_dtype = op == OpKind::Abs ? to_real(dtype) : dtype;  // |complex| is real
   Tensor out = detail::empty_on(a.sizes(), out_dtype, a.device());
-  KernelCall call{op, {make_arg(out)}, {make_arg(a)}};
+  KernelCall call{op};
+  detail::add_arg(call.outputs, out);
+  detail::add_arg(call.inputs, a);
   detail::launch(out.device(), call);
   return out;
 }
@@ -120,12 +131,17 @@ Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) 
   check_can_cast(dtype, self.dtype());
   detail::check_no_internal_overlap(self);
   detail::check_no_partial_overlap(self, other);
-  IntList shape = detail::broadcast_shapes(self.sizes(), other.sizes());
+  IntList broadcast;  // equal shapes (the common case) need none
+  if (other.sizes() != self.sizes()) broadcast = detail::broadcast_shapes(self.sizes(), other.sizes());
+  const IntList& shape = other.sizes() == self.sizes() ? self.sizes() : broadcast;
   EMBER_CHECK(shape == self.sizes(), ValueError, "output with shape ", detail::IntListPrinter{self.sizes()},
               " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
   if (other.dtype() != dtype) other = other.to(dtype);
   if (dtype == self.dtype()) {
-    KernelCall call{op, {make_arg(self)}, {make_arg(self), make_arg(other, shape)}, alpha};
+    KernelCall call{op, {}, {}, alpha};
+    detail::add_arg(call.outputs, self);
+    detail::add_arg(call.inputs, self);
+    detail::add_arg(call.inputs, other, shape);
     detail::launch(self.device(), call);
   } else {
     self.copy_(binary(op, self, other, alpha));
@@ -141,7 +157,9 @@ Tensor& inplace_scalar(Tensor& self, OpKind op, const Scalar& s) {
     self.copy_(with_scalar(op, self, s));
     return self;
   }
-  KernelCall call{op, {make_arg(self)}, {make_arg(self)}, s};
+  KernelCall call{op, {}, {}, s};
+  detail::add_arg(call.outputs, self);
+  detail::add_arg(call.inputs, self);
   detail::launch(self.device(), call);
   return self;
 }

@@ -23,11 +23,38 @@ void launch(Device device, KernelCall& call) {
 // where it runs (Note [Host accesses] in sanitizer/sanitizer.cpp).
 TensorArg make_arg(const Tensor& t) { return TensorArg{t.impl()->data(), t.dtype(), t.sizes(), t.strides()}; }
 
+void add_arg(OperandList& list, const Tensor& t) {
+  TensorArg& arg = list.emplace_back();
+  arg.data = t.impl()->data();
+  arg.dtype = t.dtype();
+  arg.sizes = t.sizes();
+  arg.strides = t.strides();
+}
+
+void add_arg(OperandList& list, const Tensor& t, const IntList& shape) {
+  if (t.sizes() != shape) {
+    list.push_back(make_arg(t, shape));
+    return;
+  }
+  add_arg(list, t);
+  TensorArg& arg = list.back();
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 1) arg.strides[i] = 0;  // as make_arg(t, shape)
+  }
+}
+
 TensorArg make_arg(const Tensor& t, const IntList& shape) {
   const IntList& sizes = t.sizes();
   const IntList& strides = t.strides();
+  if (sizes == shape) {  // nothing to broadcast (the common case)
+    TensorArg arg = make_arg(t);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (sizes[i] == 1) arg.strides[i] = 0;
+    }
+    return arg;
+  }
   size_t n = shape.size(), offset = n - sizes.size();
-  TensorArg arg{t.impl()->data(), t.dtype(), shape, IntList(n, 0)};
+  TensorArg arg{t.impl()->data(), t.dtype(), shape, DimList(n, 0)};
   for (size_t i = offset; i < n; ++i) {
     if (sizes[i - offset] != 1) arg.strides[i] = strides[i - offset];
   }

@@ -16,6 +16,11 @@ TensorArg make_arg(const Tensor& t);
 /// The operand view of `t` broadcast to `shape` (stride 0 along broadcast dims).
 TensorArg make_arg(const Tensor& t, const IntList& shape);
 
+/// Appends make_arg(t) (or make_arg(t, shape)) to `list`, built in place: the hot ops
+/// fill their KernelCall this way rather than through an initializer list, which copies.
+void add_arg(OperandList& list, const Tensor& t);
+void add_arg(OperandList& list, const Tensor& t, const IntList& shape);
+
 /// The broadcast shape of two shapes; ValueError with PyTorch's message if incompatible.
 IntList broadcast_shapes(const IntList& a, const IntList& b);
 

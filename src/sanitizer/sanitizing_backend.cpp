@@ -91,7 +91,7 @@ MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argume
   return access;
 }
 
-void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& args, AccessType type,
+void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type,
                   const char* argument) {
   int count = static_cast<int>(args.size());
   for (int i = 0; i < count; ++i) out.push_back(access_of(args[i], type, argument, count > 1 ? i : -1));

@@ -81,7 +81,7 @@ class SanitizingBackend final : public Backend {
 /// The bytes a strided operand touches: its span and footprint (Note [Access footprints]).
 MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argument, int index);
 /// access_of for each of `args`, numbered when there are several.
-void add_operands(std::vector<MemoryAccess>& out, const std::vector<TensorArg>& args, AccessType type,
+void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type,
                   const char* argument);
 /// Checks host accesses (Note [Host accesses]): throws DataRaceError or warns.
 void check_host_accesses(const std::vector<MemoryAccess>& accesses, const char* op);

@@ -50,7 +50,7 @@ void launch_index_select(const KernelCall& call, cudaStream_t stream) {
 
   TensorArg in_view = in, index_view = index;
   in_view.sizes = out.sizes;
-  in_view.strides = in.sizes.empty() ? IntList(out.sizes.size(), 0) : in.strides;
+  in_view.strides = in.sizes.empty() ? DimList(out.sizes.size(), 0) : in.strides;
   index_view.sizes = out.sizes;
   index_view.strides.assign(out.sizes.size(), 0);
   if (!out.sizes.empty()) {

@@ -170,8 +170,13 @@ void reduce_all(const KernelCall& call, cudaStream_t stream, const Op& op) {
 TensorArg without_dim(const TensorArg& arg, size_t dim) {
   TensorArg view = arg;
   if (dim < view.sizes.size()) {
-    view.sizes.erase(view.sizes.begin() + static_cast<std::ptrdiff_t>(dim));
-    view.strides.erase(view.strides.begin() + static_cast<std::ptrdiff_t>(dim));
+    view.sizes.clear();
+    view.strides.clear();
+    for (size_t d = 0; d < arg.sizes.size(); ++d) {
+      if (d == dim) continue;
+      view.sizes.push_back(arg.sizes[d]);
+      view.strides.push_back(arg.strides[d]);
+    }
   }
   return view;
 }

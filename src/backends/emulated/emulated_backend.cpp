@@ -203,16 +203,18 @@ float EmulatedBackend::elapsed_ms(BackendEvent* start_event, BackendEvent* end_e
 
 // ---- work ------------------------------------------------------------------------------------
 
-void EmulatedBackend::submit(EmulatedStream& stream, WorkItem item) {
-  uint64_t seq = stream.enqueue(std::move(item));
+void EmulatedBackend::submit(EmulatedStream& stream, WorkItem item) { submitted(stream, stream.enqueue(std::move(item))); }
+
+void EmulatedBackend::submitted(EmulatedStream& stream, uint64_t seq) {
   if (launch_blocking_) {
     stream.timeline()->wait_for(seq);
     device(stream.device()).error.raise_if_set();
   }
 }
 
-void EmulatedBackend::launch(BackendStream* stream, const KernelCall& call) {
-  submit(cast(stream), KernelWork{call});
+void EmulatedBackend::launch(BackendStream* native, const KernelCall& call) {
+  EmulatedStream& stream = cast(native);
+  submitted(stream, stream.enqueue_kernel(call));
 }
 
 void EmulatedBackend::launch_host_function(BackendStream* stream, std::function<void()> fn) {

@@ -106,6 +106,8 @@ class EmulatedBackend final : public Backend {
   static EmulatedEvent& cast(BackendEvent* event);
   /// Queues `item`; under CUDA_LAUNCH_BLOCKING waits for it and raises its error.
   void submit(EmulatedStream& stream, WorkItem item);
+  /// Under CUDA_LAUNCH_BLOCKING, waits for item `seq` of `stream` and raises its error.
+  void submitted(EmulatedStream& stream, uint64_t seq);
   /// Waits for every stream of `device` without raising.
   void drain_device(int device);
 

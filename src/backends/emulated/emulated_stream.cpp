@@ -3,6 +3,7 @@
 #include <cstring>
 #include <exception>
 #include <system_error>
+#include <utility>
 
 #include "backends/cpu/cpu_kernels.h"
 #include "ember/errors.h"
@@ -58,12 +59,44 @@ void EmulatedStream::release() {
   work_cv_.notify_one();
 }
 
-uint64_t EmulatedStream::enqueue(WorkItem item) {
+EmulatedStream::WorkNode* EmulatedStream::take_node() {
+  if (free_ == nullptr && done_ != nullptr) {
+    // Recycle what the worker has run: release, here on the host, what its entries own
+    // beyond a kernel's argument vectors (Note [Emulated queue pool]).
+    for (WorkNode* node = done_; node != nullptr; node = node->next) {
+      if (auto* kernel = std::get_if<KernelWork>(&node->item)) {
+        kernel->call.payload.reset();
+      } else if (!std::holds_alternative<SleepWork>(node->item)) {
+        node->item = SleepWork{};
+      }
+    }
+    free_ = std::exchange(done_, nullptr);
+  }
+  if (free_ != nullptr) return std::exchange(free_, free_->next);
+  // The queue is deeper than ever before: a new node, kept for the stream's lifetime.
+  auto node = std::make_unique<WorkNode>();
+  nodes_.push_back(std::move(node));
+  return nodes_.back().get();
+}
+
+template <typename Fill>
+uint64_t EmulatedStream::enqueue_with(Fill&& fill) {
   uint64_t seq;
   bool wake;
   {
     std::lock_guard lock(mutex_);
-    queue_.push_back(std::move(item));
+    WorkNode* node = take_node();
+    try {
+      fill(node->item);
+    } catch (...) {
+      node->item = SleepWork{};
+      node->next = free_;
+      free_ = node;
+      throw;
+    }
+    node->next = nullptr;
+    (tail_ != nullptr ? tail_->next : head_) = node;
+    tail_ = node;
     seq = submitted_.load(std::memory_order_relaxed) + 1;
     submitted_.store(seq, std::memory_order_release);
     wake = worker_asleep_;
@@ -72,31 +105,59 @@ uint64_t EmulatedStream::enqueue(WorkItem item) {
   return seq;
 }
 
+uint64_t EmulatedStream::enqueue(WorkItem item) {
+  return enqueue_with([&](WorkItem& slot) { slot = std::move(item); });
+}
+
+uint64_t EmulatedStream::enqueue_kernel(const KernelCall& call) {
+  return enqueue_with([&](WorkItem& slot) {
+    // Copy-assignment reuses the capacity of the previous launch's vectors.
+    if (auto* kernel = std::get_if<KernelWork>(&slot)) {
+      kernel->call = call;
+    } else {
+      slot.emplace<KernelWork>(KernelWork{call});
+    }
+  });
+}
+
 bool EmulatedStream::run_worker() {
-  std::deque<WorkItem> batch;
   uint64_t done = 0;
   for (;;) {
     // Poll briefly for more work before sleeping, so a host that enqueues again soon
     // (the common case) neither pays for a wake-up nor waits for one.
     Timeline::spin_until([&] { return submitted_.load(std::memory_order_acquire) != done; });
+    WorkNode* batch;
     {
       std::unique_lock lock(mutex_);
-      while (queue_.empty() && !stopping_) {
+      while (head_ == nullptr && !stopping_) {
         worker_asleep_ = true;
         work_cv_.wait(lock);
         worker_asleep_ = false;
       }
-      if (queue_.empty()) return self_delete_;  // stopping, and everything queued has run
-      batch.swap(queue_);
+      if (head_ == nullptr) return self_delete_;  // stopping, and everything queued has run
+      batch = std::exchange(head_, nullptr);
+      tail_ = nullptr;
     }
-    for (WorkItem& item : batch) {
-      execute(item);
-      // Release the item's resources (staging buffers, kernel arguments) before the
-      // host can observe completion.
-      item = SleepWork{};
+    // The host no longer writes these nodes' links: new work starts a new list.
+    for (WorkNode* node = batch;; node = node->next) {
+      execute(node->item);
+      // A host function's closure goes before its completion is visible (what it
+      // captured may be waited for); everything else stays for the host to reuse.
+      if (auto* function = std::get_if<FunctionWork>(&node->item)) function->fn = nullptr;
+      if (node->next != nullptr) {
+        timeline_->advance(++done);
+        continue;
+      }
+      // The batch goes back to the host before its last item completes, so a host that
+      // has seen it complete finds every node it has used free again.
+      {
+        std::lock_guard lock(mutex_);
+        node->next = done_;
+        done_ = batch;
+      }
       timeline_->advance(++done);
+      break;
     }
-    batch.clear();
   }
 }
 

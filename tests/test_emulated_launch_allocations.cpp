@@ -1,0 +1,165 @@
+// Launches on an emulated device allocate nothing in steady state, on the host thread or
+// on the stream's worker (Note [Emulated queue pool] in backends/emulated/emulated_stream.h).
+//
+// This program replaces malloc and its family, so every heap allocation of the process
+// (operator new included) is counted, per side: the thread that runs the test, and every
+// other thread (the stream workers).
+#include <gtest/gtest.h>
+#include <pthread.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdlib>
+#include <functional>
+
+#include "ember/cuda.h"
+#include "ember/ember.h"
+
+// Sanitizers replace malloc themselves: there the counter is not built and the tests skip.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EMBER_COUNT_MALLOC 0
+#else
+#define EMBER_COUNT_MALLOC 1
+#endif
+
+extern "C" {
+void* __libc_malloc(size_t);
+void* __libc_calloc(size_t, size_t);
+void* __libc_realloc(void*, size_t);
+void* __libc_memalign(size_t, size_t);
+void __libc_free(void*);
+}
+
+namespace {
+
+[[maybe_unused]] std::atomic<bool> g_counting{false};
+pthread_t g_host;
+std::atomic<long> g_host_allocs{0}, g_host_frees{0}, g_worker_allocs{0}, g_worker_frees{0};
+
+[[maybe_unused]] void note(bool allocation) {
+  if (!g_counting.load(std::memory_order_relaxed)) return;
+  bool host = pthread_equal(pthread_self(), g_host) != 0;
+  auto& counter = allocation ? (host ? g_host_allocs : g_worker_allocs) : (host ? g_host_frees : g_worker_frees);
+  counter.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+#if EMBER_COUNT_MALLOC
+extern "C" {
+void* malloc(size_t n) {
+  note(true);
+  return __libc_malloc(n);
+}
+void* calloc(size_t n, size_t size) {
+  note(true);
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t n) {
+  note(true);
+  return __libc_realloc(p, n);
+}
+void* aligned_alloc(size_t alignment, size_t n) {
+  note(true);
+  return __libc_memalign(alignment, n);
+}
+void* memalign(size_t alignment, size_t n) {
+  note(true);
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, size_t alignment, size_t n) {
+  note(true);
+  *out = __libc_memalign(alignment, n);
+  return *out == nullptr ? 12 /* ENOMEM */ : 0;
+}
+void free(void* p) {
+  if (p != nullptr) note(false);
+  __libc_free(p);
+}
+}
+#endif
+
+namespace {
+
+namespace cuda = ember::cuda;
+
+struct Counts {
+  long host_allocs, host_frees, worker_allocs, worker_frees;
+};
+
+Counts counted(const std::function<void()>& body) {
+  g_host = pthread_self();
+  g_host_allocs = g_host_frees = g_worker_allocs = g_worker_frees = 0;
+  g_counting = true;
+  body();
+  g_counting = false;
+  return {g_host_allocs.load(), g_host_frees.load(), g_worker_allocs.load(), g_worker_frees.load()};
+}
+
+const bool kEmulated = [] {
+  unsetenv("CUDA_VISIBLE_DEVICES");
+  unsetenv("CUDA_LAUNCH_BLOCKING");
+  cuda::emulate(1, size_t{1} << 28);
+  return true;
+}();
+
+constexpr int kLaunches = 10'000;
+constexpr int kWindow = 100;  // launches in flight at most: the pool's steady depth
+
+TEST(EmulatedLaunchAllocations, CounterSeesAllocationsOnBothSides) {
+  if (!EMBER_COUNT_MALLOC) GTEST_SKIP() << "a sanitizer replaces malloc: nothing to count";
+  // The counter itself works: a first launch on a new stream allocates its queue entry
+  // on the host.
+  cuda::Stream s;
+  auto a = ember::ones({16}, "cuda:0");
+  s.wait_stream(cuda::current_stream());  // `a` is filled on the default stream
+  Counts c = counted([&] {
+    cuda::StreamGuard guard(s);
+    a.add_(a);
+    s.synchronize();
+  });
+  EXPECT_GT(c.host_allocs, 0);
+  EXPECT_FLOAT_EQ(a.cpu().data_ptr<float>()[0], 2.0f);
+}
+
+TEST(EmulatedLaunchAllocations, SteadyStateLaunchesAllocateNothing) {
+  if (!EMBER_COUNT_MALLOC) GTEST_SKIP() << "a sanitizer replaces malloc: nothing to count";
+  auto a = ember::zeros({16}, "cuda:0"), b = ember::ones({16}, "cuda:0");
+  cuda::Stream stream = cuda::current_stream();
+  auto run = [&] {
+    for (int i = 1; i <= kLaunches; ++i) {
+      a.add_(b);
+      if (i % kWindow == 0) stream.synchronize();
+    }
+  };
+  run();  // warm-up: the stream's pool reaches its depth, the allocator caches its blocks
+  Counts c = counted(run);
+  EXPECT_EQ(c.host_allocs, 0);
+  EXPECT_EQ(c.host_frees, 0);
+  EXPECT_EQ(c.worker_allocs, 0);
+  EXPECT_EQ(c.worker_frees, 0);
+  EXPECT_FLOAT_EQ(a.cpu().data_ptr<float>()[0], 2.0f * kLaunches);  // every launch ran
+}
+
+TEST(EmulatedLaunchAllocations, WorkerNeverFreesWhatTheHostAllocated) {
+  if (!EMBER_COUNT_MALLOC) GTEST_SKIP() << "a sanitizer replaces malloc: nothing to count";
+  // An out-of-place op makes its output tensor on the host (and frees it there); the
+  // worker neither allocates nor frees anything.
+  auto a = ember::ones({16}, "cuda:0"), b = ember::ones({16}, "cuda:0");
+  cuda::Stream stream = cuda::current_stream();
+  auto run = [&] {
+    for (int i = 1; i <= kLaunches; ++i) {
+      ember::Tensor c = a + b;
+      if (i % kWindow == 0) stream.synchronize();
+    }
+  };
+  run();
+  Counts c = counted(run);
+  EXPECT_EQ(c.worker_allocs, 0);
+  EXPECT_EQ(c.worker_frees, 0);
+  EXPECT_EQ(c.host_allocs, c.host_frees);  // nothing leaks from one launch to the next
+  RecordProperty("host_allocations_per_op", std::to_string(static_cast<double>(c.host_allocs) / kLaunches));
+  std::printf("out-of-place add: %.2f host allocations per op\n", static_cast<double>(c.host_allocs) / kLaunches);
+}
+
+}  // namespace
