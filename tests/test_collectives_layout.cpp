@@ -16,6 +16,7 @@
 
 #include "ember/ember.h"
 #include "gloo_ranks_util.h"
+#include "test_support.h"
 
 namespace dist = ember::distributed;
 using ember::Tensor;
@@ -36,15 +37,7 @@ Tensor base_of(int64_t rows, int64_t cols, int rank, const std::string& device) 
 
 float triangle(int world) { return static_cast<float>(world * (world + 1) / 2); }
 
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ember::testing::error_of;
 
 struct Layout {
   int world;

@@ -24,21 +24,14 @@
 #include "ember/ember.h"
 #include "ipv6_loopback.h"
 #include "launch_test_util.h"
+#include "test_support.h"
 
 namespace dist = ember::distributed;
 using namespace std::chrono_literals;
 
 namespace {
 
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ember::testing::error_of;
 
 std::string ember_run() { return EMBER_RUN_PATH; }
 std::string worker() { return EMBER_DIST_WORKER_PATH; }

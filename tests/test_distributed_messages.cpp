@@ -18,21 +18,14 @@
 #include "distributed/rendezvous.h"
 #include "ember/ember.h"
 #include "launch_test_util.h"
+#include "test_support.h"
 
 namespace dist = ember::distributed;
 using namespace std::chrono_literals;
 
 namespace {
 
-template <typename E, typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using ember::testing::error_of;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

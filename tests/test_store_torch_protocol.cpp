@@ -17,6 +17,7 @@
 #include "distributed/tcp_store_parser.h"
 #include "distributed/tcp_store_state.h"
 #include "ember/errors.h"
+#include "store_fuzz_util.h"
 
 namespace proto = ember::detail::store_protocol;
 using proto::Command;
@@ -232,13 +233,9 @@ TEST(TCPStoreTorchDialectsFuzz, SeededMutationsKeepTheParserWithinItsLimits) {
   limits.max_value_bytes = 256;
   limits.max_keys = 16;
   limits.max_request_bytes = 1024;
-  std::mt19937_64 rng(11);  // fixed: every run checks the same inputs
-  auto below = [&](size_t n) { return static_cast<size_t>(rng() % n); };
-  auto random_string = [&](size_t max) {
-    std::string s(below(max + 1), '\0');
-    for (char& c : s) c = static_cast<char>('a' + below(4));
-    return s;
-  };
+  ember::testing::FuzzRandom random(11);  // fixed: every run checks the same inputs
+  auto below = [&](size_t n) { return random.below(n); };
+  auto random_string = [&](size_t max) { return random.letters(max); };
   const uint64_t lengths[] = {0, 1, 8, 63, 64, 65, 255, 256, 257, 1024, 0xffffffffu, uint64_t{1} << 32,
                               std::numeric_limits<uint64_t>::max()};
   const int64_t numbers[] = {0, 1, -1, 16, 17, std::numeric_limits<int64_t>::max(),
@@ -266,26 +263,7 @@ TEST(TCPStoreTorchDialectsFuzz, SeededMutationsKeepTheParserWithinItsLimits) {
       if (r.command == Command::Ping) r.number &= 0xffffffff;
       stream += encode(r, dialect);
     }
-    for (size_t m = 0, n = below(4); m < n && !stream.empty(); ++m) {
-      size_t at = below(stream.size());
-      switch (below(7)) {
-        case 0: stream[at] = static_cast<char>(stream[at] ^ (1 << below(8))); break;
-        case 1: stream[at] = static_cast<char>(rng()); break;
-        case 2: {
-          uint64_t v = lengths[below(std::size(lengths))];
-          stream.replace(at, std::min<size_t>(8, stream.size() - at), reinterpret_cast<const char*>(&v), 8);
-          break;
-        }
-        case 3: {
-          int64_t v = numbers[below(std::size(numbers))];
-          stream.replace(at, std::min<size_t>(8, stream.size() - at), reinterpret_cast<const char*>(&v), 8);
-          break;
-        }
-        case 4: stream.insert(at, random_string(6)); break;
-        case 5: stream.erase(at, below(8)); break;
-        case 6: stream.resize(at); break;
-      }
-    }
+    ember::testing::mutate(stream, random, lengths, numbers);
     Outcome whole = parse(stream, limits, [] { return size_t{1} << 20; });
     Outcome chunked = parse(stream, limits, [&] { return 1 + below(below(2) == 0 ? 3 : 40); });
     ASSERT_EQ(whole.requests.size(), chunked.requests.size()) << "iteration " << iteration;
