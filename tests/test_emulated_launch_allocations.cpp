@@ -11,9 +11,11 @@
 #include <cstddef>
 #include <cstdlib>
 #include <functional>
+#include <future>
 
 #include "ember/cuda.h"
 #include "ember/ember.h"
+#include "emulated_support.h"
 
 // Sanitizers replace malloc themselves: there the counter is not built and the tests skip.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -106,6 +108,18 @@ const bool kEmulated = [] {
 constexpr int kLaunches = 10'000;
 constexpr int kWindow = 100;  // launches in flight at most: the pool's steady depth
 
+/// Grows `stream`'s queue pool to the depth the counted runs can reach. The pool grows to
+/// the deepest queue it has seen, and how deep the queue gets depends on how far the worker
+/// lags behind the host: the worker is held while a whole window of `launch` is queued, so
+/// the depth does not depend on how the threads are scheduled.
+void fill_pool(const cuda::Stream& stream, const std::function<void()>& launch) {
+  std::promise<void> release;
+  ember::testing::on_stream(stream, [opened = release.get_future().share()] { opened.wait(); });
+  for (int i = 0; i < kWindow; ++i) launch();
+  release.set_value();
+  stream.synchronize();
+}
+
 TEST(EmulatedLaunchAllocations, CounterSeesAllocationsOnBothSides) {
   if (!EMBER_COUNT_MALLOC) GTEST_SKIP() << "a sanitizer replaces malloc: nothing to count";
   // The counter itself works: a first launch on a new stream allocates its queue entry
@@ -134,13 +148,14 @@ TEST(EmulatedLaunchAllocations, SteadyStateLaunchesAllocateNothing) {
       if (i % kWindow == 0) stream.synchronize();
     }
   };
-  run();  // warm-up: the stream's pool reaches its depth, the allocator caches its blocks
+  fill_pool(stream, [&] { a.add_(b); });
+  run();  // warm-up: the allocator caches its blocks
   Counts c = counted(run);
   EXPECT_EQ(c.host_allocs, 0);
   EXPECT_EQ(c.host_frees, 0);
   EXPECT_EQ(c.worker_allocs, 0);
   EXPECT_EQ(c.worker_frees, 0);
-  EXPECT_FLOAT_EQ(a.cpu().data_ptr<float>()[0], 2.0f * kLaunches);  // every launch ran
+  EXPECT_FLOAT_EQ(a.cpu().data_ptr<float>()[0], 2.0f * kLaunches + kWindow);  // every launch ran
 }
 
 TEST(EmulatedLaunchAllocations, WorkerNeverFreesWhatTheHostAllocated) {
@@ -155,6 +170,7 @@ TEST(EmulatedLaunchAllocations, WorkerNeverFreesWhatTheHostAllocated) {
       if (i % kWindow == 0) stream.synchronize();
     }
   };
+  fill_pool(stream, [&] { ember::Tensor c = a + b; });
   run();
   Counts c = counted(run);
   EXPECT_EQ(c.worker_allocs, 0);
