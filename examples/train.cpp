@@ -19,7 +19,8 @@
 // restores it, so the schedule goes on where it stopped. A checkpoint without "scheduler."
 // keys (made without --lr-step, or before they were saved) still loads: the schedule then
 // starts afresh from the checkpoint's learning rate, and the run says so.
-// --limit trains on the first N batches of each epoch (a quick check).
+// --limit trains on the first N batches of each epoch (a quick check); --eval-limit evaluates
+// on the first N batches of the test set (the accuracy printed is then theirs).
 // --memory-snapshot records the caching allocator's history (with C++ stacks) from the start
 // and writes memory_snapshot_json() at the end of the first epoch, for ember-memviz; it needs
 // a cuda device.
@@ -68,6 +69,7 @@ struct Args {
   int workers = 2;
   std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
+  int64_t eval_limit = -1;
   std::string memory_snapshot;
   bool ddp = false;
   bool data_parallel = false;
@@ -79,7 +81,7 @@ struct Args {
   std::cerr << "train: " << problem << "\n"
             << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
-            << "             [--data DIR] [--limit BATCHES] [--memory-snapshot FILE]\n"
+            << "             [--data DIR] [--limit BATCHES] [--eval-limit BATCHES] [--memory-snapshot FILE]\n"
             << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
             << "             [--lr-step EPOCHS] [--lr-gamma X]\n";
   std::exit(2);
@@ -106,6 +108,7 @@ Args parse(int argc, char** argv) {
       else if (flag == "--workers") args.workers = std::stoi(value());
       else if (flag == "--data") args.data = value();
       else if (flag == "--limit") args.limit = std::stoll(value());
+      else if (flag == "--eval-limit") args.eval_limit = std::stoll(value());
       else if (flag == "--memory-snapshot") args.memory_snapshot = value();
       else if (flag == "--ddp") args.ddp = true;
       else if (flag == "--data-parallel") args.data_parallel = true;
@@ -177,12 +180,13 @@ class Network : public nn::Module {
   std::shared_ptr<nn::Sequential> features, classifier;
 };
 
-double test_accuracy(Network& net, data::DataLoader& loader, Device device) {
+double test_accuracy(Network& net, data::DataLoader& loader, Device device, int64_t limit) {
   net.eval();
   NoGradGuard no_grad;
   Tensor correct = zeros({}, TensorOptions(kInt64).device(device));
-  int64_t seen = 0;
+  int64_t seen = 0, batches = 0;
   for (const data::Example& batch : loader) {
+    if (limit >= 0 && batches++ >= limit) break;
     Tensor x = batch.data.to(device, /*non_blocking=*/true);
     Tensor y = batch.target.to(device, /*non_blocking=*/true);
     correct += net(x).argmax(1, false).eq(y).to(kInt64).sum();
@@ -329,7 +333,7 @@ int main(int argc, char** argv) {
       const double train_loss = total_loss.item<float>() / static_cast<double>(std::max<int64_t>(steps, 1));
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (!lead) continue;
-      const double accuracy = test_accuracy(*net, test_loader, device);
+      const double accuracy = test_accuracy(*net, test_loader, device, args.eval_limit);
       std::cout << "epoch " << epoch << "  loss " << std::fixed << std::setprecision(4) << train_loss
                 << "  test accuracy " << std::setprecision(2) << accuracy << "%  " << std::setprecision(0)
                 << static_cast<double>(images) / seconds << " images/s";

@@ -11,7 +11,7 @@ data=/usr/share/datasets/fashion-mnist
 [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "no Fashion-MNIST in $data: skipped"; exit 77; }
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-run() { "$train" --disable-cuda --limit 2 --workers 0 "$@"; }
+run() { "$train" --disable-cuda --limit 2 --eval-limit 2 --workers 0 "$@"; }
 
 run --epochs 3 --lr-step 2 --lr-gamma 0.5 --checkpoint "$dir/ck.safetensors" | tee "$dir/first.txt"
 run --epochs 2 --lr-step 2 --lr-gamma 0.5 --checkpoint "$dir/ck.safetensors" --resume | tee "$dir/resumed.txt"

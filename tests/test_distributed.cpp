@@ -486,9 +486,12 @@ Launch run_on_two_hosts(const NamespacePair& hosts, const std::string& master_ad
            " --nproc-per-node=1 --master-addr=" + master_addr + " --master-port=29500 --term-timeout=10 " + worker() +
            " --scenario=sum_ranks";
   };
-  return run("(" + node(hosts.a(), 0) + ") & first=$!; " + node(hosts.b(), 1) +
-             "; second=$?; wait $first; first=$?; echo \"node statuses $first $second\"; "
-             "[ $first -eq 0 ] && [ $second -eq 0 ]");
+  std::string script = "(";
+  script += node(hosts.a(), 0);
+  script += ") & first=$!; " + node(hosts.b(), 1) +
+            "; second=$?; wait $first; first=$?; echo \"node statuses $first $second\"; "
+            "[ $first -eq 0 ] && [ $second -eq 0 ]";
+  return run(script);
 }
 
 TEST(Launch, TwoHostsInNetworkNamespaces) {
