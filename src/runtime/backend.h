@@ -21,6 +21,10 @@
 namespace ember::detail {
 
 struct KernelCall;
+namespace fft {
+struct PlanKey;
+class Plan;
+}  // namespace fft
 
 /// A backend's stream object; owned by the backend, referenced by StreamState.
 class BackendStream {
@@ -113,6 +117,13 @@ class Backend {
   virtual void check_error(int device) = 0;
   /// Drains the device, clears its sticky error (cudaDeviceReset, minus the allocations).
   virtual void reset(int device) = 0;
+
+  // ---- optional subsystems ----------------------------------------------------------
+  /// A prepared plan of the transform `key` on `device` (kernels/fft_plan.h), which this
+  /// backend's FFT kernel executes; src/fft caches them per device (Note [FFT plan cache]).
+  /// nullptr, the default, when the backend has no FFT: the plan cache then raises
+  /// DeviceError. Called without any stream; a decorator should forward it.
+  virtual std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) { return nullptr; }
 };
 
 /// The cuda backend, selected at first use (emulated if asked for, else driver if a GPU

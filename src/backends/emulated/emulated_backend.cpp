@@ -4,6 +4,7 @@
 #include <cstring>
 #include <thread>
 
+#include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
 #include "runtime/env.h"
 #include "runtime/visible_devices.h"
@@ -254,6 +255,10 @@ bool EmulatedBackend::can_access_peer(int index, int peer) {
 }
 
 void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(); }
+
+std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int /*device*/) {
+  return cpu::create_fft_plan(key);
+}
 
 void EmulatedBackend::reset(int index) {
   drain_device(index);

@@ -83,6 +83,8 @@ class EmulatedBackend final : public Backend {
   bool can_access_peer(int device, int peer) override;
   void check_error(int device) override;
   void reset(int device) override;
+  /// Host FFTW plans: the FFT kernel runs the cpu one on the stream worker.
+  std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override;
 
   /// Runs `fn` on `stream` (cudaLaunchHostFunc); an exception it throws becomes the
   /// device's sticky error, exactly like a failing kernel.
