@@ -21,6 +21,7 @@
 namespace ember::detail {
 
 struct KernelCall;
+struct HostTask;
 namespace fft {
 struct PlanKey;
 class Plan;
@@ -65,7 +66,8 @@ class Backend {
   virtual std::string alloc_failure_reason(int device) { return {}; }
   /// True when device memory is host memory that host code may read and write once the
   /// stream work on it has completed (the emulated backend); false, the default, when only
-  /// kernels and copies can reach it. Host-side engines (Gloo) rely on it.
+  /// kernels and copies can reach it. Host-side engines (Gloo) rely on it, through
+  /// launch_host_task.
   virtual bool device_memory_is_host_addressable() const noexcept { return false; }
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
@@ -110,6 +112,10 @@ class Backend {
   /// cudaMemcpyAsync from pageable memory does (it returns once the host side is consumed).
   virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
                     BackendStream* stream) = 0;
+  /// Runs `task` on `stream` of `task.device` (Note [Host tasks] in kernels/host_task.h);
+  /// asynchronous. The default, for backends whose device memory only kernels and copies
+  /// reach, throws DeviceError.
+  virtual void launch_host_task(BackendStream* stream, HostTask&& task);
   /// Keeps `stream` busy for `duration`.
   virtual void sleep(BackendStream* stream, std::chrono::nanoseconds duration) = 0;
   virtual bool can_access_peer(int device, int peer) = 0;

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
+#include "kernels/host_task.h"
 #include "runtime/env.h"
 #include "runtime/visible_devices.h"
 
@@ -220,6 +221,10 @@ void EmulatedBackend::launch(BackendStream* native, const KernelCall& call) {
 
 void EmulatedBackend::launch_host_function(BackendStream* stream, std::function<void()> fn) {
   submit(cast(stream), FunctionWork{std::move(fn)});
+}
+
+void EmulatedBackend::launch_host_task(BackendStream* stream, HostTask&& task) {
+  submit(cast(stream), FunctionWork{std::move(task.body)});
 }
 
 void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
