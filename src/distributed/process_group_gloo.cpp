@@ -242,8 +242,8 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
     const Tensor dense = dense_of(tensor);  // Note [Strided tensors in collectives]
-    return issue(async_op, Collective::Broadcast, tensors, in_place(tensor, dense), tensor, ReduceOp::SUM, root, Tensor(),
-                 [&] {
+    const Operands operands = in_place(tensor, dense);
+    return issue(async_op, Collective::Broadcast, tensors, operands, tensor, ReduceOp::SUM, root, Tensor(), [&] {
       check_dense("broadcast", tensors);
       check_writable(tensor);
       EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
@@ -265,8 +265,8 @@ class GlooGroup final : public ProcessGroup {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
     const Tensor dense = dense_of(input);  // Note [Strided tensors in collectives]
-    return issue(async_op, Collective::AllGather, tensors, cuda_operands({dense}, outputs), input, ReduceOp::SUM, -1, Tensor(),
-                 [&] {
+    const Operands operands = cuda_operands({dense}, outputs);
+    return issue(async_op, Collective::AllGather, tensors, operands, input, ReduceOp::SUM, -1, Tensor(), [&] {
       check_list("all_gather", "output", outputs, input, world_size());
       check_dense("all_gather", tensors);
       for (const Tensor& t : outputs) check_writable(t);
@@ -291,7 +291,8 @@ class GlooGroup final : public ProcessGroup {
     tensors.push_back(output);
     std::vector<Tensor> dense;  // Note [Strided tensors in collectives]
     for (const Tensor& t : inputs) dense.push_back(dense_of(t));
-    return issue(async_op, Collective::ReduceScatter, tensors, cuda_operands(dense, {output}), output, op, -1, Tensor(), [&] {
+    const Operands operands = cuda_operands(dense, {output});
+    return issue(async_op, Collective::ReduceScatter, tensors, operands, output, op, -1, Tensor(), [&] {
       check_list("reduce_scatter", "input", inputs, output, world_size());
       check_dense("reduce_scatter", tensors);
       check_writable(output);
