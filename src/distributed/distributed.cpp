@@ -24,7 +24,7 @@ bool Work::is_success() { return is_completed() && !exception(); }
 
 namespace {
 
-enum ErrorKind : int { kNone, kError, kValue, kIndex, kType, kDevice, kMemory, kCuda, kDistributed };
+enum ErrorKind : int { kNone, kError, kValue, kIndex, kType, kDevice, kMemory, kCuda, kDistributed, kDataRace };
 
 template <typename E>
 std::exception_ptr make_error(const std::string& message) {
@@ -44,6 +44,7 @@ std::exception_ptr Work::exception() {
     case kMemory: return make_error<OutOfMemoryError>(error_message_);
     case kCuda: return make_error<CudaError>(error_message_);
     case kDistributed: return make_error<DistributedError>(error_message_);
+    case kDataRace: return make_error<DataRaceError>(error_message_);
     default: return make_error<Error>(error_message_);
   }
 }
@@ -67,6 +68,8 @@ void Work::set_exception(const std::exception_ptr& error) {
     kind = kMemory, message = e.what();
   } catch (const CudaError& e) {
     kind = kCuda, message = e.what();
+  } catch (const DataRaceError& e) {  // the stream sanitizer refused a collective's stream work
+    kind = kDataRace, message = e.what();
   } catch (const std::exception& e) {
     message = e.what();
   } catch (...) {

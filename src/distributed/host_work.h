@@ -1,11 +1,15 @@
 // HostWork: a Work completed by a host thread (the gloo group's worker), waited on by
-// blocking the caller.
+// blocking the caller; a collective on cuda tensors also orders the caller's current
+// stream after the end of its stream work (Note [Collectives as stream work]).
 #pragma once
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 
+#include "ember/cuda.h"
 #include "ember/distributed.h"
+#include "ember/stream.h"
 
 namespace ember::detail::distributed {
 
@@ -23,6 +27,13 @@ class HostWork final : public ember::distributed::Work {
       done_cv_.wait(lock, [&] { return done_; });
     }
     if (auto error = exception()) std::rethrow_exception(error);
+    if (end_) cuda::current_stream(device_).wait_event(*end_);
+  }
+  /// The end of the collective's work on a stream of `device`; before finish().
+  void set_end(cuda::Event end, int device) {
+    std::lock_guard lock(mutex_);
+    end_ = std::move(end);
+    device_ = device;
   }
   /// Marks the work finished (with `error` when it failed) and wakes the waiters.
   void finish(const std::exception_ptr& error) {
@@ -36,6 +47,8 @@ class HostWork final : public ember::distributed::Work {
   std::mutex mutex_;
   std::condition_variable done_cv_;
   bool done_ = false;
+  std::optional<cuda::Event> end_;  // set before done_
+  int device_ = -1;
 };
 
 }  // namespace ember::detail::distributed

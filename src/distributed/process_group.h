@@ -4,13 +4,15 @@
 // Ranks issue collectives in the same order; a group runs them in the order issued, one
 // after another. On cuda tensors a collective is ordered on the calling thread's current
 // stream of the tensors' device, as ProcessGroupNCCL's:
-//   (A) it starts only after the work queued on that stream before the call has completed
-//       (gloo: the group's worker waits for an event recorded on the stream at the call;
-//       nccl: its side stream waits for that event);
+//   (A) it starts only after the work queued on that stream before the call has completed:
+//       the group's own stream of the device (gloo: its host task, Note [Collectives as
+//       stream work] in process_group_gloo.cpp; nccl: its side stream) waits for an event
+//       recorded on the calling stream at the call;
 //   (B) once waited on (Work::wait, or at once when async_op is false) later work on the
-//       stream sees the result (gloo: the host waits for the collective, so everything
-//       queued afterwards follows it; nccl: the current stream waits for the side
-//       stream's end event, without blocking the host);
+//       stream sees the result: the current stream waits for the end of the collective's
+//       work on the group's stream (gloo: after the host has waited for the collective;
+//       nccl: without blocking the host). Work on another stream must wait for that
+//       stream, as after any kernel (the stream sanitizer reports it otherwise);
 //   (C) until then the tensors belong to the collective: work queued on the stream
 //       between the call and wait() must not touch them (as in PyTorch). The Work keeps
 //       the tensors alive until it completes.

@@ -13,7 +13,9 @@
 // gloo::allreduce (the ring) after the record exchange (Note [All-reduce paths]). After a
 // transport failure the Gloo context is unusable: every later collective fails at once
 // with the first error. Non-contiguous tensors take part through dense copies (Note
-// [Strided tensors in collectives] in collective_checks.h).
+// [Strided tensors in collectives] in collective_checks.h). On emulated cuda tensors the
+// collective runs as a host task on the group's stream of their device (Note
+// [Collectives as stream work]).
 #include <gloo/allgather.h>
 #include <gloo/allgatherv.h>
 #include <gloo/allreduce.h>
@@ -30,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <map>
 #include <optional>
 #include <thread>
 
@@ -41,9 +44,11 @@
 #include "distributed/record_exchange.h"
 #include "distributed/reduce_functions.h"
 #include "distributed/socket.h"
+#include "distributed/stream_work.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "ember/stream.h"
+#include "ops/launch.h"
 #include "runtime/backend.h"
 
 namespace ember::detail::distributed {
@@ -80,14 +85,41 @@ class GlooStore final : public gloo::rendezvous::Store {
   std::string prefix_;
 };
 
+/// The device memory a collective reads and writes (its host task's operands, for cuda
+/// tensors: Note [Collectives as stream work]).
+struct Operands {
+  std::vector<Tensor> reads;
+  std::vector<Tensor> writes;
+};
+
 /// One collective as the worker runs it.
 struct PendingOp {
   std::shared_ptr<HostWork> work;
   CollectiveRecord record;
-  std::optional<cuda::Event> ready;  // cuda tensors: the stream's work before the call
+  // cuda tensors: the calling stream's work before the call, the group's stream of the
+  // device that runs the collective after it, and the collective's operands there.
+  std::optional<cuda::Event> ready;
+  std::optional<cuda::Stream> stream;
+  int device = -1;
+  OperandList reads, writes;
   Tensor payload;                    // gathered with the record (all or the start of an all_reduce's data)
   std::function<void(const RecordExchange&)> run;  // after the records agree
 };
+
+/// `reads` and `writes` of a collective on cuda tensors; none for cpu tensors.
+Operands cuda_operands(const std::vector<Tensor>& reads, const std::vector<Tensor>& writes) {
+  const bool cuda = !writes.empty() && writes.front().defined() && writes.front().is_cuda();
+  return cuda ? Operands{reads, writes} : Operands{};
+}
+
+/// Reads and writes of a collective that works on `dense` in place and lands the result
+/// in `tensor` (all_reduce, broadcast); none for cpu tensors, which no stream touches.
+Operands in_place(const Tensor& tensor, const Tensor& dense) {
+  if (!tensor.defined() || !tensor.is_cuda()) return {};
+  Operands operands{{dense}, {tensor}};
+  if (dense.defined() && !dense.is_same(tensor)) operands.writes.push_back(dense);
+  return operands;
+}
 
 class GlooGroup final : public ProcessGroup {
  public:
@@ -158,7 +190,7 @@ class GlooGroup final : public ProcessGroup {
     if (path == AllReducePath::Gathered) {
       payload = dense.detach().view({-1}).narrow(0, 0, static_cast<int64_t>(kHeadBytes / dense.element_size()));
     }
-    return issue(async_op, Collective::AllReduce, tensors, tensor, op, -1, payload, [&] {
+    return issue(async_op, Collective::AllReduce, tensors, in_place(tensor, dense), tensor, op, -1, payload, [&] {
       check_dense("all_reduce", tensors);
       check_writable(tensor);
       ReduceFn reduce = reduce_function(op, tensor.dtype(), "all_reduce");
@@ -210,7 +242,8 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool async_op) override {
     std::vector<Tensor> tensors{tensor};
     const Tensor dense = dense_of(tensor);  // Note [Strided tensors in collectives]
-    return issue(async_op, Collective::Broadcast, tensors, tensor, ReduceOp::SUM, root, Tensor(), [&] {
+    const Operands operands = in_place(tensor, dense);
+    return issue(async_op, Collective::Broadcast, tensors, operands, tensor, ReduceOp::SUM, root, Tensor(), [&] {
       check_dense("broadcast", tensors);
       check_writable(tensor);
       EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
@@ -232,7 +265,8 @@ class GlooGroup final : public ProcessGroup {
     std::vector<Tensor> tensors(outputs);
     tensors.push_back(input);
     const Tensor dense = dense_of(input);  // Note [Strided tensors in collectives]
-    return issue(async_op, Collective::AllGather, tensors, input, ReduceOp::SUM, -1, Tensor(), [&] {
+    const Operands operands = cuda_operands({dense}, outputs);
+    return issue(async_op, Collective::AllGather, tensors, operands, input, ReduceOp::SUM, -1, Tensor(), [&] {
       check_list("all_gather", "output", outputs, input, world_size());
       check_dense("all_gather", tensors);
       for (const Tensor& t : outputs) check_writable(t);
@@ -257,7 +291,8 @@ class GlooGroup final : public ProcessGroup {
     tensors.push_back(output);
     std::vector<Tensor> dense;  // Note [Strided tensors in collectives]
     for (const Tensor& t : inputs) dense.push_back(dense_of(t));
-    return issue(async_op, Collective::ReduceScatter, tensors, output, op, -1, Tensor(), [&] {
+    const Operands operands = cuda_operands(dense, {output});
+    return issue(async_op, Collective::ReduceScatter, tensors, operands, output, op, -1, Tensor(), [&] {
       check_list("reduce_scatter", "input", inputs, output, world_size());
       check_dense("reduce_scatter", tensors);
       check_writable(output);
@@ -285,7 +320,7 @@ class GlooGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> barrier(bool async_op) override {
     // The record exchange is an all-gather: no rank passes it before every rank entered.
-    return issue(async_op, Collective::Barrier, {}, Tensor(), ReduceOp::SUM, -1, Tensor(),
+    return issue(async_op, Collective::Barrier, {}, Operands{}, Tensor(), ReduceOp::SUM, -1, Tensor(),
                  [] { return RunFn([](const RecordExchange&) {}); });
   }
 
@@ -327,8 +362,9 @@ class GlooGroup final : public ProcessGroup {
   /// Validates on the calling thread, then queues the collective. An argument error is
   /// still queued, as a failed record, so that the peers fail too instead of waiting.
   template <typename Prepare>
-  std::shared_ptr<Work> issue(bool async_op, Collective collective, const std::vector<Tensor>& tensors, const Tensor& shape_of,
-                              ReduceOp op, int root, const Tensor& payload, Prepare&& prepare) {
+  std::shared_ptr<Work> issue(bool async_op, Collective collective, const std::vector<Tensor>& tensors,
+                              const Operands& operands, const Tensor& shape_of, ReduceOp op, int root,
+                              const Tensor& payload, Prepare&& prepare) {
     auto pending = std::make_unique<PendingOp>();
     std::exception_ptr argument_error;
     std::lock_guard issue_lock(issue_mutex_);
@@ -338,8 +374,21 @@ class GlooGroup final : public ProcessGroup {
       pending->run = prepare();
       pending->payload = payload;
       if (!tensors.empty() && tensors.front().is_cuda()) {
+        const int device = tensors.front().get_device();
+        pending->device = device;
         pending->ready.emplace();
-        pending->ready->record(cuda::current_stream(tensors.front().get_device()));
+        pending->ready->record(cuda::current_stream(device));
+        pending->stream = stream_of(device);
+        // The caching allocator then keeps the memory from the stream's next users until
+        // the collective's work there is done, as ProcessGroupNCCL's side stream.
+        for (const Tensor& t : operands.reads) {
+          t.record_stream(*pending->stream);
+          pending->reads.push_back(make_arg(t));
+        }
+        for (const Tensor& t : operands.writes) {
+          t.record_stream(*pending->stream);
+          pending->writes.push_back(make_arg(t));
+        }
       }
     } catch (const std::exception& e) {
       argument_error = std::current_exception();
@@ -402,26 +451,50 @@ class GlooGroup final : public ProcessGroup {
     }
   }
 
+  // Note [Collectives as stream work]
+  // On emulated cuda tensors Gloo's transport reads and writes device memory, which is
+  // host memory there. It does so as a host task (Note [Host tasks]) on the group's
+  // stream of the device, as ProcessGroupNCCL's kernels run on its side stream: the
+  // stream first waits for the event recorded on the calling stream at the call, and the
+  // task declares the collective's operands (reads: its inputs; writes: the tensors it
+  // fills), so the stream sanitizer sees the collective as it sees a kernel. The task is
+  // the whole collective (record exchange, transport, reduction, writing the result
+  // back), run on the stream's worker while the executing thread (the group's worker, or
+  // the caller) blocks for it; a device that failed before it skips it, and the failure
+  // is exchanged with the peers as before. Work::wait() then makes the caller's current
+  // stream wait for the task's end, as NcclWork::wait() does. cpu tensors run on the
+  // executing thread.
   std::exception_ptr execute(PendingOp& op) {
     const char* name = collective_name(static_cast<Collective>(op.record.collective));
     if (!broken_.empty()) {
       return std::make_exception_ptr(DistributedError(cat(name, " (collective #", op.record.sequence,
                                                           "): the process group failed earlier: ", broken_)));
     }
-    std::exception_ptr stream_error;
-    if (op.ready && !op.record.failed) {
-      try {
-        op.ready->synchronize();
-      } catch (const std::exception& e) {
-        stream_error = std::current_exception();
-        set_failure(op.record, e.what());
-      }
+    if (!op.stream || op.record.failed) return exchange_and_run(op);
+    std::exception_ptr result;
+    cuda::Event end;
+    try {
+      op.stream->wait_event(*op.ready);
+      run_on_stream(*op.stream, name, op.device, std::move(op.writes), std::move(op.reads),
+                    [&] { result = exchange_and_run(op); }, end);
+    } catch (const std::exception& e) {
+      // It never ran: the device failed before it, or the sanitizer refused it.
+      std::exception_ptr stream_error = std::current_exception();
+      set_failure(op.record, e.what());
+      exchange_and_run(op);  // the failed record tells the peers
+      return stream_error;
     }
+    if (end.is_recorded()) op.work->set_end(std::move(end), op.device);
+    return result;
+  }
+
+  /// The record exchange, then (when the records agree) the collective itself.
+  std::exception_ptr exchange_and_run(PendingOp& op) {
+    const char* name = collective_name(static_cast<Collective>(op.record.collective));
     try {
       bool send_payload = op.payload.defined() && !op.record.failed;
       exchange_->exchange(op.record, send_payload ? op.payload.data_ptr() : nullptr,
                           send_payload ? op.payload.nbytes() : 0, record_tag(op.record.sequence), timeout_);
-      if (stream_error) return stream_error;
       if (op.record.failed) return {};  // the caller already got its argument error
       check_records(exchange_->records(), rank());
       op.run(*exchange_);
@@ -438,6 +511,13 @@ class GlooGroup final : public ProcessGroup {
     }
   }
 
+  /// The group's stream of `device` (with issue_mutex_ held).
+  cuda::Stream stream_of(int device) {
+    auto it = streams_.find(device);
+    if (it == streams_.end()) it = streams_.emplace(device, cuda::Stream(device)).first;
+    return it->second;
+  }
+
   std::shared_ptr<ember::distributed::Store> store_;
   std::string prefix_;
   std::string store_host_;
@@ -449,6 +529,7 @@ class GlooGroup final : public ProcessGroup {
 
   std::mutex issue_mutex_;  // sequence numbers and queue order agree
   uint64_t sequence_ = 0;
+  std::map<int, cuda::Stream> streams_;  // by device, guarded by issue_mutex_ (Note [Collectives as stream work])
   std::mutex mutex_;
   std::condition_variable queue_cv_;
   std::deque<std::unique_ptr<PendingOp>> queue_;

@@ -1,34 +1,66 @@
 // Element-wise reductions handed to Gloo (its reduce hook: c = a op b over n elements)
-// and AVG's final division, for every ember dtype.
+// and AVG's final division, for every ember dtype, built from the kernels' own bodies:
+// SUM is SumReducer's lane combine, PRODUCT MulFn, MAX and MIN are clamp_min(a, b) and
+// clamp_max(a, b) (clamp_value, which is std::max and std::min to the bit, NaN included,
+// as Gloo's own max and min), and AVG divides with DivFn.
 //
 // Half types reduce through float. Bool reduces as logic (SUM, MAX: or; PRODUCT, MIN:
 // and), as PyTorch's ProcessGroupGloo. Complex tensors support SUM, AVG and PRODUCT
 // only ("all_reduce does not support MIN on complex tensors").
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <functional>
 
 #include "ember/distributed.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/functors.h"
+#include "kernels/reducers.h"
+#include "kernels/select_functors.h"
 
 namespace ember::detail::distributed {
 
 using ReduceFn = std::function<void(void*, const void*, const void*, size_t)>;
 
-template <typename T, typename Op>
-void reduce_elements(void* c, const void* a, const void* b, size_t n, Op op) {
+/// c[i] = fn(a[i], b[i]) over n elements of T, `fn` taking and giving values of type V.
+template <typename T, typename V, typename Fn>
+void reduce_elements(void* c, const void* a, const void* b, size_t n, Fn fn) {
   auto* out = static_cast<T*>(c);
   auto* x = static_cast<const T*>(a);
   auto* y = static_cast<const T*>(b);
-  for (size_t i = 0; i < n; ++i) {
-    if constexpr (is_reduced_float_v<T>) {
-      out[i] = T(op(static_cast<float>(x[i]), static_cast<float>(y[i])));
-    } else {
-      out[i] = static_cast<T>(op(x[i], y[i]));
-    }
+  for (size_t i = 0; i < n; ++i) out[i] = convert<T>(fn(convert<V>(x[i]), convert<V>(y[i])));
+}
+
+/// The Gloo reduce function of `op` over T (AVG reduces as SUM, then divide()).
+template <typename T>
+ReduceFn reduce_function_of(ember::distributed::ReduceOp op) {
+  using ember::distributed::ReduceOp;
+  using C = compute_t<T>;
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG:
+      return [](void* c, const void* a, const void* b, size_t n) {
+        using Lane = typename SumReducer<T>::Lane;
+        reduce_elements<T, Lane>(c, a, b, n, [](Lane x, Lane y) { return SumReducer<T>::lane_combine(x, y); });
+      };
+    case ReduceOp::PRODUCT:
+      return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T, C>(c, a, b, n, MulFn<C>{}); };
+    case ReduceOp::MIN:
+      if constexpr (!is_complex_v<T>) {
+        return [](void* c, const void* a, const void* b, size_t n) {
+          reduce_elements<T, C>(c, a, b, n, [](C x, C y) { return ClampFn<C>{false, true}(x, y, y); });
+        };
+      }
+      break;
+    case ReduceOp::MAX:
+      if constexpr (!is_complex_v<T>) {
+        return [](void* c, const void* a, const void* b, size_t n) {
+          reduce_elements<T, C>(c, a, b, n, [](C x, C y) { return ClampFn<C>{true, false}(x, y, y); });
+        };
+      }
+      break;
   }
+  return {};
 }
 
 /// The Gloo reduce function for `op` on `dtype` (AVG reduces as SUM, then divide()).
@@ -38,55 +70,23 @@ inline ReduceFn reduce_function(ember::distributed::ReduceOp op, DType dtype, co
   EMBER_CHECK(!is_complex(dtype) || op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PRODUCT,
               ValueError, collective, " does not support ", ember::distributed::reduce_op_name(op),
               " on complex tensors");
-  return dispatch(dtype, [&](auto tag) -> ReduceFn {
-    using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, bool>) {
-      if (op == ReduceOp::PRODUCT || op == ReduceOp::MIN) {
-        return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::logical_and<>()); };
-      }
-      return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::logical_or<>()); };
-    } else if constexpr (is_complex_v<T>) {
-      if (op == ReduceOp::PRODUCT) {
-        return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::multiplies<>()); };
-      }
-      return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::plus<>()); };
-    } else {
-      switch (op) {
-        case ReduceOp::SUM:
-        case ReduceOp::AVG:
-          return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::plus<>()); };
-        case ReduceOp::PRODUCT:
-          return [](void* c, const void* a, const void* b, size_t n) { reduce_elements<T>(c, a, b, n, std::multiplies<>()); };
-        case ReduceOp::MIN:
-          return [](void* c, const void* a, const void* b, size_t n) {
-            reduce_elements<T>(c, a, b, n, [](auto x, auto y) { return std::min(x, y); });
-          };
-        case ReduceOp::MAX:
-          return [](void* c, const void* a, const void* b, size_t n) {
-            reduce_elements<T>(c, a, b, n, [](auto x, auto y) { return std::max(x, y); });
-          };
-      }
-      return {};
-    }
-  });
+  return dispatch(dtype, [&](auto tag) -> ReduceFn { return reduce_function_of<typename decltype(tag)::type>(op); });
 }
 
 /// AVG's last step: data[i] /= world_size (integer types divide as integers, truncating
-/// toward zero, as NCCL's ncclAvg; bool stays the logical or).
+/// toward zero, as NCCL's ncclAvg; bool stays the logical or; complex values divide by
+/// the real count).
 inline void divide(void* data, DType dtype, size_t n, int world_size) {
   dispatch(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) {
+    using C = compute_t<T>;
+    if constexpr (is_complex_v<T>) {
       auto* p = static_cast<T*>(data);
-      for (size_t i = 0; i < n; ++i) {
-        if constexpr (is_reduced_float_v<T>) {
-          p[i] = T(static_cast<float>(p[i]) / static_cast<float>(world_size));
-        } else if constexpr (is_complex_v<T>) {
-          p[i] /= static_cast<typename T::value_type>(world_size);
-        } else {
-          p[i] = static_cast<T>(p[i] / static_cast<T>(world_size));
-        }
-      }
+      for (size_t i = 0; i < n; ++i) p[i] /= static_cast<typename T::value_type>(world_size);
+    } else if constexpr (!std::is_same_v<T, bool>) {
+      auto* p = static_cast<T*>(data);
+      const C count = static_cast<C>(world_size);
+      for (size_t i = 0; i < n; ++i) p[i] = convert<T>(DivFn<C>{}(convert<C>(p[i]), count));
     }
   });
 }

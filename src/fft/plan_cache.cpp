@@ -1,45 +1,11 @@
-// The LRU plan cache and the per-device cache registry (Note [FFT plan cache]).
+// The LRU plan cache and the per-device caches (Note [FFT plan cache]).
 #include "fft/plan_cache.h"
 
-#include <map>
-#include <string>
-
+#include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
 #include "runtime/backend.h"
 
 namespace ember::detail::fft {
-
-IntList PlanKey::in_sizes() const {
-  IntList sizes = signal_sizes;
-  if (kind == TransformKind::C2R) sizes.back() = sizes.back() / 2 + 1;
-  return sizes;
-}
-
-IntList PlanKey::out_sizes() const {
-  IntList sizes = signal_sizes;
-  if (kind == TransformKind::R2C) sizes.back() = sizes.back() / 2 + 1;
-  return sizes;
-}
-
-size_t PlanKeyHash::operator()(const PlanKey& key) const noexcept {
-  // FNV-1a over every field; keys are small, so this is cheap next to a lookup miss.
-  uint64_t h = 1469598103934665603ull;
-  auto mix = [&h](int64_t v) {
-    h ^= static_cast<uint64_t>(v);
-    h *= 1099511628211ull;
-  };
-  mix(static_cast<int64_t>(key.kind));
-  mix(key.forward);
-  mix(static_cast<int64_t>(key.precision));
-  for (const IntList* list : {&key.signal_sizes, &key.in_strides, &key.out_strides}) {
-    mix(static_cast<int64_t>(list->size()));
-    for (int64_t v : *list) mix(v);
-  }
-  mix(key.batch);
-  mix(key.in_dist);
-  mix(key.out_dist);
-  return static_cast<size_t>(h);
-}
 
 std::shared_ptr<const Plan> PlanCache::get(const PlanKey& key) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -91,45 +57,43 @@ void PlanCache::evict_to(size_t size) {
   }
 }
 
-// ---- registry -------------------------------------------------------------------
+// ---- the caches ------------------------------------------------------------------
 
 namespace {
 
-struct FactoryRegistry {
-  std::mutex mutex;
-  std::map<std::string, PlanFactory*> by_backend;
+/// Plans of the cuda backend's create_fft_plan hook (the backend itself: making a plan
+/// touches no stream, so the stream sanitizer's decorator has nothing to see).
+class BackendPlanFactory final : public PlanFactory {
+ public:
+  explicit BackendPlanFactory(Backend& backend) : backend_(backend) {}
+  std::shared_ptr<const Plan> create(const PlanKey& key, int device) override {
+    std::shared_ptr<const Plan> plan = backend_.create_fft_plan(key, device);
+    EMBER_CHECK(plan != nullptr, DeviceError, "fft: the ", backend_.name(),
+                " cuda backend does not support FFT (it makes no FFT plans)");
+    return plan;
+  }
+
+ private:
+  Backend& backend_;
 };
 
-FactoryRegistry& factory_registry() {
-  static FactoryRegistry registry;  // function-local: registration runs from static initializers
-  return registry;
-}
-
-PlanFactory& factory_for(const char* backend_name) {
-  FactoryRegistry& registry = factory_registry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  auto it = registry.by_backend.find(backend_name);
-  return it != registry.by_backend.end() ? *it->second : host_plan_factory();
-}
+/// Host (FFTW) plans, the cpu backend's.
+class HostPlanFactory final : public PlanFactory {
+ public:
+  std::shared_ptr<const Plan> create(const PlanKey& key, int /*device*/) override { return cpu::create_fft_plan(key); }
+};
 
 // One cache per device of the (fixed, once selected) cuda backend.
 struct DeviceCaches {
-  DeviceCaches() {
-    Backend& cuda = backend();
-    PlanFactory& factory = factory_for(cuda.name());
-    for (int device = 0; device < cuda.device_count(); ++device)
+  DeviceCaches() : factory(undecorated_backend()) {
+    for (int device = 0; device < undecorated_backend().device_count(); ++device)
       caches.push_back(std::make_unique<PlanCache>(device, factory));
   }
+  BackendPlanFactory factory;
   std::vector<std::unique_ptr<PlanCache>> caches;
 };
 
 }  // namespace
-
-void register_plan_factory(const char* backend_name, PlanFactory* factory) {
-  FactoryRegistry& registry = factory_registry();
-  std::lock_guard<std::mutex> lock(registry.mutex);
-  registry.by_backend[backend_name] = factory;
-}
 
 PlanCache& device_plan_cache(int device) {
   static DeviceCaches caches;
@@ -138,7 +102,8 @@ PlanCache& device_plan_cache(int device) {
 }
 
 PlanCache& host_plan_cache() {
-  static PlanCache cache(-1, host_plan_factory());
+  static HostPlanFactory factory;
+  static PlanCache cache(-1, factory);
   return cache;
 }
 

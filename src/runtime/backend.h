@@ -21,6 +21,11 @@
 namespace ember::detail {
 
 struct KernelCall;
+struct HostTask;
+namespace fft {
+struct PlanKey;
+class Plan;
+}  // namespace fft
 
 /// A backend's stream object; owned by the backend, referenced by StreamState.
 class BackendStream {
@@ -61,7 +66,8 @@ class Backend {
   virtual std::string alloc_failure_reason(int device) { return {}; }
   /// True when device memory is host memory that host code may read and write once the
   /// stream work on it has completed (the emulated backend); false, the default, when only
-  /// kernels and copies can reach it. Host-side engines (Gloo) rely on it.
+  /// kernels and copies can reach it. Host-side engines (Gloo) rely on it, through
+  /// launch_host_task.
   virtual bool device_memory_is_host_addressable() const noexcept { return false; }
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
@@ -106,6 +112,10 @@ class Backend {
   /// cudaMemcpyAsync from pageable memory does (it returns once the host side is consumed).
   virtual void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
                     BackendStream* stream) = 0;
+  /// Runs `task` on `stream` of `task.device` (Note [Host tasks] in kernels/host_task.h);
+  /// asynchronous. The default, for backends whose device memory only kernels and copies
+  /// reach, throws DeviceError.
+  virtual void launch_host_task(BackendStream* stream, HostTask&& task);
   /// Keeps `stream` busy for `duration`.
   virtual void sleep(BackendStream* stream, std::chrono::nanoseconds duration) = 0;
   virtual bool can_access_peer(int device, int peer) = 0;
@@ -113,6 +123,13 @@ class Backend {
   virtual void check_error(int device) = 0;
   /// Drains the device, clears its sticky error (cudaDeviceReset, minus the allocations).
   virtual void reset(int device) = 0;
+
+  // ---- optional subsystems ----------------------------------------------------------
+  /// A prepared plan of the transform `key` on `device` (kernels/fft_plan.h), which this
+  /// backend's FFT kernel executes; src/fft caches them per device (Note [FFT plan cache]).
+  /// nullptr, the default, when the backend has no FFT: the plan cache then raises
+  /// DeviceError. Called without any stream; a decorator should forward it.
+  virtual std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) { return nullptr; }
 };
 
 /// The cuda backend, selected at first use (emulated if asked for, else driver if a GPU

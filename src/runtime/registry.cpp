@@ -101,6 +101,10 @@ Backend& backend() {
   return *rt.backend;
 }
 
+void Backend::launch_host_task(BackendStream* /*stream*/, HostTask&& /*task*/) {
+  fail<DeviceError>("the ", name(), " cuda backend cannot run host code on device memory");
+}
+
 Backend& undecorated_backend() {
   Runtime& rt = runtime();
   EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);

@@ -1,4 +1,5 @@
 // SanitizingBackend: forward each hook, tell the RaceDetector what it orders or touches.
+// Host tasks (Note [Host tasks]) are accesses like launches.
 #include "sanitizer/sanitizing_backend.h"
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 
 #include "ember/errors.h"
 #include "ember/sanitizer.h"
+#include "kernels/host_task.h"
 #include "kernels/kernel_call.h"
 #include "kernels/op_name.h"
 #include "sanitizer/sanitizer.h"
@@ -125,6 +127,15 @@ void SanitizingBackend::launch(BackendStream* stream, const KernelCall& call) {
   add_operands(accesses, call.inputs, AccessType::Read, "input");
   access(stream, accesses, op_name(call.op), call.device);
   upstream_.launch(stream, call);
+}
+
+void SanitizingBackend::launch_host_task(BackendStream* stream, HostTask&& task) {
+  std::vector<MemoryAccess> accesses;
+  accesses.reserve(task.outputs.size() + task.inputs.size());
+  add_operands(accesses, task.outputs, AccessType::Write, "output");
+  add_operands(accesses, task.inputs, AccessType::Read, "input");
+  access(stream, accesses, task.name, task.device);
+  upstream_.launch_host_task(stream, std::move(task));
 }
 
 void SanitizingBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,

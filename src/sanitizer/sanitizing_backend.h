@@ -66,10 +66,14 @@ class SanitizingBackend final : public Backend {
   void launch(BackendStream* stream, const KernelCall& call) override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
             BackendStream* stream) override;
+  void launch_host_task(BackendStream* stream, HostTask&& task) override;
   void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override { upstream_.sleep(stream, duration); }
   bool can_access_peer(int device, int peer) override { return upstream_.can_access_peer(device, peer); }
   void check_error(int device) override { upstream_.check_error(device); }
   void reset(int device) override;
+  std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override {
+    return upstream_.create_fft_plan(key, device);
+  }
 
  private:
   /// Checks the accesses (throwing or warning on a race), then records them.

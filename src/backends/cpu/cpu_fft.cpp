@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
+#include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
-#include "fft/fftw_plan.h"
 
 namespace ember::detail::cpu {
 namespace {

@@ -2,6 +2,7 @@
 #include "backends/cuda/cuda_backend.h"
 
 #include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
 #include "fft/plan_cache.h"
@@ -189,6 +190,10 @@ void DriverBackend::sleep(BackendStream* stream, std::chrono::nanoseconds durati
 void DriverBackend::check_error(int device) {
   DeviceScope scope(device);
   check_cuda(cudaGetLastError());
+}
+
+std::shared_ptr<const fft::Plan> DriverBackend::create_fft_plan(const fft::PlanKey& key, int device) {
+  return create_cufft_plan(key, device);
 }
 
 void DriverBackend::reset(int device) {

@@ -84,6 +84,7 @@ class DriverBackend final : public Backend {
   bool can_access_peer(int device, int peer) override;
   void check_error(int device) override;
   void reset(int device) override;
+  std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override;
 
  private:
   uint64_t generation(int device) const;

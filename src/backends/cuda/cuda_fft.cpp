@@ -19,7 +19,7 @@
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
 #include "ember/errors.h"
-#include "fft/plan_cache.h"
+#include "kernels/fft_plan.h"
 #include "memory/memory.h"
 
 namespace ember::detail::driver {
@@ -140,21 +140,11 @@ class CufftPlan final : public fft::Plan {
   mutable std::mutex mutex_;
 };
 
-class CufftPlanFactory final : public fft::PlanFactory {
- public:
-  std::shared_ptr<const fft::Plan> create(const PlanKey& key, int device) override {
-    return std::make_shared<const CufftPlan>(key, device);
-  }
-};
-
-// The driver backend's device caches make cuFFT plans; registered at load time.
-const bool registered = [] {
-  static CufftPlanFactory factory;
-  fft::register_plan_factory("driver", &factory);
-  return true;
-}();
-
 }  // namespace
+
+std::shared_ptr<const fft::Plan> create_cufft_plan(const fft::PlanKey& key, int device) {
+  return std::make_shared<const CufftPlan>(key, device);
+}
 
 void run_fft(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);

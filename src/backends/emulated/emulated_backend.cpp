@@ -4,7 +4,9 @@
 #include <cstring>
 #include <thread>
 
+#include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
+#include "kernels/host_task.h"
 #include "runtime/env.h"
 #include "runtime/visible_devices.h"
 
@@ -221,6 +223,10 @@ void EmulatedBackend::launch_host_function(BackendStream* stream, std::function<
   submit(cast(stream), FunctionWork{std::move(fn)});
 }
 
+void EmulatedBackend::launch_host_task(BackendStream* stream, HostTask&& task) {
+  submit(cast(stream), FunctionWork{std::move(task.body)});
+}
+
 void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
                            BackendStream* native) {
   EmulatedStream& stream = cast(native);
@@ -254,6 +260,10 @@ bool EmulatedBackend::can_access_peer(int index, int peer) {
 }
 
 void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(); }
+
+std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int /*device*/) {
+  return cpu::create_fft_plan(key);
+}
 
 void EmulatedBackend::reset(int index) {
   drain_device(index);

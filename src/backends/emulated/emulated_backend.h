@@ -79,10 +79,14 @@ class EmulatedBackend final : public Backend {
   void launch(BackendStream* stream, const KernelCall& call) override;
   void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
             BackendStream* stream) override;
+  /// A FunctionWork: skipped, like a kernel, once the device has failed.
+  void launch_host_task(BackendStream* stream, HostTask&& task) override;
   void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override;
   bool can_access_peer(int device, int peer) override;
   void check_error(int device) override;
   void reset(int device) override;
+  /// Host FFTW plans: the FFT kernel runs the cpu one on the stream worker.
+  std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override;
 
   /// Runs `fn` on `stream` (cudaLaunchHostFunc); an exception it throws becomes the
   /// device's sticky error, exactly like a failing kernel.

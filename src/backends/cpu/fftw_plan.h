@@ -12,9 +12,10 @@
 // plan made with FFTW_UNALIGNED (slower: no SIMD), created the first time it is needed.
 #pragma once
 
+#include <memory>
 #include <mutex>
 
-#include "fft/plan_cache.h"
+#include "kernels/fft_plan.h"
 
 namespace ember::detail::fft {
 
@@ -33,3 +34,10 @@ class HostPlan final : public Plan {
 };
 
 }  // namespace ember::detail::fft
+
+namespace ember::detail::cpu {
+
+/// The cpu backend's FFT plans (FFTW), also the emulated backend's create_fft_plan.
+std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key);
+
+}  // namespace ember::detail::cpu

@@ -1,5 +1,5 @@
 // Host FFT plans over FFTW's guru64 interface (Note [FFTW and threads]).
-#include "fft/fftw_plan.h"
+#include "backends/cpu/fftw_plan.h"
 
 #include <fftw3.h>
 
@@ -166,20 +166,12 @@ void HostPlan::execute(void* in, void* out) const {
     run(float{});
 }
 
-namespace {
+}  // namespace ember::detail::fft
 
-class HostPlanFactory final : public PlanFactory {
- public:
-  std::shared_ptr<const Plan> create(const PlanKey& key, int /*device*/) override {
-    return std::make_shared<const HostPlan>(key);
-  }
-};
+namespace ember::detail::cpu {
 
-}  // namespace
-
-PlanFactory& host_plan_factory() {
-  static HostPlanFactory factory;
-  return factory;
+std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key) {
+  return std::make_shared<const fft::HostPlan>(key);
 }
 
-}  // namespace ember::detail::fft
+}  // namespace ember::detail::cpu
