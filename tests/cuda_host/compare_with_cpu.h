@@ -21,7 +21,7 @@
 #include "ember/ember.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
-#include "nn/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
 namespace ember::host_test {
 

@@ -8,7 +8,7 @@
 
 #include "kernels/parallel.h"
 #include "ember/errors.h"
-#include "nn/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
 namespace ember::detail::cpu {
 namespace {

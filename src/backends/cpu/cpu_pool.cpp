@@ -7,7 +7,7 @@
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/cpu_vector.h"
-#include "nn/pool_geometry.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::detail::cpu {
 namespace {

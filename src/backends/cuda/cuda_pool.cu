@@ -3,7 +3,7 @@
 // MaxPool2dBackward gathers instead of scattering: one thread per input element sums the
 // gradients of the outputs whose index names it, so no atomics and a fixed order.
 #include "backends/cuda/cuda_loops.cuh"
-#include "nn/pool_geometry.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::detail::driver {
 namespace {

@@ -20,8 +20,8 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "kernels/kernel_call.h"
-#include "nn/backward_kernels.h"
-#include "nn/conv_geometry.h"
+#include "ops/nn/backward_kernels.h"
+#include "kernels/conv_geometry.h"
 #include "ops/launch.h"
 
 namespace ember {
