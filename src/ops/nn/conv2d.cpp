@@ -15,7 +15,7 @@
 #include <memory>
 #include <sstream>
 
-#include "config/backend_flags.h"
+#include "runtime/backend_flags.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
