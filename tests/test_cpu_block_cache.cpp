@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/allocator.h"
+#include "memory/memory.h"
 
 namespace ember::testing {
 namespace {

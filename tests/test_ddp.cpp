@@ -8,7 +8,7 @@
 
 #include "ember/ember.h"
 #include "launch_test_util.h"
-#include "nn/parallel/reducer.h"
+#include "parallel/reducer.h"
 
 namespace dist = ember::distributed;
 using ember::nn::parallel::detail::compute_bucket_assignment_by_size;

@@ -1,7 +1,7 @@
 // TF32 flags: defaults, the matmul flag <-> precision link, cudnn independence, errors.
 #include <gtest/gtest.h>
 
-#include "config/backend_flags.h"
+#include "runtime/backend_flags.h"
 #include "ember/backends.h"
 #include "ember/errors.h"
 

@@ -15,7 +15,7 @@
 #include "ember/factories.h"
 #include "ember/fft.h"
 #include "ember/ops.h"
-#include "nn/backward_kernels.h"
+#include "ops/nn/backward_kernels.h"
 
 namespace ember::autograd::detail::nn_formulas {
 

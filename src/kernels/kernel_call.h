@@ -18,6 +18,7 @@
 #include "ember/dtype.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"
+#include "kernels/kernel_payload.h"
 
 namespace ember::detail {
 
@@ -113,7 +114,7 @@ struct KernelCall {
   bool flag = false;        // IsClose: equal_nan
   bool allow_tf32 = false;  // Matmul on float32
   int device = -1;          // the cuda device it runs on; -1 on cpu
-  std::shared_ptr<const void> payload;  // op-specific state (FFT, Im2Col, Col2Im, OptimizerStep)
+  KernelPayload payload;  // op-specific state (FFT, Im2Col, Col2Im, pooling, OptimizerStep): Note [Typed kernel payload]
 };
 
 }  // namespace ember::detail

@@ -5,6 +5,9 @@
 
 namespace ember::detail {
 
+/// 64-byte aligned host memory with the cpu block caches (Note [Cpu block cache]).
+Allocator& cpu_allocator();
+
 /// The caching allocator of cuda device `device` (or a pass-through one when
 /// PYTORCH_NO_CUDA_MEMORY_CACHING is set). Allocations are bound to the calling
 /// thread's current stream on that device.

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "ember/errors.h"
-#include "nn/autograd_shim.h"
+#include "ember/autograd.h"
 
 namespace ember::nn::init {
 namespace {
@@ -24,21 +24,21 @@ void check_defined(const Tensor& tensor, const char* fn) {
 
 Tensor uniform_(Tensor tensor, double a, double b) {
   check_defined(tensor, "uniform_");
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   tensor.uniform_(a, b);
   return tensor;
 }
 
 Tensor normal_(Tensor tensor, double mean, double std) {
   check_defined(tensor, "normal_");
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   tensor.normal_(mean, std);
   return tensor;
 }
 
 Tensor constant_(Tensor tensor, const Scalar& value) {
   check_defined(tensor, "constant_");
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   tensor.fill_(value);
   return tensor;
 }

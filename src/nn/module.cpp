@@ -11,7 +11,8 @@
 
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "nn/autograd_shim.h"
+#include "ember/autograd.h"
+#include "nn/clear_grad.h"
 
 namespace ember::nn {
 namespace {
@@ -70,10 +71,10 @@ void Module::check_new_name(const std::string& name, const char* kind) const {
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
   // As PyTorch's register_parameter: a computed tensor would never receive a gradient.
-  EMBER_CHECK(!tensor.defined() || detail::nn::is_leaf(tensor), ValueError, "Cannot assign non-leaf Tensor to parameter '",
+  EMBER_CHECK(!tensor.defined() || tensor.is_leaf(), ValueError, "Cannot assign non-leaf Tensor to parameter '",
               name, "'. Model parameters must be created explicitly. To express '", name,
               "' as a function of another Tensor, compute the value in the forward() method.");
-  if (tensor.defined()) detail::nn::set_requires_grad(tensor, requires_grad);
+  if (tensor.defined()) tensor.requires_grad_(requires_grad);
   return parameters_.insert(name, std::move(tensor));
 }
 
@@ -171,7 +172,7 @@ void Module::zero_grad(bool set_to_none) {
 }
 
 void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   // Convert everything first, then swap: a failure (out of memory) changes nothing.
   std::vector<std::pair<Tensor, Tensor>> swaps;
   std::unordered_set<const detail::TensorImpl*> seen;
@@ -180,7 +181,7 @@ void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
       for (const auto& [name, t] : *registry) {
         if (!t.defined() || !seen.insert(t.impl()).second) continue;
         swaps.emplace_back(t, fn(t));
-        Tensor grad = detail::nn::grad_of(t);
+        Tensor grad = t.grad();
         if (grad.defined() && seen.insert(grad.impl()).second) swaps.emplace_back(grad, fn(grad));
       }
     }
@@ -231,7 +232,7 @@ void Module::for_each_state(const std::string& prefix,
 
 StateDict Module::state_dict() const {
   StateDict out;
-  for_each_state("", [&](const std::string& key, const Tensor& t) { out.insert(key, detail::nn::detached(t)); });
+  for_each_state("", [&](const std::string& key, const Tensor& t) { out.insert(key, t.detach()); });
   return out;
 }
 
@@ -272,7 +273,7 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict)
     throw ValueError(message);
   }
   // Converted copies first (dtype, device): nothing is written unless all succeed.
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   for (auto& [target, source] : copies) source = source.to(target.options(), false, /*copy=*/true);
   for (auto& [target, source] : copies) target.copy_(source);
   return result;
@@ -280,7 +281,7 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict)
 
 void Module::copy_state_to(Module& copy) const {
   // Into the copy's own tensors (set_data), so that its members (Linear::weight) stay bound.
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   auto copy_into = [](Tensor& target, const Tensor& source, bool is_parameter) {
     if (!source.defined()) {
       target = Tensor();
@@ -289,7 +290,7 @@ void Module::copy_state_to(Module& copy) const {
     Tensor value = source.clone();
     if (!target.defined()) target = value;
     else target.impl()->set_data(*value.impl());
-    if (is_parameter) detail::nn::set_requires_grad(target, detail::nn::requires_grad_of(source));
+    if (is_parameter) target.requires_grad_(source.requires_grad());
   };
   for (const auto& [name, p] : parameters_) {
     if (Tensor* target = copy.parameters_.find(name)) copy_into(*target, p, true);

@@ -1,6 +1,6 @@
 // matmul (1-D, 2-D and batched with broadcasting) and index_select.
 #include "autograd/record.h"
-#include "config/backend_flags.h"
+#include "runtime/backend_flags.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"

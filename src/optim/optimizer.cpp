@@ -4,7 +4,8 @@
 
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "nn/autograd_shim.h"
+#include "ember/autograd.h"
+#include "nn/clear_grad.h"
 
 namespace ember::optim {
 
@@ -19,7 +20,7 @@ void Optimizer::add_group(std::vector<Tensor> params) {
                 "optimizer can only optimize Tensors of floating point or complex dtype, but got ",
                 dtype_name(p.dtype()));
     // As PyTorch 2.x: a computed tensor receives no gradient in .grad() unless it retains it.
-    EMBER_CHECK(detail::nn::is_leaf(p) || detail::nn::retains_grad(p), ValueError, "can't optimize a non-leaf Tensor");
+    EMBER_CHECK(p.is_leaf() || p.retains_grad(), ValueError, "can't optimize a non-leaf Tensor");
     for (const auto& group : groups_) {
       EMBER_CHECK(std::none_of(group.begin(), group.end(), [&](const Tensor& q) { return q.is_same(p); }), ValueError,
                   "some parameters appear in more than one parameter group");
@@ -58,11 +59,11 @@ const std::vector<Tensor>& Optimizer::params(size_t group) const {
 }
 
 void Optimizer::step() {
-  detail::nn::NoGrad no_grad;
+  NoGradGuard no_grad;
   for (size_t g = 0; g < groups_.size(); ++g) {
     std::vector<Tensor> params, grads;
     for (const Tensor& p : groups_[g]) {
-      Tensor grad = detail::nn::grad_of(p);
+      Tensor grad = p.grad();
       if (!grad.defined()) continue;
       params.push_back(p);
       grads.push_back(std::move(grad));

@@ -27,7 +27,7 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/optim/optimizer.h"
-#include "nn/autograd_shim.h"
+#include "ember/autograd.h"
 
 namespace ember::optim {
 
@@ -254,7 +254,7 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
   // Converted copies on each parameter's device and dtype, made before anything is replaced.
   std::unordered_map<const void*, ParamState> state;
   {
-    ember::detail::nn::NoGrad no_grad;
+    NoGradGuard no_grad;
     for (const auto& [param, saved] : loaded) {
       ParamState& s = state[param->impl()];
       size_t n = 0;

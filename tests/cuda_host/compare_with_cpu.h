@@ -21,7 +21,7 @@
 #include "ember/ember.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
-#include "nn/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
 namespace ember::host_test {
 
@@ -75,10 +75,10 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::OptimizerStep: return host::launch_optimizer_step(call, nullptr);
     case OpKind::Im2Col:
       return host::launch_im2col(call.inputs.at(0), call.outputs.at(0),
-                                 *static_cast<const detail::nn::ConvGeometry*>(call.payload.get()), nullptr);
+                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
     case OpKind::Col2Im:
       return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
-                                 *static_cast<const detail::nn::ConvGeometry*>(call.payload.get()), nullptr);
+                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
     case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }

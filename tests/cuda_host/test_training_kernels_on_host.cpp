@@ -3,8 +3,8 @@
 // execution layer against the CPU backend, with the helpers of compare_with_cpu.h: random
 // data, empty and size-1 operands, non-contiguous and broadcast layouts, every dtype each
 // kernel is compiled for. Their KernelCalls are built as src/ops/select.cpp,
-// src/ops/softmax.cpp, src/nn/pooling.cpp, src/nn/conv2d.cpp, src/nn/loss.cpp,
-// src/nn/batch_norm.cpp and src/optim/fused_step.cpp build them.
+// src/ops/softmax.cpp, src/ops/nn/pooling.cpp, src/ops/nn/conv2d.cpp, src/ops/nn/loss.cpp,
+// src/ops/nn/batch_norm.cpp and src/optim/fused_step.cpp build them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,9 +14,9 @@
 
 #include "compare_with_cpu.h"
 #include "kernels/optimizer_step.h"
-#include "nn/conv_geometry.h"
-#include "nn/loss_kernels.h"
-#include "nn/pool_geometry.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/loss_kernels.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::host_test {
 namespace {
@@ -178,8 +178,8 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
 }
 
 // The driver's Col2Im and MaxPool2dBackward gather per input element what the CPU's
-// kernels scatter per plane; their KernelCalls are built as src/nn/conv2d.cpp and
-// src/nn/pooling.cpp build them (indices from the CPU's max_pool2d).
+// kernels scatter per plane; their KernelCalls are built as src/ops/nn/conv2d.cpp and
+// src/ops/nn/pooling.cpp build them (indices from the CPU's max_pool2d).
 TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
   manual_seed(8);
   struct Case {

@@ -4,7 +4,7 @@
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
-#include "nn/loss_kernels.h"
+#include "kernels/loss_kernels.h"
 
 namespace ember::detail::cpu {
 namespace {

@@ -47,9 +47,8 @@ void scale_output(const TensorArg& out, double scale) {
 }  // namespace
 
 void run_fft(const KernelCall& call) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);
-  // The payload was made from a shared_ptr<const Plan>, so it points at the Plan base.
-  const auto& plan = static_cast<const fft::HostPlan&>(*static_cast<const fft::Plan*>(call.payload.get()));
+  EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
+  const auto& plan = static_cast<const fft::HostPlan&>(call.payload.get<fft::Plan>(call.op));
   plan.execute(call.inputs[0].data, call.outputs[0].data);
   const double scale = call.s0.to_double();
   if (scale != 1.0) scale_output(call.outputs[0], scale);

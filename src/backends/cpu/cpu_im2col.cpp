@@ -8,7 +8,7 @@
 
 #include "kernels/parallel.h"
 #include "ember/errors.h"
-#include "nn/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -130,8 +130,8 @@ void col2im(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
 }  // namespace
 
 void run_col2im(const KernelCall& call) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);
-  const auto& geometry = *static_cast<const nn::ConvGeometry*>(call.payload.get());
+  EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
+  const auto& geometry = call.payload.get<nn::ConvGeometry>(call.op);
   const TensorArg& out = call.outputs[0];
   EMBER_ASSERT(out.sizes.size() == 4 && call.inputs[0].sizes.size() == 3);
   if (out.numel() == 0) return;
@@ -143,8 +143,8 @@ void run_col2im(const KernelCall& call) {
 }
 
 void run_im2col(const KernelCall& call) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);
-  const auto& geometry = *static_cast<const nn::ConvGeometry*>(call.payload.get());
+  EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
+  const auto& geometry = call.payload.get<nn::ConvGeometry>(call.op);
   const TensorArg& in = call.inputs[0];
   switch (in.dtype) {
     case kFloat32: im2col<float>(in, call.outputs[0], geometry); break;

@@ -93,8 +93,7 @@ void step_group(const KernelCall& call, const FusedStep& step) {
 }  // namespace
 
 void run_optimizer_step(const KernelCall& call) {
-  EMBER_ASSERT(call.payload != nullptr);
-  const auto& step = *static_cast<const FusedStep*>(call.payload.get());
+  const auto& step = call.payload.get<FusedStep>(call.op);
   EMBER_ASSERT(call.inputs.size() == step.tensors.size() &&
                call.outputs.size() == step.tensors.size() * static_cast<size_t>(1 + step.state_count()));
   if (step.tensors.empty()) return;

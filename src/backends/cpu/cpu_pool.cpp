@@ -7,7 +7,7 @@
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/cpu_vector.h"
-#include "nn/pool_geometry.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -199,8 +199,8 @@ void run_max_pool_backward(const KernelCall& call) {
 }
 
 void run_pool(const KernelCall& call) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && !call.outputs.empty());
-  const auto& g = *static_cast<const nn::PoolGeometry*>(call.payload.get());
+  EMBER_ASSERT(call.inputs.size() == 1 && !call.outputs.empty());
+  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
   const TensorArg &in = call.inputs[0], &out = call.outputs[0];
   EMBER_ASSERT(in.sizes.size() == 4);
   if (out.numel() == 0) return;

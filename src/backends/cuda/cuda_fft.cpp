@@ -147,8 +147,8 @@ std::shared_ptr<const fft::Plan> create_cufft_plan(const fft::PlanKey& key, int 
 }
 
 void run_fft(const KernelCall& call, cudaStream_t stream) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && call.outputs.size() == 1);
-  const auto& plan = static_cast<const CufftPlan&>(*static_cast<const fft::Plan*>(call.payload.get()));
+  EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
+  const auto& plan = static_cast<const CufftPlan&>(call.payload.get<fft::Plan>(call.op));
   const TensorArg& out = call.outputs[0];
   plan.execute(call.inputs[0].data, out.data, stream);
   const double scale = call.s0.to_double();

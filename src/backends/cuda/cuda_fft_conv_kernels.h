@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "kernels/kernel_call.h"
-#include "nn/conv_geometry.h"
+#include "kernels/conv_geometry.h"
 
 namespace ember::detail::driver {
 

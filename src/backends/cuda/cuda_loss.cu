@@ -13,7 +13,7 @@
 #include <cassert>
 
 #include "backends/cuda/cuda_loops.cuh"
-#include "nn/loss_kernels.h"
+#include "kernels/loss_kernels.h"
 
 namespace ember::detail::driver {
 namespace {

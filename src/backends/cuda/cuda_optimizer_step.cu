@@ -75,8 +75,7 @@ void launch_group(const KernelCall& call, const FusedStep& step, cudaStream_t st
 }  // namespace
 
 void launch_optimizer_step(const KernelCall& call, cudaStream_t stream) {
-  EMBER_ASSERT(call.payload != nullptr);
-  const auto& step = *static_cast<const FusedStep*>(call.payload.get());
+  const auto& step = call.payload.get<FusedStep>(call.op);
   if (step.tensors.empty()) return;
   dispatch_if<FloatType>(call.inputs[0].dtype, "optimizer_step", [&](auto tag) {
     using T = typename decltype(tag)::type;

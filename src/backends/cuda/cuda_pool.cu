@@ -3,7 +3,7 @@
 // MaxPool2dBackward gathers instead of scattering: one thread per input element sums the
 // gradients of the outputs whose index names it, so no atomics and a fixed order.
 #include "backends/cuda/cuda_loops.cuh"
-#include "nn/pool_geometry.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::detail::driver {
 namespace {
@@ -100,8 +100,8 @@ __global__ void max_pool_backward_kernel(int64_t total, T* out, const T* grad, c
 }  // namespace
 
 void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 2 && call.outputs.size() == 1);
-  const auto& g = *static_cast<const nn::PoolGeometry*>(call.payload.get());
+  EMBER_ASSERT(call.inputs.size() == 2 && call.outputs.size() == 1);
+  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
   const TensorArg &grad = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
   const int64_t total = out.numel();
   if (total == 0) return;
@@ -118,8 +118,8 @@ void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
 }
 
 void launch_pool(const KernelCall& call, cudaStream_t stream) {
-  EMBER_ASSERT(call.payload && call.inputs.size() == 1 && !call.outputs.empty());
-  const auto& g = *static_cast<const nn::PoolGeometry*>(call.payload.get());
+  EMBER_ASSERT(call.inputs.size() == 1 && !call.outputs.empty());
+  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
   const TensorArg &in = call.inputs[0], &out = call.outputs[0];
   const int64_t total = out.numel();
   if (total == 0) return;

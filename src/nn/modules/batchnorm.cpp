@@ -3,7 +3,7 @@
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/nn/init.h"
-#include "nn/autograd_shim.h"
+#include "ember/autograd.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
 
@@ -47,7 +47,7 @@ Tensor BatchNorm::forward(const Tensor& input) {
     double factor = momentum.value_or(0.0);
     if (is_training() && track_running_stats) {
       {
-        detail::nn::NoGrad no_grad;
+        NoGradGuard no_grad;
         num_batches_tracked += 1;
       }
       if (!momentum) factor = 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());

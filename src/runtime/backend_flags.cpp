@@ -7,7 +7,7 @@
 // "precision != highest" (so "medium" reads as true). We store only the precision, so the
 // flag and the precision can never disagree, whichever was written last. Both values are
 // atomics because kernels read them on stream worker threads while users write them.
-#include "config/backend_flags.h"
+#include "runtime/backend_flags.h"
 
 #include <atomic>
 

@@ -15,13 +15,13 @@
 #include <memory>
 #include <sstream>
 
-#include "config/backend_flags.h"
+#include "runtime/backend_flags.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "kernels/kernel_call.h"
-#include "nn/backward_kernels.h"
-#include "nn/conv_geometry.h"
+#include "ops/nn/backward_kernels.h"
+#include "kernels/conv_geometry.h"
 #include "ops/launch.h"
 
 namespace ember {

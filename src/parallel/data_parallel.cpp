@@ -3,9 +3,9 @@
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
-#include "nn/parallel/comm.h"
-#include "nn/parallel/parallel_apply.h"
-#include "nn/parallel/replicate.h"
+#include "parallel/comm.h"
+#include "parallel/parallel_apply.h"
+#include "parallel/replicate.h"
 #include "runtime/context.h"
 
 namespace ember::nn {

@@ -8,8 +8,8 @@
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "kernels/dtype_dispatch.h"
-#include "nn/backward_kernels.h"
-#include "nn/pool_geometry.h"
+#include "ops/nn/backward_kernels.h"
+#include "kernels/pool_geometry.h"
 #include "ops/launch.h"
 
 namespace ember::nn::functional {

@@ -1,4 +1,4 @@
-#include "nn/parallel/module_sync.h"
+#include "parallel/module_sync.h"
 
 #include <map>
 #include <tuple>

@@ -1,5 +1,5 @@
 // Making and binding DataParallel's replicas (Note [Binding replica parameters]).
-#include "nn/parallel/replicate.h"
+#include "parallel/replicate.h"
 
 #include <string>
 #include <typeinfo>
@@ -8,7 +8,7 @@
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
-#include "nn/parallel/comm.h"
+#include "parallel/comm.h"
 #include "ops/fork_rng.h"
 
 namespace ember::detail::parallel {

@@ -5,7 +5,7 @@
 
 namespace ember::detail::nn {
 
-/// Im2Col KernelCall contract (built by src/nn/conv2d.cpp, run by cpu::run_im2col and the
+/// Im2Col KernelCall contract (built by src/ops/nn/conv2d.cpp, run by cpu::run_im2col and the
 /// driver's run_im2col):
 ///   inputs[0]  the input, sizes {N, C, H, W}, any strides, float32 or float64
 ///   outputs[0] the columns {N, C * kernel_h * kernel_w, out_h * out_w}, same dtype, any
@@ -15,7 +15,7 @@ namespace ember::detail::nn {
 ///   payload    a ConvGeometry
 ///
 /// Col2Im KernelCall contract (Im2Col's adjoint, for the convolution's input gradient;
-/// built by src/nn/conv2d.cpp, run by cpu::run_col2im and the driver's run_col2im):
+/// built by src/ops/nn/conv2d.cpp, run by cpu::run_col2im and the driver's run_col2im):
 ///   inputs[0]  columns {N, C * kernel_h * kernel_w, out_h * out_w}, any strides
 ///   outputs[0] contiguous {N, C, H, W}, the columns' dtype (float32 or float64): every
 ///              element is the sum of the column entries Im2Col would have copied from it

@@ -4,8 +4,8 @@
 #pragma once
 
 #include "ember/tensor.h"
-#include "nn/conv_geometry.h"
-#include "nn/pool_geometry.h"
+#include "kernels/conv_geometry.h"
+#include "kernels/pool_geometry.h"
 
 namespace ember::detail::nn {
 

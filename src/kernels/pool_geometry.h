@@ -5,7 +5,7 @@
 
 namespace ember::detail::nn {
 
-/// Pooling KernelCall contract (built by src/nn/pooling.cpp, run by cpu::run_pool and the
+/// Pooling KernelCall contract (built by src/ops/nn/pooling.cpp, run by cpu::run_pool and the
 /// driver's launch_pool):
 ///   inputs[0]   {N, C, H, W}, any strides, floating dtype
 ///   outputs[0]  {N, C, out_h, out_w} contiguous, input's dtype

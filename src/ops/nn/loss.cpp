@@ -9,8 +9,8 @@
 #include "ember/nn.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
-#include "nn/loss_kernels.h"
-#include "nn/reduction.h"
+#include "kernels/loss_kernels.h"
+#include "ops/nn/reduction.h"
 #include "ops/launch.h"
 
 namespace ember::nn::functional {

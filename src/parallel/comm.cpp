@@ -1,5 +1,5 @@
 // Scatter, Gather and Broadcast as autograd Functions (Note [Streams of DataParallel's copies]).
-#include "nn/parallel/comm.h"
+#include "parallel/comm.h"
 
 #include <map>
 #include <optional>

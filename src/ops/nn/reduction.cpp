@@ -1,4 +1,4 @@
-#include "nn/reduction.h"
+#include "ops/nn/reduction.h"
 
 #include "ember/errors.h"
 #include "ember/ops.h"

@@ -7,7 +7,7 @@
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
-#include "nn/loss_kernels.h"
+#include "kernels/loss_kernels.h"
 #include "ops/launch.h"
 
 namespace ember::nn::functional {

@@ -3,7 +3,7 @@
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
-#include "nn/reduction.h"
+#include "ops/nn/reduction.h"
 
 namespace ember::nn::functional {
 

@@ -1,5 +1,5 @@
-// Contracts of the NllLoss and BatchNormStats KernelCalls (built by src/nn/loss.cpp and
-// src/nn/batch_norm.cpp, run by cpu_loss.cpp / cpu_batch_norm.cpp and the driver's
+// Contracts of the NllLoss and BatchNormStats KernelCalls (built by src/ops/nn/loss.cpp and
+// src/ops/nn/batch_norm.cpp, run by cpu_loss.cpp / cpu_batch_norm.cpp and the driver's
 // cuda_loss.cu).
 //
 // NllLoss

@@ -1,5 +1,5 @@
 // Replicas on threads, each on its device's stream; errors carried back to the caller.
-#include "nn/parallel/parallel_apply.h"
+#include "parallel/parallel_apply.h"
 
 #include <exception>
 #include <string>

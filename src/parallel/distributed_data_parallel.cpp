@@ -1,13 +1,13 @@
 // nn::parallel::DistributedDataParallel: construction (checks, state broadcast, buckets)
-// and forward(); the gradient averaging is the Reducer's (src/nn/parallel/reducer.h).
+// and forward(); the gradient averaging is the Reducer's (src/parallel/reducer.h).
 #include <cmath>
 
 #include "ember/autograd.h"
 #include "ember/distributed.h"
 #include "ember/errors.h"
 #include "ember/nn/parallel/distributed.h"
-#include "nn/parallel/module_sync.h"
-#include "nn/parallel/reducer.h"
+#include "parallel/module_sync.h"
+#include "parallel/reducer.h"
 
 namespace ember::nn::parallel {
 

@@ -1,5 +1,5 @@
 // The Reducer; see Note [DDP buckets] and Note [DDP iteration] in reducer.h.
-#include "nn/parallel/reducer.h"
+#include "parallel/reducer.h"
 
 #include <algorithm>
 #include <map>
