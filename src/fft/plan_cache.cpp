@@ -4,6 +4,7 @@
 #include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
 #include "runtime/backend.h"
+#include "runtime/registry.h"
 
 namespace ember::detail::fft {
 
@@ -88,6 +89,8 @@ struct DeviceCaches {
   DeviceCaches() : factory(undecorated_backend()) {
     for (int device = 0; device < undecorated_backend().device_count(); ++device)
       caches.push_back(std::make_unique<PlanCache>(device, factory));
+    // Plans made on a device go before a backend destroys its context.
+    set_context_loss_hook([](int device) { device_plan_cache(device).clear(); });
   }
   BackendPlanFactory factory;
   std::vector<std::unique_ptr<PlanCache>> caches;

@@ -23,6 +23,7 @@ std::mutex g_init_mutex;
 std::atomic<Runtime*> g_runtime{nullptr};
 std::optional<EmulateRequest> g_emulate_request;  // guarded by g_init_mutex
 std::atomic<DeviceResetHook> g_reset_hook{nullptr};
+std::atomic<ContextLossHook> g_context_loss_hook{nullptr};
 std::atomic<uint64_t> g_generations[kMaxDevices];
 
 constexpr const char* kHowToEmulate =
@@ -124,6 +125,9 @@ Backend* backend_or_null() noexcept {
 
 void set_device_reset_hook(DeviceResetHook hook) noexcept { g_reset_hook.store(hook); }
 DeviceResetHook device_reset_hook() noexcept { return g_reset_hook.load(); }
+
+void set_context_loss_hook(ContextLossHook hook) noexcept { g_context_loss_hook.store(hook); }
+ContextLossHook context_loss_hook() noexcept { return g_context_loss_hook.load(); }
 
 std::atomic<uint64_t>& generation_counter(int device) {
   EMBER_ASSERT(device >= 0 && device < kMaxDevices);

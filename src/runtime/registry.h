@@ -39,6 +39,13 @@ using DeviceResetHook = void (*)(int device);
 void set_device_reset_hook(DeviceResetHook hook) noexcept;
 DeviceResetHook device_reset_hook() noexcept;
 
+/// Hook the FFT plan caches register so that a backend about to destroy a device's context
+/// (the driver's cudaDeviceReset after a sticky kernel error) releases the device's cached
+/// plans first, while their context still exists (the caches live above the backends).
+using ContextLossHook = void (*)(int device);
+void set_context_loss_hook(ContextLossHook hook) noexcept;
+ContextLossHook context_loss_hook() noexcept;
+
 /// Bumped by reset_device(); streams and events remember the value they were made under.
 std::atomic<uint64_t>& generation_counter(int device);
 

@@ -5,7 +5,7 @@
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
-#include "fft/plan_cache.h"
+#include "runtime/registry.h"
 #include "runtime/visible_devices.h"
 
 namespace ember::detail {
@@ -202,9 +202,9 @@ void DriverBackend::reset(int device) {
   (void)cudaGetLastError();
   if (err == cudaSuccess || !is_kernel_error(err)) return;
   // A kernel error is sticky: only cudaDeviceReset clears it, and that destroys every
-  // stream, event, allocation and library handle of the device. cuFFT plans go first,
-  // while their context still exists.
-  fft::device_plan_cache(device).clear();
+  // stream, event, allocation and library handle of the device. Cached cuFFT plans go
+  // first, while their context still exists.
+  if (ContextLossHook release_plans = context_loss_hook()) release_plans(device);
   check_cuda(cudaDeviceReset());
   std::lock_guard lock(mutex_);
   ++generations_[device];
