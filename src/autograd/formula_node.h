@@ -4,10 +4,13 @@
 #include <vector>
 
 #include "autograd/node.h"
-#include "autograd/record.h"
 #include "autograd/saved_variable.h"
+#include "ops/recording.h"
 
 namespace ember::autograd::detail {
+
+using ember::detail::Attrs;
+using ember::detail::Formula;
 
 /// What a formula knows of each forward input besides the saved tensors.
 struct InputInfo {

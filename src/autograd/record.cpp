@@ -1,4 +1,5 @@
-// The recording seam (Note [Recording ops] in record.h) and FormulaNode.
+// Autograd's side of the recording seam (Note [Recording ops] in src/ops/recording.h), and
+// FormulaNode.
 #include <algorithm>
 
 #include "autograd/autograd_meta.h"
@@ -10,14 +11,6 @@
 
 namespace ember::autograd::detail {
 
-bool should_record(std::initializer_list<const Tensor*> inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const Tensor* t : inputs) {
-    if (t->defined() && t->impl()->requires_grad()) return true;
-  }
-  return false;
-}
-
 namespace {
 bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(t.dtype()) || is_complex(t.dtype())); }
 
@@ -25,20 +18,22 @@ bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(
 bool is_view_op(Formula formula) {
   return (formula >= Formula::View && formula <= Formula::AsStrided) || formula == Formula::Split;
 }
-}  // namespace
 
-bool saves_inputs(Formula formula) { return formula_spec(formula).saves_inputs; }
-
-bool should_record(const std::vector<Tensor>& inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const Tensor& t : inputs) {
-    if (t.defined() && t.impl()->requires_grad()) return true;
+class AutogradRecorder final : public ember::detail::Recorder {
+ public:
+  void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
+              bool inplace, const std::vector<uint32_t>& read_versions) override;
+  void note_view(const Tensor& self, const Tensor& view, bool multi_output) override {
+    detail::note_view(self, view, multi_output);
   }
-  return false;
-}
+  void check_inplace(const Tensor& self, const Tensor& other) override;
+  void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
+                      std::vector<uint32_t> read_versions) override;
+  bool saves_inputs(Formula formula) const override { return formula_spec(formula).saves_inputs; }
+};
 
-void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
-            bool inplace, const std::vector<uint32_t>& read_versions) {
+void AutogradRecorder::record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
+                              Attrs attrs, bool inplace, const std::vector<uint32_t>& read_versions) {
   if (std::none_of(outputs.begin(), outputs.end(), [](const Tensor* t) { return differentiable(*t); })) return;
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -64,10 +59,10 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
   }
 }
 
-void check_inplace(const Tensor& self, const Tensor& other) {
+void AutogradRecorder::check_inplace(const Tensor& self, const Tensor& other) {
   if (!is_grad_enabled()) return;
   AutogradMeta* meta = meta_of(self);
-  if (should_record(self, other)) {
+  if (ember::detail::should_record(self, other)) {
     // As PyTorch, everything that would refuse the op's recording refuses it before the write.
     if (meta != nullptr && meta->view_base_.defined()) check_view_inplace(*meta);
     if (AutogradMeta* m = meta_of(other); m != nullptr && m->view_base_.defined()) (void)view_is_stale(other, *m);
@@ -80,8 +75,8 @@ void check_inplace(const Tensor& self, const Tensor& other) {
               "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
-                    std::vector<uint32_t> read_versions) {
+void AutogradRecorder::record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self,
+                                      Attrs attrs, std::vector<uint32_t> read_versions) {
   std::vector<Tensor> inputs{before};
   if (other.defined()) inputs.push_back(other);
   AutogradMeta* meta = meta_of(self);
@@ -91,6 +86,13 @@ void record_inplace(Formula formula, const Tensor& before, const Tensor& other, 
   }
   record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true, read_versions);
 }
+
+// Installed when the library loads; ops made before (by other files' static initialisers)
+// find the null recorder, and nothing requires grad then.
+constinit AutogradRecorder g_recorder;
+[[maybe_unused]] const bool g_installed = (ember::detail::install_recorder(&g_recorder), true);
+
+}  // namespace
 
 // ---- FormulaNode -----------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "core/checked_math.h"
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "kernels/kernel_call.h"
@@ -18,15 +18,15 @@ using detail::make_view;
 using detail::wrap_dim;
 
 namespace {
-using autograd::detail::Attrs;
-using autograd::detail::Formula;
+using ember::detail::Attrs;
+using ember::detail::Formula;
 
 // A view of `self`, recorded as `formula` when autograd needs it (Note [Recording ops]).
 Tensor recorded_view(Formula formula, const Tensor& self, IntList sizes, IntList strides, int64_t offset,
                      Attrs attrs = {}) {
   Tensor out = make_view(self, std::move(sizes), std::move(strides), offset);
-  autograd::detail::note_view(self, out);
-  if (autograd::detail::should_record(self)) autograd::detail::record(formula, {self}, out, std::move(attrs));
+  ember::detail::note_view(self, out);
+  if (ember::detail::should_record(self)) ember::detail::record(formula, {self}, out, std::move(attrs));
   return out;
 }
 
@@ -217,8 +217,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  Tensor out = autograd::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
-  if (!out.is_same(*this)) autograd::detail::note_view(*this, out);
+  Tensor out = ember::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
+  if (!out.is_same(*this)) ember::detail::note_view(*this, out);
   return out;
 }
 

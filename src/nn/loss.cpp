@@ -3,7 +3,7 @@
 // plus its reduction; cross_entropy is log_softmax followed by it.
 #include <cmath>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -65,11 +65,11 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     call.dim = call_reduction;
     ember::detail::launch(input.device(), call);
   }
-  if (autograd::detail::should_record(x3)) {
-    autograd::detail::Attrs attrs;
+  if (ember::detail::should_record(x3)) {
+    ember::detail::Attrs attrs;
     attrs.dim = ignore_index;
     attrs.dim2 = call_reduction;
-    autograd::detail::record(autograd::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
+    ember::detail::record(ember::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
                              std::move(attrs));
   }
   if (reduced) return {loss, counted};

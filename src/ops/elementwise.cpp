@@ -1,5 +1,5 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "kernels/op_name.h"
 #include "core/scalar_convert.h"
 #include "core/type_promotion.h"
@@ -16,9 +16,9 @@ using detail::KernelCall;
 using detail::make_arg;
 using detail::OpKind;
 using detail::Operand;
-using autograd::detail::Formula;
-using autograd::detail::recorded;
-using autograd::detail::recorded_inplace;
+using ember::detail::Formula;
+using ember::detail::recorded;
+using ember::detail::recorded_inplace;
 
 namespace {
 
