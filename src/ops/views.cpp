@@ -1,13 +1,12 @@
-// Tensor metadata and views. Views share storage and never launch work.
+// The view ops: tensors sharing their input's storage, made without launching work, each
+// recorded for autograd through the op layer's seam (Note [Recording ops] in recording.h).
 #include <algorithm>
 #include <numeric>
 
 #include "core/checked_math.h"
-#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "kernels/kernel_call.h"
-#include "sanitizer/sanitizer.h"
+#include "ops/recording.h"
 
 namespace ember {
 
@@ -29,46 +28,7 @@ Tensor recorded_view(Formula formula, const Tensor& self, IntList sizes, IntList
   if (ember::detail::should_record(self)) ember::detail::record(formula, {self}, out, std::move(attrs));
   return out;
 }
-
-const detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
-  EMBER_CHECK(impl != nullptr, ValueError, "Tensor is undefined");
-  return *impl;
-}
 }  // namespace
-
-Device Tensor::device() const { return checked(impl_).device(); }
-DType Tensor::dtype() const { return checked(impl_).dtype(); }
-const IntList& Tensor::sizes() const { return checked(impl_).sizes(); }
-const IntList& Tensor::strides() const { return checked(impl_).strides(); }
-namespace {
-int64_t checked_dim(const Tensor& t, int64_t dim) {
-  EMBER_CHECK(t.dim() > 0, IndexError, "dimension specified as ", dim, " but tensor has no dimensions");
-  return wrap_dim(dim, t.dim());
-}
-}  // namespace
-
-int64_t Tensor::size(int64_t dim) const { return sizes()[checked_dim(*this, dim)]; }
-int64_t Tensor::stride(int64_t dim) const { return strides()[checked_dim(*this, dim)]; }
-int64_t Tensor::dim() const { return checked(impl_).dim(); }
-int64_t Tensor::numel() const { return checked(impl_).numel(); }
-int64_t Tensor::storage_offset() const { return checked(impl_).offset(); }
-size_t Tensor::element_size() const { return ember::element_size(dtype()); }
-size_t Tensor::nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
-bool Tensor::is_cuda() const { return device().is_cuda(); }
-bool Tensor::is_cpu() const { return device().is_cpu(); }
-bool Tensor::is_pinned() const { return checked(impl_).storage()->pinned(); }
-bool Tensor::is_contiguous() const { return checked(impl_).is_contiguous(); }
-int Tensor::get_device() const { return is_cuda() ? device().index() : -1; }
-TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(device()).pinned_memory(is_pinned()); }
-void* Tensor::data_ptr() const {
-  const detail::TensorImpl& impl = checked(impl_);
-  // The program may write through the pointer: a host write (Note [Host accesses]).
-  if (detail::sanitizer::enabled() && impl.storage()->pinned()) [[unlikely]] {
-    detail::sanitizer::on_host_access(detail::TensorArg{impl.data(), impl.dtype(), impl.sizes(), impl.strides()},
-                                      /*write=*/true, "data_ptr", "self");
-  }
-  return impl.data();
-}
 
 Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t offset) const {
   EMBER_CHECK(sizes.size() == strides.size(), ValueError, "mismatch in length of strides and shape");
@@ -93,7 +53,7 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
               mul_overflows(required, static_cast<int64_t>(element_size()), &bytes);
   EMBER_CHECK(empty || !overflow, ValueError, "Storage size calculation overflowed with sizes=", IntListPrinter{sizes},
               " and strides=", IntListPrinter{strides});
-  int64_t storage_elements = static_cast<int64_t>(checked(impl_).storage()->nbytes() / element_size());
+  int64_t storage_elements = static_cast<int64_t>(impl_->storage()->nbytes() / element_size());
   EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
               IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
               " elements, but the storage has ", storage_elements);
