@@ -30,21 +30,23 @@ class FormulaNode;
 /// and casts it to the input's dtype (Note [Gradient validation] in engine.cpp).
 using BackwardFormula = std::vector<Tensor> (*)(const FormulaNode& node, const std::vector<Tensor>& grads);
 
+/// A row of the backward table (formulas.cpp); the formula's name and save rule are its
+/// declaration's (src/ops/formulas.h).
 struct FormulaSpec {
-  const char* name;       // PyTorch's node name
-  bool saves_inputs;      // keeps every input for the backward
-  bool saves_output;      // keeps the outputs (as aliases; see SavedVariable)
+  Formula formula;
   BackwardFormula backward;
 };
 
-/// The table (formulas.cpp).
-const FormulaSpec& formula_spec(Formula formula);
+/// The backward of `formula` (formulas.cpp).
+BackwardFormula backward_of(Formula formula);
 
 class FormulaNode final : public Node {
  public:
   FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs);
 
-  std::string name() const override { return attrs_.name != nullptr ? attrs_.name : spec_->name; }
+  std::string name() const override {
+    return attrs_.name != nullptr ? attrs_.name : ember::detail::formula_decl(formula_).name;
+  }
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   void release_variables() override;
 
@@ -63,7 +65,7 @@ class FormulaNode final : public Node {
 
  private:
   Formula formula_;
-  const FormulaSpec* spec_;
+  BackwardFormula backward_;
   Attrs attrs_;
   std::vector<InputInfo> infos_;
   std::vector<SavedVariable> saved_inputs_;

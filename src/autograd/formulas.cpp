@@ -24,13 +24,6 @@ using Node = FormulaNode;
 
 Tensor mask_of(const Tensor& cond, DType dtype) { return cond.to(dtype); }
 
-// A saved output is reused unless create_graph asks for a differentiable formula, which
-// recomputes it from the input (the saved alias has no history).
-template <typename F>
-Tensor result_or(const Node& n, F recompute) {
-  return is_grad_enabled() ? recompute(n.input(0)) : n.output();
-}
-
 // ---- element-wise -----------------------------------------------------------------------
 Grads add(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.attrs().scalar) : Tensor()};
@@ -72,25 +65,28 @@ Grads abs(const Node& n, const Grads& g) {
   if (is_complex(x.dtype())) return {g[0] * (x / ember::abs(x))};  // grad * sgn(x); real grad
   return {g[0] * (mask_of(x.gt(0), x.dtype()) - mask_of(x.lt(0), x.dtype()))};
 }
-Grads exp(const Node& n, const Grads& g) {
-  return {g[0] * conj(result_or(n, [](const Tensor& x) { return ember::exp(x); }))};
-}
-Grads log(const Node& n, const Grads& g) { return {g[0] / conj(n.input(0))}; }
-Grads sqrt(const Node& n, const Grads& g) {
-  return {g[0] / (conj(result_or(n, [](const Tensor& x) { return ember::sqrt(x); })) * 2)};
-}
 // A mask multiplied in: on the cpu, cheaper than one where (the select kernel's loop is slow).
 // PyTorch's threshold_backward: zero where the input is <= 0, the gradient elsewhere (a
 // NaN input passes its gradient; an infinite gradient on a negative input gives 0).
 Grads relu(const Node& n, const Grads& g) { return {g[0].masked_fill(n.input(0).le(0), 0)}; }
-Grads sigmoid(const Node& n, const Grads& g) {
-  Tensor y = result_or(n, [](const Tensor& x) { return ember::sigmoid(x); });
-  return {g[0] * conj(y * (1 - y))};
-}
-Grads tanh(const Node& n, const Grads& g) {
-  Tensor y = result_or(n, [](const Tensor& x) { return ember::tanh(x); });
-  return {g[0] * conj(1 - y * y)};
-}
+
+// Note [Formulas as data]
+// The element-wise float ops' backwards, from the derivative column of their declaration
+// (kernels/unary_ops.h): g is the output's gradient, x() the saved input and y() the
+// output, the saved one unless a recorded backward (create_graph) needs one with history,
+// then recomputed from x(). Each is unpacked only if the expression names it, so an in-place
+// change of what the formula does not read is no error, as in PyTorch.
+#define EMBER_UNARY_BACKWARD(Kind, name, Functor, saves_output, derivative)          \
+  Grads Kind##_backward(const Node& n, const Grads& grads) {                         \
+    const Tensor& g = grads[0];                                                      \
+    [[maybe_unused]] auto x = [&] { return n.input(0); };                            \
+    [[maybe_unused]] auto y = [&] {                                                  \
+      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(x());   \
+    };                                                                               \
+    return {derivative};                                                             \
+  }
+EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
+#undef EMBER_UNARY_BACKWARD
 
 // ---- reductions ---------------------------------------------------------------------------
 // The output's gradient with the reduced dim put back (size 1) when keepdim was false.
@@ -207,69 +203,76 @@ Grads fill(const Node& n, const Grads&) { return Grads(n.next_edges().size()); }
 
 constexpr size_t kFormulas = static_cast<size_t>(Formula::kCount);
 
-// name, saves inputs, saves output, formula
-const std::array<FormulaSpec, kFormulas> kTable = {{
-    {"AddBackward0", false, false, add},
-    {"SubBackward0", false, false, sub},
-    {"MulBackward0", true, false, mul},
-    {"DivBackward0", true, false, div},
-    {"PowBackward1", true, false, pow},
-    {"AddBackward1", false, false, add_scalar},
-    {"MulBackward1", false, false, mul_scalar},
-    {"PowBackward0", true, false, pow_scalar},
-    {"RsubBackward1", false, false, rsub_scalar},
-    {"DivBackward1", true, false, rdiv_scalar},
-    {"NegBackward0", false, false, neg},
-    {"AbsBackward0", true, false, abs},
-    {"ExpBackward0", true, true, exp},
-    {"LogBackward0", true, false, log},
-    {"SqrtBackward0", true, true, sqrt},
-    {"ReluBackward0", true, false, relu},
-    {"SigmoidBackward0", true, true, sigmoid},
-    {"TanhBackward0", true, true, tanh},
-    {"SumBackward0", false, false, sum},
-    {"SumBackward1", false, false, sum_dim},
-    {"MeanBackward0", false, false, mean},
-    {"MeanBackward1", false, false, mean_dim},
-    {"MaxBackward1", true, true, extremum_all},
-    {"MaxBackward0", true, false, max_dim},
-    {"MinBackward1", true, true, extremum_all},
-    {"MinBackward0", true, false, min_dim},
-    {"MmBackward0", true, false, matmul},
-    {"AddmmBackward0", true, false, addmm},
-    {"IndexSelectBackward0", true, false, index_select},
-    {"ViewBackward0", false, false, view},
-    {"TBackward0", false, false, t},
-    {"TransposeBackward0", false, false, transpose},
-    {"PermuteBackward0", false, false, permute},
-    {"SelectBackward0", false, false, select},
-    {"SliceBackward0", false, false, slice},
-    {"UnsqueezeBackward0", false, false, unsqueeze},
-    {"SqueezeBackward1", false, false, squeeze},
-    {"ExpandBackward0", false, false, expand},
-    {"AsStridedBackward0", false, false, as_strided},
-    {"ToCopyBackward0", false, false, to_copy},
-    {"CloneBackward0", false, false, clone},
-    {"CopyBackwards", false, false, copy_inplace},
-    {"FillBackward0", false, false, fill},
-    {"CatBackward0", false, false, nn_formulas::cat},
-    {"SplitBackward0", false, false, nn_formulas::split},
-    {"StackBackward0", false, false, nn_formulas::stack},
-    {"WhereBackward0", true, false, nn_formulas::where},
-    {"ClampBackward1", true, false, nn_formulas::clamp_scalar},
-    {"ClampBackward0", true, false, nn_formulas::clamp},
-    {"SoftmaxBackward0", true, true, nn_formulas::softmax},
-    {"LogSoftmaxBackward0", true, true, nn_formulas::log_softmax},
-    {"NativeBatchNormBackward0", true, true, nn_formulas::var_mean},
-    {"NllLossBackward0", true, false, nn_formulas::nll_loss},
-    {"MaxPool2DWithIndicesBackward0", false, true, nn_formulas::max_pool2d},
-    {"AvgPool2DBackward0", false, false, nn_formulas::avg_pool2d},
-    {"ConvolutionBackward0", true, false, nn_formulas::conv2d},
-    {"FftC2CBackward0", false, false, nn_formulas::fft},
+// One row per formula, in the order of its declaration (src/ops/formulas.h): checked below.
+constexpr std::array<FormulaSpec, kFormulas> kTable = {{
+    {Formula::Add, add},
+    {Formula::Sub, sub},
+    {Formula::Mul, mul},
+    {Formula::Div, div},
+    {Formula::Pow, pow},
+    {Formula::AddScalar, add_scalar},
+    {Formula::MulScalar, mul_scalar},
+    {Formula::PowScalar, pow_scalar},
+    {Formula::RSubScalar, rsub_scalar},
+    {Formula::RDivScalar, rdiv_scalar},
+    {Formula::Neg, neg},
+    {Formula::Abs, abs},
+    {Formula::Relu, relu},
+    {Formula::Sum, sum},
+    {Formula::SumDim, sum_dim},
+    {Formula::Mean, mean},
+    {Formula::MeanDim, mean_dim},
+    {Formula::MaxAll, extremum_all},
+    {Formula::MaxDim, max_dim},
+    {Formula::MinAll, extremum_all},
+    {Formula::MinDim, min_dim},
+    {Formula::Matmul, matmul},
+    {Formula::Addmm, addmm},
+    {Formula::IndexSelect, index_select},
+    {Formula::View, view},
+    {Formula::T, t},
+    {Formula::Transpose, transpose},
+    {Formula::Permute, permute},
+    {Formula::Select, select},
+    {Formula::Slice, slice},
+    {Formula::Unsqueeze, unsqueeze},
+    {Formula::Squeeze, squeeze},
+    {Formula::Expand, expand},
+    {Formula::AsStrided, as_strided},
+    {Formula::ToCopy, to_copy},
+    {Formula::Clone, clone},
+    {Formula::CopyInPlace, copy_inplace},
+    {Formula::Fill, fill},
+    {Formula::Cat, nn_formulas::cat},
+    {Formula::Split, nn_formulas::split},
+    {Formula::Stack, nn_formulas::stack},
+    {Formula::Where, nn_formulas::where},
+    {Formula::ClampScalar, nn_formulas::clamp_scalar},
+    {Formula::Clamp, nn_formulas::clamp},
+    {Formula::Softmax, nn_formulas::softmax},
+    {Formula::LogSoftmax, nn_formulas::log_softmax},
+    {Formula::VarMean, nn_formulas::var_mean},
+    {Formula::NllLoss, nn_formulas::nll_loss},
+    {Formula::MaxPool2d, nn_formulas::max_pool2d},
+    {Formula::AvgPool2d, nn_formulas::avg_pool2d},
+    {Formula::Conv2d, nn_formulas::conv2d},
+    {Formula::FFT, nn_formulas::fft},
+#define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
+    EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
+#undef EMBER_UNARY_ROW
 }};
+
+// A row out of place, or one missing (std::array fills the tail with empty rows), fails here.
+constexpr bool in_declaration_order() {
+  for (size_t i = 0; i < kFormulas; ++i) {
+    if (static_cast<size_t>(kTable[i].formula) != i || kTable[i].backward == nullptr) return false;
+  }
+  return true;
+}
+static_assert(in_declaration_order(), "kTable must list every Formula once, in the order of src/ops/formulas.h");
 
 }  // namespace
 
-const FormulaSpec& formula_spec(Formula formula) { return kTable.at(static_cast<size_t>(formula)); }
+BackwardFormula backward_of(Formula formula) { return kTable.at(static_cast<size_t>(formula)).backward; }
 
 }  // namespace ember::autograd::detail

@@ -14,11 +14,6 @@ namespace ember::autograd::detail {
 namespace {
 bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(t.dtype()) || is_complex(t.dtype())); }
 
-// The view ops, whose outputs note_view made (in grad mode) as views of their input.
-bool is_view_op(Formula formula) {
-  return (formula >= Formula::View && formula <= Formula::AsStrided) || formula == Formula::Split;
-}
-
 class AutogradRecorder final : public ember::detail::Recorder {
  public:
   void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
@@ -29,7 +24,6 @@ class AutogradRecorder final : public ember::detail::Recorder {
   void check_inplace(const Tensor& self, const Tensor& other) override;
   void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
                       std::vector<uint32_t> read_versions) override;
-  bool saves_inputs(Formula formula) const override { return formula_spec(formula).saves_inputs; }
 };
 
 void AutogradRecorder::record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
@@ -43,7 +37,7 @@ void AutogradRecorder::record(Formula formula, const std::vector<Tensor>& inputs
     for (const Tensor& in : inputs) {
       if (out->defined() && out->is_same(in)) *out = alias_of(*out);
     }
-    if (!inplace && !is_view_op(formula)) drop_no_grad_view(*out);
+    if (!inplace && !ember::detail::is_view_op(formula)) drop_no_grad_view(*out);
   }
   auto node = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
   node->save(inputs, outputs, read_versions);
@@ -97,7 +91,7 @@ constinit AutogradRecorder g_recorder;
 // ---- FormulaNode -----------------------------------------------------------------------
 
 FormulaNode::FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs)
-    : Node(std::move(edges)), formula_(formula), spec_(&formula_spec(formula)), attrs_(std::move(attrs)) {}
+    : Node(std::move(edges)), formula_(formula), backward_(backward_of(formula)), attrs_(std::move(attrs)) {}
 
 void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
                        const std::vector<uint32_t>& read_versions) {
@@ -109,7 +103,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
       infos_.push_back({});
     }
   }
-  if (spec_->saves_inputs) {
+  if (ember::detail::saves_inputs(formula_)) {
     saved_inputs_.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::optional<uint32_t> version;
@@ -117,7 +111,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
       saved_inputs_.emplace_back(inputs[i], false, version);
     }
   }
-  if (spec_->saves_output) {
+  if (ember::detail::saves_output(formula_)) {
     for (const Tensor* out : outputs) saved_outputs_.emplace_back(*out, true);
   }
 }
@@ -125,7 +119,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
 std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
   bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
   if (!any) return std::vector<Tensor>(next_edges().size());
-  if (grads.size() == 1) return spec_->backward(*this, grads);
+  if (grads.size() == 1) return backward_(*this, grads);
   // Multi-output ops: a missing gradient of one output is zero.
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) {
@@ -133,7 +127,7 @@ std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
       grads[i] = zeros(m.shape, TensorOptions(m.dtype).device(m.device));
     }
   }
-  return spec_->backward(*this, grads);
+  return backward_(*this, grads);
 }
 
 void FormulaNode::release_variables() {

@@ -18,6 +18,7 @@
 #include "ember/dtype.h"
 #include "ember/scalar.h"
 #include "ember/tensor.h"
+#include "kernels/unary_ops.h"
 
 namespace ember::detail {
 
@@ -59,7 +60,10 @@ enum class OpKind : uint8_t {
   RSubScalar,  // out = s0 - in0
   RDivScalar,  // out = s0 / in0
   Eq, Ne, Lt, Le, Gt, Ge,              // bool out
-  Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
+  Neg, Abs, Relu,
+#define EMBER_OP_KIND(Kind, ...) Kind,
+  EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)  // exp, log, ... (Note [Declaring an op] in unary_ops.h)
+#undef EMBER_OP_KIND
   IsClose,     // bool out = |in0 - in1| <= s0 (atol) + s1 (rtol) * |in1|; flag: equal_nan
   // Reductions over `dim` (dim == -1: all elements). in0 is the input as is; out has
   // in0's sizes with sizes[dim] = 1 (the keepdim form; the op layer squeezes it), or,

@@ -210,11 +210,11 @@ Tensor neg(const Tensor& a) {
   return unary_recorded(Formula::Neg, OpKind::Neg, a, false);
 }
 Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a, false); }
-Tensor exp(const Tensor& a) { return unary_recorded(Formula::Exp, OpKind::Exp, a, true); }
-Tensor log(const Tensor& a) { return unary_recorded(Formula::Log, OpKind::Log, a, true); }
-Tensor sqrt(const Tensor& a) { return unary_recorded(Formula::Sqrt, OpKind::Sqrt, a, true); }
-Tensor sigmoid(const Tensor& a) { return unary_recorded(Formula::Sigmoid, OpKind::Sigmoid, a, true); }
-Tensor tanh(const Tensor& a) { return unary_recorded(Formula::Tanh, OpKind::Tanh, a, true); }
+// exp, log, ...: integral inputs promoted to floating (Note [Declaring an op] in kernels/unary_ops.h).
+#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, ...) \
+  Tensor name(const Tensor& a) { return unary_recorded(Formula::Kind, OpKind::Kind, a, true); }
+EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
+#undef EMBER_FLOAT_UNARY_ENTRY
 Tensor relu(const Tensor& a) {
   EMBER_CHECK(a.dtype() != kBool && !is_complex(a.dtype()), TypeError, "relu is not supported for ", a.dtype());
   return unary_recorded(Formula::Relu, OpKind::Relu, a, false);

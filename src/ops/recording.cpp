@@ -16,7 +16,6 @@ class NullRecorder final : public Recorder {
   void note_view(const Tensor&, const Tensor&, bool) override {}
   void check_inplace(const Tensor&, const Tensor&) override {}
   void record_inplace(Formula, const Tensor&, const Tensor&, Tensor&, Attrs, std::vector<uint32_t>) override {}
-  bool saves_inputs(Formula) const override { return false; }
 };
 
 constinit NullRecorder g_null;

@@ -28,26 +28,9 @@
 #include "ember/scalar.h"
 #include "ember/stream.h"
 #include "ember/tensor.h"
+#include "ops/formulas.h"
 
 namespace ember::detail {
-
-/// The derivative formulas (one per differentiable op signature; src/autograd/formulas.cpp).
-enum class Formula : uint8_t {
-  // element-wise
-  Add, Sub, Mul, Div, Pow, AddScalar, MulScalar, PowScalar, RSubScalar, RDivScalar,
-  Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
-  // reductions
-  Sum, SumDim, Mean, MeanDim, MaxAll, MaxDim, MinAll, MinDim,
-  // linear algebra and indexing
-  Matmul, Addmm, IndexSelect,
-  // views
-  View, T, Transpose, Permute, Select, Slice, Unsqueeze, Squeeze, Expand, AsStrided,  // together: is_view_op
-  // copies
-  ToCopy, Clone, CopyInPlace, Fill,
-  // training ops (formulas_nn.cpp)
-  Cat, Split, Stack, Where, ClampScalar, Clamp, Softmax, LogSoftmax, VarMean, NllLoss, MaxPool2d, AvgPool2d, Conv2d, FFT,
-  kCount,
-};
 
 /// Non-tensor arguments a formula may use.
 struct Attrs {
@@ -92,8 +75,6 @@ class Recorder {
   /// `read_versions` the versions of before and other taken before the write.
   virtual void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
                               std::vector<uint32_t> read_versions) = 0;
-  /// Whether `formula` keeps its inputs for the backward.
-  virtual bool saves_inputs(Formula formula) const = 0;
 
  protected:
   ~Recorder() = default;
@@ -184,7 +165,7 @@ Tensor& recorded_inplace(Formula formula, Tensor& self, const Tensor& other, F&&
     return self;
   }
   // The copy keeps self's history: a double backward differentiates through it.
-  Tensor before = recorder().saves_inputs(formula) ? self.clone() : self;
+  Tensor before = saves_inputs(formula) ? self.clone() : self;
   std::vector<uint32_t> read_versions{before._version()};
   if (other.defined()) read_versions.push_back(other._version());
   {
