@@ -1,6 +1,6 @@
 // Derivative formulas of the built-in ops, one line per input where possible (as PyTorch's
 // derivatives.yaml). A formula may name: g (the output's gradient; grads[i] for op
-// outputs i), n.input(i) and n.output() (saved tensors its spec declares), n.attrs()
+// outputs i), n.input(i) and n.output() (saved tensors its spec declares), n.args<A>()
 // (the op's non-tensor arguments), n.info(i) (each input's sizes, strides, dtype,
 // device) and n.needs_grad(i). Gradients of complex inputs follow PyTorch's convention
 // (the conjugate Wirtinger derivative: grad * conj(d out / d in)). Formulas call public
@@ -26,10 +26,10 @@ Tensor mask_of(const Tensor& cond, DType dtype) { return cond.to(dtype); }
 
 // ---- element-wise -----------------------------------------------------------------------
 Grads add(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.attrs().scalar) : Tensor()};
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.args<AlphaArgs>().alpha) : Tensor()};
 }
 Grads sub(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(n.attrs().scalar)) : Tensor()};
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(n.args<AlphaArgs>().alpha)) : Tensor()};
 }
 Grads mul(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] * conj(n.input(1)) : Tensor(), n.needs_grad(1) ? g[0] * conj(n.input(0)) : Tensor()};
@@ -47,9 +47,9 @@ Grads pow(const Node& n, const Grads& g) {
   return {ga, gb};
 }
 Grads add_scalar(const Node&, const Grads& g) { return {g[0]}; }
-Grads mul_scalar(const Node& n, const Grads& g) { return {g[0] * conj_scalar(n.attrs().scalar)}; }
+Grads mul_scalar(const Node& n, const Grads& g) { return {g[0] * conj_scalar(n.args<ScalarArgs>().value)}; }
 Grads pow_scalar(const Node& n, const Grads& g) {
-  const Scalar& e = n.attrs().scalar;
+  const Scalar& e = n.args<ScalarArgs>().value;
   if (e.is_complex() ? e.to_complex() == std::complex<double>(0) : e.to_double() == 0.0) return {zeros_like(g[0])};
   Tensor x = n.input(0);
   return {g[0] * conj(ember::pow(x, minus_one(e)) * e)};
@@ -57,7 +57,7 @@ Grads pow_scalar(const Node& n, const Grads& g) {
 Grads rsub_scalar(const Node&, const Grads& g) { return {-g[0]}; }
 Grads rdiv_scalar(const Node& n, const Grads& g) {  // s / x
   Tensor x = n.input(0);
-  return {-g[0] * conj(n.attrs().scalar / (x * x))};
+  return {-g[0] * conj(n.args<ScalarArgs>().value / (x * x))};
 }
 Grads neg(const Node&, const Grads& g) { return {-g[0]}; }
 Grads abs(const Node& n, const Grads& g) {
@@ -91,8 +91,8 @@ EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
 // ---- reductions ---------------------------------------------------------------------------
 // The output's gradient with the reduced dim put back (size 1) when keepdim was false.
 Tensor unsqueeze_reduced(const Node& n, const Tensor& g) {
-  const Attrs& a = n.attrs();
-  return a.flag || n.info(0).sizes.empty() ? g : g.unsqueeze(a.dim);
+  const auto& a = n.args<ReduceDimArgs>();
+  return a.keepdim || n.info(0).sizes.empty() ? g : g.unsqueeze(a.dim);
 }
 Grads sum(const Node& n, const Grads& g) { return {g[0].expand(n.info(0).sizes)}; }
 Grads sum_dim(const Node& n, const Grads& g) { return {unsqueeze_reduced(n, g[0]).expand(n.info(0).sizes)}; }
@@ -103,7 +103,7 @@ Grads mean(const Node& n, const Grads& g) {
 }
 Grads mean_dim(const Node& n, const Grads& g) {
   const IntList& sizes = n.info(0).sizes;
-  double count = sizes.empty() ? 1.0 : static_cast<double>(sizes[n.attrs().dim]);
+  double count = sizes.empty() ? 1.0 : static_cast<double>(sizes[n.args<ReduceDimArgs>().dim]);
   return {unsqueeze_reduced(n, g[0]).expand(sizes) / Scalar(count)};
 }
 // max()/min() over all elements: the gradient is shared evenly between tied elements.
@@ -118,7 +118,7 @@ Grads extremum_dim(const Node& n, const Grads& g, bool is_max) {
   const IntList& sizes = n.info(0).sizes;
   if (sizes.empty()) return {g[0]};
   Tensor x = n.input(0);
-  int64_t d = n.attrs().dim;
+  int64_t d = n.args<ReduceDimArgs>().dim;
   Tensor index = is_max ? ember::argmax(x, d, true) : ember::argmin(x, d, true);
   IntList shape(sizes.size(), 1);
   shape[d] = sizes[d];
@@ -149,23 +149,23 @@ Grads matmul(const Node& n, const Grads& g) {
 }
 // addmm(bias, mat1, mat2, beta = scalar, alpha = scalar2): beta * bias + alpha * mat1 @ mat2.
 Grads addmm(const Node& n, const Grads& g) {
-  const Attrs& a = n.attrs();
-  Scalar alpha = conj_scalar(a.scalar2);
-  Tensor gbias = n.needs_grad(0) ? scaled(g[0], conj_scalar(a.scalar)) : Tensor();
+  const auto& a = n.args<AddmmArgs>();
+  Scalar alpha = conj_scalar(a.alpha);
+  Tensor gbias = n.needs_grad(0) ? scaled(g[0], conj_scalar(a.beta)) : Tensor();
   Tensor ga = n.needs_grad(1) ? scaled(mm_mat1_backward(g[0], n.input(2), n.info(1)), alpha) : Tensor();
   Tensor gb = n.needs_grad(2) ? scaled(mm_mat2_backward(g[0], n.input(1), n.info(2)), alpha) : Tensor();
   return {gbias, ga, gb};
 }
 Grads index_select(const Node& n, const Grads& g) {
-  return {index_select_backward(g[0], n.info(0).sizes, n.attrs().dim, n.input(1)), Tensor()};
+  return {index_select_backward(g[0], n.info(0).sizes, n.args<DimArgs>().dim, n.input(1)), Tensor()};
 }
 
 // ---- views ----------------------------------------------------------------------------------
 Grads view(const Node& n, const Grads& g) { return {g[0].reshape(n.info(0).sizes)}; }
-Grads transpose(const Node& n, const Grads& g) { return {g[0].transpose(n.attrs().dim, n.attrs().dim2)}; }
+Grads transpose(const Node& n, const Grads& g) { return {g[0].transpose(n.args<TransposeArgs>().dim0, n.args<TransposeArgs>().dim1)}; }
 Grads t(const Node& n, const Grads& g) { return {n.info(0).sizes.size() < 2 ? g[0] : g[0].transpose(0, 1)}; }
 Grads permute(const Node& n, const Grads& g) {
-  const IntList& dims = n.attrs().ints;
+  const IntList& dims = n.args<PermuteArgs>().dims;
   IntList inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
   return {g[0].permute(inverse)};
@@ -173,30 +173,30 @@ Grads permute(const Node& n, const Grads& g) {
 Grads select(const Node& n, const Grads& g) {
   const InputInfo& in = n.info(0);
   Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
-  out.select(n.attrs().dim, n.attrs().dim2).copy_(g[0]);
+  out.select(n.args<SelectArgs>().dim, n.args<SelectArgs>().index).copy_(g[0]);
   return {out};
 }
 Grads slice(const Node& n, const Grads& g) {
   const InputInfo& in = n.info(0);
-  const Attrs& a = n.attrs();
+  const auto& a = n.args<SliceArgs>();
   Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
-  out.slice(a.dim, a.dim2, a.dim3, a.scalar.to<int64_t>()).copy_(g[0]);
+  out.slice(a.dim, a.start, a.end, a.step).copy_(g[0]);
   return {out};
 }
-Grads unsqueeze(const Node& n, const Grads& g) { return {g[0].squeeze(n.attrs().dim)}; }
+Grads unsqueeze(const Node& n, const Grads& g) { return {g[0].squeeze(n.args<DimArgs>().dim)}; }
 Grads squeeze(const Node& n, const Grads& g) {
-  return {static_cast<int64_t>(n.info(0).sizes.size()) == g[0].dim() ? g[0] : g[0].unsqueeze(n.attrs().dim)};
+  return {static_cast<int64_t>(n.info(0).sizes.size()) == g[0].dim() ? g[0] : g[0].unsqueeze(n.args<DimArgs>().dim)};
 }
 Grads expand(const Node& n, const Grads& g) { return {sum_to(g[0], n.info(0).sizes)}; }
 Grads as_strided(const Node& n, const Grads& g) {
-  return {as_strided_backward(g[0], n.info(0), n.attrs())};
+  return {as_strided_backward(g[0], n.info(0), n.args<AsStridedArgs>())};
 }
 
 // ---- copies ---------------------------------------------------------------------------------
-Grads to_copy(const Node& n, const Grads& g) { return {to_copy_backward(g[0], n.info(0), n.attrs())}; }
+Grads to_copy(const Node& n, const Grads& g) { return {to_copy_backward(g[0], n.info(0), n.args<CopyArgs>())}; }
 Grads clone(const Node&, const Grads& g) { return {g[0]}; }
 Grads copy_inplace(const Node& n, const Grads& g) {  // inputs: self (overwritten), src
-  return {Tensor(), to_copy_backward(sum_to(g[0], n.info(1).sizes), n.info(1), n.attrs())};
+  return {Tensor(), to_copy_backward(sum_to(g[0], n.info(1).sizes), n.info(1), n.args<CopyArgs>())};
 }
 
 Grads fill(const Node& n, const Grads&) { return Grads(n.next_edges().size()); }

@@ -91,7 +91,9 @@ constinit AutogradRecorder g_recorder;
 // ---- FormulaNode -----------------------------------------------------------------------
 
 FormulaNode::FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs)
-    : Node(std::move(edges)), formula_(formula), backward_(backward_of(formula)), attrs_(std::move(attrs)) {}
+    : Node(std::move(edges)), formula_(formula), backward_(backward_of(formula)), attrs_(std::move(attrs)) {
+  EMBER_ASSERT(ember::detail::args_match(formula, attrs_));  // the op gave what the formula's row names
+}
 
 void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
                        const std::vector<uint32_t>& read_versions) {

@@ -146,13 +146,13 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
                                   : detail::fft::host_plan_cache().get(key);
   detail::launch(device, call);
   if (ember::detail::should_record(in)) {
-    ember::detail::Attrs attrs;
-    attrs.ints = signal_sizes;
-    attrs.dim = kind == TransformKind::C2C ? 0 : kind == TransformKind::R2C ? 1 : 2;
-    attrs.flag = forward;
-    attrs.scalar = scale;
-    attrs.name = kind == TransformKind::C2C ? "FftC2CBackward0" : kind == TransformKind::R2C ? "FftR2CBackward0"
-                                                                                            : "FftC2RBackward0";
+    using ember::detail::FftArgs;
+    FftArgs args{signal_sizes, kind == TransformKind::C2C ? FftArgs::C2C : kind == TransformKind::R2C ? FftArgs::R2C
+                                                                                                      : FftArgs::C2R,
+                 forward, scale};
+    ember::detail::Attrs attrs(std::move(args), kind == TransformKind::C2C   ? "FftC2CBackward0"
+                                                : kind == TransformKind::R2C ? "FftR2CBackward0"
+                                                                             : "FftC2RBackward0");
     ember::detail::record(ember::detail::Formula::FFT, {in}, out, std::move(attrs));
   }
   return out.permute(inverse);

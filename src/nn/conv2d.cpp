@@ -249,12 +249,12 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
   Tensor batched = input.dim() == 3 ? input.unsqueeze(0) : input;
-  ember::detail::Attrs attrs;
+  ember::detail::WindowArgs attrs;
   if (ember::detail::should_record({&batched, &weight, &bias})) {
     const auto [stride_h, stride_w] = pair_param(stride, "stride");
     const auto [pad_h, pad_w] = pair_param(padding, "padding");
     const auto [dilation_h, dilation_w] = pair_param(dilation, "dilation");
-    attrs.ints = {weight.size(2), weight.size(3), stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    attrs.geometry = {weight.size(2), weight.size(3), stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
   }
   Tensor out = ember::detail::recorded(
       ember::detail::Formula::Conv2d, {&batched, &weight, &bias},

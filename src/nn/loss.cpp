@@ -66,9 +66,7 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     ember::detail::launch(input.device(), call);
   }
   if (ember::detail::should_record(x3)) {
-    ember::detail::Attrs attrs;
-    attrs.dim = ignore_index;
-    attrs.dim2 = call_reduction;
+    ember::detail::NllLossArgs attrs{ignore_index, call_reduction};
     ember::detail::record(ember::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
                              std::move(attrs));
   }

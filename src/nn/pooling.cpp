@@ -86,8 +86,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const In
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
   if (ember::detail::should_record(p.input)) {
-    ember::detail::Attrs attrs;
-    attrs.ints = geometry_list(p.geometry);
+    ember::detail::WindowArgs attrs{geometry_list(p.geometry)};
     ember::detail::record(ember::detail::Formula::MaxPool2d, {p.input}, std::vector<Tensor*>{&out, &indices},
                              std::move(attrs));
   }
@@ -113,10 +112,7 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
   if (ember::detail::should_record(p.input)) {
-    ember::detail::Attrs attrs;
-    attrs.ints = geometry_list(p.geometry);
-    attrs.flag = count_include_pad;
-    attrs.dim2 = divisor_override.value_or(0);
+    ember::detail::AvgPoolArgs attrs{geometry_list(p.geometry), count_include_pad, divisor_override.value_or(0)};
     ember::detail::record(ember::detail::Formula::AvgPool2d, {p.input}, out, std::move(attrs));
   }
   return p.batched ? out : out.squeeze(0);

@@ -126,8 +126,8 @@ std::optional<cuda::Stream> source_stream(const Tensor& src, Device target) {
 
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   EMBER_CHECK(defined() && src.defined(), ValueError, "copy_(): both tensors must be defined");
-  ember::detail::Attrs attrs;
-  if (ember::detail::should_record(*this, src)) attrs.stream = source_stream(src, device());
+  ember::detail::CopyArgs attrs;
+  if (ember::detail::should_record(*this, src)) attrs.source_stream = source_stream(src, device());
   return ember::detail::recorded_inplace(
       ember::detail::Formula::CopyInPlace, *this, src, [&] { copy_values(*this, src, non_blocking); },
       std::move(attrs));
@@ -162,9 +162,9 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   // memory, so that it can stay asynchronous.
   bool pinned = target.is_cpu() && (options.pinned_memory() || (non_blocking && is_cuda()));
   if (!copy && target == device() && dtype == this->dtype() && (!pinned || is_pinned())) return *this;
-  ember::detail::Attrs attrs;
+  ember::detail::CopyArgs attrs;
   bool same_kind = target == device() && dtype == this->dtype();
-  if (ember::detail::should_record(*this)) attrs.stream = source_stream(*this, target);
+  if (ember::detail::should_record(*this)) attrs.source_stream = source_stream(*this, target);
   return ember::detail::recorded(
       same_kind ? ember::detail::Formula::Clone : ember::detail::Formula::ToCopy, {this},
       [&] {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "kernels/unary_ops.h"
+#include "ops/formula_args.h"
 
 namespace ember::detail {
 
@@ -18,69 +19,69 @@ enum FormulaFlags : uint8_t {
   kViewOp = 4,       // its outputs are views of its input (note_view made them so, in grad mode)
 };
 
-// X(Formula, PyTorch's node name, flags). The element-wise float ops' formulas follow, from
-// their own list (kernels/unary_ops.h): each keeps its input, and its output where its row
-// says so.
+// X(Formula, PyTorch's node name, flags, the arguments its node keeps (formula_args.h)).
+// The element-wise float ops' formulas follow, from their own list (kernels/unary_ops.h):
+// each keeps its input, and its output where its row says so; none has arguments.
 // clang-format off
 #define EMBER_FORMULAS(X)                                                      \
   /* element-wise */                                                           \
-  X(Add, "AddBackward0", kSavesNothing)                                        \
-  X(Sub, "SubBackward0", kSavesNothing)                                        \
-  X(Mul, "MulBackward0", kSavesInputs)                                         \
-  X(Div, "DivBackward0", kSavesInputs)                                         \
-  X(Pow, "PowBackward1", kSavesInputs)                                         \
-  X(AddScalar, "AddBackward1", kSavesNothing)                                  \
-  X(MulScalar, "MulBackward1", kSavesNothing)                                  \
-  X(PowScalar, "PowBackward0", kSavesInputs)                                   \
-  X(RSubScalar, "RsubBackward1", kSavesNothing)                                \
-  X(RDivScalar, "DivBackward1", kSavesInputs)                                  \
-  X(Neg, "NegBackward0", kSavesNothing)                                        \
-  X(Abs, "AbsBackward0", kSavesInputs)                                         \
-  X(Relu, "ReluBackward0", kSavesInputs)                                       \
+  X(Add, "AddBackward0", kSavesNothing, AlphaArgs)                             \
+  X(Sub, "SubBackward0", kSavesNothing, AlphaArgs)                             \
+  X(Mul, "MulBackward0", kSavesInputs, NoArgs)                                 \
+  X(Div, "DivBackward0", kSavesInputs, NoArgs)                                 \
+  X(Pow, "PowBackward1", kSavesInputs, NoArgs)                                 \
+  X(AddScalar, "AddBackward1", kSavesNothing, ScalarArgs)                      \
+  X(MulScalar, "MulBackward1", kSavesNothing, ScalarArgs)                      \
+  X(PowScalar, "PowBackward0", kSavesInputs, ScalarArgs)                       \
+  X(RSubScalar, "RsubBackward1", kSavesNothing, ScalarArgs)                    \
+  X(RDivScalar, "DivBackward1", kSavesInputs, ScalarArgs)                      \
+  X(Neg, "NegBackward0", kSavesNothing, NoArgs)                                \
+  X(Abs, "AbsBackward0", kSavesInputs, NoArgs)                                 \
+  X(Relu, "ReluBackward0", kSavesInputs, NoArgs)                               \
   /* reductions */                                                             \
-  X(Sum, "SumBackward0", kSavesNothing)                                        \
-  X(SumDim, "SumBackward1", kSavesNothing)                                     \
-  X(Mean, "MeanBackward0", kSavesNothing)                                      \
-  X(MeanDim, "MeanBackward1", kSavesNothing)                                   \
-  X(MaxAll, "MaxBackward1", kSavesInputs | kSavesOutput)                       \
-  X(MaxDim, "MaxBackward0", kSavesInputs)                                      \
-  X(MinAll, "MinBackward1", kSavesInputs | kSavesOutput)                       \
-  X(MinDim, "MinBackward0", kSavesInputs)                                      \
+  X(Sum, "SumBackward0", kSavesNothing, NoArgs)                                \
+  X(SumDim, "SumBackward1", kSavesNothing, ReduceDimArgs)                      \
+  X(Mean, "MeanBackward0", kSavesNothing, NoArgs)                              \
+  X(MeanDim, "MeanBackward1", kSavesNothing, ReduceDimArgs)                    \
+  X(MaxAll, "MaxBackward1", kSavesInputs | kSavesOutput, NoArgs)               \
+  X(MaxDim, "MaxBackward0", kSavesInputs, ReduceDimArgs)                       \
+  X(MinAll, "MinBackward1", kSavesInputs | kSavesOutput, NoArgs)               \
+  X(MinDim, "MinBackward0", kSavesInputs, ReduceDimArgs)                       \
   /* linear algebra and indexing */                                            \
-  X(Matmul, "MmBackward0", kSavesInputs)                                       \
-  X(Addmm, "AddmmBackward0", kSavesInputs)                                     \
-  X(IndexSelect, "IndexSelectBackward0", kSavesInputs)                         \
+  X(Matmul, "MmBackward0", kSavesInputs, NoArgs)                               \
+  X(Addmm, "AddmmBackward0", kSavesInputs, AddmmArgs)                          \
+  X(IndexSelect, "IndexSelectBackward0", kSavesInputs, DimArgs)                \
   /* views */                                                                  \
-  X(View, "ViewBackward0", kViewOp)                                            \
-  X(T, "TBackward0", kViewOp)                                                  \
-  X(Transpose, "TransposeBackward0", kViewOp)                                  \
-  X(Permute, "PermuteBackward0", kViewOp)                                      \
-  X(Select, "SelectBackward0", kViewOp)                                        \
-  X(Slice, "SliceBackward0", kViewOp)                                          \
-  X(Unsqueeze, "UnsqueezeBackward0", kViewOp)                                  \
-  X(Squeeze, "SqueezeBackward1", kViewOp)                                      \
-  X(Expand, "ExpandBackward0", kViewOp)                                        \
-  X(AsStrided, "AsStridedBackward0", kViewOp)                                  \
+  X(View, "ViewBackward0", kViewOp, NoArgs)                                    \
+  X(T, "TBackward0", kViewOp, NoArgs)                                          \
+  X(Transpose, "TransposeBackward0", kViewOp, TransposeArgs)                   \
+  X(Permute, "PermuteBackward0", kViewOp, PermuteArgs)                         \
+  X(Select, "SelectBackward0", kViewOp, SelectArgs)                            \
+  X(Slice, "SliceBackward0", kViewOp, SliceArgs)                               \
+  X(Unsqueeze, "UnsqueezeBackward0", kViewOp, DimArgs)                         \
+  X(Squeeze, "SqueezeBackward1", kViewOp, DimArgs)                             \
+  X(Expand, "ExpandBackward0", kViewOp, NoArgs)                                \
+  X(AsStrided, "AsStridedBackward0", kViewOp, AsStridedArgs)                   \
   /* copies */                                                                 \
-  X(ToCopy, "ToCopyBackward0", kSavesNothing)                                  \
-  X(Clone, "CloneBackward0", kSavesNothing)                                    \
-  X(CopyInPlace, "CopyBackwards", kSavesNothing)                               \
-  X(Fill, "FillBackward0", kSavesNothing)                                      \
+  X(ToCopy, "ToCopyBackward0", kSavesNothing, CopyArgs)                        \
+  X(Clone, "CloneBackward0", kSavesNothing, CopyArgs)                          \
+  X(CopyInPlace, "CopyBackwards", kSavesNothing, CopyArgs)                     \
+  X(Fill, "FillBackward0", kSavesNothing, NoArgs)                              \
   /* training ops (src/autograd/formulas_nn.cpp) */                            \
-  X(Cat, "CatBackward0", kSavesNothing)                                        \
-  X(Split, "SplitBackward0", kViewOp)                                          \
-  X(Stack, "StackBackward0", kSavesNothing)                                    \
-  X(Where, "WhereBackward0", kSavesInputs)                                     \
-  X(ClampScalar, "ClampBackward1", kSavesInputs)                               \
-  X(Clamp, "ClampBackward0", kSavesInputs)                                     \
-  X(Softmax, "SoftmaxBackward0", kSavesInputs | kSavesOutput)                  \
-  X(LogSoftmax, "LogSoftmaxBackward0", kSavesInputs | kSavesOutput)            \
-  X(VarMean, "NativeBatchNormBackward0", kSavesInputs | kSavesOutput)          \
-  X(NllLoss, "NllLossBackward0", kSavesInputs)                                 \
-  X(MaxPool2d, "MaxPool2DWithIndicesBackward0", kSavesOutput)                  \
-  X(AvgPool2d, "AvgPool2DBackward0", kSavesNothing)                            \
-  X(Conv2d, "ConvolutionBackward0", kSavesInputs)                              \
-  X(FFT, "FftC2CBackward0", kSavesNothing)
+  X(Cat, "CatBackward0", kSavesNothing, CatArgs)                               \
+  X(Split, "SplitBackward0", kViewOp, DimArgs)                                 \
+  X(Stack, "StackBackward0", kSavesNothing, DimArgs)                           \
+  X(Where, "WhereBackward0", kSavesInputs, NoArgs)                             \
+  X(ClampScalar, "ClampBackward1", kSavesInputs, ClampArgs)                    \
+  X(Clamp, "ClampBackward0", kSavesInputs, NoArgs)                             \
+  X(Softmax, "SoftmaxBackward0", kSavesInputs | kSavesOutput, DimArgs)         \
+  X(LogSoftmax, "LogSoftmaxBackward0", kSavesInputs | kSavesOutput, DimArgs)   \
+  X(VarMean, "NativeBatchNormBackward0", kSavesInputs | kSavesOutput, NoArgs)  \
+  X(NllLoss, "NllLossBackward0", kSavesInputs, NllLossArgs)                    \
+  X(MaxPool2d, "MaxPool2DWithIndicesBackward0", kSavesOutput, WindowArgs)      \
+  X(AvgPool2d, "AvgPool2DBackward0", kSavesNothing, AvgPoolArgs)               \
+  X(Conv2d, "ConvolutionBackward0", kSavesInputs, WindowArgs)                  \
+  X(FFT, "FftC2CBackward0", kSavesNothing, FftArgs)
 // clang-format on
 
 /// The derivative formulas (one per differentiable op signature).
@@ -94,14 +95,17 @@ enum class Formula : uint8_t {
 
 /// A formula's row of the list.
 struct FormulaDecl {
-  const char* name;  // PyTorch's node name
-  uint8_t flags;     // FormulaFlags
+  const char* name;    // PyTorch's node name
+  uint8_t flags;       // FormulaFlags
+  uint8_t args_index;  // the position of its argument type in FormulaArgs
 };
 
 inline constexpr std::array<FormulaDecl, static_cast<size_t>(Formula::kCount)> kFormulaDecls = {{
-#define EMBER_FORMULA_DECL(F, name, flags) {name, static_cast<uint8_t>(flags)},
-#define EMBER_UNARY_FORMULA_DECL(Kind, name, Functor, saves_output, ...) \
-  {#Kind "Backward0", static_cast<uint8_t>(kSavesInputs | ((saves_output) ? kSavesOutput : 0))},
+#define EMBER_FORMULA_DECL(F, name, flags, Args) \
+  {name, static_cast<uint8_t>(flags), static_cast<uint8_t>(args_index<Args>())},
+#define EMBER_UNARY_FORMULA_DECL(Kind, name, Functor, saves_output, ...)                       \
+  {#Kind "Backward0", static_cast<uint8_t>(kSavesInputs | ((saves_output) ? kSavesOutput : 0)), \
+   static_cast<uint8_t>(args_index<NoArgs>())},
     EMBER_FORMULAS(EMBER_FORMULA_DECL)
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_FORMULA_DECL)
 #undef EMBER_UNARY_FORMULA_DECL
@@ -112,5 +116,7 @@ constexpr const FormulaDecl& formula_decl(Formula f) { return kFormulaDecls[stat
 constexpr bool saves_inputs(Formula f) { return (formula_decl(f).flags & kSavesInputs) != 0; }
 constexpr bool saves_output(Formula f) { return (formula_decl(f).flags & kSavesOutput) != 0; }
 constexpr bool is_view_op(Formula f) { return (formula_decl(f).flags & kViewOp) != 0; }
+/// Whether `attrs` carry the arguments `f`'s row names.
+inline bool args_match(Formula f, const Attrs& attrs) { return attrs.args.index() == formula_decl(f).args_index; }
 
 }  // namespace ember::detail

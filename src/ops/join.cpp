@@ -26,13 +26,13 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim);
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   if (!ember::detail::should_record(tensors)) return cat_impl(tensors, dim);
-  ember::detail::Attrs attrs;  // each input's size along dim (-1: a skipped empty input)
+  ember::detail::CatArgs attrs;  // each input's size along dim (-1: a skipped empty input)
   const Tensor* reference = &tensors[0];
   for (const Tensor& t : tensors) {
     if (!is_legacy_empty(t)) reference = &t;
   }
   attrs.dim = detail::wrap_dim(dim, reference->dim());
-  for (const Tensor& t : tensors) attrs.ints.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
+  for (const Tensor& t : tensors) attrs.sizes.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
   return ember::detail::recorded_list(ember::detail::Formula::Cat, tensors,
                                          [&] { return cat_impl(tensors, dim); }, std::move(attrs));
 }
@@ -93,9 +93,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
     return cat(expanded, d);
   };
-  ember::detail::Attrs attrs;
-  attrs.dim = d;
-  return ember::detail::recorded_list(ember::detail::Formula::Stack, tensors, compute, std::move(attrs));
+  return ember::detail::recorded_list(ember::detail::Formula::Stack, tensors, compute, ember::detail::DimArgs{d});
 }
 
 namespace {
@@ -122,10 +120,7 @@ std::vector<Tensor> recorded_split(const Tensor& a, const IntList& split_sizes, 
   if (!ember::detail::should_record(a)) return parts;
   std::vector<Tensor*> outputs;
   for (Tensor& p : parts) outputs.push_back(&p);
-  ember::detail::Attrs attrs;
-  attrs.dim = d;
-  attrs.name = name;
-  ember::detail::record(ember::detail::Formula::Split, {a}, outputs, std::move(attrs));
+  ember::detail::record(ember::detail::Formula::Split, {a}, outputs, ember::detail::Attrs(ember::detail::DimArgs{d}, name));
   return parts;
 }
 

@@ -115,8 +115,7 @@ Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
               "normal_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
-  ember::detail::Attrs node;
-  node.name = "NormalBackward0";
+  ember::detail::Attrs node(ember::detail::NoArgs{}, "NormalBackward0");
   // Complex: each part normal with std / sqrt(2), so |z - mean| has variance std^2 (as PyTorch).
   double part_std = is_complex(dtype()) ? std / std::sqrt(2.0) : std;
   return ember::detail::recorded_inplace(ember::detail::Formula::Fill, *this, Tensor(),
@@ -128,8 +127,7 @@ Tensor& Tensor::uniform_(double from, double to) {
               "uniform_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
-  ember::detail::Attrs node;
-  node.name = "UniformBackward0";
+  ember::detail::Attrs node(ember::detail::NoArgs{}, "UniformBackward0");
   return ember::detail::recorded_inplace(ember::detail::Formula::Fill, *this, Tensor(),
                                             [&] { fill_random(*this, detail::OpKind::Uniform, from, to); }, node);
 }

@@ -32,22 +32,6 @@
 
 namespace ember::detail {
 
-/// Non-tensor arguments a formula may use.
-struct Attrs {
-  Scalar scalar;
-  Scalar scalar2;
-  int64_t dim = 0;
-  int64_t dim2 = 0;
-  int64_t dim3 = 0;
-  bool flag = false;
-  IntList ints;
-  IntList ints2;
-  /// A stream the backward needs besides the node's own (e.g. a copy's source side).
-  std::optional<cuda::Stream> stream;
-  /// Overrides the formula's node name (one formula serving several PyTorch names).
-  const char* name = nullptr;
-};
-
 /// What autograd does for the op layer (src/autograd/record.cpp implements it). Each call
 /// is made only where its contract says, so none is on the path of an op that records nothing
 /// except `note_view`.

@@ -62,9 +62,7 @@ Tensor reduce_all(Formula f, OpKind op, const Tensor& a) {
   return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, true, -1, false); });
 }
 Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepdim) {
-  ember::detail::Attrs attrs;
-  attrs.dim = a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim());
-  attrs.flag = keepdim;
+  ember::detail::ReduceDimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim()), keepdim};
   return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
 }
 }  // namespace

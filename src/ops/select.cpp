@@ -64,8 +64,7 @@ namespace {
 // is an undefined input.
 template <typename F>
 Tensor recorded_where(const Tensor& cond, const Tensor& a, const Tensor& b, F&& compute, const char* name = nullptr) {
-  ember::detail::Attrs attrs;
-  attrs.name = name;
+  ember::detail::Attrs attrs(ember::detail::NoArgs{}, name);
   return ember::detail::recorded(ember::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
                                     std::move(attrs));
 }
@@ -104,10 +103,7 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
   call.dim = (min ? 1 : 0) | (max ? 2 : 0);
   detail::launch(out.device(), call);
   if (ember::detail::should_record(a)) {
-    ember::detail::Attrs attrs;
-    attrs.scalar = min.value_or(0);
-    attrs.scalar2 = max.value_or(0);
-    attrs.dim = call.dim;
+    ember::detail::ClampArgs attrs{min.value_or(0), max.value_or(0), min.has_value(), max.has_value()};
     ember::detail::record(ember::detail::Formula::ClampScalar, {a}, out, std::move(attrs));
   }
   return out;

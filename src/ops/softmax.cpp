@@ -24,8 +24,7 @@ Tensor softmax_op(OpKind op, const Tensor& a, int64_t dim) {
   call.dim = a.dim() == 0 ? 0 : d;
   detail::launch(a.device(), call);
   if (ember::detail::should_record(a)) {
-    ember::detail::Attrs attrs;
-    attrs.dim = call.dim;
+    ember::detail::DimArgs attrs{call.dim};
     ember::detail::record(op == OpKind::Softmax ? ember::detail::Formula::Softmax
                                                    : ember::detail::Formula::LogSoftmax,
                              {a}, out, std::move(attrs));

@@ -57,11 +57,7 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
   EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
               IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
               " elements, but the storage has ", storage_elements);
-  Attrs attrs;
-  attrs.ints = sizes;
-  attrs.ints2 = strides;
-  attrs.dim = offset;
-  return recorded_view(Formula::AsStrided, *this, sizes, strides, offset, std::move(attrs));
+  return recorded_view(Formula::AsStrided, *this, sizes, strides, offset, detail::AsStridedArgs{sizes, strides, offset});
 }
 
 namespace {
@@ -191,10 +187,7 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
     std::swap(s[dim0], s[dim1]);
     std::swap(st[dim0], st[dim1]);
   }
-  Attrs attrs;
-  attrs.dim = dim0;
-  attrs.dim2 = dim1;
-  return recorded_view(Formula::Transpose, *this, s, st, storage_offset(), std::move(attrs));
+  return recorded_view(Formula::Transpose, *this, s, st, storage_offset(), detail::TransposeArgs{dim0, dim1});
 }
 
 Tensor Tensor::permute(const IntList& dims) const {
@@ -204,14 +197,14 @@ Tensor Tensor::permute(const IntList& dims) const {
               "ordering of dimensions i.e. input.dim() = ", n, " is not equal to len(dims) = ", dims.size());
   IntList s(n), st(n);
   std::vector<bool> seen(n, false);
-  Attrs attrs;
+  detail::PermuteArgs attrs;
   for (int64_t i = 0; i < n; ++i) {
     int64_t d = wrap_dim(dims[i], n);
     EMBER_CHECK(!seen[d], ValueError, "permute(): duplicate dims are not allowed.");
     seen[d] = true;
     s[i] = sizes()[d];
     st[i] = strides()[d];
-    attrs.ints.push_back(d);
+    attrs.dims.push_back(d);
   }
   return recorded_view(Formula::Permute, *this, s, st, storage_offset(), std::move(attrs));
 }
@@ -227,10 +220,7 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   int64_t offset = checked_offset(storage_offset(), index, st[dim]);
   s.erase(s.begin() + dim);
   st.erase(st.begin() + dim);
-  Attrs attrs;
-  attrs.dim = dim;
-  attrs.dim2 = index;
-  return recorded_view(Formula::Select, *this, s, st, offset, std::move(attrs));
+  return recorded_view(Formula::Select, *this, s, st, offset, detail::SelectArgs{dim, index});
 }
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
@@ -254,12 +244,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   } else {
     EMBER_CHECK(s[dim] <= 1, ValueError, "slice: the stride ", st[dim], " times the step ", step, " overflows int64");
   }
-  Attrs attrs;
-  attrs.dim = dim;
-  attrs.dim2 = start;
-  attrs.dim3 = end;
-  attrs.scalar = step;
-  return recorded_view(Formula::Slice, *this, s, st, offset, std::move(attrs));
+  return recorded_view(Formula::Slice, *this, s, st, offset, detail::SliceArgs{dim, start, end, step});
 }
 
 Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
@@ -281,9 +266,7 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   int64_t stride = dim < this->dim() ? detail::wrapping_mul(st[dim], s[dim]) : 1;  // as PyTorch, unchecked
   s.insert(s.begin() + dim, 1);
   st.insert(st.begin() + dim, stride);
-  Attrs attrs;
-  attrs.dim = dim;
-  return recorded_view(Formula::Unsqueeze, *this, s, st, storage_offset(), std::move(attrs));
+  return recorded_view(Formula::Unsqueeze, *this, s, st, storage_offset(), detail::DimArgs{dim});
 }
 
 Tensor Tensor::squeeze(int64_t dim) const {
@@ -293,9 +276,7 @@ Tensor Tensor::squeeze(int64_t dim) const {
     s.erase(s.begin() + dim);
     st.erase(st.begin() + dim);
   }
-  Attrs attrs;
-  attrs.dim = dim;
-  return recorded_view(Formula::Squeeze, *this, s, st, storage_offset(), std::move(attrs));
+  return recorded_view(Formula::Squeeze, *this, s, st, storage_offset(), detail::DimArgs{dim});
 }
 
 Tensor Tensor::expand(const IntList& shape) const {
