@@ -29,7 +29,8 @@ Grads add(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.args<AlphaArgs>().alpha) : Tensor()};
 }
 Grads sub(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(n.args<AlphaArgs>().alpha)) : Tensor()};
+  const Scalar& alpha = n.args<AlphaArgs>().alpha;
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(alpha)) : Tensor()};
 }
 Grads mul(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] * conj(n.input(1)) : Tensor(), n.needs_grad(1) ? g[0] * conj(n.input(0)) : Tensor()};
@@ -162,7 +163,10 @@ Grads index_select(const Node& n, const Grads& g) {
 
 // ---- views ----------------------------------------------------------------------------------
 Grads view(const Node& n, const Grads& g) { return {g[0].reshape(n.info(0).sizes)}; }
-Grads transpose(const Node& n, const Grads& g) { return {g[0].transpose(n.args<TransposeArgs>().dim0, n.args<TransposeArgs>().dim1)}; }
+Grads transpose(const Node& n, const Grads& g) {
+  const auto& a = n.args<TransposeArgs>();
+  return {g[0].transpose(a.dim0, a.dim1)};
+}
 Grads t(const Node& n, const Grads& g) { return {n.info(0).sizes.size() < 2 ? g[0] : g[0].transpose(0, 1)}; }
 Grads permute(const Node& n, const Grads& g) {
   const IntList& dims = n.args<PermuteArgs>().dims;

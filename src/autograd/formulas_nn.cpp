@@ -211,7 +211,9 @@ Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
           int64_t pool = (h1 - h0) * (w1 - w0);
           int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
           int64_t he = std::min(h1, w.H), we = std::min(w1, w.W);
-          int64_t divisor = a.divisor_override != 0 ? a.divisor_override : a.count_include_pad ? pool : (he - hs) * (we - ws);
+          int64_t divisor = a.divisor_override != 0 ? a.divisor_override
+                            : a.count_include_pad   ? pool
+                                                    : (he - hs) * (we - ws);
           int64_t r = h0 + i, c = w0 + j;
           bool inside = r >= hs && r < he && c >= ws && c < we;
           weight[y * w.ow + x] = inside && divisor != 0 ? 1.0 / static_cast<double>(divisor) : 0.0;
@@ -275,8 +277,9 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
 }
 
 // One transform over the last k dims of its input (k = FftArgs::signal_sizes.size()): C2C,
-// R2C (onesided) or C2R; forward: sign -; scale: the norm's scale. The adjoint of an unnormalized DFT is the unnormalized DFT of opposite
-// sign; the onesided transforms follow PyTorch's fft_r2c_backward / fft_c2r_backward.
+// R2C (onesided) or C2R; forward: sign -; scale: the norm's scale. The adjoint of an
+// unnormalized DFT is the unnormalized DFT of opposite sign; the onesided transforms follow
+// PyTorch's fft_r2c_backward / fft_c2r_backward.
 Grads fft(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<FftArgs>();
   const int64_t k = static_cast<int64_t>(a.signal_sizes.size());

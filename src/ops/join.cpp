@@ -120,7 +120,8 @@ std::vector<Tensor> recorded_split(const Tensor& a, const IntList& split_sizes, 
   if (!ember::detail::should_record(a)) return parts;
   std::vector<Tensor*> outputs;
   for (Tensor& p : parts) outputs.push_back(&p);
-  ember::detail::record(ember::detail::Formula::Split, {a}, outputs, ember::detail::Attrs(ember::detail::DimArgs{d}, name));
+  ember::detail::record(ember::detail::Formula::Split, {a}, outputs,
+                        ember::detail::Attrs(ember::detail::DimArgs{d}, name));
   return parts;
 }
 

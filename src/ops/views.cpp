@@ -57,7 +57,8 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
   EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
               IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
               " elements, but the storage has ", storage_elements);
-  return recorded_view(Formula::AsStrided, *this, sizes, strides, offset, detail::AsStridedArgs{sizes, strides, offset});
+  return recorded_view(Formula::AsStrided, *this, sizes, strides, offset,
+                       detail::AsStridedArgs{sizes, strides, offset});
 }
 
 namespace {
