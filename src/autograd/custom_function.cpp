@@ -5,7 +5,6 @@
 #include <unordered_set>
 
 #include "autograd/autograd_meta.h"
-#include "autograd/record.h"
 #include "autograd/saved_variable.h"
 #include "autograd/view_history.h"
 #include "ember/errors.h"

@@ -1,6 +1,6 @@
 // Derivative formulas of the built-in ops, one line per input where possible (as PyTorch's
 // derivatives.yaml). A formula may name: g (the output's gradient; grads[i] for op
-// outputs i), n.input(i) and n.output() (saved tensors its spec declares), n.attrs()
+// outputs i), n.input(i) and n.output() (saved tensors its spec declares), n.args<A>()
 // (the op's non-tensor arguments), n.info(i) (each input's sizes, strides, dtype,
 // device) and n.needs_grad(i). Gradients of complex inputs follow PyTorch's convention
 // (the conjugate Wirtinger derivative: grad * conj(d out / d in)). Formulas call public
@@ -24,19 +24,13 @@ using Node = FormulaNode;
 
 Tensor mask_of(const Tensor& cond, DType dtype) { return cond.to(dtype); }
 
-// A saved output is reused unless create_graph asks for a differentiable formula, which
-// recomputes it from the input (the saved alias has no history).
-template <typename F>
-Tensor result_or(const Node& n, F recompute) {
-  return is_grad_enabled() ? recompute(n.input(0)) : n.output();
-}
-
 // ---- element-wise -----------------------------------------------------------------------
 Grads add(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.attrs().scalar) : Tensor()};
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], n.args<AlphaArgs>().alpha) : Tensor()};
 }
 Grads sub(const Node& n, const Grads& g) {
-  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(n.attrs().scalar)) : Tensor()};
+  const Scalar& alpha = n.args<AlphaArgs>().alpha;
+  return {n.needs_grad(0) ? g[0] : Tensor(), n.needs_grad(1) ? scaled(g[0], negated(alpha)) : Tensor()};
 }
 Grads mul(const Node& n, const Grads& g) {
   return {n.needs_grad(0) ? g[0] * conj(n.input(1)) : Tensor(), n.needs_grad(1) ? g[0] * conj(n.input(0)) : Tensor()};
@@ -54,9 +48,9 @@ Grads pow(const Node& n, const Grads& g) {
   return {ga, gb};
 }
 Grads add_scalar(const Node&, const Grads& g) { return {g[0]}; }
-Grads mul_scalar(const Node& n, const Grads& g) { return {g[0] * conj_scalar(n.attrs().scalar)}; }
+Grads mul_scalar(const Node& n, const Grads& g) { return {g[0] * conj_scalar(n.args<ScalarArgs>().value)}; }
 Grads pow_scalar(const Node& n, const Grads& g) {
-  const Scalar& e = n.attrs().scalar;
+  const Scalar& e = n.args<ScalarArgs>().value;
   if (e.is_complex() ? e.to_complex() == std::complex<double>(0) : e.to_double() == 0.0) return {zeros_like(g[0])};
   Tensor x = n.input(0);
   return {g[0] * conj(ember::pow(x, minus_one(e)) * e)};
@@ -64,7 +58,7 @@ Grads pow_scalar(const Node& n, const Grads& g) {
 Grads rsub_scalar(const Node&, const Grads& g) { return {-g[0]}; }
 Grads rdiv_scalar(const Node& n, const Grads& g) {  // s / x
   Tensor x = n.input(0);
-  return {-g[0] * conj(n.attrs().scalar / (x * x))};
+  return {-g[0] * conj(n.args<ScalarArgs>().value / (x * x))};
 }
 Grads neg(const Node&, const Grads& g) { return {-g[0]}; }
 Grads abs(const Node& n, const Grads& g) {
@@ -72,31 +66,34 @@ Grads abs(const Node& n, const Grads& g) {
   if (is_complex(x.dtype())) return {g[0] * (x / ember::abs(x))};  // grad * sgn(x); real grad
   return {g[0] * (mask_of(x.gt(0), x.dtype()) - mask_of(x.lt(0), x.dtype()))};
 }
-Grads exp(const Node& n, const Grads& g) {
-  return {g[0] * conj(result_or(n, [](const Tensor& x) { return ember::exp(x); }))};
-}
-Grads log(const Node& n, const Grads& g) { return {g[0] / conj(n.input(0))}; }
-Grads sqrt(const Node& n, const Grads& g) {
-  return {g[0] / (conj(result_or(n, [](const Tensor& x) { return ember::sqrt(x); })) * 2)};
-}
 // A mask multiplied in: on the cpu, cheaper than one where (the select kernel's loop is slow).
 // PyTorch's threshold_backward: zero where the input is <= 0, the gradient elsewhere (a
 // NaN input passes its gradient; an infinite gradient on a negative input gives 0).
 Grads relu(const Node& n, const Grads& g) { return {g[0].masked_fill(n.input(0).le(0), 0)}; }
-Grads sigmoid(const Node& n, const Grads& g) {
-  Tensor y = result_or(n, [](const Tensor& x) { return ember::sigmoid(x); });
-  return {g[0] * conj(y * (1 - y))};
-}
-Grads tanh(const Node& n, const Grads& g) {
-  Tensor y = result_or(n, [](const Tensor& x) { return ember::tanh(x); });
-  return {g[0] * conj(1 - y * y)};
-}
+
+// Note [Formulas as data]
+// The element-wise float ops' backwards, from the derivative column of their declaration
+// (kernels/unary_ops.h): g is the output's gradient, x() the saved input and y() the
+// output, the saved one unless a recorded backward (create_graph) needs one with history,
+// then recomputed from x(). Each is unpacked only if the expression names it, so an in-place
+// change of what the formula does not read is no error, as in PyTorch.
+#define EMBER_UNARY_BACKWARD(Kind, name, Functor, saves_output, derivative)          \
+  Grads Kind##_backward(const Node& n, const Grads& grads) {                         \
+    const Tensor& g = grads[0];                                                      \
+    [[maybe_unused]] auto x = [&] { return n.input(0); };                            \
+    [[maybe_unused]] auto y = [&] {                                                  \
+      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(x());   \
+    };                                                                               \
+    return {derivative};                                                             \
+  }
+EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
+#undef EMBER_UNARY_BACKWARD
 
 // ---- reductions ---------------------------------------------------------------------------
 // The output's gradient with the reduced dim put back (size 1) when keepdim was false.
 Tensor unsqueeze_reduced(const Node& n, const Tensor& g) {
-  const Attrs& a = n.attrs();
-  return a.flag || n.info(0).sizes.empty() ? g : g.unsqueeze(a.dim);
+  const auto& a = n.args<ReduceDimArgs>();
+  return a.keepdim || n.info(0).sizes.empty() ? g : g.unsqueeze(a.dim);
 }
 Grads sum(const Node& n, const Grads& g) { return {g[0].expand(n.info(0).sizes)}; }
 Grads sum_dim(const Node& n, const Grads& g) { return {unsqueeze_reduced(n, g[0]).expand(n.info(0).sizes)}; }
@@ -107,7 +104,7 @@ Grads mean(const Node& n, const Grads& g) {
 }
 Grads mean_dim(const Node& n, const Grads& g) {
   const IntList& sizes = n.info(0).sizes;
-  double count = sizes.empty() ? 1.0 : static_cast<double>(sizes[n.attrs().dim]);
+  double count = sizes.empty() ? 1.0 : static_cast<double>(sizes[n.args<ReduceDimArgs>().dim]);
   return {unsqueeze_reduced(n, g[0]).expand(sizes) / Scalar(count)};
 }
 // max()/min() over all elements: the gradient is shared evenly between tied elements.
@@ -122,7 +119,7 @@ Grads extremum_dim(const Node& n, const Grads& g, bool is_max) {
   const IntList& sizes = n.info(0).sizes;
   if (sizes.empty()) return {g[0]};
   Tensor x = n.input(0);
-  int64_t d = n.attrs().dim;
+  int64_t d = n.args<ReduceDimArgs>().dim;
   Tensor index = is_max ? ember::argmax(x, d, true) : ember::argmin(x, d, true);
   IntList shape(sizes.size(), 1);
   shape[d] = sizes[d];
@@ -153,23 +150,26 @@ Grads matmul(const Node& n, const Grads& g) {
 }
 // addmm(bias, mat1, mat2, beta = scalar, alpha = scalar2): beta * bias + alpha * mat1 @ mat2.
 Grads addmm(const Node& n, const Grads& g) {
-  const Attrs& a = n.attrs();
-  Scalar alpha = conj_scalar(a.scalar2);
-  Tensor gbias = n.needs_grad(0) ? scaled(g[0], conj_scalar(a.scalar)) : Tensor();
+  const auto& a = n.args<AddmmArgs>();
+  Scalar alpha = conj_scalar(a.alpha);
+  Tensor gbias = n.needs_grad(0) ? scaled(g[0], conj_scalar(a.beta)) : Tensor();
   Tensor ga = n.needs_grad(1) ? scaled(mm_mat1_backward(g[0], n.input(2), n.info(1)), alpha) : Tensor();
   Tensor gb = n.needs_grad(2) ? scaled(mm_mat2_backward(g[0], n.input(1), n.info(2)), alpha) : Tensor();
   return {gbias, ga, gb};
 }
 Grads index_select(const Node& n, const Grads& g) {
-  return {index_select_backward(g[0], n.info(0).sizes, n.attrs().dim, n.input(1)), Tensor()};
+  return {index_select_backward(g[0], n.info(0).sizes, n.args<DimArgs>().dim, n.input(1)), Tensor()};
 }
 
 // ---- views ----------------------------------------------------------------------------------
 Grads view(const Node& n, const Grads& g) { return {g[0].reshape(n.info(0).sizes)}; }
-Grads transpose(const Node& n, const Grads& g) { return {g[0].transpose(n.attrs().dim, n.attrs().dim2)}; }
+Grads transpose(const Node& n, const Grads& g) {
+  const auto& a = n.args<TransposeArgs>();
+  return {g[0].transpose(a.dim0, a.dim1)};
+}
 Grads t(const Node& n, const Grads& g) { return {n.info(0).sizes.size() < 2 ? g[0] : g[0].transpose(0, 1)}; }
 Grads permute(const Node& n, const Grads& g) {
-  const IntList& dims = n.attrs().ints;
+  const IntList& dims = n.args<PermuteArgs>().dims;
   IntList inverse(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) inverse[dims[i]] = static_cast<int64_t>(i);
   return {g[0].permute(inverse)};
@@ -177,99 +177,106 @@ Grads permute(const Node& n, const Grads& g) {
 Grads select(const Node& n, const Grads& g) {
   const InputInfo& in = n.info(0);
   Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
-  out.select(n.attrs().dim, n.attrs().dim2).copy_(g[0]);
+  out.select(n.args<SelectArgs>().dim, n.args<SelectArgs>().index).copy_(g[0]);
   return {out};
 }
 Grads slice(const Node& n, const Grads& g) {
   const InputInfo& in = n.info(0);
-  const Attrs& a = n.attrs();
+  const auto& a = n.args<SliceArgs>();
   Tensor out = zeros(in.sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
-  out.slice(a.dim, a.dim2, a.dim3, a.scalar.to<int64_t>()).copy_(g[0]);
+  out.slice(a.dim, a.start, a.end, a.step).copy_(g[0]);
   return {out};
 }
-Grads unsqueeze(const Node& n, const Grads& g) { return {g[0].squeeze(n.attrs().dim)}; }
+Grads unsqueeze(const Node& n, const Grads& g) { return {g[0].squeeze(n.args<DimArgs>().dim)}; }
 Grads squeeze(const Node& n, const Grads& g) {
-  return {static_cast<int64_t>(n.info(0).sizes.size()) == g[0].dim() ? g[0] : g[0].unsqueeze(n.attrs().dim)};
+  return {static_cast<int64_t>(n.info(0).sizes.size()) == g[0].dim() ? g[0] : g[0].unsqueeze(n.args<DimArgs>().dim)};
 }
 Grads expand(const Node& n, const Grads& g) { return {sum_to(g[0], n.info(0).sizes)}; }
 Grads as_strided(const Node& n, const Grads& g) {
-  return {as_strided_backward(g[0], n.info(0), n.attrs())};
+  return {as_strided_backward(g[0], n.info(0), n.args<AsStridedArgs>())};
 }
 
 // ---- copies ---------------------------------------------------------------------------------
-Grads to_copy(const Node& n, const Grads& g) { return {to_copy_backward(g[0], n.info(0), n.attrs())}; }
+Grads to_copy(const Node& n, const Grads& g) { return {to_copy_backward(g[0], n.info(0), n.args<CopyArgs>())}; }
 Grads clone(const Node&, const Grads& g) { return {g[0]}; }
 Grads copy_inplace(const Node& n, const Grads& g) {  // inputs: self (overwritten), src
-  return {Tensor(), to_copy_backward(sum_to(g[0], n.info(1).sizes), n.info(1), n.attrs())};
+  return {Tensor(), to_copy_backward(sum_to(g[0], n.info(1).sizes), n.info(1), n.args<CopyArgs>())};
 }
 
 Grads fill(const Node& n, const Grads&) { return Grads(n.next_edges().size()); }
 
 constexpr size_t kFormulas = static_cast<size_t>(Formula::kCount);
 
-// name, saves inputs, saves output, formula
-const std::array<FormulaSpec, kFormulas> kTable = {{
-    {"AddBackward0", false, false, add},
-    {"SubBackward0", false, false, sub},
-    {"MulBackward0", true, false, mul},
-    {"DivBackward0", true, false, div},
-    {"PowBackward1", true, false, pow},
-    {"AddBackward1", false, false, add_scalar},
-    {"MulBackward1", false, false, mul_scalar},
-    {"PowBackward0", true, false, pow_scalar},
-    {"RsubBackward1", false, false, rsub_scalar},
-    {"DivBackward1", true, false, rdiv_scalar},
-    {"NegBackward0", false, false, neg},
-    {"AbsBackward0", true, false, abs},
-    {"ExpBackward0", true, true, exp},
-    {"LogBackward0", true, false, log},
-    {"SqrtBackward0", true, true, sqrt},
-    {"ReluBackward0", true, false, relu},
-    {"SigmoidBackward0", true, true, sigmoid},
-    {"TanhBackward0", true, true, tanh},
-    {"SumBackward0", false, false, sum},
-    {"SumBackward1", false, false, sum_dim},
-    {"MeanBackward0", false, false, mean},
-    {"MeanBackward1", false, false, mean_dim},
-    {"MaxBackward1", true, true, extremum_all},
-    {"MaxBackward0", true, false, max_dim},
-    {"MinBackward1", true, true, extremum_all},
-    {"MinBackward0", true, false, min_dim},
-    {"MmBackward0", true, false, matmul},
-    {"AddmmBackward0", true, false, addmm},
-    {"IndexSelectBackward0", true, false, index_select},
-    {"ViewBackward0", false, false, view},
-    {"TBackward0", false, false, t},
-    {"TransposeBackward0", false, false, transpose},
-    {"PermuteBackward0", false, false, permute},
-    {"SelectBackward0", false, false, select},
-    {"SliceBackward0", false, false, slice},
-    {"UnsqueezeBackward0", false, false, unsqueeze},
-    {"SqueezeBackward1", false, false, squeeze},
-    {"ExpandBackward0", false, false, expand},
-    {"AsStridedBackward0", false, false, as_strided},
-    {"ToCopyBackward0", false, false, to_copy},
-    {"CloneBackward0", false, false, clone},
-    {"CopyBackwards", false, false, copy_inplace},
-    {"FillBackward0", false, false, fill},
-    {"CatBackward0", false, false, nn_formulas::cat},
-    {"SplitBackward0", false, false, nn_formulas::split},
-    {"StackBackward0", false, false, nn_formulas::stack},
-    {"WhereBackward0", true, false, nn_formulas::where},
-    {"ClampBackward1", true, false, nn_formulas::clamp_scalar},
-    {"ClampBackward0", true, false, nn_formulas::clamp},
-    {"SoftmaxBackward0", true, true, nn_formulas::softmax},
-    {"LogSoftmaxBackward0", true, true, nn_formulas::log_softmax},
-    {"NativeBatchNormBackward0", true, true, nn_formulas::var_mean},
-    {"NllLossBackward0", true, false, nn_formulas::nll_loss},
-    {"MaxPool2DWithIndicesBackward0", false, true, nn_formulas::max_pool2d},
-    {"AvgPool2DBackward0", false, false, nn_formulas::avg_pool2d},
-    {"ConvolutionBackward0", true, false, nn_formulas::conv2d},
-    {"FftC2CBackward0", false, false, nn_formulas::fft},
+// One row per formula, in the order of its declaration (src/ops/formulas.h): checked below.
+constexpr std::array<FormulaSpec, kFormulas> kTable = {{
+    {Formula::Add, add},
+    {Formula::Sub, sub},
+    {Formula::Mul, mul},
+    {Formula::Div, div},
+    {Formula::Pow, pow},
+    {Formula::AddScalar, add_scalar},
+    {Formula::MulScalar, mul_scalar},
+    {Formula::PowScalar, pow_scalar},
+    {Formula::RSubScalar, rsub_scalar},
+    {Formula::RDivScalar, rdiv_scalar},
+    {Formula::Neg, neg},
+    {Formula::Abs, abs},
+    {Formula::Relu, relu},
+    {Formula::Sum, sum},
+    {Formula::SumDim, sum_dim},
+    {Formula::Mean, mean},
+    {Formula::MeanDim, mean_dim},
+    {Formula::MaxAll, extremum_all},
+    {Formula::MaxDim, max_dim},
+    {Formula::MinAll, extremum_all},
+    {Formula::MinDim, min_dim},
+    {Formula::Matmul, matmul},
+    {Formula::Addmm, addmm},
+    {Formula::IndexSelect, index_select},
+    {Formula::View, view},
+    {Formula::T, t},
+    {Formula::Transpose, transpose},
+    {Formula::Permute, permute},
+    {Formula::Select, select},
+    {Formula::Slice, slice},
+    {Formula::Unsqueeze, unsqueeze},
+    {Formula::Squeeze, squeeze},
+    {Formula::Expand, expand},
+    {Formula::AsStrided, as_strided},
+    {Formula::ToCopy, to_copy},
+    {Formula::Clone, clone},
+    {Formula::CopyInPlace, copy_inplace},
+    {Formula::Fill, fill},
+    {Formula::Cat, nn_formulas::cat},
+    {Formula::Split, nn_formulas::split},
+    {Formula::Stack, nn_formulas::stack},
+    {Formula::Where, nn_formulas::where},
+    {Formula::ClampScalar, nn_formulas::clamp_scalar},
+    {Formula::Clamp, nn_formulas::clamp},
+    {Formula::Softmax, nn_formulas::softmax},
+    {Formula::LogSoftmax, nn_formulas::log_softmax},
+    {Formula::VarMean, nn_formulas::var_mean},
+    {Formula::NllLoss, nn_formulas::nll_loss},
+    {Formula::MaxPool2d, nn_formulas::max_pool2d},
+    {Formula::AvgPool2d, nn_formulas::avg_pool2d},
+    {Formula::Conv2d, nn_formulas::conv2d},
+    {Formula::FFT, nn_formulas::fft},
+#define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
+    EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
+#undef EMBER_UNARY_ROW
 }};
+
+// A row out of place, or one missing (std::array fills the tail with empty rows), fails here.
+constexpr bool in_declaration_order() {
+  for (size_t i = 0; i < kFormulas; ++i) {
+    if (static_cast<size_t>(kTable[i].formula) != i || kTable[i].backward == nullptr) return false;
+  }
+  return true;
+}
+static_assert(in_declaration_order(), "kTable must list every Formula once, in the order of src/ops/formulas.h");
 
 }  // namespace
 
-const FormulaSpec& formula_spec(Formula formula) { return kTable.at(static_cast<size_t>(formula)); }
+BackwardFormula backward_of(Formula formula) { return kTable.at(static_cast<size_t>(formula)).backward; }
 
 }  // namespace ember::autograd::detail

@@ -164,11 +164,11 @@ int64_t extent_of(const Geometry& g) {
 
 }  // namespace
 
-Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs) {
+Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args) {
   // Both geometries relative to the lower of their offsets (Note [as_strided backward]).
-  const int64_t shared = std::min(in.offset, attrs.dim);
+  const int64_t shared = std::min(in.offset, args.offset);
   Geometry input{in.sizes, in.strides, in.offset - shared};
-  Geometry output{attrs.ints, attrs.ints2, attrs.dim - shared};
+  Geometry output{args.sizes, args.strides, args.offset - shared};
   TensorOptions options = TensorOptions(grad.dtype()).device(grad.device());
   Tensor flat = zeros({std::max(extent_of(input), extent_of(output))}, options);
   scatter_add(flat, output, grad);
@@ -180,12 +180,12 @@ Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const Attrs&
   return flat.as_strided(input.sizes, input.strides, input.offset).clone();
 }
 
-Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs) {
+Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const CopyArgs& args) {
   TensorOptions back = TensorOptions(in.dtype).device(in.device);
-  if (grad.device() == in.device || !attrs.stream) return grad.to(back);
+  if (grad.device() == in.device || !args.source_stream) return grad.to(back);
   // Across devices, the destination (the forward's source) is written on the stream that
   // was current there in the forward, as the forward's copy read it there.
-  cuda::StreamGuard guard(*attrs.stream);
+  cuda::StreamGuard guard(*args.source_stream);
   return grad.to(back);
 }
 

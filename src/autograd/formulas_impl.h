@@ -26,11 +26,10 @@ Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const InputInfo&
 /// Gradient of index_select(dim, index) for an input of `sizes`: each output slice added
 /// back at its index (repeated indices accumulate).
 Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index);
-/// Gradient of as_strided(attrs.ints sizes, attrs.ints2 strides, attrs.dim offset) of an
-/// input with geometry `in`.
-Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs);
+/// Gradient of as_strided(args.sizes, args.strides, args.offset) of an input with geometry `in`.
+Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args);
 /// Gradient of a dtype/device conversion: back to the input's dtype and device; a copy
-/// across devices runs on the source side's forward stream (attrs.stream).
-Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const Attrs& attrs);
+/// across devices runs on the source side's forward stream (args.source_stream).
+Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const CopyArgs& args);
 
 }  // namespace ember::autograd::detail

@@ -7,7 +7,7 @@
 // of a zero-padded buffer (as_strided), distinct within the view, and the offset's share
 // of the gradient is added into that view. kernel_h * kernel_w small steps per backward.
 // When no graph of the backward is recorded (the usual backward()), max_pool2d and conv2d
-// take their kernel forms instead (nn/backward_kernels.h): one scatter, Col2Im, gemms.
+// take their kernel forms instead (ops/nn/backward_kernels.h): one scatter, Col2Im, gemms.
 #include <algorithm>
 
 #include "autograd/formulas_nn.h"
@@ -25,7 +25,7 @@ Tensor float_mask(const Tensor& cond, DType dtype) { return cond.to(dtype); }
 
 Tensor on(const Tensor& t, const InputInfo& in) { return t.defined() && t.device() != in.device ? t.to(in.device) : t; }
 
-// Geometry of a pooling or convolution window walk (attrs.ints).
+// Geometry of a pooling or convolution window walk (WindowArgs::geometry, AvgPoolArgs::geometry).
 struct Window {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw;
   int64_t N, C, H, W, oh, ow;
@@ -59,26 +59,26 @@ Tensor host_tensor_on(std::vector<double> values, const IntList& shape, DType dt
 }  // namespace
 
 Grads cat(const FormulaNode& n, const Grads& g) {
-  const Attrs& a = n.attrs();
-  Grads out(a.ints.size());
+  const auto& a = n.args<CatArgs>();
+  Grads out(a.sizes.size());
   int64_t offset = 0;
-  for (size_t i = 0; i < a.ints.size(); ++i) {
-    int64_t size = a.ints[i];
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    int64_t size = a.sizes[i];
     if (n.needs_grad(i) && size >= 0) out[i] = g[0].narrow(a.dim, offset, size);
     offset += std::max<int64_t>(size, 0);
   }
   return out;
 }
 
-// split/chunk: one node for all the parts (attrs.dim); a part without a gradient counts
+// split/chunk: one node for all the parts (DimArgs); a part without a gradient counts
 // as zeros (FormulaNode::apply), so the parts' gradients join back into the input's.
-Grads split(const FormulaNode& n, const Grads& g) { return {ember::cat(g, n.attrs().dim)}; }
+Grads split(const FormulaNode& n, const Grads& g) { return {ember::cat(g, n.args<DimArgs>().dim)}; }
 
-// stack: input i's gradient is slice i of the output's along attrs.dim.
+// stack: input i's gradient is slice i of the output's along DimArgs::dim.
 Grads stack(const FormulaNode& n, const Grads& g) {
   Grads out(n.next_edges().size());
   for (size_t i = 0; i < out.size(); ++i) {
-    if (n.needs_grad(i)) out[i] = g[0].select(n.attrs().dim, static_cast<int64_t>(i));
+    if (n.needs_grad(i)) out[i] = g[0].select(n.args<DimArgs>().dim, static_cast<int64_t>(i));
   }
   return out;
 }
@@ -92,13 +92,13 @@ Grads where(const FormulaNode& n, const Grads& g) {
   return {Tensor(), ga, gb};
 }
 
-// attrs: scalar = min, scalar2 = max, dim bits: 1 min given, 2 max given.
+// ClampArgs: the scalar bounds given.
 Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0);
-  const Attrs& a = n.attrs();
+  const auto& a = n.args<ClampArgs>();
   Tensor keep = ones_like(x, TensorOptions(g[0].dtype()));
-  if (a.dim & 1) keep = keep * float_mask(x.ge(a.scalar), g[0].dtype());
-  if (a.dim & 2) keep = keep * float_mask(x.le(a.scalar2), g[0].dtype());
+  if (a.has_min) keep = keep * float_mask(x.ge(a.min), g[0].dtype());
+  if (a.has_max) keep = keep * float_mask(x.le(a.max), g[0].dtype());
   return {g[0] * keep};
 }
 
@@ -129,14 +129,14 @@ Grads clamp(const FormulaNode& n, const Grads& g) {
 }
 
 Grads softmax(const FormulaNode& n, const Grads& g) {
-  int64_t d = n.attrs().dim;
+  int64_t d = n.args<DimArgs>().dim;
   Tensor y = is_grad_enabled() ? ember::softmax(n.input(0), d) : n.output();
   Tensor gy = g[0] * y;
   return {gy - y * gy.sum(d, true)};
 }
 
 Grads log_softmax(const FormulaNode& n, const Grads& g) {
-  int64_t d = n.attrs().dim;
+  int64_t d = n.args<DimArgs>().dim;
   Tensor y = is_grad_enabled() ? ember::log_softmax(n.input(0), d) : n.output();
   return {g[0] - y.exp() * g[0].sum(d, true)};
 }
@@ -150,8 +150,8 @@ Grads var_mean(const FormulaNode& n, const Grads& g) {
   return {(g_mean + g_var * (x - mean) * 2.0) / count};
 }
 
-// x {N, C, L} log-probabilities, t {N, L} class indices, attrs.dim ignore_index,
-// attrs.dim2 the reduction (0 none: output 0 is -x[n, t, l] per element; 1 sum; 2 mean
+// x {N, C, L} log-probabilities, t {N, L} class indices, NllLossArgs: ignore_index and
+// the reduction (0 none: output 0 is -x[n, t, l] per element; 1 sum; 2 mean
 // over the counted elements); output 1 counts the elements (not differentiated). As
 // PyTorch's nll_loss_backward, only the picked entries of counted elements are written:
 // every other entry's gradient is exactly 0, whatever the incoming gradient (the
@@ -160,18 +160,19 @@ Grads nll_loss(const FormulaNode& n, const Grads& g) {
   Tensor t = n.input(1);
   const InputInfo& x = n.info(0);
   Tensor classes = arange(x.sizes[1], TensorOptions(kInt64).device(x.device)).reshape({1, -1, 1});
-  Tensor counted = t.ne(n.attrs().dim);
+  const auto& a = n.args<NllLossArgs>();
+  Tensor counted = t.ne(a.ignore_index);
   Tensor per_element = -g[0];  // 0-dim when reduced
-  if (n.attrs().dim2 == 2) per_element = per_element / counted.to(g[0].dtype()).sum();
+  if (a.reduction == 2) per_element = per_element / counted.to(g[0].dtype()).sum();
   Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
   Tensor written = ember::where(counted, per_element, zero).unsqueeze(1);
   return {ember::where(t.unsqueeze(1).eq(classes), written, zero), Tensor()};
 }
 
-// attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.
+// WindowArgs: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.
 Grads max_pool2d(const FormulaNode& n, const Grads& g) {
   Tensor indices = n.output(1);
-  Window w = window_of(n.attrs().ints, n.info(0).sizes, indices.sizes());
+  Window w = window_of(n.args<WindowArgs>().geometry, n.info(0).sizes, indices.sizes());
   if (!is_grad_enabled()) {
     const ember::detail::nn::PoolGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
     return {ember::detail::nn::max_pool2d_input_grad(g[0], indices, n.info(0).sizes, geometry)};
@@ -194,10 +195,10 @@ Grads max_pool2d(const FormulaNode& n, const Grads& g) {
   return {unpad(padded, w)};
 }
 
-// attrs.ints: kh, kw, sh, sw, ph, pw, 1, 1; flag: count_include_pad; dim2: divisor_override.
+// AvgPoolArgs: the window (kh, kw, sh, sw, ph, pw, 1, 1), count_include_pad, divisor_override.
 Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
-  const Attrs& a = n.attrs();
-  Window w = window_of(a.ints, n.info(0).sizes, g[0].sizes());
+  const auto& a = n.args<AvgPoolArgs>();
+  Window w = window_of(a.geometry, n.info(0).sizes, g[0].sizes());
   Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));
   for (int64_t i = 0; i < w.kh; ++i) {
     for (int64_t j = 0; j < w.kw; ++j) {
@@ -210,7 +211,9 @@ Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
           int64_t pool = (h1 - h0) * (w1 - w0);
           int64_t hs = std::max<int64_t>(h0, 0), ws = std::max<int64_t>(w0, 0);
           int64_t he = std::min(h1, w.H), we = std::min(w1, w.W);
-          int64_t divisor = a.dim2 != 0 ? a.dim2 : a.flag ? pool : (he - hs) * (we - ws);
+          int64_t divisor = a.divisor_override != 0 ? a.divisor_override
+                            : a.count_include_pad   ? pool
+                                                    : (he - hs) * (we - ws);
           int64_t r = h0 + i, c = w0 + j;
           bool inside = r >= hs && r < he && c >= ws && c < we;
           weight[y * w.ow + x] = inside && divisor != 0 ? 1.0 / static_cast<double>(divisor) : 0.0;
@@ -224,9 +227,9 @@ Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
 }
 
 // Inputs: x {N, Cin, H, W}, weight {Cout, Cin/groups, kh, kw}, bias {Cout} or undefined;
-// attrs.ints: kh, kw, sh, sw, ph, pw, dh, dw, groups.
+// WindowArgs: kh, kw, sh, sw, ph, pw, dh, dw, groups.
 Grads conv2d(const FormulaNode& n, const Grads& g) {
-  const IntList& geometry = n.attrs().ints;
+  const IntList& geometry = n.args<WindowArgs>().geometry;
   Tensor weight = n.input(1);
   Window w = window_of(geometry, n.info(0).sizes, g[0].sizes());
   int64_t groups = geometry[8];
@@ -273,13 +276,13 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
   return out;
 }
 
-// One transform over the last k dims of its input (k = attrs.ints.size(), the signal
-// sizes): attrs.dim 0 C2C, 1 R2C (onesided), 2 C2R; flag: forward (sign -); scalar: the
-// norm's scale. The adjoint of an unnormalized DFT is the unnormalized DFT of opposite
-// sign; the onesided transforms follow PyTorch's fft_r2c_backward / fft_c2r_backward.
+// One transform over the last k dims of its input (k = FftArgs::signal_sizes.size()): C2C,
+// R2C (onesided) or C2R; forward: sign -; scale: the norm's scale. The adjoint of an
+// unnormalized DFT is the unnormalized DFT of opposite sign; the onesided transforms follow
+// PyTorch's fft_r2c_backward / fft_c2r_backward.
 Grads fft(const FormulaNode& n, const Grads& g) {
-  const Attrs& a = n.attrs();
-  const int64_t k = static_cast<int64_t>(a.ints.size());
+  const auto& a = n.args<FftArgs>();
+  const int64_t k = static_cast<int64_t>(a.signal_sizes.size());
   Tensor grad = g[0];
   auto transform = [&](Tensor t, bool forward) {
     for (int64_t i = 0; i < k; ++i) {
@@ -288,19 +291,19 @@ Grads fft(const FormulaNode& n, const Grads& g) {
     }
     return t;
   };
-  if (a.dim == 0) return {transform(grad, !a.flag) * a.scalar};
-  if (a.dim == 1) {  // rfft: zero-pad the onesided gradient to the full signal, real part of the adjoint
-    int64_t last = grad.dim() - 1, full = a.ints.back();
+  if (a.kind == FftArgs::C2C) return {transform(grad, !a.forward) * a.scale};
+  if (a.kind == FftArgs::R2C) {  // rfft: zero-pad the onesided gradient to the full signal, real part of the adjoint
+    int64_t last = grad.dim() - 1, full = a.signal_sizes.back();
     if (grad.size(last) < full) {
       IntList pad = grad.sizes();
       pad[last] = full - grad.size(last);
       grad = ember::cat({grad, zeros(pad, TensorOptions(grad.dtype()).device(grad.device()))}, last);
     }
-    return {real(transform(grad, false) * a.scalar)};
+    return {real(transform(grad, false) * a.scale)};
   }
   // irfft: the onesided forward transform of the gradient, inner frequencies counted twice.
-  int64_t last = grad.dim() - 1, full = a.ints.back();
-  Tensor gi = ember::fft::rfft(grad, std::nullopt, last, "backward") * a.scalar;
+  int64_t last = grad.dim() - 1, full = a.signal_sizes.back();
+  Tensor gi = ember::fft::rfft(grad, std::nullopt, last, "backward") * a.scale;
   int64_t twice = full - gi.size(last);
   if (twice > 0) {
     IntList w(static_cast<size_t>(gi.size(last)), 1);

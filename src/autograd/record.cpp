@@ -1,4 +1,5 @@
-// The recording seam (Note [Recording ops] in record.h) and FormulaNode.
+// Autograd's side of the recording seam (Note [Recording ops] in src/ops/recording.h), and
+// FormulaNode.
 #include <algorithm>
 
 #include "autograd/autograd_meta.h"
@@ -10,35 +11,23 @@
 
 namespace ember::autograd::detail {
 
-bool should_record(std::initializer_list<const Tensor*> inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const Tensor* t : inputs) {
-    if (t->defined() && t->impl()->requires_grad()) return true;
-  }
-  return false;
-}
-
 namespace {
 bool differentiable(const Tensor& t) { return t.defined() && (is_floating_point(t.dtype()) || is_complex(t.dtype())); }
 
-// The view ops, whose outputs note_view made (in grad mode) as views of their input.
-bool is_view_op(Formula formula) {
-  return (formula >= Formula::View && formula <= Formula::AsStrided) || formula == Formula::Split;
-}
-}  // namespace
-
-bool saves_inputs(Formula formula) { return formula_spec(formula).saves_inputs; }
-
-bool should_record(const std::vector<Tensor>& inputs) {
-  if (!is_grad_enabled()) return false;
-  for (const Tensor& t : inputs) {
-    if (t.defined() && t.impl()->requires_grad()) return true;
+class AutogradRecorder final : public ember::detail::Recorder {
+ public:
+  void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
+              bool inplace, const std::vector<uint32_t>& read_versions) override;
+  void note_view(const Tensor& self, const Tensor& view, bool multi_output) override {
+    detail::note_view(self, view, multi_output);
   }
-  return false;
-}
+  void check_inplace(const Tensor& self, const Tensor& other) override;
+  void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
+                      std::vector<uint32_t> read_versions) override;
+};
 
-void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs, Attrs attrs,
-            bool inplace, const std::vector<uint32_t>& read_versions) {
+void AutogradRecorder::record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tensor*> outputs,
+                              Attrs attrs, bool inplace, const std::vector<uint32_t>& read_versions) {
   if (std::none_of(outputs.begin(), outputs.end(), [](const Tensor* t) { return differentiable(*t); })) return;
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -48,7 +37,7 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
     for (const Tensor& in : inputs) {
       if (out->defined() && out->is_same(in)) *out = alias_of(*out);
     }
-    if (!inplace && !is_view_op(formula)) drop_no_grad_view(*out);
+    if (!inplace && !ember::detail::is_view_op(formula)) drop_no_grad_view(*out);
   }
   auto node = std::make_shared<FormulaNode>(formula, std::move(edges), std::move(attrs));
   node->save(inputs, outputs, read_versions);
@@ -64,10 +53,10 @@ void record(Formula formula, const std::vector<Tensor>& inputs, std::vector<Tens
   }
 }
 
-void check_inplace(const Tensor& self, const Tensor& other) {
+void AutogradRecorder::check_inplace(const Tensor& self, const Tensor& other) {
   if (!is_grad_enabled()) return;
   AutogradMeta* meta = meta_of(self);
-  if (should_record(self, other)) {
+  if (ember::detail::should_record(self, other)) {
     // As PyTorch, everything that would refuse the op's recording refuses it before the write.
     if (meta != nullptr && meta->view_base_.defined()) check_view_inplace(*meta);
     if (AutogradMeta* m = meta_of(other); m != nullptr && m->view_base_.defined()) (void)view_is_stale(other, *m);
@@ -80,8 +69,8 @@ void check_inplace(const Tensor& self, const Tensor& other) {
               "a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-void record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self, Attrs attrs,
-                    std::vector<uint32_t> read_versions) {
+void AutogradRecorder::record_inplace(Formula formula, const Tensor& before, const Tensor& other, Tensor& self,
+                                      Attrs attrs, std::vector<uint32_t> read_versions) {
   std::vector<Tensor> inputs{before};
   if (other.defined()) inputs.push_back(other);
   AutogradMeta* meta = meta_of(self);
@@ -92,10 +81,19 @@ void record_inplace(Formula formula, const Tensor& before, const Tensor& other, 
   record(formula, inputs, std::vector<Tensor*>{&self}, std::move(attrs), /*inplace=*/true, read_versions);
 }
 
+// Installed when the library loads; ops made before (by other files' static initialisers)
+// find the null recorder, and nothing requires grad then.
+constinit AutogradRecorder g_recorder;
+[[maybe_unused]] const bool g_installed = (ember::detail::install_recorder(&g_recorder), true);
+
+}  // namespace
+
 // ---- FormulaNode -----------------------------------------------------------------------
 
 FormulaNode::FormulaNode(Formula formula, std::vector<Edge> edges, Attrs attrs)
-    : Node(std::move(edges)), formula_(formula), spec_(&formula_spec(formula)), attrs_(std::move(attrs)) {}
+    : Node(std::move(edges)), formula_(formula), backward_(backward_of(formula)), attrs_(std::move(attrs)) {
+  EMBER_ASSERT(ember::detail::args_match(formula, attrs_));  // the op gave what the formula's row names
+}
 
 void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tensor*>& outputs,
                        const std::vector<uint32_t>& read_versions) {
@@ -107,7 +105,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
       infos_.push_back({});
     }
   }
-  if (spec_->saves_inputs) {
+  if (ember::detail::saves_inputs(formula_)) {
     saved_inputs_.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
       std::optional<uint32_t> version;
@@ -115,7 +113,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
       saved_inputs_.emplace_back(inputs[i], false, version);
     }
   }
-  if (spec_->saves_output) {
+  if (ember::detail::saves_output(formula_)) {
     for (const Tensor* out : outputs) saved_outputs_.emplace_back(*out, true);
   }
 }
@@ -123,7 +121,7 @@ void FormulaNode::save(const std::vector<Tensor>& inputs, const std::vector<Tens
 std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
   bool any = std::any_of(grads.begin(), grads.end(), [](const Tensor& g) { return g.defined(); });
   if (!any) return std::vector<Tensor>(next_edges().size());
-  if (grads.size() == 1) return spec_->backward(*this, grads);
+  if (grads.size() == 1) return backward_(*this, grads);
   // Multi-output ops: a missing gradient of one output is zero.
   for (size_t i = 0; i < grads.size(); ++i) {
     if (!grads[i].defined()) {
@@ -131,7 +129,7 @@ std::vector<Tensor> FormulaNode::apply(std::vector<Tensor>&& grads) {
       grads[i] = zeros(m.shape, TensorOptions(m.dtype).device(m.device));
     }
   }
-  return spec_->backward(*this, grads);
+  return backward_(*this, grads);
 }
 
 void FormulaNode::release_variables() {

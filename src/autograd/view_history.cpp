@@ -85,10 +85,7 @@ void refresh_view(const Tensor& view, AutogradMeta& meta) {
   std::lock_guard<std::mutex> lock(meta.mutex_);
   const uint32_t now = view._version();
   if (now == meta.view_version_) return;
-  Attrs attrs;
-  attrs.ints = view.sizes();
-  attrs.ints2 = view.strides();
-  attrs.dim = view.storage_offset();
+  Attrs attrs(ember::detail::AsStridedArgs{view.sizes(), view.strides(), view.storage_offset()});
   auto node = std::make_shared<FormulaNode>(Formula::AsStrided, std::vector<Edge>{gradient_edge(base)}, std::move(attrs));
   node->save({base}, {});
   node->internals().inputs.push_back(InputMetadata::of(view));

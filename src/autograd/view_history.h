@@ -32,6 +32,9 @@
 
 namespace ember::autograd::detail {
 
+/// After `view` was made sharing `self`'s storage (ember::detail::Recorder::note_view).
+void note_view(const Tensor& self, const Tensor& view, bool multi_output);
+
 /// The error for an in-place change of a view whose CreationMeta is not Default: of the
 /// view itself (`indirect` false) or of its base or another view of it (PyTorch's text).
 [[noreturn]] void fail_view_inplace(const AutogradMeta& meta, bool indirect);

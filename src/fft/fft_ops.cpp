@@ -14,7 +14,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -145,15 +145,15 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   call.payload = device.is_cuda() ? detail::fft::device_plan_cache(device.index()).get(key)
                                   : detail::fft::host_plan_cache().get(key);
   detail::launch(device, call);
-  if (autograd::detail::should_record(in)) {
-    autograd::detail::Attrs attrs;
-    attrs.ints = signal_sizes;
-    attrs.dim = kind == TransformKind::C2C ? 0 : kind == TransformKind::R2C ? 1 : 2;
-    attrs.flag = forward;
-    attrs.scalar = scale;
-    attrs.name = kind == TransformKind::C2C ? "FftC2CBackward0" : kind == TransformKind::R2C ? "FftR2CBackward0"
-                                                                                            : "FftC2RBackward0";
-    autograd::detail::record(autograd::detail::Formula::FFT, {in}, out, std::move(attrs));
+  if (ember::detail::should_record(in)) {
+    using ember::detail::FftArgs;
+    FftArgs args{signal_sizes, kind == TransformKind::C2C ? FftArgs::C2C : kind == TransformKind::R2C ? FftArgs::R2C
+                                                                                                      : FftArgs::C2R,
+                 forward, scale};
+    ember::detail::Attrs attrs(std::move(args), kind == TransformKind::C2C   ? "FftC2CBackward0"
+                                                : kind == TransformKind::R2C ? "FftR2CBackward0"
+                                                                             : "FftC2RBackward0");
+    ember::detail::record(ember::detail::Formula::FFT, {in}, out, std::move(attrs));
   }
   return out.permute(inverse);
 }

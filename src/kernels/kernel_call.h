@@ -19,6 +19,7 @@
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 #include "kernels/kernel_payload.h"
+#include "kernels/unary_ops.h"
 
 namespace ember::detail {
 
@@ -60,7 +61,10 @@ enum class OpKind : uint8_t {
   RSubScalar,  // out = s0 - in0
   RDivScalar,  // out = s0 / in0
   Eq, Ne, Lt, Le, Gt, Ge,              // bool out
-  Neg, Abs, Exp, Log, Sqrt, Relu, Sigmoid, Tanh,
+  Neg, Abs, Relu,
+#define EMBER_OP_KIND(Kind, ...) Kind,
+  EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)  // exp, log, ... (Note [Declaring an op] in unary_ops.h)
+#undef EMBER_OP_KIND
   IsClose,     // bool out = |in0 - in1| <= s0 (atol) + s1 (rtol) * |in1|; flag: equal_nan
   // Reductions over `dim` (dim == -1: all elements). in0 is the input as is; out has
   // in0's sizes with sizes[dim] = 1 (the keepdim form; the op layer squeezes it), or,
@@ -82,11 +86,11 @@ enum class OpKind : uint8_t {
   // keepdim shape (dim == -1: all elements, out a single element) and dtype int64.
   Softmax, LogSoftmax,
   ArgMax, ArgMin,  // the first index of the extreme value; NaN counts as the extreme
-  // Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/nn/pool_geometry.h).
+  // Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/kernels/pool_geometry.h).
   MaxPool2d,   // outputs: values, int64 indices (h * W + w); NaN wins
   AvgPool2d,
   MaxPool2dBackward,  // in0 grad of the output, in1 its int64 indices; out0 the input's grad
-  // Losses and normalisation (contracts in src/nn/loss_kernels.h).
+  // Losses and normalisation (contracts in src/kernels/loss_kernels.h).
   NllLoss,         // in0 {N, C, S} log-probabilities, in1 {N, S} int64 targets; s0 ignore_index;
                    // out0 {N, S} losses (0 where ignored), out1 {N, S} 1 or 0 (counted or ignored).
                    // A target outside [0, C) other than ignore_index is a kernel error.
@@ -95,7 +99,7 @@ enum class OpKind : uint8_t {
   // their backend-specific state (an FFT plan, convolution geometry).
   FFT,
   Im2Col,
-  Col2Im,  // Im2Col's adjoint: sums columns back into the input's shape (src/nn/conv_geometry.h)
+  Col2Im,  // Im2Col's adjoint: sums columns back into the input's shape (src/kernels/conv_geometry.h)
   // The fused update of a group of parameters (Note [Fused optimizer step] in
   // kernels/optimizer_step.h); payload: a FusedStep.
   OptimizerStep,

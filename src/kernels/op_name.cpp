@@ -20,12 +20,11 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Ge: return "ge";
     case OpKind::Neg: return "neg";
     case OpKind::Abs: return "abs";
-    case OpKind::Exp: return "exp";
-    case OpKind::Log: return "log";
-    case OpKind::Sqrt: return "sqrt";
     case OpKind::Relu: return "relu";
-    case OpKind::Sigmoid: return "sigmoid";
-    case OpKind::Tanh: return "tanh";
+#define EMBER_OP_NAME(Kind, name, ...) \
+  case OpKind::Kind: return #name;
+    EMBER_FLOAT_UNARY_OPS(EMBER_OP_NAME)
+#undef EMBER_OP_NAME
     case OpKind::IsClose: return "isclose";
     case OpKind::Sum: return "sum";
     case OpKind::Mean: return "mean";

@@ -13,7 +13,7 @@
 //   the destination stream's queued work and before its later work (events both ways).
 #include <cstring>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "ember/cuda.h"
@@ -126,10 +126,10 @@ std::optional<cuda::Stream> source_stream(const Tensor& src, Device target) {
 
 Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   EMBER_CHECK(defined() && src.defined(), ValueError, "copy_(): both tensors must be defined");
-  autograd::detail::Attrs attrs;
-  if (autograd::detail::should_record(*this, src)) attrs.stream = source_stream(src, device());
-  return autograd::detail::recorded_inplace(
-      autograd::detail::Formula::CopyInPlace, *this, src, [&] { copy_values(*this, src, non_blocking); },
+  ember::detail::CopyArgs attrs;
+  if (ember::detail::should_record(*this, src)) attrs.source_stream = source_stream(src, device());
+  return ember::detail::recorded_inplace(
+      ember::detail::Formula::CopyInPlace, *this, src, [&] { copy_values(*this, src, non_blocking); },
       std::move(attrs));
 }
 
@@ -162,11 +162,11 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   // memory, so that it can stay asynchronous.
   bool pinned = target.is_cpu() && (options.pinned_memory() || (non_blocking && is_cuda()));
   if (!copy && target == device() && dtype == this->dtype() && (!pinned || is_pinned())) return *this;
-  autograd::detail::Attrs attrs;
+  ember::detail::CopyArgs attrs;
   bool same_kind = target == device() && dtype == this->dtype();
-  if (autograd::detail::should_record(*this)) attrs.stream = source_stream(*this, target);
-  return autograd::detail::recorded(
-      same_kind ? autograd::detail::Formula::Clone : autograd::detail::Formula::ToCopy, {this},
+  if (ember::detail::should_record(*this)) attrs.source_stream = source_stream(*this, target);
+  return ember::detail::recorded(
+      same_kind ? ember::detail::Formula::Clone : ember::detail::Formula::ToCopy, {this},
       [&] {
         Tensor out = detail::make_tensor(sizes(), dtype, target, pinned);
         out.copy_(*this, non_blocking);

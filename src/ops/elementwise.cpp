@@ -1,5 +1,5 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "kernels/op_name.h"
 #include "core/scalar_convert.h"
 #include "core/type_promotion.h"
@@ -16,9 +16,11 @@ using detail::KernelCall;
 using detail::make_arg;
 using detail::OpKind;
 using detail::Operand;
-using autograd::detail::Formula;
-using autograd::detail::recorded;
-using autograd::detail::recorded_inplace;
+using ember::detail::AlphaArgs;
+using ember::detail::Formula;
+using ember::detail::recorded;
+using ember::detail::recorded_inplace;
+using ember::detail::ScalarArgs;
 
 namespace {
 
@@ -173,10 +175,10 @@ Scalar negate(const Scalar& s) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, {alpha});
+  return recorded(Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, AlphaArgs{alpha});
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, {alpha});
+  return recorded(Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, AlphaArgs{alpha});
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   return recorded(Formula::Mul, {&a, &b}, [&] { return binary(OpKind::Mul, a, b); });
@@ -188,7 +190,8 @@ Tensor pow(const Tensor& a, const Tensor& exponent) {
   return recorded(Formula::Pow, {&a, &exponent}, [&] { return binary(OpKind::Pow, a, exponent); });
 }
 Tensor pow(const Tensor& a, const Scalar& exponent) {
-  return recorded(Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); }, {exponent});
+  return recorded(Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); },
+                  ScalarArgs{exponent});
 }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
@@ -210,11 +213,11 @@ Tensor neg(const Tensor& a) {
   return unary_recorded(Formula::Neg, OpKind::Neg, a, false);
 }
 Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a, false); }
-Tensor exp(const Tensor& a) { return unary_recorded(Formula::Exp, OpKind::Exp, a, true); }
-Tensor log(const Tensor& a) { return unary_recorded(Formula::Log, OpKind::Log, a, true); }
-Tensor sqrt(const Tensor& a) { return unary_recorded(Formula::Sqrt, OpKind::Sqrt, a, true); }
-Tensor sigmoid(const Tensor& a) { return unary_recorded(Formula::Sigmoid, OpKind::Sigmoid, a, true); }
-Tensor tanh(const Tensor& a) { return unary_recorded(Formula::Tanh, OpKind::Tanh, a, true); }
+// exp, log, ...: integral inputs promoted to floating (Note [Declaring an op] in kernels/unary_ops.h).
+#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, ...) \
+  Tensor name(const Tensor& a) { return unary_recorded(Formula::Kind, OpKind::Kind, a, true); }
+EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
+#undef EMBER_FLOAT_UNARY_ENTRY
 Tensor relu(const Tensor& a) {
   EMBER_CHECK(a.dtype() != kBool && !is_complex(a.dtype()), TypeError, "relu is not supported for ", a.dtype());
   return unary_recorded(Formula::Relu, OpKind::Relu, a, false);
@@ -222,7 +225,7 @@ Tensor relu(const Tensor& a) {
 
 namespace {
 Tensor scalar_op(Formula formula, OpKind op, const Tensor& a, const Scalar& s) {
-  return recorded(formula, {&a}, [&] { return with_scalar(op, a, s); }, {s});
+  return recorded(formula, {&a}, [&] { return with_scalar(op, a, s); }, ScalarArgs{s});
 }
 }  // namespace
 
@@ -280,10 +283,10 @@ Tensor Tensor::gt(const Scalar& o) const { return compare_scalar(OpKind::Gt, *th
 Tensor Tensor::ge(const Scalar& o) const { return compare_scalar(OpKind::Ge, *this, o); }
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, {alpha});
+  return recorded_inplace(Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, {alpha});
+  return recorded_inplace(Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::mul_(const Tensor& o) {
   return recorded_inplace(Formula::Mul, *this, o, [&] { inplace(*this, OpKind::Mul, o); });
@@ -293,17 +296,17 @@ Tensor& Tensor::div_(const Tensor& o) {
 }
 Tensor& Tensor::operator+=(const Scalar& o) {
   return recorded_inplace(Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, o); },
-                          {o});
+                          ScalarArgs{o});
 }
 Tensor& Tensor::operator-=(const Scalar& o) {
   EMBER_CHECK(dtype() != kBool && !o.is_bool(), TypeError, kBoolSubtraction);
   Scalar negated = negate(o);
   return recorded_inplace(Formula::AddScalar, *this, Tensor(),
-                          [&] { inplace_scalar(*this, OpKind::AddScalar, negated); }, {negated});
+                          [&] { inplace_scalar(*this, OpKind::AddScalar, negated); }, ScalarArgs{negated});
 }
 Tensor& Tensor::operator*=(const Scalar& o) {
   return recorded_inplace(Formula::MulScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::MulScalar, o); },
-                          {o});
+                          ScalarArgs{o});
 }
 Tensor& Tensor::operator/=(const Scalar& o) {
   return div_(scalar_operand(*this, o));

@@ -3,7 +3,7 @@
 // cat allocates the result once and copies each input into its slice (one Copy
 // KernelCall per input, which also converts to the promoted dtype); chunk and split
 // return views, as PyTorch's do.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -25,15 +25,15 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim);
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (!autograd::detail::should_record(tensors)) return cat_impl(tensors, dim);
-  autograd::detail::Attrs attrs;  // each input's size along dim (-1: a skipped empty input)
+  if (!ember::detail::should_record(tensors)) return cat_impl(tensors, dim);
+  ember::detail::CatArgs attrs;  // each input's size along dim (-1: a skipped empty input)
   const Tensor* reference = &tensors[0];
   for (const Tensor& t : tensors) {
     if (!is_legacy_empty(t)) reference = &t;
   }
   attrs.dim = detail::wrap_dim(dim, reference->dim());
-  for (const Tensor& t : tensors) attrs.ints.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
-  return autograd::detail::recorded_list(autograd::detail::Formula::Cat, tensors,
+  for (const Tensor& t : tensors) attrs.sizes.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
+  return ember::detail::recorded_list(ember::detail::Formula::Cat, tensors,
                                          [&] { return cat_impl(tensors, dim); }, std::move(attrs));
 }
 
@@ -93,9 +93,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
     for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
     return cat(expanded, d);
   };
-  autograd::detail::Attrs attrs;
-  attrs.dim = d;
-  return autograd::detail::recorded_list(autograd::detail::Formula::Stack, tensors, compute, std::move(attrs));
+  return ember::detail::recorded_list(ember::detail::Formula::Stack, tensors, compute, ember::detail::DimArgs{d});
 }
 
 namespace {
@@ -118,14 +116,12 @@ std::vector<Tensor> recorded_split(const Tensor& a, const IntList& split_sizes, 
     NoGradGuard no_grad;
     parts = split_views(a, split_sizes, d);
   }
-  for (const Tensor& p : parts) autograd::detail::note_view(a, p, /*multi_output=*/true);
-  if (!autograd::detail::should_record(a)) return parts;
+  for (const Tensor& p : parts) ember::detail::note_view(a, p, /*multi_output=*/true);
+  if (!ember::detail::should_record(a)) return parts;
   std::vector<Tensor*> outputs;
   for (Tensor& p : parts) outputs.push_back(&p);
-  autograd::detail::Attrs attrs;
-  attrs.dim = d;
-  attrs.name = name;
-  autograd::detail::record(autograd::detail::Formula::Split, {a}, outputs, std::move(attrs));
+  ember::detail::record(ember::detail::Formula::Split, {a}, outputs,
+                        ember::detail::Attrs(ember::detail::DimArgs{d}, name));
   return parts;
 }
 

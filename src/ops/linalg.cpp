@@ -1,5 +1,5 @@
 // matmul (1-D, 2-D and batched with broadcasting) and index_select.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "runtime/backend_flags.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -68,9 +68,8 @@ const char* matmul_node_name(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  autograd::detail::Attrs attrs;
-  attrs.name = matmul_node_name(a, b);
-  return autograd::detail::recorded(autograd::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); },
+  ember::detail::Attrs attrs(ember::detail::NoArgs{}, matmul_node_name(a, b));
+  return ember::detail::recorded(ember::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); },
                                     std::move(attrs));
 }
 
@@ -101,10 +100,8 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
     return product.add_(unit_beta ? expanded : expanded * beta);
   };
   // One AddmmBackward0 node, as PyTorch's (not the nodes of the ops it is made of).
-  autograd::detail::Attrs attrs;
-  attrs.scalar = beta;
-  attrs.scalar2 = alpha;
-  return autograd::detail::recorded(autograd::detail::Formula::Addmm, {&bias, &a, &b}, compute, std::move(attrs));
+  ember::detail::AddmmArgs attrs{beta, alpha};
+  return ember::detail::recorded(ember::detail::Formula::Addmm, {&bias, &a, &b}, compute, std::move(attrs));
 }
 
 namespace {
@@ -128,9 +125,8 @@ Tensor index_select_impl(const Tensor& a, int64_t dim, const Tensor& index) {
 }  // namespace
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
-  autograd::detail::Attrs attrs;
-  attrs.dim = a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim());
-  return autograd::detail::recorded(autograd::detail::Formula::IndexSelect, {&a, &index},
+  ember::detail::DimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim())};
+  return ember::detail::recorded(ember::detail::Formula::IndexSelect, {&a, &index},
                                     [&] { return index_select_impl(a, dim, index); }, std::move(attrs));
 }
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <tuple>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ops/fork_rng.h"
@@ -115,11 +115,10 @@ Tensor& Tensor::normal_(double mean, double std) {
   EMBER_CHECK(is_floating_point(dtype()) || is_complex(dtype()), TypeError,
               "normal_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(std >= 0.0, ValueError, "normal expects std >= 0.0, but found std ", std);
-  autograd::detail::Attrs node;
-  node.name = "NormalBackward0";
+  ember::detail::Attrs node(ember::detail::NoArgs{}, "NormalBackward0");
   // Complex: each part normal with std / sqrt(2), so |z - mean| has variance std^2 (as PyTorch).
   double part_std = is_complex(dtype()) ? std / std::sqrt(2.0) : std;
-  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+  return ember::detail::recorded_inplace(ember::detail::Formula::Fill, *this, Tensor(),
                                             [&] { fill_random(*this, detail::OpKind::Normal, mean, part_std); }, node);
 }
 
@@ -128,9 +127,8 @@ Tensor& Tensor::uniform_(double from, double to) {
               "uniform_ expects a floating point or complex dtype, but got ", dtype());
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
-  autograd::detail::Attrs node;
-  node.name = "UniformBackward0";
-  return autograd::detail::recorded_inplace(autograd::detail::Formula::Fill, *this, Tensor(),
+  ember::detail::Attrs node(ember::detail::NoArgs{}, "UniformBackward0");
+  return ember::detail::recorded_inplace(ember::detail::Formula::Fill, *this, Tensor(),
                                             [&] { fill_random(*this, detail::OpKind::Uniform, from, to); }, node);
 }
 

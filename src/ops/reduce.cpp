@@ -1,5 +1,5 @@
 // Reductions: sum, mean, max, min over all elements or one dim; allclose, equal.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "kernels/op_name.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -57,15 +57,13 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
 }  // namespace
 
 namespace {
-using autograd::detail::Formula;
+using ember::detail::Formula;
 Tensor reduce_all(Formula f, OpKind op, const Tensor& a) {
-  return autograd::detail::recorded(f, {&a}, [&] { return reduce(op, a, true, -1, false); });
+  return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, true, -1, false); });
 }
 Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepdim) {
-  autograd::detail::Attrs attrs;
-  attrs.dim = a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim());
-  attrs.flag = keepdim;
-  return autograd::detail::recorded(f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
+  ember::detail::ReduceDimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim()), keepdim};
+  return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
 }
 }  // namespace
 

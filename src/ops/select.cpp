@@ -1,5 +1,5 @@
 // where, clamp and masked_fill: element-wise selection with broadcasting and promotion.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -64,9 +64,8 @@ namespace {
 // is an undefined input.
 template <typename F>
 Tensor recorded_where(const Tensor& cond, const Tensor& a, const Tensor& b, F&& compute, const char* name = nullptr) {
-  autograd::detail::Attrs attrs;
-  attrs.name = name;
-  return autograd::detail::recorded(autograd::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
+  ember::detail::Attrs attrs(ember::detail::NoArgs{}, name);
+  return ember::detail::recorded(ember::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
                                     std::move(attrs));
 }
 const Tensor kNone;
@@ -103,12 +102,9 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
   KernelCall call{OpKind::ClampScalar, {make_arg(out)}, {make_arg(x)}, min.value_or(0), max.value_or(0)};
   call.dim = (min ? 1 : 0) | (max ? 2 : 0);
   detail::launch(out.device(), call);
-  if (autograd::detail::should_record(a)) {
-    autograd::detail::Attrs attrs;
-    attrs.scalar = min.value_or(0);
-    attrs.scalar2 = max.value_or(0);
-    attrs.dim = call.dim;
-    autograd::detail::record(autograd::detail::Formula::ClampScalar, {a}, out, std::move(attrs));
+  if (ember::detail::should_record(a)) {
+    ember::detail::ClampArgs attrs{min.value_or(0), max.value_or(0), min.has_value(), max.has_value()};
+    ember::detail::record(ember::detail::Formula::ClampScalar, {a}, out, std::move(attrs));
   }
   return out;
 }
@@ -137,8 +133,8 @@ Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max) {
   KernelCall call{OpKind::Clamp, {make_arg(out)}, {make_arg(x, shape), make_arg(lo, shape), make_arg(hi, shape)}};
   call.dim = (min.defined() ? 1 : 0) | (max.defined() ? 2 : 0);
   detail::launch(device, call);
-  if (autograd::detail::should_record({&a, &min, &max})) {
-    autograd::detail::record(autograd::detail::Formula::Clamp, {a, min, max}, out);
+  if (ember::detail::should_record({&a, &min, &max})) {
+    ember::detail::record(ember::detail::Formula::Clamp, {a, min, max}, out);
   }
   return out;
 }

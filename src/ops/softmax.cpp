@@ -1,5 +1,5 @@
 // softmax, log_softmax, argmax and argmin: ops along one dim with their own kernels.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
@@ -23,11 +23,10 @@ Tensor softmax_op(OpKind op, const Tensor& a, int64_t dim) {
   KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
   call.dim = a.dim() == 0 ? 0 : d;
   detail::launch(a.device(), call);
-  if (autograd::detail::should_record(a)) {
-    autograd::detail::Attrs attrs;
-    attrs.dim = call.dim;
-    autograd::detail::record(op == OpKind::Softmax ? autograd::detail::Formula::Softmax
-                                                   : autograd::detail::Formula::LogSoftmax,
+  if (ember::detail::should_record(a)) {
+    ember::detail::DimArgs attrs{call.dim};
+    ember::detail::record(op == OpKind::Softmax ? ember::detail::Formula::Softmax
+                                                   : ember::detail::Formula::LogSoftmax,
                              {a}, out, std::move(attrs));
   }
   return out;

@@ -58,8 +58,8 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
     case OpKind::IsClose:
       return host::launch_compare(call, nullptr);
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-    case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh:
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
+    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE)
       return host::launch_unary(call, nullptr);
     case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:
       return host::launch_reduce(call, nullptr);

@@ -23,7 +23,7 @@ bool supported(OpKind op, DType d) {
   bool numeric = d != kBool, real = !is_complex(d), floating = is_floating_point(d) || is_complex(d);
   switch (op) {
     case OpKind::Sub: case OpKind::Neg: case OpKind::Pow: case OpKind::Div: return numeric;
-    case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Sigmoid: case OpKind::Tanh: return floating;
+    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return floating;
     case OpKind::Relu: return real && numeric;
     case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return real;
     case OpKind::Mean: return floating;
@@ -36,8 +36,10 @@ TEST(CudaKernelsOnHost, ElementWiseMatchCpu) {
   manual_seed(1);
   const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow,
                            OpKind::Eq,  OpKind::Lt,  OpKind::Ge};
-  const OpKind unary[] = {OpKind::Neg, OpKind::Abs, OpKind::Exp, OpKind::Log, OpKind::Sqrt,
-                          OpKind::Relu, OpKind::Sigmoid, OpKind::Tanh};
+#define EMBER_OP_KIND(Kind, ...) OpKind::Kind,
+  // Every op of the list (Note [Declaring an op] in kernels/unary_ops.h).
+  const OpKind unary[] = {OpKind::Neg, OpKind::Abs, OpKind::Relu, EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)};
+#undef EMBER_OP_KIND
   for (DType d : kAllTypes) {
     for (const IntList& sizes : kShapes) {
       if (skipped_under_sanitizer(sizes, d)) continue;

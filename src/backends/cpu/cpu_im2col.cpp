@@ -1,5 +1,5 @@
 // cpu::run_im2col unfolds convolution patches into columns; cpu::run_col2im sums columns
-// back into the input's shape (contracts in nn/conv_geometry.h).
+// back into the input's shape (contracts in kernels/conv_geometry.h).
 #include "backends/cpu/cpu_kernels.h"
 
 #include <algorithm>

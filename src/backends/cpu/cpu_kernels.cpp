@@ -41,8 +41,8 @@ void run(const KernelCall& call) {
     case OpKind::IsClose:
       return run_binary(call);
     case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar: case OpKind::RSubScalar:
-    case OpKind::RDivScalar: case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log:
-    case OpKind::Sqrt: case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh:
+    case OpKind::RDivScalar: case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
+    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE)
       return run_unary(call);
     case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:
       return run_reduce(call);

@@ -1,5 +1,5 @@
 // MaxPool2d, AvgPool2d and MaxPool2dBackward over {N, C, H, W} planes (contracts in
-// nn/pool_geometry.h). Planes (n, c) are independent and spread over the thread pool;
+// kernels/pool_geometry.h). Planes (n, c) are independent and spread over the thread pool;
 // within a plane each output scans its window with the input's own strides.
 #include <algorithm>
 #include <type_traits>

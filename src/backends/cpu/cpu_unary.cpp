@@ -57,17 +57,14 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
     case OpKind::Relu:
       if constexpr (is_bool || is_complex_v<T>) not_implemented(name, in.dtype);
       else return apply(ReluFn<C>{});
-    case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Sigmoid: case OpKind::Tanh:
-      // Integral inputs are promoted to floating by the op layer.
-      if constexpr (!is_inexact) {
-        not_implemented(name, in.dtype);
-      } else {
-        if (call.op == OpKind::Exp) return apply(ExpFn<C>{});
-        if (call.op == OpKind::Log) return apply(LogFn<C>{});
-        if (call.op == OpKind::Sqrt) return apply(SqrtFn<C>{});
-        if (call.op == OpKind::Sigmoid) return apply(SigmoidFn<C>{});
-        return apply(TanhFn<C>{});
-      }
+    // Integral inputs are promoted to floating by the op layer (Note [Declaring an op]).
+#define EMBER_CPU_FLOAT_UNARY(Kind, public_name, Functor, ...)   \
+  case OpKind::Kind:                                             \
+    if constexpr (!is_inexact) not_implemented(name, in.dtype);  \
+    else return apply(Functor<C>{});                             \
+    break;
+    EMBER_FLOAT_UNARY_OPS(EMBER_CPU_FLOAT_UNARY)
+#undef EMBER_CPU_FLOAT_UNARY
     default: fail<ValueError>("cpu::run_unary: not a unary op: ", static_cast<int>(call.op));
   }
 }

@@ -1,4 +1,4 @@
-// Im2Col and Col2Im on the driver backend (contracts in nn/conv_geometry.h). Im2Col: one
+// Im2Col and Col2Im on the driver backend (contracts in kernels/conv_geometry.h). Im2Col: one
 // thread per column element, reading the input through its strides, writing the columns
 // through theirs. Col2Im: one thread per input element, summing the column entries that
 // were read from it (a gather, so no atomics and a fixed order).

@@ -31,8 +31,8 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::IsClose:
       launch_compare(call, handle);
       break;
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt:
-    case OpKind::Relu: case OpKind::Sigmoid: case OpKind::Tanh:
+    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
+    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE)
       launch_unary(call, handle);
       break;
     case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:

@@ -1,4 +1,4 @@
-// NllLoss and BatchNormStats on the driver backend (contracts in nn/loss_kernels.h).
+// NllLoss and BatchNormStats on the driver backend (contracts in kernels/loss_kernels.h).
 //
 // NllLoss: one thread per (n, s); reduced, one block folding in double. A target out of range fails a device assert, as
 // PyTorch's kernel does: CUDA marks the context and the next synchronizing call raises

@@ -1,4 +1,4 @@
-// MaxPool2d and AvgPool2d on the driver backend (contract in nn/pool_geometry.h): one
+// MaxPool2d and AvgPool2d on the driver backend (contract in kernels/pool_geometry.h): one
 // thread per output element, grid-stride, reading the input with its own strides.
 // MaxPool2dBackward gathers instead of scattering: one thread per input element sums the
 // gradients of the outputs whose index names it, so no atomics and a fixed order.

@@ -45,12 +45,12 @@ void launch_unary(const KernelCall& call, cudaStream_t stream) {
                   "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
       return run<NumericType, NegFn>(call, stream, "neg");
     case OpKind::Abs: return run_abs(call, stream);
-    case OpKind::Exp: return run<FloatComplexType, ExpFn>(call, stream, "exp");
-    case OpKind::Log: return run<FloatComplexType, LogFn>(call, stream, "log");
-    case OpKind::Sqrt: return run<FloatComplexType, SqrtFn>(call, stream, "sqrt");
     case OpKind::Relu: return run_relu(call, stream);
-    case OpKind::Sigmoid: return run<FloatComplexType, SigmoidFn>(call, stream, "sigmoid");
-    case OpKind::Tanh: return run<FloatComplexType, TanhFn>(call, stream, "tanh");
+      // Note [Declaring an op] (kernels/unary_ops.h).
+#define EMBER_CUDA_FLOAT_UNARY(Kind, name, Functor, ...) \
+  case OpKind::Kind: return run<FloatComplexType, Functor>(call, stream, #name);
+      EMBER_FLOAT_UNARY_OPS(EMBER_CUDA_FLOAT_UNARY)
+#undef EMBER_CUDA_FLOAT_UNARY
     default: EMBER_ASSERT(false);
   }
 }

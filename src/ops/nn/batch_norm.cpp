@@ -1,7 +1,7 @@
 // batch_norm: statistics over every dim but 1 (one BatchNormStats KernelCall in training),
 // running-stat update with momentum (unbiased variance, as PyTorch), then the input
 // scaled and shifted per channel.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
@@ -50,8 +50,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                                    {ember::detail::make_arg(mean), ember::detail::make_arg(var)},
                                    {ember::detail::make_arg(x3)}};
     ember::detail::launch(input.device(), call);
-    if (autograd::detail::should_record(x3)) {
-      autograd::detail::record(autograd::detail::Formula::VarMean, {x3}, std::vector<Tensor*>{&mean, &var});
+    if (ember::detail::should_record(x3)) {
+      ember::detail::record(ember::detail::Formula::VarMean, {x3}, std::vector<Tensor*>{&mean, &var});
     }
     NoGradGuard no_grad;  // the running statistics stay outside the graph
     if (running_mean.defined()) {

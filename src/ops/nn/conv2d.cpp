@@ -1,5 +1,5 @@
 // ember::conv2d: im2col + matmul on every backend; its input and weight gradients as
-// Matmul + Col2Im and Im2Col + Matmul (nn/backward_kernels.h).
+// Matmul + Col2Im and Im2Col + Matmul (ops/nn/backward_kernels.h).
 //
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
@@ -9,7 +9,7 @@
 // matmul precision: a user who turns off matmul TF32 but keeps cuDNN's gets TF32
 // convolutions, as in PyTorch. Both host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
 // which is set for cuda devices only: the cpu convolves in full float32, as PyTorch's.
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "ember/nn.h"
 
 #include <memory>
@@ -249,15 +249,15 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
   Tensor batched = input.dim() == 3 ? input.unsqueeze(0) : input;
-  autograd::detail::Attrs attrs;
-  if (autograd::detail::should_record({&batched, &weight, &bias})) {
+  ember::detail::WindowArgs attrs;
+  if (ember::detail::should_record({&batched, &weight, &bias})) {
     const auto [stride_h, stride_w] = pair_param(stride, "stride");
     const auto [pad_h, pad_w] = pair_param(padding, "padding");
     const auto [dilation_h, dilation_w] = pair_param(dilation, "dilation");
-    attrs.ints = {weight.size(2), weight.size(3), stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
+    attrs.geometry = {weight.size(2), weight.size(3), stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, groups};
   }
-  Tensor out = autograd::detail::recorded(
-      autograd::detail::Formula::Conv2d, {&batched, &weight, &bias},
+  Tensor out = ember::detail::recorded(
+      ember::detail::Formula::Conv2d, {&batched, &weight, &bias},
       [&] { return conv2d_batched(batched, weight, bias, stride, padding, dilation, groups); }, std::move(attrs));
   return input.dim() == 3 ? out.squeeze(0) : out;
 }

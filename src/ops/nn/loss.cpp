@@ -1,9 +1,9 @@
 // nll_loss and cross_entropy (class indices or class probabilities, label smoothing),
-// as PyTorch's. nll_loss is one NllLoss KernelCall (contract in nn/loss_kernels.h)
+// as PyTorch's. nll_loss is one NllLoss KernelCall (contract in kernels/loss_kernels.h)
 // plus its reduction; cross_entropy is log_softmax followed by it.
 #include <cmath>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -65,11 +65,9 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     call.dim = call_reduction;
     ember::detail::launch(input.device(), call);
   }
-  if (autograd::detail::should_record(x3)) {
-    autograd::detail::Attrs attrs;
-    attrs.dim = ignore_index;
-    attrs.dim2 = call_reduction;
-    autograd::detail::record(autograd::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
+  if (ember::detail::should_record(x3)) {
+    ember::detail::NllLossArgs attrs{ignore_index, call_reduction};
+    ember::detail::record(ember::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
                              std::move(attrs));
   }
   if (reduced) return {loss, counted};

@@ -3,7 +3,7 @@
 // max_pool2d's input gradient as one MaxPool2dBackward KernelCall.
 #include <memory>
 
-#include "autograd/record.h"
+#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -85,10 +85,9 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const In
                                  {ember::detail::make_arg(p.input)}};
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
-  if (autograd::detail::should_record(p.input)) {
-    autograd::detail::Attrs attrs;
-    attrs.ints = geometry_list(p.geometry);
-    autograd::detail::record(autograd::detail::Formula::MaxPool2d, {p.input}, std::vector<Tensor*>{&out, &indices},
+  if (ember::detail::should_record(p.input)) {
+    ember::detail::WindowArgs attrs{geometry_list(p.geometry)};
+    ember::detail::record(ember::detail::Formula::MaxPool2d, {p.input}, std::vector<Tensor*>{&out, &indices},
                              std::move(attrs));
   }
   if (!p.batched) return {out.squeeze(0), indices.squeeze(0)};
@@ -112,12 +111,9 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
                                  {ember::detail::make_arg(p.input)}};
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
-  if (autograd::detail::should_record(p.input)) {
-    autograd::detail::Attrs attrs;
-    attrs.ints = geometry_list(p.geometry);
-    attrs.flag = count_include_pad;
-    attrs.dim2 = divisor_override.value_or(0);
-    autograd::detail::record(autograd::detail::Formula::AvgPool2d, {p.input}, out, std::move(attrs));
+  if (ember::detail::should_record(p.input)) {
+    ember::detail::AvgPoolArgs attrs{geometry_list(p.geometry), count_include_pad, divisor_override.value_or(0)};
+    ember::detail::record(ember::detail::Formula::AvgPool2d, {p.input}, out, std::move(attrs));
   }
   return p.batched ? out : out.squeeze(0);
 }

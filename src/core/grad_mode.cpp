@@ -1,4 +1,5 @@
-// Grad mode: a thread-local switch, as PyTorch's GradMode.
+// Grad mode: a thread-local switch, as PyTorch's GradMode. It lives in core so that the op layer
+// reads it without knowing autograd (Note [Recording ops] in src/ops/recording.h).
 #include "ember/autograd.h"
 
 namespace ember {
