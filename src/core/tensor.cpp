@@ -1,11 +1,12 @@
 // Tensor metadata: sizes, strides, dtype, device and the data pointer. The view ops are in
 // src/ops/views.cpp (they record autograd nodes through the op layer's seam).
+#include "core/host_access.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "kernels/kernel_call.h"
-#include "sanitizer/sanitizer.h"
 
 namespace ember {
+
+std::atomic<detail::HostAccessHook> detail::g_pinned_host_access_hook{nullptr};
 
 using detail::wrap_dim;
 
@@ -42,11 +43,9 @@ int Tensor::get_device() const { return is_cuda() ? device().index() : -1; }
 TensorOptions Tensor::options() const { return TensorOptions(dtype()).device(device()).pinned_memory(is_pinned()); }
 void* Tensor::data_ptr() const {
   const detail::TensorImpl& impl = checked(impl_);
-  // The program may write through the pointer: a host write (Note [Host accesses]).
-  if (detail::sanitizer::enabled() && impl.storage()->pinned()) [[unlikely]] {
-    detail::sanitizer::on_host_access(detail::TensorArg{impl.data(), impl.dtype(), impl.sizes(), impl.strides()},
-                                      /*write=*/true, "data_ptr", "self");
-  }
+  // The program may write through the pointer: a host write (Note [Host access hook]).
+  detail::HostAccessHook hook = detail::g_pinned_host_access_hook.load(std::memory_order_relaxed);
+  if (hook != nullptr && impl.storage()->pinned()) [[unlikely]] hook(impl, /*write=*/true, "data_ptr");
   return impl.data();
 }
 

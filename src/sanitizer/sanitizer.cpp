@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "core/host_access.h"
+#include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/sanitizer.h"
 #include "kernels/kernel_call.h"
@@ -113,6 +115,13 @@ namespace ember::cuda::sanitizer {
 
 namespace impl = detail::sanitizer;
 
+namespace {
+// Note [Host access hook] in src/core/host_access.h.
+void pinned_data_ptr_access(const detail::TensorImpl& impl, bool write, const char* op) {
+  impl::on_host_access(detail::TensorArg{impl.data(), impl.dtype(), impl.sizes(), impl.strides()}, write, op, "self");
+}
+}  // namespace
+
 void enable(Mode mode) {
   impl::g_set_by_program.store(true);
   impl::SanitizerState& s = impl::state();
@@ -121,11 +130,13 @@ void enable(Mode mode) {
   impl::g_mode.store(mode, std::memory_order_relaxed);
   impl::g_warnings.store(0, std::memory_order_relaxed);
   impl::g_enabled.store(true, std::memory_order_release);
+  detail::g_pinned_host_access_hook.store(&pinned_data_ptr_access, std::memory_order_release);
 }
 
 void disable() {
   impl::g_set_by_program.store(true);
   impl::g_enabled.store(false, std::memory_order_release);
+  detail::g_pinned_host_access_hook.store(nullptr, std::memory_order_release);
 }
 
 bool is_enabled() noexcept { return impl::enabled(); }

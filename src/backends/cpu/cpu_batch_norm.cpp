@@ -1,4 +1,4 @@
-// BatchNormStats (contract in nn/loss_kernels.h): per-channel mean and biased variance,
+// BatchNormStats (contract in kernels/loss_kernels.h): per-channel mean and biased variance,
 // two passes in double so that large batches keep full float accuracy.
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-// NllLoss (contract in nn/loss_kernels.h).
+// NllLoss (contract in kernels/loss_kernels.h).
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/loss_kernels.h"
