@@ -94,6 +94,42 @@ TEST(AllocConf, RoundupWithZeroDisablesAnInterval) {
   EXPECT_EQ(config.divisions_for(2 * MiB), 4u);
 }
 
+TEST(AllocConf, AllocatorModeOptions) {
+  AllocatorConfig defaults = parse_alloc_conf("");
+  EXPECT_FALSE(defaults.use_async_allocator);
+  EXPECT_FALSE(defaults.pinned_use_host_register);
+  EXPECT_EQ(defaults.pinned_num_register_threads, 1u);
+  AllocatorConfig config = parse_alloc_conf(
+      "backend:cudaMallocAsync,pinned_use_cuda_host_register:True,pinned_num_register_threads:8,expandable_segments:True");
+  EXPECT_TRUE(config.use_async_allocator);
+  EXPECT_TRUE(config.pinned_use_host_register);
+  EXPECT_EQ(config.pinned_num_register_threads, 8u);
+  EXPECT_TRUE(config.expandable_segments);
+  EXPECT_FALSE(parse_alloc_conf("backend:native").use_async_allocator);
+  EXPECT_EQ(parse_alloc_conf("pinned_num_register_threads:128").pinned_num_register_threads, 128u);
+  EXPECT_EQ(parse_alloc_conf("pinned_num_register_threads:1").pinned_num_register_threads, 1u);
+}
+
+TEST(AllocConf, BadAllocatorModeOptionsAreValueErrors) {
+  // PyTorch's messages (c10/cuda/CUDAAllocatorConfig.cpp), with the value that was given.
+  EXPECT_EQ(error_of("backend:cudaMalloc"),
+            "Unknown allocator backend, options are native and cudaMallocAsync, but got 'cudaMalloc'");
+  EXPECT_EQ(error_of("backend:"), "Unknown allocator backend, options are native and cudaMallocAsync, but got ''");
+  EXPECT_EQ(error_of("pinned_num_register_threads:6"), "Number of register threads has to be power of 2, got 6");
+  EXPECT_EQ(error_of("pinned_num_register_threads:0"), "Number of register threads has to be power of 2, got 0");
+  EXPECT_EQ(error_of("pinned_num_register_threads:256"),
+            "Number of register threads should be less than or equal to 128, got 256");
+  EXPECT_EQ(error_of("pinned_num_register_threads:x"),
+            "Expected a non-negative integer for pinned_num_register_threads in PYTORCH_CUDA_ALLOC_CONF, but got 'x'");
+  EXPECT_EQ(error_of("pinned_use_cuda_host_register:yes"),
+            "Expected a single True/False argument for pinned_use_cuda_host_register, but got 'yes'");
+  EXPECT_THAT(error_of("pinned_use_host_register:True"),
+              ::testing::StartsWith("Unrecognized key 'pinned_use_host_register' in PYTORCH_CUDA_ALLOC_CONF"));
+  // A bad option anywhere rejects the whole value: nothing before it is applied.
+  EXPECT_THAT(error_of("expandable_segments:True,backend:cudaMallocAsync,pinned_num_register_threads:3"),
+              ::testing::StartsWith("Number of register threads"));
+}
+
 TEST(AllocConf, EnvironmentIsReadOnceAndAMalformedValueKeepsFailing) {
   // The only test touching the process-wide config: it is frozen by the first success.
   ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:10", 1);

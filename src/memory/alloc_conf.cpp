@@ -15,6 +15,7 @@ namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
 constexpr size_t kLargeBufferMiB = 20;  // max_split_size_mb must exceed the 20 MiB segment
+constexpr size_t kPinnedMaxRegisterThreads = 128;  // PyTorch's pinned_max_register_threads()
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -145,10 +146,25 @@ AllocatorConfig parse_alloc_conf(std::string_view conf) {
       config.garbage_collection_threshold = threshold;
     } else if (key == "expandable_segments") {
       config.expandable_segments = parse_bool(key, value);
+    } else if (key == "backend") {
+      EMBER_CHECK(value == "native" || value == "cudaMallocAsync", ValueError,
+                  "Unknown allocator backend, options are native and cudaMallocAsync, but got '", value, "'");
+      config.use_async_allocator = value == "cudaMallocAsync";
+    } else if (key == "pinned_use_cuda_host_register") {
+      config.pinned_use_host_register = parse_bool(key, value);
+    } else if (key == "pinned_num_register_threads") {
+      size_t threads = parse_unsigned(key, value);
+      EMBER_CHECK(std::has_single_bit(threads), ValueError, "Number of register threads has to be power of 2, got ",
+                  threads);
+      EMBER_CHECK(threads <= kPinnedMaxRegisterThreads, ValueError,
+                  "Number of register threads should be less than or equal to ", kPinnedMaxRegisterThreads, ", got ",
+                  threads);
+      config.pinned_num_register_threads = threads;
     } else {
       fail<ValueError>("Unrecognized key '", key,
                        "' in PYTORCH_CUDA_ALLOC_CONF (expected max_split_size_mb, roundup_power2_divisions, "
-                       "garbage_collection_threshold or expandable_segments)");
+                       "garbage_collection_threshold, expandable_segments, backend, pinned_use_cuda_host_register "
+                       "or pinned_num_register_threads)");
     }
   }
   return config;

@@ -23,8 +23,15 @@ struct AllocatorConfig {
   std::array<size_t, kRoundupPower2Intervals> roundup_power2_divisions{};
   /// Fraction of the allowed memory above which old cached blocks are reclaimed; 0: off.
   double garbage_collection_threshold = 0.0;
-  /// Accepted for compatibility; segments are always fixed-size here (documented in api notes).
+  /// Large and small pools grow one segment per stream by mapping pages into a reserved
+  /// address range (Note [Expandable segments] in memory/expandable_segment.h).
   bool expandable_segments = false;
+  /// backend:cudaMallocAsync: stream-ordered allocation instead of the caching allocator.
+  bool use_async_allocator = false;
+  /// Pinned memory is malloc'd and registered instead of allocated page-locked.
+  bool pinned_use_host_register = false;
+  /// Threads that register one large pinned allocation (a power of two, at most 128).
+  size_t pinned_num_register_threads = 1;
   /// PYTORCH_NO_CUDA_MEMORY_CACHING: every free returns its segment to the device.
   bool caching_enabled = true;
 

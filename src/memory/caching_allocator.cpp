@@ -37,7 +37,8 @@ CachingAllocator::CachingAllocator(Backend& backend, int device, AllocatorConfig
       device_(device),
       config_(config),
       power2_rounding_(std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
-                                   [](size_t divisions) { return divisions > 1; })) {
+                                   [](size_t divisions) { return divisions > 1; })),
+      use_expandable_(config.expandable_segments && config.caching_enabled && backend.supports_virtual_memory(device)) {
   stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
                               ? -1
                               : static_cast<int64_t>(config_.max_split_size);
@@ -54,7 +55,16 @@ CachingAllocator::~CachingAllocator() {
   }
   // Segments still in use keep their device memory (a later free would be a bug in the
   // caller), but their bookkeeping goes with the allocator.
+  std::set<Block*> firsts;  // an expandable segment's first block may be unmapped
   for (Block* head : segment_heads()) {
+    while (head->prev != nullptr) head = head->prev;
+    firsts.insert(head);
+  }
+  for (Block* block : unmapped_blocks_) {
+    while (block->prev != nullptr) block = block->prev;
+    firsts.insert(block);
+  }
+  for (Block* head : firsts) {
     for (Block* block = head; block != nullptr;) {
       Block* next = block->next;
       delete block;
@@ -84,6 +94,8 @@ void CachingAllocator::delete_block(Block* block) noexcept {
   block->pool = nullptr;
   block->prev = block->next = nullptr;
   block->allocated = false;
+  block->mapped = true;
+  block->expandable = nullptr;
   block->event_count = 0;
   block->context.reset();
   block->stream_uses.clear();
@@ -162,6 +174,7 @@ bool CachingAllocator::get_free_block(AllocRequest& request) {
 
 bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   if (is_retry) ++stats_.num_alloc_retries;
+  if (use_expandable_) return alloc_expandable_block(request);
   const size_t size = request.alloc_size;
   if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
   void* ptr = backend_.raw_alloc(device_, size);
@@ -187,7 +200,8 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
 
 bool CachingAllocator::release_available_cached_blocks(const AllocRequest& request) {
   // Only with max_split_size: oversize blocks never split, so free enough of them.
-  if (config_.max_split_size == std::numeric_limits<size_t>::max()) return false;
+  // Expandable segments give back pages instead (release_cached_blocks).
+  if (config_.max_split_size == std::numeric_limits<size_t>::max() || use_expandable_) return false;
   BlockPool& pool = *request.pool;
   const auto stream = reinterpret_cast<uintptr_t>(request.stream.native);
   const size_t wanted = std::max(request.size, config_.max_split_size);
@@ -219,10 +233,13 @@ void CachingAllocator::release_cached_blocks() {
 }
 
 void CachingAllocator::release_whole_segments(BlockPool& pool) {
+  std::vector<Block*> to_unmap;  // unmapping changes the pool, so after the walk
   for (auto it = pool.blocks.begin(); it != pool.blocks.end();) {
     Block* block = (it++)->block;
-    if (!block->is_split()) release_block(block);
+    if (block->expandable) to_unmap.push_back(block);
+    else if (!block->is_split()) release_block(block);
   }
+  for (Block* block : to_unmap) unmap_block(block);
 }
 
 void CachingAllocator::release_block(Block* block) {
@@ -249,7 +266,7 @@ void CachingAllocator::garbage_collect_cached_blocks() {
   if (reserved_total_ <= threshold) return;
   std::vector<Block*> candidates;
   for (const PoolEntry& entry : large_pool_.blocks)
-    if (!entry.block->is_split()) candidates.push_back(entry.block);
+    if (!entry.block->is_split() && !entry.block->expandable) candidates.push_back(entry.block);
   std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
   const size_t target = reserved_total_ - threshold;
   size_t reclaimed = 0;
@@ -263,7 +280,7 @@ void CachingAllocator::garbage_collect_cached_blocks() {
 bool CachingAllocator::should_split(const Block* block, size_t size) const noexcept {
   if (!config_.caching_enabled) return false;
   size_t remaining = block->size - size;
-  if (block->pool->is_small) return remaining >= kMinBlockSize;
+  if (block->pool->is_small || block->expandable) return remaining >= kMinBlockSize;
   return size < config_.max_split_size && remaining > kSmallSize;
 }
 
@@ -281,6 +298,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
     block->stream = remaining->stream;
     block->stream_id = remaining->stream_id;
     block->pool = &pool;
+    block->expandable = remaining->expandable;
     block->prev = remaining->prev;
     if (block->prev) block->prev->next = block;
     block->next = remaining;
@@ -290,6 +308,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
     remaining->last_use = ++use_clock_;
     cache_block(remaining);
     for (size_t type : {size_t{kAggregate}, pool_type}) {
+      if (block->expandable) break;  // not counted, as PyTorch (Note [Expandable segments])
       if (already_split) {
         stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
       } else {
@@ -297,7 +316,7 @@ CachingAllocator::Block* CachingAllocator::use_found_block(AllocRequest& request
         stats_.inactive_split[type].increase(1);
       }
     }
-  } else if (already_split) {
+  } else if (already_split && !block->expandable) {
     for (size_t type : {size_t{kAggregate}, pool_type}) {
       stats_.inactive_split_bytes[type].decrease(static_cast<int64_t>(block->size));
       stats_.inactive_split[type].decrease(1);
@@ -384,6 +403,7 @@ void CachingAllocator::free_block(Block* block) {
     split_blocks_change += 1;
     split_bytes_change += static_cast<int64_t>(block->size);
   }
+  if (block->expandable) split_blocks_change = split_bytes_change = 0;  // see use_found_block
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(pool)}}) {
     if (split_blocks_change > 0) stats_.inactive_split[type].increase(split_blocks_change);
     if (split_blocks_change < 0) stats_.inactive_split[type].decrease(-split_blocks_change);
@@ -397,7 +417,9 @@ void CachingAllocator::free_block(Block* block) {
 }
 
 size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& pool) {
-  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty()) return 0;
+  if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
+      src->mapped != dst->mapped)
+    return 0;
   if (dst->prev == src) {
     dst->ptr = src->ptr;
     dst->prev = src->prev;
@@ -408,7 +430,8 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
   }
   const size_t subsumed = src->size;
   dst->size += subsumed;
-  pool.blocks.erase(src->cached);
+  if (src->mapped) pool.blocks.erase(src->cached);
+  else unmapped_blocks_.erase(src);
   delete_block(src);
   return subsumed;
 }

@@ -18,6 +18,9 @@
 //   for on the hot path; only empty_cache and the out-of-memory path synchronize.
 // - When raw_alloc fails, cached blocks are released and the allocation retried once
 //   (num_alloc_retries); then OutOfMemoryError, after which the allocator is intact.
+// - With expandable_segments, the pools grow per stream by mapping pages into a reserved
+//   range instead of allocating segments (Note [Expandable segments] in
+//   memory/expandable_segment.h); empty_cache unmaps the free pages.
 // One mutex guards all state of one device; devices never contend with each other.
 #pragma once
 
@@ -36,6 +39,7 @@
 #include "core/stack_trace.h"
 #include "memory/alloc_conf.h"
 #include "memory/device_stats.h"
+#include "memory/expandable_segment.h"
 #include "memory/pointer_map.h"
 #include "runtime/backend.h"
 
@@ -121,6 +125,8 @@ class CachingAllocator {
     Block* prev = nullptr;  // neighbours inside the same segment
     Block* next = nullptr;
     bool allocated = false;
+    bool mapped = true;                       // false: reserved pages of an expandable segment
+    ExpandableSegment* expandable = nullptr;  // the segment it lies in, if expandable
     int event_count = 0;                 // outstanding events of a deferred free
     std::vector<StreamRef> stream_uses;  // streams added by record_stream
     uint64_t last_use = 0;               // use_clock_ when it entered the cache
@@ -174,6 +180,12 @@ class CachingAllocator {
   std::vector<Block*> segment_heads() const;
   Block* new_block();
   void delete_block(Block* block) noexcept;
+  // Expandable segments (caching_allocator_expandable.cpp).
+  bool alloc_expandable_block(AllocRequest& request);
+  Block* find_expandable_block(const AllocRequest& request);
+  bool map_block(Block* to_map, size_t size, const StreamRef& stream);
+  void unmap_block(Block* block);
+  void release_expandable_segment(Block* block);
   BackendEvent* acquire_event(int device);
   void release_event(int device, BackendEvent* event) noexcept;
 
@@ -181,6 +193,7 @@ class CachingAllocator {
   const int device_;
   const AllocatorConfig config_;
   const bool power2_rounding_;  // some roundup_power2_divisions entry is above 1
+  const bool use_expandable_;   // expandable_segments on a backend with virtual memory
   mutable std::mutex mutex_;
   DeviceStats stats_;
   NodeRecycler set_nodes_;  // before the pools: their nodes come from it
@@ -197,7 +210,9 @@ class CachingAllocator {
   };
   std::map<BackendStream*, std::deque<PendingFree>> pending_events_;
   std::vector<BackendEvent*> event_pool_;
-  size_t reserved_total_ = 0;  // bytes of all segments
+  size_t reserved_total_ = 0;  // bytes of all segments (mapped bytes of expandable ones)
+  std::vector<std::unique_ptr<ExpandableSegment>> expandable_segments_;
+  std::set<Block*> unmapped_blocks_;  // the unmapped ranges of expandable segments
   bool limit_set_ = false;
   size_t allowed_maximum_ = 0;  // with limit_set_: set_per_process_memory_fraction's cap
   uint64_t use_clock_ = 0;      // ticks per cached-block insertion, for GC ages

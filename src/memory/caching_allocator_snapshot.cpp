@@ -70,10 +70,11 @@ void CachingAllocator::record_trace(const char* action, uintptr_t address, size_
 }
 
 std::vector<CachingAllocator::Block*> CachingAllocator::segment_heads() const {
-  // Every segment's first block is cached, allocated, or waiting for its events.
+  // Every segment's first block is cached, allocated, or waiting for its events. An
+  // expandable segment shows as one segment per contiguous mapped range, as in PyTorch.
   std::vector<Block*> heads;
   auto consider = [&](Block* block) {
-    if (block->prev == nullptr) heads.push_back(block);
+    if (block->prev == nullptr || !block->prev->mapped) heads.push_back(block);
   };
   for (const BlockPool* pool : {&small_pool_, &large_pool_})
     for (const PoolEntry& entry : pool->blocks) consider(entry.block);
@@ -95,7 +96,7 @@ nlohmann::json CachingAllocator::segments_json() const {
     for (const Block* head : heads) {
       nlohmann::json blocks = nlohmann::json::array();
       size_t total = 0, allocated = 0, active = 0, requested = 0;
-      for (const Block* block = head; block != nullptr; block = block->next) {
+      for (const Block* block = head; block != nullptr && block->mapped; block = block->next) {
         const bool is_active = block->allocated || block->event_count > 0 || !block->stream_uses.empty();
         total += block->size;
         if (block->allocated) {
@@ -118,7 +119,7 @@ nlohmann::json CachingAllocator::segments_json() const {
                           {"stream", head->stream_id},
                           {"segment_type", head->pool->is_small ? "small" : "large"},
                           {"segment_pool_id", {0, 0}},
-                          {"is_expandable", false},
+                          {"is_expandable", head->expandable != nullptr},
                           {"frames", nlohmann::json::array()},
                           {"blocks", std::move(blocks)}});
     }
@@ -127,7 +128,7 @@ nlohmann::json CachingAllocator::segments_json() const {
     for (const Block* head : heads) {
       nlohmann::json& blocks = segments[segment_index++]["blocks"];
       size_t block_index = 0;
-      for (const Block* block = head; block != nullptr; block = block->next, ++block_index)
+      for (const Block* block = head; block != nullptr && block->mapped; block = block->next, ++block_index)
         if (block->context) block_contexts.emplace_back(&blocks[block_index]["frames"], block->context);
     }
   }

@@ -69,6 +69,20 @@ class Backend {
   /// kernels and copies can reach it. Host-side engines (Gloo) rely on it, through
   /// launch_host_task.
   virtual bool device_memory_is_host_addressable() const noexcept { return false; }
+  // ---- virtual memory (optional: expandable segments) ----------------------------
+  /// True when the four hooks below work on `device`; false, the default: the caching
+  /// allocator then keeps fixed-size segments even with expandable_segments:True.
+  virtual bool supports_virtual_memory(int device) { return false; }
+  /// Reserves `bytes` of device address space with no memory behind it; nullptr when impossible.
+  virtual void* reserve_address_range(int device, size_t bytes) { return nullptr; }
+  /// Backs [ptr, ptr + bytes) of a reservation with new device memory; false when the device
+  /// has too little free (or, as raw_alloc, its backing is exhausted). Never throws for OOM.
+  virtual bool map_memory(int device, void* ptr, size_t bytes) { return false; }
+  /// Returns the memory of [ptr, ptr + bytes), which is exactly one earlier map_memory range;
+  /// the addresses stay reserved. Synchronizes the device, as cudaFree does.
+  virtual void unmap_memory(int device, void* ptr, size_t bytes) {}
+  /// Gives back a reservation from reserve_address_range, all of whose ranges are unmapped.
+  virtual void release_address_range(int device, void* ptr, size_t bytes) {}
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;

@@ -171,6 +171,12 @@ void SanitizingBackend::raw_free(int device, void* ptr) {
   on_release(ptr, forget_size(ptr), device);  // cudaFree synchronizes the device
 }
 
+// Unmapped memory keeps no history; as raw_free, the unmap synchronizes the device.
+void SanitizingBackend::unmap_memory(int device, void* ptr, size_t bytes) {
+  upstream_.unmap_memory(device, ptr, bytes);
+  on_release(ptr, bytes, device);
+}
+
 void* SanitizingBackend::pinned_alloc(size_t bytes) {
   void* ptr = upstream_.pinned_alloc(bytes);
   if (ptr != nullptr) remember_size(ptr, bytes);

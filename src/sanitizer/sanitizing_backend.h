@@ -46,6 +46,15 @@ class SanitizingBackend final : public Backend {
   }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
+  bool supports_virtual_memory(int device) override { return upstream_.supports_virtual_memory(device); }
+  void* reserve_address_range(int device, size_t bytes) override {
+    return upstream_.reserve_address_range(device, bytes);
+  }
+  bool map_memory(int device, void* ptr, size_t bytes) override { return upstream_.map_memory(device, ptr, bytes); }
+  void unmap_memory(int device, void* ptr, size_t bytes) override;
+  void release_address_range(int device, void* ptr, size_t bytes) override {
+    upstream_.release_address_range(device, ptr, bytes);
+  }
 
   BackendStream* default_stream(int device) override;
   BackendStream* create_stream(int device, int priority) override;

@@ -20,6 +20,7 @@ DeviceMemory::~DeviceMemory() {
     if (block.mapped) munmap(ptr, block.mapped);
     else std::free(ptr);
   }
+  for (auto& [ptr, length] : reservations_) munmap(ptr, length);
 }
 
 void* DeviceMemory::allocate(size_t bytes) {
@@ -68,6 +69,63 @@ size_t DeviceMemory::host_failure() const {
 std::pair<size_t, size_t> DeviceMemory::info() const {
   std::lock_guard lock(mutex_);
   return {capacity_ - used_, capacity_};
+}
+
+// Note [Emulated virtual memory]
+// cuMemAddressReserve / cuMemCreate + cuMemMap / cuMemUnmap + cuMemRelease, on the host:
+// a reservation is an inaccessible (PROT_NONE) anonymous mapping; mapping a range makes
+// it readable and writable and counts it against the device's capacity, as cuMemCreate
+// takes device memory; unmapping drops its pages (MADV_DONTNEED, so a later map reads
+// zeros as fresh memory would) and makes it inaccessible again, so a stale pointer into
+// an unmapped range faults as it would on a GPU.
+void* DeviceMemory::reserve(size_t bytes) {
+  void* ptr = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (ptr == MAP_FAILED) return nullptr;
+  std::lock_guard lock(mutex_);
+  reservations_.emplace(ptr, bytes);
+  return ptr;
+}
+
+bool DeviceMemory::map(void* ptr, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  host_failure_ = 0;
+  const auto* begin = static_cast<const char*>(ptr);
+  bool reserved = false;
+  for (const auto& [start, length] : reservations_) {
+    const auto* first = static_cast<const char*>(start);
+    if (begin >= first && begin + bytes <= first + length) reserved = true;
+  }
+  if (!reserved || bytes > capacity_ - used_) return false;
+  if (mprotect(ptr, bytes, PROT_READ | PROT_WRITE) != 0) {
+    host_failure_ = bytes;
+    return false;
+  }
+  mapped_.emplace(ptr, bytes);
+  used_ += bytes;
+  return true;
+}
+
+bool DeviceMemory::unmap(void* ptr, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = mapped_.find(ptr);
+  if (it == mapped_.end() || it->second != bytes) return false;
+  madvise(ptr, bytes, MADV_DONTNEED);
+  mprotect(ptr, bytes, PROT_NONE);
+  used_ -= bytes;
+  mapped_.erase(it);
+  return true;
+}
+
+bool DeviceMemory::release_reservation(void* ptr, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  auto it = reservations_.find(ptr);
+  if (it == reservations_.end() || it->second != bytes) return false;
+  const auto* first = static_cast<const char*>(ptr);
+  for (const auto& [start, length] : mapped_)
+    if (static_cast<const char*>(start) >= first && static_cast<const char*>(start) < first + bytes) return false;
+  munmap(ptr, bytes);
+  reservations_.erase(it);
+  return true;
 }
 
 void* PinnedMemory::allocate(size_t bytes) {

@@ -31,6 +31,17 @@ class DeviceMemory {
   bool release(void* ptr);
   /// {free, total}.
   std::pair<size_t, size_t> info() const;
+
+  // Virtual memory (Note [Emulated virtual memory] in device_memory.cpp).
+  /// `bytes` of inaccessible host address space; nullptr when the host has none.
+  void* reserve(size_t bytes);
+  /// Makes [ptr, ptr + bytes) of a reservation usable, counted against the capacity;
+  /// false when the capacity has less than `bytes` left or the range is not reserved.
+  bool map(void* ptr, size_t bytes);
+  /// Returns a mapped range's pages and capacity; false when it is not a mapped range.
+  bool unmap(void* ptr, size_t bytes);
+  /// False when `ptr` is not a reservation or some of it is still mapped.
+  bool release_reservation(void* ptr, size_t bytes);
   size_t capacity() const noexcept { return capacity_; }
 
  private:
@@ -43,6 +54,8 @@ class DeviceMemory {
   size_t used_ = 0;
   size_t host_failure_ = 0;
   std::unordered_map<void*, Block> blocks_;
+  std::unordered_map<void*, size_t> reservations_;  // start -> length
+  std::unordered_map<void*, size_t> mapped_;        // mapped range start -> length
 };
 
 /// Page-locked host memory, emulated: heap memory that is tracked so that it can be told

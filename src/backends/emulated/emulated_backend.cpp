@@ -83,6 +83,27 @@ std::string EmulatedBackend::alloc_failure_reason(int index) {
              " bytes; the device itself has ", free, " of its ", total, " bytes free)");
 }
 
+bool EmulatedBackend::supports_virtual_memory(int index) {
+  device(index);  // validates the index
+  return true;
+}
+
+void* EmulatedBackend::reserve_address_range(int index, size_t bytes) { return device(index).memory.reserve(bytes); }
+
+bool EmulatedBackend::map_memory(int index, void* ptr, size_t bytes) { return device(index).memory.map(ptr, bytes); }
+
+void EmulatedBackend::unmap_memory(int index, void* ptr, size_t bytes) {
+  synchronize_device(index);  // cuMemUnmap of memory in use waits for it, as cudaFree does
+  EMBER_CHECK(device(index).memory.unmap(ptr, bytes), CudaError, "CUDA error: invalid argument (unmap of ", bytes,
+              " bytes at ", ptr, ", which is not a mapped range of cuda:", index, ")");
+}
+
+void EmulatedBackend::release_address_range(int index, void* ptr, size_t bytes) {
+  EMBER_CHECK(device(index).memory.release_reservation(ptr, bytes), CudaError,
+              "CUDA error: invalid argument (release of the address range ", ptr, ", which is not an unmapped "
+              "reservation of cuda:", index, ")");
+}
+
 void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
 
 void EmulatedBackend::pinned_free(void* ptr) {

@@ -57,6 +57,11 @@ class EmulatedBackend final : public Backend {
   std::pair<size_t, size_t> mem_get_info(int device) override;
   std::string alloc_failure_reason(int device) override;
   bool device_memory_is_host_addressable() const noexcept override { return true; }
+  bool supports_virtual_memory(int device) override;
+  void* reserve_address_range(int device, size_t bytes) override;
+  bool map_memory(int device, void* ptr, size_t bytes) override;
+  void unmap_memory(int device, void* ptr, size_t bytes) override;
+  void release_address_range(int device, void* ptr, size_t bytes) override;
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
 
