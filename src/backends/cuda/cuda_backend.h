@@ -19,6 +19,7 @@
 #include <array>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -60,6 +61,12 @@ class DriverBackend final : public Backend {
   std::pair<size_t, size_t> mem_get_info(int device) override;
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
+  // Virtual memory over cuMem* driver calls (cuda_virtual_memory.cpp).
+  bool supports_virtual_memory(int device) override;
+  void* reserve_address_range(int device, size_t bytes) override;
+  bool map_memory(int device, void* ptr, size_t bytes) override;
+  void unmap_memory(int device, void* ptr, size_t bytes) override;
+  void release_address_range(int device, void* ptr, size_t bytes) override;
 
   BackendStream* default_stream(int device) override;
   BackendStream* create_stream(int device, int priority) override;
@@ -99,6 +106,7 @@ class DriverBackend final : public Backend {
   std::vector<uint64_t> generations_;
   std::vector<std::unordered_set<void*>> live_allocations_;  // per device, for reset
   std::set<std::pair<int, int>> peer_enabled_;
+  std::unordered_map<void*, unsigned long long> mapped_handles_;  // map_memory range -> cuMemCreate handle
 };
 
 /// The CUDA stream behind a backend stream.
