@@ -20,3 +20,6 @@
 #include "ember/stream.h"
 #include "ember/tensor.h"
 #include "ember/tensor_options.h"
+
+// Allocator modes.
+#include "ember/cuda_allocator.h"

@@ -1,6 +1,7 @@
-// The per-device caching allocators, the pinned allocator, and ember::cuda's memory API.
+// The per-device allocators, the pinned allocator, and ember::cuda's memory API.
 //
-// Allocators are created on first use, one per device, over detail::undecorated_backend()
+// Allocators are created on first use, one per device, in the mode Note [Allocator modes]
+// (memory/device_allocator.h) picks, over detail::undecorated_backend()
 // (the stream sanitizer learns of their blocks from their reports instead). They
 // are never destroyed: tensors in static objects may free into them during exit, after
 // any registry destructor would have run.
@@ -9,14 +10,18 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ember/cuda.h"
+#include "ember/cuda_allocator.h"
 #include "ember/errors.h"
 #include "memory/caching_allocator.h"
 #include "memory/caching_host_allocator.h"
+#include "memory/device_allocator.h"
 #include "runtime/context.h"
 #include "runtime/registry.h"
 
@@ -25,8 +30,8 @@ namespace {
 
 StreamRef stream_ref(StreamState* stream) { return {stream->native(), stream->id(), stream->device()}; }
 
-// An allocation belongs to the calling thread's current stream on the device.
-class DeviceAllocator final : public Allocator {
+// The native mode. An allocation belongs to the calling thread's current stream on the device.
+class DeviceAllocator final : public DeviceMemoryAllocator {
  public:
   DeviceAllocator(Backend& backend, int device, const AllocatorConfig& config) : cache_(backend, device, config) {}
   void* allocate(size_t nbytes) override {
@@ -36,6 +41,16 @@ class DeviceAllocator final : public Allocator {
   void deallocate(void* ptr) noexcept override { cache_.free(ptr); }
   void record_stream(void* ptr, StreamState* stream) override { cache_.record_stream(ptr, stream_ref(stream)); }
   CachingAllocator& cache() noexcept { return cache_; }
+
+  const char* backend_name() const noexcept override { return "native"; }
+  void empty_cache() override { cache_.empty_cache(); }
+  DeviceStats stats() const override { return cache_.stats(); }
+  void reset_peak_stats() override { cache_.reset_peak_stats(); }
+  void reset_accumulated_stats() override { cache_.reset_accumulated_stats(); }
+  void set_memory_fraction(double fraction) override { cache_.set_memory_fraction(fraction); }
+  void record_history(bool enabled, size_t max_entries) override { cache_.record_history(enabled, max_entries); }
+  nlohmann::json segments_json() const override { return cache_.segments_json(); }
+  nlohmann::json trace_json() const override { return cache_.trace_json(); }
 
  private:
   CachingAllocator cache_;
@@ -55,12 +70,20 @@ class PinnedAllocator final : public Allocator {
 
 struct Registry {
   std::once_flag sized;
-  std::unique_ptr<std::atomic<DeviceAllocator*>[]> devices;
+  std::unique_ptr<std::atomic<DeviceMemoryAllocator*>[]> devices;
   int device_count = 0;
-  std::mutex mutex;  // creation and the history setting; never taken on the hot path
+  std::mutex mutex;  // creation, the mode and the history setting; never taken on the hot path
   bool history_enabled = false;
   size_t history_max_entries = 100000;
+  bool initialized = false;  // some device allocator exists: the mode is fixed
+  std::optional<cuda::PluggableAllocator::Functions> pluggable;  // as installed
 };
+
+// With r.mutex held: the mode the next device allocator is made in.
+const char* mode_name(const Registry& r) {
+  if (r.pluggable) return "pluggable";
+  return env_alloc_config().use_async_allocator ? "cudaMallocAsync" : "native";
+}
 
 Registry& registry() {
   static auto* instance = new Registry;  // leaked on purpose, see the file comment
@@ -70,33 +93,39 @@ Registry& registry() {
 void size_registry(Registry& r) {
   std::call_once(r.sized, [&] {
     r.device_count = backend().device_count();
-    r.devices = std::make_unique<std::atomic<DeviceAllocator*>[]>(static_cast<size_t>(r.device_count));
+    r.devices = std::make_unique<std::atomic<DeviceMemoryAllocator*>[]>(static_cast<size_t>(r.device_count));
     // cuda::reset_device returns the device's cache before its streams become invalid.
     set_device_reset_hook(&empty_device_cache);
   });
 }
 
-DeviceAllocator& device_allocator(int device) {
+DeviceMemoryAllocator& device_allocator(int device) {
   Registry& r = registry();
   size_registry(r);
   EMBER_CHECK(device >= 0 && device < r.device_count, IndexError, "Device index value ", device,
               " is out of index range [0, ", r.device_count, ")");
-  if (DeviceAllocator* existing = r.devices[device].load(std::memory_order_acquire)) return *existing;
+  if (DeviceMemoryAllocator* existing = r.devices[device].load(std::memory_order_acquire)) return *existing;
   std::lock_guard lock(r.mutex);
-  DeviceAllocator* allocator = r.devices[device].load(std::memory_order_relaxed);
+  DeviceMemoryAllocator* allocator = r.devices[device].load(std::memory_order_relaxed);
   if (allocator == nullptr) {
-    allocator = new DeviceAllocator(undecorated_backend(), device, env_alloc_config());
-    if (r.history_enabled) allocator->cache().record_history(true, r.history_max_entries);
+    const AllocatorConfig& config = env_alloc_config();
+    std::unique_ptr<DeviceMemoryAllocator> made;
+    if (r.pluggable) made = make_pluggable_allocator(*r.pluggable, device);
+    else if (config.use_async_allocator) made = make_async_allocator(undecorated_backend(), device);
+    else made = std::make_unique<DeviceAllocator>(undecorated_backend(), device, config);
+    if (r.history_enabled) made->record_history(true, r.history_max_entries);
+    allocator = made.release();
+    r.initialized = true;
     r.devices[device].store(allocator, std::memory_order_release);
   }
   return *allocator;
 }
 
 // Allocators that exist now; devices never used have none.
-std::vector<DeviceAllocator*> existing_allocators() {
+std::vector<DeviceMemoryAllocator*> existing_allocators() {
   Registry& r = registry();
   size_registry(r);  // also orders this read after the sizing on another thread
-  std::vector<DeviceAllocator*> result;
+  std::vector<DeviceMemoryAllocator*> result;
   for (int device = 0; device < r.device_count; ++device)
     result.push_back(r.devices[device].load(std::memory_order_acquire));
   return result;
@@ -113,7 +142,7 @@ int resolve(int device) {
   return device;
 }
 
-CachingAllocator& cache_of(int device) { return device_allocator(resolve(device)).cache(); }
+DeviceMemoryAllocator& cache_of(int device) { return device_allocator(resolve(device)); }
 
 }  // namespace
 
@@ -125,7 +154,7 @@ void empty_device_cache(int device) {
   Registry& r = registry();
   size_registry(r);
   if (device < 0 || device >= r.device_count) return;
-  if (DeviceAllocator* allocator = r.devices[device].load(std::memory_order_acquire)) allocator->cache().empty_cache();
+  if (DeviceMemoryAllocator* allocator = r.devices[device].load(std::memory_order_acquire)) allocator->empty_cache();
 }
 
 }  // namespace ember::detail
@@ -155,8 +184,8 @@ void reset_peak_memory_stats(int device) { cache_of(device).reset_peak_stats(); 
 void reset_accumulated_memory_stats(int device) { cache_of(device).reset_accumulated_stats(); }
 
 void empty_cache() {
-  for (detail::DeviceAllocator* allocator : detail::existing_allocators())
-    if (allocator) allocator->cache().empty_cache();
+  for (detail::DeviceMemoryAllocator* allocator : detail::existing_allocators())
+    if (allocator) allocator->empty_cache();
 }
 
 std::map<std::string, int64_t> memory_stats(int device) { return cache_of(device).stats().to_map(); }
@@ -171,13 +200,13 @@ std::string memory_snapshot_json() {
   nlohmann::json traces = nlohmann::json::array();
   detail::Registry& r = detail::registry();
   detail::size_registry(r);
-  for (detail::DeviceAllocator* allocator : detail::existing_allocators()) {
+  for (detail::DeviceMemoryAllocator* allocator : detail::existing_allocators()) {
     if (allocator == nullptr) {
       traces.push_back(nlohmann::json::array());
       continue;
     }
-    for (auto& segment : allocator->cache().segments_json()) segments.push_back(std::move(segment));
-    traces.push_back(allocator->cache().trace_json());
+    for (auto& segment : allocator->segments_json()) segments.push_back(std::move(segment));
+    traces.push_back(allocator->trace_json());
   }
   const detail::AllocatorConfig& config = detail::env_alloc_config();
   nlohmann::json settings = {{"PYTORCH_NO_CUDA_MEMORY_CACHING", !config.caching_enabled},
@@ -193,10 +222,15 @@ void record_memory_history(bool enabled, size_t max_entries) {
   detail::Registry& r = detail::registry();
   detail::size_registry(r);
   std::lock_guard lock(r.mutex);
+  // The other modes refuse, as PyTorch's do, before anything changes.
+  const std::string_view mode = detail::mode_name(r);
+  EMBER_CHECK(mode == "native", Error,
+              mode == "pluggable" ? "CUDAPluggableAllocator" : "cudaMallocAsync",
+              " does not yet support recordHistory. If you need it, please file an issue describing your use case.");
   r.history_enabled = enabled;
   r.history_max_entries = max_entries;
-  for (detail::DeviceAllocator* allocator : detail::existing_allocators())
-    if (allocator) allocator->cache().record_history(enabled, max_entries);
+  for (detail::DeviceMemoryAllocator* allocator : detail::existing_allocators())
+    if (allocator) allocator->record_history(enabled, max_entries);
 }
 
 std::pair<size_t, size_t> mem_get_info(int device) { return detail::backend().mem_get_info(detail::resolve(device)); }
@@ -204,5 +238,31 @@ std::pair<size_t, size_t> mem_get_info(int device) { return detail::backend().me
 void set_per_process_memory_fraction(double fraction, int device) { cache_of(device).set_memory_fraction(fraction); }
 
 std::map<std::string, int64_t> host_memory_stats() { return detail::pinned().cache().stats(); }
+
+PluggableAllocator::PluggableAllocator(MallocFn malloc_fn, FreeFn free_fn)
+    : functions_(std::make_shared<Functions>()) {
+  EMBER_CHECK(malloc_fn && free_fn, ValueError, "PluggableAllocator needs both a malloc and a free function");
+  functions_->malloc_fn = std::move(malloc_fn);
+  functions_->free_fn = std::move(free_fn);
+}
+
+void PluggableAllocator::set_reset_fn(std::function<void()> reset_fn) { functions_->reset_fn = std::move(reset_fn); }
+
+void PluggableAllocator::set_memory_fraction_fn(std::function<void(double, int)> memory_fraction_fn) {
+  functions_->memory_fraction_fn = std::move(memory_fraction_fn);
+}
+
+void change_current_allocator(const PluggableAllocator& allocator) {
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  EMBER_CHECK(!r.initialized, Error, "Can't swap an already initialized allocator");
+  r.pluggable = allocator.functions();
+}
+
+std::string get_allocator_backend() {
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  return detail::mode_name(r);
+}
 
 }  // namespace ember::cuda

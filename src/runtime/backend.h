@@ -83,6 +83,26 @@ class Backend {
   virtual void unmap_memory(int device, void* ptr, size_t bytes) {}
   /// Gives back a reservation from reserve_address_range, all of whose ranges are unmapped.
   virtual void release_address_range(int device, void* ptr, size_t bytes) {}
+  // ---- stream-ordered allocation (optional: backend:cudaMallocAsync) -----------------
+  /// True when the hooks below work on `device`; false, the default: backend:cudaMallocAsync
+  /// then raises DeviceError at the first allocation.
+  virtual bool supports_stream_ordered_allocation(int device) { return false; }
+  /// `bytes` from the device's default pool for work queued on `stream` from now on
+  /// (cudaMallocAsync); nullptr when the device has too little free. Never throws for OOM.
+  virtual void* stream_alloc(int device, size_t bytes, BackendStream* stream) { return nullptr; }
+  /// Returns `ptr` to the pool once `stream`'s work queued so far has run (cudaFreeAsync):
+  /// at once for later allocations on `stream`, after that point for other streams.
+  virtual void stream_free(int device, void* ptr, BackendStream* stream) {}
+  struct PoolUsage {
+    uint64_t reserved_current = 0, reserved_high = 0;  // held by the pool
+    uint64_t used_current = 0, used_high = 0;          // handed out by stream_alloc
+  };
+  /// The default pool's counters (cudaMemPoolAttr{Reserved,Used}Mem{Current,High}).
+  virtual PoolUsage pool_usage(int device) { return {}; }
+  /// Resets the high-water marks to the current values.
+  virtual void reset_pool_peaks(int device) {}
+  /// Synchronizes the device, then gives the pool's unused memory back (cudaMemPoolTrimTo 0).
+  virtual void trim_pool(int device) {}
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;

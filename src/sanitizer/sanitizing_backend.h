@@ -55,6 +55,16 @@ class SanitizingBackend final : public Backend {
   void release_address_range(int device, void* ptr, size_t bytes) override {
     upstream_.release_address_range(device, ptr, bytes);
   }
+  bool supports_stream_ordered_allocation(int device) override {
+    return upstream_.supports_stream_ordered_allocation(device);
+  }
+  void* stream_alloc(int device, size_t bytes, BackendStream* stream) override {
+    return upstream_.stream_alloc(device, bytes, stream);
+  }
+  void stream_free(int device, void* ptr, BackendStream* stream) override { upstream_.stream_free(device, ptr, stream); }
+  PoolUsage pool_usage(int device) override { return upstream_.pool_usage(device); }
+  void reset_pool_peaks(int device) override { upstream_.reset_pool_peaks(device); }
+  void trim_pool(int device) override { upstream_.trim_pool(device); }
 
   BackendStream* default_stream(int device) override;
   BackendStream* create_stream(int device, int priority) override;

@@ -61,6 +61,13 @@ class DriverBackend final : public Backend {
   std::pair<size_t, size_t> mem_get_info(int device) override;
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
+  // Stream-ordered allocation from the default memory pool (cuda_stream_ordered.cpp).
+  bool supports_stream_ordered_allocation(int device) override;
+  void* stream_alloc(int device, size_t bytes, BackendStream* stream) override;
+  void stream_free(int device, void* ptr, BackendStream* stream) override;
+  PoolUsage pool_usage(int device) override;
+  void reset_pool_peaks(int device) override;
+  void trim_pool(int device) override;
   // Virtual memory over cuMem* driver calls (cuda_virtual_memory.cpp).
   bool supports_virtual_memory(int device) override;
   void* reserve_address_range(int device, size_t bytes) override;
@@ -107,6 +114,7 @@ class DriverBackend final : public Backend {
   std::vector<std::unordered_set<void*>> live_allocations_;  // per device, for reset
   std::set<std::pair<int, int>> peer_enabled_;
   std::unordered_map<void*, unsigned long long> mapped_handles_;  // map_memory range -> cuMemCreate handle
+  std::set<int> pools_configured_;                                 // devices whose default pool is set up
 };
 
 /// The CUDA stream behind a backend stream.

@@ -15,6 +15,7 @@
 #include "backends/emulated/device_memory.h"
 #include "backends/emulated/emulated_stream.h"
 #include "backends/emulated/sticky_error.h"
+#include "backends/emulated/stream_ordered_pool.h"
 #include "runtime/backend.h"
 
 namespace ember::detail::emulated {
@@ -57,6 +58,12 @@ class EmulatedBackend final : public Backend {
   std::pair<size_t, size_t> mem_get_info(int device) override;
   std::string alloc_failure_reason(int device) override;
   bool device_memory_is_host_addressable() const noexcept override { return true; }
+  bool supports_stream_ordered_allocation(int device) override;
+  void* stream_alloc(int device, size_t bytes, BackendStream* stream) override;
+  void stream_free(int device, void* ptr, BackendStream* stream) override;
+  PoolUsage pool_usage(int device) override;
+  void reset_pool_peaks(int device) override;
+  void trim_pool(int device) override;
   bool supports_virtual_memory(int device) override;
   void* reserve_address_range(int device, size_t bytes) override;
   bool map_memory(int device, void* ptr, size_t bytes) override;
@@ -102,9 +109,10 @@ class EmulatedBackend final : public Backend {
 
  private:
   struct Device {
-    Device(int physical_index, size_t capacity) : physical(physical_index), memory(capacity) {}
+    Device(int physical_index, size_t capacity) : physical(physical_index), memory(capacity), pool(memory) {}
     int physical;
     DeviceMemory memory;
+    StreamOrderedPool pool;  // outlives the streams, whose pending frees may still reach it
     StickyError error;
     std::unique_ptr<EmulatedStream> default_stream;
     std::vector<EmulatedStream*> streams;  // every live stream, guarded by streams_mutex_

@@ -1,0 +1,55 @@
+// Allocator modes of cuda devices (PyTorch's torch.cuda.memory allocator API).
+//
+// PYTORCH_CUDA_ALLOC_CONF picks the device allocator when the first device allocator is
+// made: backend:native (the caching allocator, optionally with expandable_segments:True)
+// or backend:cudaMallocAsync (stream-ordered allocation from the device's pool). Before
+// that, change_current_allocator() can install a user's own allocation functions instead.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ember/stream.h"
+
+namespace ember::cuda {
+
+/// A user's device memory functions, as PyTorch's CUDAPluggableAllocator: every device
+/// allocation calls `malloc_fn(size, device, stream)` with the current stream of the
+/// device, every free calls `free_fn(ptr, size, device, stream)` with the values of its
+/// allocation. free_fn runs in destructors and must not throw.
+class PluggableAllocator {
+ public:
+  using MallocFn = std::function<void*(size_t size, int device, Stream stream)>;
+  using FreeFn = std::function<void(void* ptr, size_t size, int device, Stream stream)>;
+
+  /// ValueError when either function is empty.
+  PluggableAllocator(MallocFn malloc_fn, FreeFn free_fn);
+  /// Called by empty_cache() (optional).
+  void set_reset_fn(std::function<void()> reset_fn);
+  /// Called by set_per_process_memory_fraction(fraction, device) (optional).
+  void set_memory_fraction_fn(std::function<void(double fraction, int device)> memory_fraction_fn);
+
+  struct Functions {
+    MallocFn malloc_fn;
+    FreeFn free_fn;
+    std::function<void()> reset_fn;
+    std::function<void(double, int)> memory_fraction_fn;
+  };
+  const Functions& functions() const noexcept { return *functions_; }
+
+ private:
+  std::shared_ptr<Functions> functions_;
+};
+
+/// Makes `allocator`'s functions, as set now, the allocator of every cuda device.
+/// Error "Can't swap an already initialized allocator" once a device allocator
+/// exists (after the first device allocation or memory query); the current one then stays.
+void change_current_allocator(const PluggableAllocator& allocator);
+
+/// "native", "cudaMallocAsync" (PYTORCH_CUDA_ALLOC_CONF's backend) or "pluggable" (after
+/// change_current_allocator), as torch.cuda.get_allocator_backend().
+std::string get_allocator_backend();
+
+}  // namespace ember::cuda
