@@ -184,6 +184,14 @@ void reset_peak_memory_stats(int device) { cache_of(device).reset_peak_stats(); 
 void reset_accumulated_memory_stats(int device) { cache_of(device).reset_accumulated_stats(); }
 
 void empty_cache() {
+  detail::Registry& r = detail::registry();
+  std::function<void()> reset_fn;
+  {
+    std::lock_guard lock(r.mutex);
+    if (r.pluggable) reset_fn = r.pluggable->reset_fn;
+  }
+  // A user's allocator is one allocator for all devices, as in PyTorch: one reset.
+  if (reset_fn) return reset_fn();
   for (detail::DeviceMemoryAllocator* allocator : detail::existing_allocators())
     if (allocator) allocator->empty_cache();
 }

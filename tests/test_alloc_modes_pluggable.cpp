@@ -1,0 +1,175 @@
+// A user's PluggableAllocator (change_current_allocator) on two emulated devices: every
+// device allocation and free goes through the user's pair, with its sizes, devices and
+// streams; the memory API answers with PyTorch's errors; no second swap.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "ember/ember.h"
+#include "memory/memory.h"
+#include "test_support.h"
+
+namespace {
+
+constexpr size_t MiB = size_t{1} << 20;
+
+struct Call {
+  void* ptr;
+  size_t size;
+  int device;
+  uint64_t stream_id;
+};
+
+// What the user's functions saw. Emulated device memory is host memory, so the user's
+// allocator may hand out heap memory.
+struct Log {
+  std::mutex mutex;
+  std::vector<Call> mallocs, frees;
+  int resets = 0;
+  std::vector<std::pair<double, int>> fractions;
+  bool refuse = false;  // the next malloc returns nullptr
+};
+Log& calls() {
+  static Log instance;
+  return instance;
+}
+
+ember::cuda::PluggableAllocator make_allocator() {
+  ember::cuda::PluggableAllocator allocator(
+      [](size_t size, int device, ember::cuda::Stream stream) -> void* {
+        std::lock_guard lock(calls().mutex);
+        if (std::exchange(calls().refuse, false)) return nullptr;
+        void* ptr = std::aligned_alloc(512, (size + 511) / 512 * 512);
+        calls().mallocs.push_back({ptr, size, device, stream.id()});
+        return ptr;
+      },
+      [](void* ptr, size_t size, int device, ember::cuda::Stream stream) {
+        std::lock_guard lock(calls().mutex);
+        calls().frees.push_back({ptr, size, device, stream.id()});
+        std::free(ptr);
+      });
+  allocator.set_reset_fn([] { ++calls().resets; });
+  allocator.set_memory_fraction_fn([](double fraction, int device) { calls().fractions.emplace_back(fraction, device); });
+  return allocator;
+}
+
+// Before any other cuda use in this process (static initialization runs before main).
+const bool installed = (ember::cuda::emulate(2, 64 * MiB), ember::cuda::change_current_allocator(make_allocator()), true);
+
+}  // namespace
+
+namespace ember::testing {
+namespace {
+
+TEST(PluggableAllocator, TensorsAllocateAndFreeThroughTheUsersPair) {
+  ASSERT_TRUE(installed);
+  EXPECT_EQ(cuda::get_allocator_backend(), "pluggable");
+  const size_t before = calls().mallocs.size();
+  const size_t frees_before = calls().frees.size();
+  void* data = nullptr;
+  {
+    Tensor a = ones({256}, TensorOptions().device(Device(kCUDA, 0)));
+    data = a.data_ptr();
+    ASSERT_EQ(calls().mallocs.size(), before + 1);
+    const Call& call = calls().mallocs.back();
+    EXPECT_EQ(call.ptr, data);
+    EXPECT_EQ(call.size, 1024u);  // exactly what the tensor needs: no rounding in between
+    EXPECT_EQ(call.device, 0);
+    EXPECT_EQ(call.stream_id, cuda::current_stream(0).id());
+    EXPECT_FLOAT_EQ((a + a).sum().item<float>(), 512.0f);
+  }
+  cuda::synchronize();
+  int freed = 0;
+  for (size_t i = frees_before; i < calls().frees.size(); ++i) {
+    const Call& call = calls().frees[i];
+    if (call.ptr != data) continue;
+    ++freed;
+    EXPECT_EQ(call.size, 1024u);
+    EXPECT_EQ(call.device, 0);
+  }
+  EXPECT_EQ(freed, 1);
+}
+
+TEST(PluggableAllocator, TheFreeGetsTheDeviceAndStreamOfItsAllocation) {
+  cuda::Stream side(1);
+  void* ptr = nullptr;
+  {
+    cuda::StreamGuard guard(side);
+    cuda::DeviceGuard device(1);
+    ptr = detail::cuda_allocator(1).allocate(3000);
+  }
+  const Call allocated = calls().mallocs.back();
+  EXPECT_EQ(allocated.ptr, ptr);
+  EXPECT_EQ(allocated.size, 3000u);
+  EXPECT_EQ(allocated.device, 1);
+  EXPECT_EQ(allocated.stream_id, side.id());
+  detail::cuda_allocator(1).deallocate(ptr);  // from another current stream: the allocation's is passed
+  const Call freed = calls().frees.back();
+  EXPECT_EQ(freed.ptr, ptr);
+  EXPECT_EQ(freed.size, 3000u);
+  EXPECT_EQ(freed.device, 1);
+  EXPECT_EQ(freed.stream_id, side.id());
+  EXPECT_EQ(detail::cuda_allocator(0).allocate(0), nullptr);  // no call for empty storage
+}
+
+TEST(PluggableAllocator, NoMemoryFromTheUserIsAnOutOfMemoryError) {
+  const size_t mallocs = calls().mallocs.size();
+  calls().refuse = true;
+  EXPECT_EQ(error_of<OutOfMemoryError>([] { detail::cuda_allocator(0).allocate(4096); }),
+            "CUDA out of memory. The pluggable allocator returned no memory for 4096 bytes on device 0");
+  EXPECT_EQ(calls().mallocs.size(), mallocs);
+  void* ptr = detail::cuda_allocator(0).allocate(4096);  // the next call works again
+  EXPECT_NE(ptr, nullptr);
+  detail::cuda_allocator(0).deallocate(ptr);
+}
+
+TEST(PluggableAllocator, EmptyCacheAndMemoryFractionReachTheUsersFunctions) {
+  const int resets = calls().resets;
+  cuda::empty_cache();
+  EXPECT_EQ(calls().resets, resets + 1);  // one allocator for all devices, as in PyTorch
+  cuda::set_per_process_memory_fraction(0.25, 1);
+  ASSERT_FALSE(calls().fractions.empty());
+  EXPECT_EQ(calls().fractions.back(), std::make_pair(0.25, 1));
+}
+
+TEST(PluggableAllocator, StatisticsAndSnapshotsRaisePyTorchsErrors) {
+  const std::string tail = ". If you need it, please file an issue describing your use case.";
+  EXPECT_EQ(error_of<Error>([] { cuda::memory_stats(0); }),
+            "CUDAPluggableAllocator does not yet support getDeviceStats" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::memory_allocated(0); }),
+            "CUDAPluggableAllocator does not yet support getDeviceStats" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::reset_peak_memory_stats(0); }),
+            "CUDAPluggableAllocator does not yet support resetPeakStats" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::reset_accumulated_memory_stats(0); }),
+            "CUDAPluggableAllocator does not yet support resetAccumulatedStats" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::memory_snapshot_json(); }),
+            "CUDAPluggableAllocator does not yet support snapshot" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::record_memory_history(true); }),
+            "CUDAPluggableAllocator does not yet support recordHistory" + tail);
+}
+
+TEST(PluggableAllocator, ASecondSwapIsRefusedAndTheFirstStays) {
+  detail::cuda_allocator(0).deallocate(detail::cuda_allocator(0).allocate(1));  // the allocator is initialized
+  int other_calls = 0;
+  cuda::PluggableAllocator other([&](size_t, int, cuda::Stream) -> void* { return ++other_calls, nullptr; },
+                                 [](void*, size_t, int, cuda::Stream) {});
+  EXPECT_EQ(error_of<Error>([&] { cuda::change_current_allocator(other); }),
+            "Can't swap an already initialized allocator");
+  const size_t mallocs = calls().mallocs.size();
+  detail::cuda_allocator(0).deallocate(detail::cuda_allocator(0).allocate(100));
+  EXPECT_EQ(calls().mallocs.size(), mallocs + 1);
+  EXPECT_EQ(other_calls, 0);
+  EXPECT_EQ(cuda::get_allocator_backend(), "pluggable");
+}
+
+TEST(PluggableAllocator, BothFunctionsAreRequired) {
+  EXPECT_THROW(cuda::PluggableAllocator(nullptr, [](void*, size_t, int, cuda::Stream) {}), ValueError);
+  EXPECT_THROW(cuda::PluggableAllocator([](size_t, int, cuda::Stream) -> void* { return nullptr; }, nullptr),
+               ValueError);
+}
+
+}  // namespace
+}  // namespace ember::testing
