@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "ember/errors.h"
+#include "memory/host_register.h"
 #include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
@@ -42,11 +43,21 @@ void* CachingHostAllocator::malloc(size_t bytes) {
     block = cached.back();
     cached.pop_back();
   } else {
-    void* ptr = backend_.pinned_alloc(size);
+    bool registered = use_host_register_;
+    auto allocate = [&] {
+      void* memory = registered ? alloc_registered_host_memory(backend_, size, register_threads_) : nullptr;
+      if (memory == nullptr) {
+        registered = false;  // no registration on this backend, or no host memory
+        memory = backend_.pinned_alloc(size);
+      }
+      return memory;
+    };
+    void* ptr = allocate();
     if (ptr == nullptr) {
       // Give the cache back to the system and try once more, as the device allocator does.
       release_free_blocks();
-      ptr = backend_.pinned_alloc(size);
+      registered = use_host_register_;
+      ptr = allocate();
     }
     EMBER_CHECK(ptr != nullptr, OutOfMemoryError, "CUDA out of memory. Tried to allocate ", format_size(bytes),
                 " of pinned host memory (", format_size(static_cast<uint64_t>(reserved_bytes_.current)),
@@ -54,6 +65,7 @@ void* CachingHostAllocator::malloc(size_t bytes) {
     block = new Block;
     block->ptr = ptr;
     block->size = size;
+    block->registered = registered;
     blocks_.insert(block);
     segment_.increase(1);
     reserved_bytes_.increase(static_cast<int64_t>(size));
@@ -154,7 +166,8 @@ void CachingHostAllocator::make_available(Block* block) {
 void CachingHostAllocator::release_free_blocks() {
   for (auto& cached : free_blocks_) {
     for (Block* block : cached) {
-      backend_.pinned_free(block->ptr);
+      if (block->registered) free_registered_host_memory(backend_, block->ptr);
+      else backend_.pinned_free(block->ptr);
       if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, -1);
       segment_.decrease(1);
       reserved_bytes_.decrease(static_cast<int64_t>(block->size));

@@ -6,6 +6,8 @@
 // record_stream(ptr, stream) marks a stream that used the block, and freeing it then
 // records one event per such stream. The block is handed out again only after all of
 // them have completed, found by polling at the next allocation (never a wait).
+// With pinned_use_cuda_host_register, blocks are registered host memory (host_register.h)
+// where the backend can register it.
 #pragma once
 
 #include <array>
@@ -26,7 +28,9 @@ namespace ember::detail {
 
 class CachingHostAllocator {
  public:
-  explicit CachingHostAllocator(Backend& backend) : backend_(backend) {}
+  /// `use_host_register` and `register_threads`: PYTORCH_CUDA_ALLOC_CONF's pinned options.
+  explicit CachingHostAllocator(Backend& backend, bool use_host_register = false, size_t register_threads = 1)
+      : backend_(backend), use_host_register_(use_host_register), register_threads_(register_threads) {}
   /// Releases the free cached blocks; blocks still in use are left alone.
   ~CachingHostAllocator();
   CachingHostAllocator(const CachingHostAllocator&) = delete;
@@ -48,6 +52,7 @@ class CachingHostAllocator {
     void* ptr = nullptr;
     size_t size = 0;  // its size class, a power of two
     bool allocated = false;
+    bool registered = false;  // host_register'ed memory rather than pinned_alloc's
     int event_count = 0;
     std::vector<StreamRef> stream_uses;
   };
@@ -63,6 +68,8 @@ class CachingHostAllocator {
   void make_available(Block* block);
 
   Backend& backend_;
+  const bool use_host_register_;
+  const size_t register_threads_;
   mutable std::mutex mutex_;
   std::array<std::vector<Block*>, kNumClasses> free_blocks_;  // by log2 of the size class
   PointerMap<Block> blocks_;                                  // every block, in use or cached

@@ -58,7 +58,8 @@ class DeviceAllocator final : public DeviceMemoryAllocator {
 
 class PinnedAllocator final : public Allocator {
  public:
-  explicit PinnedAllocator(Backend& backend) : cache_(backend) {}
+  PinnedAllocator(Backend& backend, const AllocatorConfig& config)
+      : cache_(backend, config.pinned_use_host_register, config.pinned_num_register_threads) {}
   void* allocate(size_t nbytes) override { return cache_.malloc(nbytes); }
   void deallocate(void* ptr) noexcept override { cache_.free(ptr); }
   void record_stream(void* ptr, StreamState* stream) override { cache_.record_stream(ptr, stream_ref(stream)); }
@@ -132,7 +133,7 @@ std::vector<DeviceMemoryAllocator*> existing_allocators() {
 }
 
 PinnedAllocator& pinned() {
-  static auto* instance = new PinnedAllocator(undecorated_backend());  // leaked on purpose
+  static auto* instance = new PinnedAllocator(undecorated_backend(), env_alloc_config());  // leaked on purpose
   return *instance;
 }
 

@@ -106,6 +106,11 @@ class Backend {
   /// Page-locked host memory (nullptr on failure) and its release.
   virtual void* pinned_alloc(size_t bytes) = 0;
   virtual void pinned_free(void* ptr) = 0;
+  /// Page-locks [ptr, ptr + bytes) of ordinary host memory (cudaHostRegister); false, the
+  /// default, when the backend cannot: the pinned allocator then uses pinned_alloc.
+  virtual bool host_register(void* ptr, size_t bytes) { return false; }
+  /// Undoes host_register(ptr, ...) (cudaHostUnregister).
+  virtual void host_unregister(void* ptr) {}
 
   // ---- streams --------------------------------------------------------------
   /// The default (legacy) stream of `device`; lives as long as the backend.

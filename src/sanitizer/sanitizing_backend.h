@@ -46,6 +46,8 @@ class SanitizingBackend final : public Backend {
   }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
+  bool host_register(void* ptr, size_t bytes) override { return upstream_.host_register(ptr, bytes); }
+  void host_unregister(void* ptr) override { upstream_.host_unregister(ptr); }
   bool supports_virtual_memory(int device) override { return upstream_.supports_virtual_memory(device); }
   void* reserve_address_range(int device, size_t bytes) override {
     return upstream_.reserve_address_range(device, bytes);

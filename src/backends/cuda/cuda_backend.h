@@ -61,7 +61,9 @@ class DriverBackend final : public Backend {
   std::pair<size_t, size_t> mem_get_info(int device) override;
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
-  // Stream-ordered allocation from the default memory pool (cuda_stream_ordered.cpp).
+  bool host_register(void* ptr, size_t bytes) override;
+  void host_unregister(void* ptr) override;
+  // Stream-ordered allocation from the default memory pool (cuda_allocator_modes.cpp).
   bool supports_stream_ordered_allocation(int device) override;
   void* stream_alloc(int device, size_t bytes, BackendStream* stream) override;
   void stream_free(int device, void* ptr, BackendStream* stream) override;

@@ -146,3 +146,29 @@ bool PinnedMemory::release(void* ptr) {
 }
 
 }  // namespace ember::detail::emulated
+
+namespace ember::detail::emulated {
+
+bool PinnedMemory::register_range(void* ptr, size_t bytes) {
+  const auto* begin = static_cast<const char*>(ptr);
+  std::lock_guard lock(mutex_);
+  auto next = registered_.lower_bound(begin);
+  if (next != registered_.end() && next->first < begin + bytes) return false;
+  if (next != registered_.begin() && std::prev(next)->first + std::prev(next)->second > begin) return false;
+  registered_.emplace(begin, bytes);
+  return true;
+}
+
+bool PinnedMemory::unregister_range(void* ptr) {
+  std::lock_guard lock(mutex_);
+  return registered_.erase(static_cast<const char*>(ptr)) == 1;
+}
+
+size_t PinnedMemory::registered_bytes() const {
+  std::lock_guard lock(mutex_);
+  size_t total = 0;
+  for (const auto& [start, bytes] : registered_) total += bytes;
+  return total;
+}
+
+}  // namespace ember::detail::emulated

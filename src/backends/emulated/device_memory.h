@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -64,10 +65,17 @@ class PinnedMemory {
  public:
   void* allocate(size_t bytes);
   bool release(void* ptr);
+  /// cudaHostRegister: false when the range overlaps a registered one.
+  bool register_range(void* ptr, size_t bytes);
+  /// cudaHostUnregister: false when `ptr` does not start a registered range.
+  bool unregister_range(void* ptr);
+  /// Bytes registered now.
+  size_t registered_bytes() const;
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::unordered_map<void*, size_t> blocks_;
+  std::map<const char*, size_t> registered_;  // by start address
 };
 
 }  // namespace ember::detail::emulated

@@ -104,6 +104,18 @@ void EmulatedBackend::release_address_range(int index, void* ptr, size_t bytes) 
               "reservation of cuda:", index, ")");
 }
 
+bool EmulatedBackend::host_register(void* ptr, size_t bytes) {
+  EMBER_CHECK(pinned_.register_range(ptr, bytes), CudaError,
+              "CUDA error: part or all of the requested memory range is already mapped (cudaHostRegister of ", bytes,
+              " bytes at ", ptr, ")");
+  return true;
+}
+
+void EmulatedBackend::host_unregister(void* ptr) {
+  EMBER_CHECK(pinned_.unregister_range(ptr), CudaError,
+              "CUDA error: pointer does not correspond to a registered memory region (cudaHostUnregister of ", ptr, ")");
+}
+
 void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
 
 void EmulatedBackend::pinned_free(void* ptr) {

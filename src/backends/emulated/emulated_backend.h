@@ -69,6 +69,10 @@ class EmulatedBackend final : public Backend {
   bool map_memory(int device, void* ptr, size_t bytes) override;
   void unmap_memory(int device, void* ptr, size_t bytes) override;
   void release_address_range(int device, void* ptr, size_t bytes) override;
+  bool host_register(void* ptr, size_t bytes) override;
+  void host_unregister(void* ptr) override;
+  /// Host bytes registered through host_register now.
+  size_t registered_host_bytes() const { return pinned_.registered_bytes(); }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
 

@@ -1,7 +1,8 @@
-// DriverBackend's stream-ordered allocation hooks (backend:cudaMallocAsync):
+// DriverBackend's allocator-mode hooks: stream-ordered allocation (backend:cudaMallocAsync),
 // cudaMallocAsync / cudaFreeAsync on the device's default memory pool, configured as
 // PyTorch's CUDAMallocAsyncAllocator does (a release threshold of UINT64_MAX, so freed
-// memory stays in the pool until trim_pool, and every reuse policy on).
+// memory stays in the pool until trim_pool, and every reuse policy on), and host memory
+// registration (pinned_use_cuda_host_register).
 #include <cstdint>
 
 #include "backends/cuda/cuda_backend.h"
@@ -83,6 +84,17 @@ void DriverBackend::trim_pool(int device) {
   DeviceScope scope(device);
   check_cuda(cudaDeviceSynchronize());
   check_cuda(cudaMemPoolTrimTo(default_pool(device), 0));
+}
+
+// cudaHostRegister for pinned_use_cuda_host_register: the memory can be used by any device.
+bool DriverBackend::host_register(void* ptr, size_t bytes) {
+  check_cuda(cudaHostRegister(ptr, bytes, cudaHostRegisterDefault));
+  return true;
+}
+
+void DriverBackend::host_unregister(void* ptr) {
+  cudaError_t err = cudaHostUnregister(ptr);
+  if (!is_kernel_error(err)) check_cuda(err);  // as pinned_free
 }
 
 }  // namespace ember::detail::driver
