@@ -18,7 +18,7 @@ cudaMemPool_t default_pool(int device) {
 }
 
 uint64_t pool_attribute(cudaMemPool_t pool, cudaMemPoolAttr attribute) {
-  cuuint64_t value = 0;
+  uint64_t value = 0;
   check_cuda(cudaMemPoolGetAttribute(pool, attribute, &value));
   return value;
 }
@@ -37,7 +37,7 @@ void* DriverBackend::stream_alloc(int device, size_t bytes, BackendStream* strea
     std::lock_guard lock(mutex_);
     if (pools_configured_.insert(device).second) {
       cudaMemPool_t pool = default_pool(device);
-      cuuint64_t threshold = UINT64_MAX;
+      uint64_t threshold = UINT64_MAX;
       check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
       int enable = 1;
       check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolReuseFollowEventDependencies, &enable));
@@ -75,7 +75,7 @@ void DriverBackend::reset_pool_peaks(int device) {
   DeviceScope scope(device);
   cudaMemPool_t pool = default_pool(device);
   // Zero is the one valid value: the driver resets each mark to its current value.
-  cuuint64_t zero = 0;
+  uint64_t zero = 0;
   check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &zero));
   check_cuda(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &zero));
 }
