@@ -10,12 +10,19 @@
 //
 // The backend is the test FakeBackend (address-space-only device memory), so the raw
 // baseline measures the fake's bookkeeping, not a real cudaMalloc.
+//
+// BM_AllocatorModes replays the same traces on an emulated device in the three
+// PYTORCH_CUDA_ALLOC_CONF modes, in the same run: the caching allocator with fixed
+// segments (native), with expandable_segments:True, and the stream-ordered pool behind
+// backend:cudaMallocAsync (its frees are queued on the stream, and each replay ends by
+// waiting for them).
 #include <benchmark/benchmark.h>
 
 #include <random>
 #include <vector>
 
 #include "memory/caching_allocator.h"
+#include "runtime/backend.h"
 #include "../tests/test_caching_allocator_fake_backend.h"
 
 namespace {
@@ -138,9 +145,54 @@ void BM_CachedSameSize(benchmark::State& state) {
       benchmark::Counter(1.0, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
+// mode 0: native, 1: expandable_segments:True, 2: backend:cudaMallocAsync's pool.
+void BM_AllocatorModes(benchmark::State& state) {
+  const int mode = static_cast<int>(state.range(0));
+  const size_t max_bytes = static_cast<size_t>(state.range(1)) * kMiB;
+  const Trace trace = make_trace(max_bytes, 42);
+  auto backend = ember::detail::make_emulated_backend(2 * kMaxLiveBytes, {0});  // room for fragmentation
+  ember::detail::AllocatorConfig config;
+  config.expandable_segments = mode == 1;
+  CachingAllocator allocator(*backend, 0, config);
+  ember::detail::BackendStream* native = backend->default_stream(0);
+  const StreamRef stream{native, 0, 0};
+  std::vector<void*> live;
+  live.reserve(trace.ops.size());
+  auto run = [&] {
+    if (mode == 2) {
+      replay(trace, live, [&](size_t bytes) { return backend->stream_alloc(0, bytes, native); },
+             [&](void* ptr) { backend->stream_free(0, ptr, native); });
+      backend->synchronize_device(0);
+    } else {
+      replay(trace, live, [&](size_t bytes) { return allocator.malloc(bytes, stream); },
+             [&](void* ptr) { allocator.free(ptr); });
+    }
+  };
+  run();  // from a cold cache: the fragmentation figures
+  double peak_reserved = 0, peak_allocated = 0;
+  if (mode == 2) {
+    const auto pool = backend->pool_usage(0);
+    peak_reserved = static_cast<double>(pool.reserved_high);
+    peak_allocated = static_cast<double>(pool.used_high);
+  } else {
+    const auto stats = allocator.stats();
+    peak_reserved = static_cast<double>(stats.reserved_bytes[ember::detail::kAggregate].peak);
+    peak_allocated = static_cast<double>(stats.allocated_bytes[ember::detail::kAggregate].peak);
+  }
+  for (auto _ : state) run();
+  set_pair_counters(state, trace);
+  state.counters["peak_reserved_MiB"] = peak_reserved / static_cast<double>(kMiB);
+  state.counters["reserved_over_allocated"] = peak_reserved / peak_allocated;
+  if (mode == 2) backend->trim_pool(0);
+}
+
 BENCHMARK(BM_CachedSameSize)->Arg(4096)->Arg(4 << 20)->Arg(64 << 20)->ArgName("bytes");
 BENCHMARK(BM_CachingAllocator)->Arg(1)->Arg(4)->Arg(64)->ArgName("max_MiB")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_RawBackendAlloc)->Arg(1)->Arg(4)->Arg(64)->ArgName("max_MiB")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AllocatorModes)
+    ->ArgsProduct({{0, 1, 2}, {1, 4, 64}})
+    ->ArgNames({"mode", "max_MiB"})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
