@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -200,6 +202,37 @@ TEST(ExpandableSegments, RecordedHistoryShowsMapsAndUnmaps) {
   EXPECT_THAT(actions, ::testing::ElementsAre("segment_map", "alloc", "free_requested", "free_completed",
                                               "segment_unmap"));
   EXPECT_EQ(device.allocator->trace_json()[0]["size"], 40 * MiB);
+}
+
+TEST(ExpandableSegments, ThreadsOnTheirOwnStreamsLeaveConsistentState) {
+  Device device(true);
+  std::vector<detail::StreamRef> streams;
+  for (uint64_t id = 1; id <= 4; ++id) streams.push_back(device.new_stream(id));
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < streams.size(); ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(t));
+      std::uniform_int_distribution<size_t> size(1, 30 * MiB);
+      std::vector<void*> live;
+      for (int step = 0; step < 300; ++step) {
+        if (live.size() < 4 && rng() % 3 != 0) {
+          live.push_back(device.allocator->malloc(size(rng), streams[t]));
+        } else if (!live.empty()) {
+          device.allocator->free(live.back());
+          live.pop_back();
+        }
+        if (step % 100 == 99) device.allocator->empty_cache();
+      }
+      for (void* ptr : live) device.allocator->free(ptr);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(device.stat("allocated_bytes.all.current"), 0);
+  EXPECT_EQ(static_cast<size_t>(device.stat("reserved_bytes.all.current")), device.device_used());
+  device.allocator->empty_cache();
+  EXPECT_EQ(device.stat("reserved_bytes.all.current"), 0);
+  EXPECT_EQ(device.device_used(), 0u);
+  EXPECT_TRUE(device.segments().empty());
 }
 
 }  // namespace
