@@ -18,7 +18,8 @@ namespace ember::cuda {
 /// A user's device memory functions, as PyTorch's CUDAPluggableAllocator: every device
 /// allocation calls `malloc_fn(size, device, stream)` with the current stream of the
 /// device, every free calls `free_fn(ptr, size, device, stream)` with the values of its
-/// allocation. free_fn runs in destructors and must not throw.
+/// allocation. free_fn runs in destructors and must not throw. Tensor::record_stream has
+/// no effect on this memory: the user's free decides when it may be reused.
 class PluggableAllocator {
  public:
   using MallocFn = std::function<void*(size_t size, int device, Stream stream)>;
