@@ -8,8 +8,16 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "ember/stream.h"
+
+namespace ember {
+class Tensor;
+namespace nn {
+class Module;
+}  // namespace nn
+}  // namespace ember
 
 namespace ember::cuda {
 
@@ -81,5 +89,16 @@ class graph {
   int previous_device_;
   std::optional<Stream> previous_stream_;
 };
+
+/// torch.cuda.make_graphed_callables for a module of one input: runs `num_warmup_iters`
+/// forward and backward passes of `module` on `sample_args` (one tensor, of the shape and
+/// dtype of every later input) on a side stream, then captures one forward and one
+/// backward pass into two graphs that share a pool. The returned module's forward, while
+/// its training mode is the one at capture, copies its input into the static input,
+/// replays the forward graph and returns the static output (overwritten by the next call);
+/// its backward replays the backward graph, so the parameters' .grad accumulate as
+/// eagerly. In the other mode it runs `module`'s own forward.
+std::shared_ptr<nn::Module> make_graphed_callables(std::shared_ptr<nn::Module> module,
+                                                   const std::vector<Tensor>& sample_args, int num_warmup_iters = 3);
 
 }  // namespace ember::cuda
