@@ -81,8 +81,9 @@ TEST(GraphedCallables, BadArgumentsAreRefused) {
   EXPECT_THROW(graphed->forward(ember::randn({4, 8}, ember::TensorOptions().device(kCuda0))), ember::ValueError);
 }
 
-// One training step of a small model: eager, then captured whole and replayed, from the
-// same initial weights and data; the losses must match step for step.
+// One training step of a small model: eager (capturable off), then captured whole and
+// replayed (capturable on), from the same initial weights and data; the losses must
+// match step for step.
 template <typename MakeOptimizer>
 void captured_step_matches_eager(MakeOptimizer make_optimizer) {
   constexpr int kSteps = 6;
@@ -95,7 +96,7 @@ void captured_step_matches_eager(MakeOptimizer make_optimizer) {
   std::vector<float> eager_losses;
   {
     auto model = small_model(5);
-    auto optimizer = make_optimizer(model->parameters());
+    auto optimizer = make_optimizer(model->parameters(), false);
     for (int i = 0; i < kSteps; ++i) {
       optimizer->zero_grad();
       Tensor loss = nn::functional::mse_loss(model->forward(inputs[i]), targets[i]);
@@ -106,7 +107,7 @@ void captured_step_matches_eager(MakeOptimizer make_optimizer) {
   }
   std::vector<float> graph_losses;
   auto model = small_model(5);
-  auto optimizer = make_optimizer(model->parameters());
+  auto optimizer = make_optimizer(model->parameters(), true);
   Tensor static_input = inputs[0].clone(), static_target = targets[0].clone();
   // Warm-up: the first step, eager (it creates the optimizer's state).
   optimizer->zero_grad();
@@ -133,21 +134,23 @@ void captured_step_matches_eager(MakeOptimizer make_optimizer) {
 }
 
 TEST(CapturedTrainingStep, AdamMatchesEager) {
-  captured_step_matches_eager([](std::vector<Tensor> params) {
-    return std::make_unique<ember::optim::Adam>(std::move(params), ember::optim::AdamOptions(1e-2).capturable(true));
+  captured_step_matches_eager([](std::vector<Tensor> params, bool capturable) {
+    return std::make_unique<ember::optim::Adam>(std::move(params),
+                                                ember::optim::AdamOptions(1e-2).capturable(capturable));
   });
 }
 
 TEST(CapturedTrainingStep, AdamWMatchesEager) {
-  captured_step_matches_eager([](std::vector<Tensor> params) {
-    return std::make_unique<ember::optim::AdamW>(std::move(params), ember::optim::AdamWOptions(1e-2).capturable(true));
+  captured_step_matches_eager([](std::vector<Tensor> params, bool capturable) {
+    return std::make_unique<ember::optim::AdamW>(std::move(params),
+                                                 ember::optim::AdamWOptions(1e-2).capturable(capturable));
   });
 }
 
 TEST(CapturedTrainingStep, SGDWithMomentumMatchesEager) {
-  captured_step_matches_eager([](std::vector<Tensor> params) {
-    return std::make_unique<ember::optim::SGD>(std::move(params),
-                                               ember::optim::SGDOptions(0.05).momentum(0.9).capturable(true));
+  captured_step_matches_eager([](std::vector<Tensor> params, bool capturable) {
+    return std::make_unique<ember::optim::SGD>(
+        std::move(params), ember::optim::SGDOptions(0.05).momentum(0.9).capturable(capturable));
   });
 }
 

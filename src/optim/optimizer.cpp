@@ -36,7 +36,8 @@ const float* Optimizer::advance_device_step(ParamState& s, const Tensor& param, 
     // Made eagerly: in a capture its fill would rerun on every replay and reset the count.
     EMBER_CHECK(!capturing, CudaError, name, "(capturable=True): the step that creates the optimizer's state cannot ",
                 "be captured; take a step (warm up) before capturing one");
-    s.device_step = full({}, static_cast<double>(s.step), TensorOptions(kFloat32).device(param.device()));
+    // The count before this step (the caller has counted it on the host already).
+    s.device_step = full({}, static_cast<double>(s.step - 1), TensorOptions(kFloat32).device(param.device()));
   }
   s.device_step += 1.0;
   return s.device_step.data_ptr<float>();

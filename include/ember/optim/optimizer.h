@@ -80,8 +80,8 @@ class Optimizer {
   };
   /// The state of `param`; state tensors are moved to its device and dtype if it moved.
   ParamState& state(const Tensor& param);
-  /// capturable: makes `s.device_step` (after the first step) and advances it on the current
-  /// stream; returns it. Refuses a capture of the state's first step and, when not
+  /// capturable: makes `s.device_step` (at the first step) and advances it on the current
+  /// stream; returns it. Called after `s.step` counted the step. Refuses a capture of the state's first step and, when not
   /// `capturable`, any capture (PyTorch's _cuda_graph_capture_health_check).
   /// `counts` false: only the capture check (a capturable SGD without momentum has no state).
   static const float* advance_device_step(ParamState& s, const Tensor& param, bool capturable, const char* name,
