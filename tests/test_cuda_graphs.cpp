@@ -191,6 +191,52 @@ TEST(CudaGraph, SynchronizingCallsDuringCaptureAreRefused) {
   }
 }
 
+TEST(CudaGraph, CapturesAreIsolatedFromOutsideWorkAndFromEachOther) {
+  Tensor x = ember::ones({4}, on(0));
+  cuda::Stream s1(0), s2(0);
+  s1.wait_stream(cuda::current_stream(0));
+  s2.wait_stream(cuda::current_stream(0));
+  // Waiting on work recorded outside the capture would cross its boundary.
+  {
+    cuda::CUDAGraph g;
+    cuda::Event outside;
+    outside.record(s2);
+    cuda::StreamGuard guard(s1);
+    g.capture_begin();
+    expect_cuda_error([&] { s1.wait_event(outside); }, "dependency created on uncaptured work in another stream");
+    expect_cuda_error([&] { g.capture_end(); }, "operation failed due to a previous error during capture");
+  }
+  // Two open captures (relaxed, so both may be open at once) cannot be joined.
+  {
+    cuda::CUDAGraph g1, g2;
+    {
+      cuda::StreamGuard guard(s1);
+      g1.capture_begin({}, "relaxed");
+    }
+    {
+      cuda::StreamGuard guard(s2);
+      g2.capture_begin({}, "relaxed");
+    }
+    expect_cuda_error([&] { s2.wait_stream(s1); }, "operation would result in a merge of separate capture sequences");
+    {
+      cuda::StreamGuard guard(s1);
+      expect_cuda_error([&] { g1.capture_end(); }, "operation failed due to a previous error during capture");
+    }
+    {
+      cuda::StreamGuard guard(s2);
+      expect_cuda_error([&] { g2.capture_end(); }, "operation failed due to a previous error during capture");
+    }
+  }
+  // Both streams work normally again.
+  Tensor y;
+  {
+    cuda::StreamGuard guard(s1);
+    y = x * 2.0;
+  }
+  cuda::current_stream(0).wait_stream(s1);
+  EXPECT_EQ(values(y), std::vector<float>(4, 2.0f));
+}
+
 TEST(CudaGraph, CaptureErrorModesDecideWhichThreadsAreRefused) {
   Tensor x = ember::full({4}, 1.0, on(0));
   Tensor other_data = ember::full({4}, 3.0, on(1));
