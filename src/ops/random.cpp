@@ -45,8 +45,8 @@ struct GraphRng {
 // The process's generators: one seed, a Philox counter per device.
 class Generators {
  public:
-  // While captures are open: the one whose stream `stream_capture_id` names, if any;
-  // reserves `count` counters of it. {seed, offset, seed_ptr, offset_ptr}.
+  // While captures are open: if `stream_capture_id` names one of `device`, reserves
+  // `count` of its intragraph counters and fills in the call's seed, offset and pointers.
   bool reserve_in_capture(int device, uint64_t stream_capture_id, uint64_t count, detail::KernelCall& call) {
     std::lock_guard lock(mutex_);
     for (GraphRng& graph : graphs_) {
