@@ -4,7 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
-//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1]
+//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1] [--cuda-graphs]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -31,6 +31,10 @@
 // split between them (batch-size / N per rank), so that an update averages the same
 // number of images as one process's. Rank 0 alone evaluates, prints and checkpoints.
 //
+// --cuda-graphs captures a whole training step (forward, backward, Adam's step with
+// capturable=True) in a CUDA graph after one eager step, and replays it for every batch
+// of the full batch size, with the batch copied into the graph's static input and target
+// (PyTorch's "whole network capture"); a smaller last batch takes an eager step.
 // --data-parallel splits each batch over every cuda device of the process with
 // nn::DataParallel (with no GPU and no EMBER_EMULATED_DEVICES, over 2 emulated devices).
 #include <chrono>
@@ -75,6 +79,7 @@ struct Args {
   bool data_parallel = false;
   int64_t lr_step = 0;  // StepLR's step_size in epochs; 0: no scheduler
   double lr_gamma = 0.1;
+  bool cuda_graphs = false;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -83,7 +88,7 @@ struct Args {
             << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
             << "             [--data DIR] [--limit BATCHES] [--eval-limit BATCHES] [--memory-snapshot FILE]\n"
             << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
-            << "             [--lr-step EPOCHS] [--lr-gamma X]\n";
+            << "             [--lr-step EPOCHS] [--lr-gamma X] [--cuda-graphs]\n";
   std::exit(2);
 }
 
@@ -114,6 +119,7 @@ Args parse(int argc, char** argv) {
       else if (flag == "--data-parallel") args.data_parallel = true;
       else if (flag == "--lr-step") args.lr_step = std::stoll(value());
       else if (flag == "--lr-gamma") args.lr_gamma = std::stod(value());
+      else if (flag == "--cuda-graphs") args.cuda_graphs = true;
       else usage("unknown option " + flag);
     } catch (const std::logic_error&) {
       usage("bad value for " + flag);
@@ -122,6 +128,9 @@ Args parse(int argc, char** argv) {
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
   if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
   if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+  if (args.cuda_graphs && (args.ddp || args.data_parallel))
+    usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
+  if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
   return args;
 }
 
@@ -292,7 +301,12 @@ int main(int argc, char** argv) {
     nn::Module& model = ddp             ? static_cast<nn::Module&>(*ddp)
                         : data_parallel ? static_cast<nn::Module&>(*data_parallel)
                                         : *net;
-    optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr));
+    if (args.cuda_graphs && !device.is_cuda()) usage("--cuda-graphs needs a cuda device; the device is " + device.str());
+    optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr).capturable(args.cuda_graphs));
+    // --cuda-graphs: the captured step and its static tensors.
+    cuda::CUDAGraph step_graph;
+    bool captured = false;
+    Tensor static_x, static_y, static_loss;
     // As in PyTorch: the scheduler is made before either state is loaded (its construction
     // sets the learning rate of epoch 0); the optimizer's state brings back the learning
     // rate, the scheduler's its epoch and base learning rates.
@@ -314,11 +328,31 @@ int main(int argc, char** argv) {
         if (args.limit >= 0 && steps >= args.limit) break;
         Tensor x = batch.data.to(device, /*non_blocking=*/true);
         Tensor y = batch.target.to(device, /*non_blocking=*/true);
-        optimizer.zero_grad();
-        Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
-        loss.backward();
-        optimizer.step();
-        total_loss += loss.detach();
+        if (args.cuda_graphs && captured && y.size(0) == args.batch_size) {
+          static_x.copy_(x, /*non_blocking=*/true);
+          static_y.copy_(y, /*non_blocking=*/true);
+          step_graph.replay();
+          total_loss += static_loss.detach();
+        } else {
+          optimizer.zero_grad();
+          Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
+          loss.backward();
+          optimizer.step();
+          total_loss += loss.detach();
+          if (args.cuda_graphs && !captured && y.size(0) == args.batch_size) {
+            // After this eager step (Adam's state exists now), capture the next ones.
+            static_x = x.clone();
+            static_y = y.clone();
+            {
+              cuda::graph capture(step_graph);  // recorded only: this batch has had its step
+              optimizer.zero_grad(/*set_to_none=*/true);
+              static_loss = nn::functional::cross_entropy(model.forward(static_x), static_y);
+              static_loss.backward();
+              optimizer.step();
+            }
+            captured = true;
+          }
+        }
         images += y.size(0);
         ++steps;
       }

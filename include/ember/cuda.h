@@ -10,6 +10,7 @@
 
 #include "ember/device.h"
 #include "ember/stream.h"
+#include "ember/cuda_graph.h"
 
 namespace ember::cuda {
 

@@ -119,6 +119,11 @@ struct KernelCall {
   bool allow_tf32 = false;  // Matmul on float32
   int device = -1;          // the cuda device it runs on; -1 on cpu
   KernelPayload payload;  // op-specific state (FFT, Im2Col, Col2Im, pooling, OptimizerStep): Note [Typed kernel payload]
+  // Random ops captured in a CUDA graph (Note [Graph-safe Philox] in ops/graph_rng.h): the
+  // seed and a base offset read from device memory when the kernel runs; `offset` is then
+  // relative to the base. Both nullptr otherwise.
+  const int64_t* philox_seed_ptr = nullptr;
+  const int64_t* philox_offset_ptr = nullptr;
 };
 
 }  // namespace ember::detail

@@ -47,7 +47,22 @@ struct StepTensor {
   double step_size = 0;              // Adam: lr / (1 - beta1^step)
   double bias_correction2_sqrt = 1;  // Adam: sqrt(1 - beta2^step)
   bool first_step = false;           // SGD: momentum buffer starts as the gradient
+  // capturable: the tensor's step count in device memory (float32, already incremented
+  // by the step), read when the kernel runs; the three values above then come from it
+  // (resolve_step), so a replayed graph's step uses the count of that replay.
+  const float* device_step = nullptr;
 };
+
+/// `t` with its values computed from its device step count, when it has one; as the
+/// host computes them otherwise (Adam: in double), so capturable steps round the same.
+EMBER_HOST_DEVICE inline StepTensor resolve_step(const StepHyper& h, StepTensor t) {
+  if (t.device_step == nullptr) return t;
+  const double step = static_cast<double>(*t.device_step);
+  t.first_step = step == 1;
+  t.step_size = h.lr / (1 - std::pow(h.beta1, step));
+  t.bias_correction2_sqrt = std::sqrt(1 - std::pow(h.beta2, step));
+  return t;
+}
 
 struct FusedStep {
   StepHyper hyper;

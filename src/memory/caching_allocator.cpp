@@ -125,7 +125,10 @@ size_t CachingAllocator::allocation_size(size_t size) noexcept {
 void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;  // as PyTorch: no block for an empty tensor
   std::lock_guard lock(mutex_);
-  if (!pending_events_.empty()) process_events();
+  if (captures_underway_.empty()) [[likely]] {
+    if (!deferred_event_blocks_.empty()) [[unlikely]] insert_deferred_events();
+    if (!pending_events_.empty()) process_events();
+  }
 
   AllocRequest request;
   request.stream = stream;
@@ -136,6 +139,7 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   request.size = round_size(bytes);
   request.pool = request.size <= kSmallSize ? &small_pool_ : &large_pool_;
   request.alloc_size = config_.caching_enabled ? allocation_size(request.size) : request.size;
+  if (!captures_underway_.empty()) [[unlikely]] route_to_private_pool(request);
 
   bool found = config_.caching_enabled && get_free_block(request);
   if (!found) {
@@ -192,6 +196,7 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   }
   if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
   ++stats_.num_device_alloc;
+  if (request.pool->owner != nullptr) [[unlikely]] note_pool_segment(*request.pool, +1);
   if (recording_)
     record_trace("segment_alloc", reinterpret_cast<uintptr_t>(ptr), size, request.stream.id, capture_context());
   request.block = block;
@@ -226,10 +231,13 @@ bool CachingAllocator::release_available_cached_blocks(const AllocRequest& reque
 }
 
 void CachingAllocator::release_cached_blocks() {
+  // A capture may neither wait on events nor free (Note [Graph private pools]).
+  if (!captures_underway_.empty()) return;
   // Deferred frees first, so their blocks can merge and go back whole.
   synchronize_and_free_events();
   release_whole_segments(large_pool_);
   release_whole_segments(small_pool_);
+  release_freeable_private_pools();
 }
 
 void CachingAllocator::release_whole_segments(BlockPool& pool) {
@@ -252,6 +260,7 @@ void CachingAllocator::release_block(Block* block) {
   }
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
+  if (block->pool->owner != nullptr) [[unlikely]] note_pool_segment(*block->pool, -1);
   if (recording_)
     record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
                  capture_context());
@@ -358,6 +367,10 @@ void CachingAllocator::free(void* ptr) noexcept {
   }
   try {
     if (!block->stream_uses.empty()) {
+      if (!captures_underway_.empty()) [[unlikely]] {
+        deferred_event_blocks_.push_back(block);  // no event may be queried during a capture
+        return;
+      }
       insert_events(block);
       if (block->event_count > 0) return;
     }

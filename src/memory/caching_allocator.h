@@ -37,6 +37,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/stack_trace.h"
+#include "ember/cuda_graph.h"
 #include "memory/alloc_conf.h"
 #include "memory/device_stats.h"
 #include "memory/expandable_segment.h"
@@ -82,6 +83,15 @@ class CachingAllocator {
   nlohmann::json segments_json() const;
   /// PyTorch snapshot "device_traces" entry of this device (empty unless recording).
   nlohmann::json trace_json() const;
+
+  // ---- CUDA graphs' private pools (caching_allocator_graphs.cpp, Note [Graph private pools]) ----
+  /// Routes allocations on streams capturing `capture_id` to private pool `pool`, made on
+  /// first use; each call counts one use of the pool. CudaError when already routing to it.
+  void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id);
+  /// Stops routing to `pool`; its blocks stay in it.
+  void end_allocate_to_pool(cuda::MempoolId pool) noexcept;
+  /// Drops one use of `pool`; at none, empty_cache returns its free segments.
+  void release_pool(cuda::MempoolId pool) noexcept;
 
  private:
   // The C++ stack of an allocator call, captured while history is recorded and
@@ -137,9 +147,23 @@ class CachingAllocator {
 
     bool is_split() const noexcept { return prev != nullptr || next != nullptr; }
   };
+  struct PrivatePool;
   struct BlockPool {
     BlockSet blocks;
     bool is_small;
+    PrivatePool* owner = nullptr;  // the private pool this belongs to; nullptr: the device's own
+  };
+  // A CUDA graph's memory (Note [Graph private pools]).
+  struct PrivatePool {
+    explicit PrivatePool(cuda::MempoolId pool_id, NodeRecycler* nodes)
+        : id(pool_id),
+          small{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), true, this},
+          large{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), false, this} {}
+    cuda::MempoolId id;
+    int use_count = 1;    // graphs and captures using it
+    size_t segments = 0;  // live segments (PyTorch's cudaMalloc_count)
+    BlockPool small;
+    BlockPool large;
   };
   static PoolEntry entry_of(Block* block) noexcept {
     return {reinterpret_cast<uintptr_t>(block->stream), block->size, reinterpret_cast<uintptr_t>(block->ptr), block};
@@ -171,6 +195,11 @@ class CachingAllocator {
   void insert_events(Block* block);
   void process_events();
   void synchronize_and_free_events();
+  /// With captures underway: the private pool of a request on a capturing stream.
+  void route_to_private_pool(AllocRequest& request);
+  void insert_deferred_events();
+  void release_freeable_private_pools();
+  void note_pool_segment(const BlockPool& pool, int change) noexcept;
   [[noreturn]] void throw_out_of_memory(const AllocRequest& request);
   void record_trace(const char* action, uintptr_t address, size_t size, uint64_t stream_id, Context context);
   /// The calling thread's stack from the allocator's caller outwards (history only).
@@ -219,6 +248,14 @@ class CachingAllocator {
   bool recording_ = false;
   size_t trace_capacity_ = 0;
   std::deque<TraceEntry> trace_;
+  // Note [Graph private pools]
+  struct CaptureRoute {
+    cuda::MempoolId pool;
+    uint64_t capture_id;
+  };
+  std::vector<CaptureRoute> captures_underway_;
+  std::map<cuda::MempoolId, std::unique_ptr<PrivatePool>> graph_pools_;
+  std::vector<Block*> deferred_event_blocks_;  // freed during a capture, used by other streams
 };
 
 }  // namespace ember::detail

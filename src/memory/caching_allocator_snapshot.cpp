@@ -78,6 +78,10 @@ std::vector<CachingAllocator::Block*> CachingAllocator::segment_heads() const {
   };
   for (const BlockPool* pool : {&small_pool_, &large_pool_})
     for (const PoolEntry& entry : pool->blocks) consider(entry.block);
+  for (const auto& [id, pool] : graph_pools_)
+    for (const BlockPool* private_pool : {&pool->small, &pool->large})
+      for (const PoolEntry& entry : private_pool->blocks) consider(entry.block);
+  for (Block* block : deferred_event_blocks_) consider(block);
   allocated_.for_each(consider);
   std::unordered_set<Block*> pending;
   for (const auto& [stream, queue] : pending_events_)
@@ -118,7 +122,7 @@ nlohmann::json CachingAllocator::segments_json() const {
                           {"requested_size", requested},
                           {"stream", head->stream_id},
                           {"segment_type", head->pool->is_small ? "small" : "large"},
-                          {"segment_pool_id", {0, 0}},
+                          {"segment_pool_id", head->pool->owner ? nlohmann::json{head->pool->owner->id.first, head->pool->owner->id.second} : nlohmann::json{0, 0}},
                           {"is_expandable", head->expandable != nullptr},
                           {"frames", nlohmann::json::array()},
                           {"blocks", std::move(blocks)}});

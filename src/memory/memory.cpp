@@ -158,6 +158,15 @@ void empty_device_cache(int device) {
   if (DeviceMemoryAllocator* allocator = r.devices[device].load(std::memory_order_acquire)) allocator->empty_cache();
 }
 
+// CUDA graphs' private pools (Note [Graph private pools]).
+void begin_allocate_to_pool(int device, cuda::MempoolId pool, uint64_t capture_id) {
+  device_allocator(device).cache().begin_allocate_to_pool(pool, capture_id);
+}
+void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept {
+  device_allocator(device).cache().end_allocate_to_pool(pool);
+}
+void release_pool(int device, cuda::MempoolId pool) noexcept { device_allocator(device).cache().release_pool(pool); }
+
 }  // namespace ember::detail
 
 namespace ember::cuda {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/allocator.h"
+#include "ember/cuda_graph.h"
 
 namespace ember::detail {
 
@@ -24,5 +25,12 @@ namespace ember::detail {
 /// Returns the unused cached memory of `device` to the backend (cuda::reset_device uses
 /// it); does nothing when that device's allocator was never created.
 void empty_device_cache(int device);
+
+/// CUDA graphs' private pools of the caching allocator of `device` (Note [Graph private
+/// pools] in caching_allocator_graphs.cpp): route the allocations of capture `capture_id`
+/// to `pool`, stop routing, drop one use of the pool.
+void begin_allocate_to_pool(int device, cuda::MempoolId pool, uint64_t capture_id);
+void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept;
+void release_pool(int device, cuda::MempoolId pool) noexcept;
 
 }  // namespace ember::detail

@@ -3,16 +3,20 @@
 // Each op reserves a range of the device's counter space, so a seed followed by the
 // same sequence of ops gives the same numbers on every backend (the kernels compute
 // element i from (seed, offset + i) alone; see kernels/philox.h).
+#include <atomic>
 #include <cmath>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include "ops/recording.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ops/fork_rng.h"
+#include "ops/graph_rng.h"
 #include "ops/launch.h"
+#include "runtime/context.h"
 
 namespace ember {
 
@@ -29,9 +33,50 @@ uint64_t advance(std::map<int, uint64_t>& offsets, Device device, uint64_t count
   return offset;
 }
 
+// A capture that random ops draw from (Note [Graph-safe Philox]).
+struct GraphRng {
+  int device;
+  uint64_t capture_id;
+  const int64_t* seed_ptr;
+  const int64_t* offset_ptr;
+  uint64_t intragraph = 0;
+};
+
 // The process's generators: one seed, a Philox counter per device.
 class Generators {
  public:
+  // While captures are open: if `stream_capture_id` names one of `device`, reserves
+  // `count` of its intragraph counters and fills in the call's seed, offset and pointers.
+  bool reserve_in_capture(int device, uint64_t stream_capture_id, uint64_t count, detail::KernelCall& call) {
+    std::lock_guard lock(mutex_);
+    for (GraphRng& graph : graphs_) {
+      if (graph.device != device || graph.capture_id != stream_capture_id) continue;
+      call.seed = seed_;
+      call.offset = graph.intragraph;
+      graph.intragraph += (count + 3) & ~uint64_t{3};
+      call.philox_seed_ptr = graph.seed_ptr;
+      call.philox_offset_ptr = graph.offset_ptr;
+      return true;
+    }
+    return false;
+  }
+  bool any_capture() const noexcept { return capturing_.load(std::memory_order_acquire) > 0; }
+  void capture_prologue(GraphRng graph) {
+    std::lock_guard lock(mutex_);
+    graphs_.push_back(graph);
+    capturing_.fetch_add(1, std::memory_order_release);
+  }
+  uint64_t capture_epilogue(uint64_t capture_id) noexcept {
+    std::lock_guard lock(mutex_);
+    for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
+      if (it->capture_id != capture_id) continue;
+      uint64_t increment = it->intragraph;
+      graphs_.erase(it);
+      capturing_.fetch_sub(1, std::memory_order_release);
+      return increment;
+    }
+    return 0;
+  }
   // Returns {seed, offset} and advances the device's offset by `count` counters.
   std::pair<uint64_t, uint64_t> reserve(Device device, uint64_t count) {
     std::lock_guard lock(mutex_);
@@ -51,6 +96,8 @@ class Generators {
   std::mutex mutex_;
   uint64_t seed_ = kDefaultSeed;
   std::map<int, uint64_t> offsets_;
+  std::vector<GraphRng> graphs_;  // open captures
+  std::atomic<int> capturing_{0};
 };
 
 Generators& generators() {
@@ -82,14 +129,38 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
   if (t.numel() == 0) return;
   detail::TensorArg out = real_view(t);
   // Normal takes two uniforms per element, double uniforms two words each: reserve 4.
-  auto [seed, offset] = reserve(t.device(), 4 * static_cast<uint64_t>(out.numel()));
+  const uint64_t count = 4 * static_cast<uint64_t>(out.numel());
   detail::KernelCall call{op, {std::move(out)}, {}, a, b};
+  if (generators().any_capture() && t.device().is_cuda()) [[unlikely]] {
+    // On a capturing stream: graph-safe Philox (Note [Graph-safe Philox]).
+    const int device = t.device().index();
+    auto [status, id] = detail::backend().capture_status(detail::current_stream_state(device)->native());
+    if (status != detail::CaptureStatus::None && generators().reserve_in_capture(device, id, count, call)) {
+      detail::launch(t.device(), call);
+      return;
+    }
+  }
+  auto [seed, offset] = reserve(t.device(), count);
   call.seed = seed;
   call.offset = offset;
   detail::launch(t.device(), call);
 }
 
 }  // namespace
+
+namespace detail {
+
+void rng_capture_prologue(int device, uint64_t capture_id, const int64_t* seed_ptr, const int64_t* offset_ptr) {
+  generators().capture_prologue(GraphRng{device, capture_id, seed_ptr, offset_ptr});
+}
+
+uint64_t rng_capture_epilogue(uint64_t capture_id) noexcept { return generators().capture_epilogue(capture_id); }
+
+std::pair<uint64_t, uint64_t> rng_replay_prologue(int device, uint64_t increment) {
+  return generators().reserve(Device(DeviceType::CUDA, device), increment);
+}
+
+}  // namespace detail
 
 void manual_seed(uint64_t seed) {
   if (t_fork) {

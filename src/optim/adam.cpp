@@ -50,6 +50,7 @@ void Adam::update(size_t group, const std::vector<Tensor>& params, const std::ve
     if (s.buffers.empty()) s.buffers = {zeros_like(params[i]), zeros_like(params[i])};  // exp_avg, exp_avg_sq
     states[i] = s.buffers;
     ++s.step;
+    tensors[i].device_step = advance_device_step(s, params[i], o.capturable(), decoupled_ ? "AdamW" : "Adam");
     // As torch.optim.Adam computes them on the host, in double.
     const double step = static_cast<double>(s.step);
     tensors[i].step_size = o.lr() / (1 - std::pow(hyper.beta1, step));

@@ -5,11 +5,43 @@
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/autograd.h"
+#include "ember/factories.h"
 #include "nn/clear_grad.h"
+#include "runtime/backend.h"
+#include "runtime/context.h"
 
 namespace ember::optim {
 
 using ember::detail::cat;
+
+namespace {
+
+bool capturing_on(const Tensor& param) {
+  if (!param.device().is_cuda()) return false;
+  detail::StreamState* stream = detail::current_stream_state(param.device().index());
+  return detail::backend().capture_status(stream->native()).first != detail::CaptureStatus::None;
+}
+
+}  // namespace
+
+const float* Optimizer::advance_device_step(ParamState& s, const Tensor& param, bool capturable, const char* name,
+                                            bool counts) {
+  const bool capturing = capturing_on(param);
+  EMBER_CHECK(capturable || !capturing, CudaError, "Attempting CUDA graph capture of step() for an instance of ", name,
+              " but param_groups' capturable is False.");
+  if (!capturable || !counts) return nullptr;
+  EMBER_CHECK(param.device().is_cuda(), ValueError, name,
+              "(capturable=True): the parameters and their state must be CUDA tensors");
+  if (!s.device_step.defined()) {
+    // Made eagerly: in a capture its fill would rerun on every replay and reset the count.
+    EMBER_CHECK(!capturing, CudaError, name, "(capturable=True): the step that creates the optimizer's state cannot ",
+                "be captured; take a step (warm up) before capturing one");
+    // The count before this step (the caller has counted it on the host already).
+    s.device_step = full({}, static_cast<double>(s.step - 1), TensorOptions(kFloat32).device(param.device()));
+  }
+  s.device_step += 1.0;
+  return s.device_step.data_ptr<float>();
+}
 
 void Optimizer::add_group(std::vector<Tensor> params) {
   EMBER_CHECK(!params.empty(), ValueError, "optimizer got an empty parameter list");

@@ -91,7 +91,9 @@ nn::StateDict Optimizer::state_dict() const {
       if (found != state_.end() && !found->second.buffers.empty()) {
         const ParamState& s = found->second;
         const std::string prefix = cat("state.", index, ".");
-        if (saves_step()) out.insert(prefix + "step", full({}, static_cast<double>(s.step), TensorOptions(kFloat32)));
+        // capturable: the count on the device is the true one (replays advance only it).
+        const double step = s.device_step.defined() ? s.device_step.item<double>() : static_cast<double>(s.step);
+        if (saves_step()) out.insert(prefix + "step", full({}, step, TensorOptions(kFloat32)));
         for (size_t b = 0; b < names.size() && b < s.buffers.size(); ++b) out.insert(prefix + names[b], s.buffers[b]);
       }
       ++index;

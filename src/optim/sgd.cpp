@@ -50,6 +50,10 @@ void SGD::update(size_t group, const std::vector<Tensor>& params, const std::vec
       states[i] = s.buffers;
     }
     ++s.step;
+    // SGD keeps no step count of its own; capturable with momentum, the first-step flag
+    // comes from one on the device.
+    const bool counts = o.capturable() && o.momentum() != 0;
+    tensors[i].device_step = advance_device_step(s, params[i], o.capturable(), "SGD", counts);
   }
   detail::optim::fused_step(hyper, params, grads, states, tensors);
 }

@@ -41,6 +41,18 @@ class BackendEvent {
 
 enum class CopyKind : uint8_t { HostToDevice, DeviceToHost, DeviceToDevice };
 
+/// A captured and instantiated graph (cudaGraphExec_t); made by end_capture.
+class BackendGraph {
+ public:
+  virtual ~BackendGraph() = default;
+};
+
+/// cudaStreamCaptureMode: which threads' potentially unsafe calls a capture refuses
+/// (Note [Capture modes] in backends/emulated/emulated_capture.h).
+enum class CaptureMode : uint8_t { Global, ThreadLocal, Relaxed };
+/// cudaStreamCaptureStatus of a stream.
+enum class CaptureStatus : uint8_t { None, Active, Invalidated };
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -169,6 +181,22 @@ class Backend {
   /// nullptr, the default, when the backend has no FFT: the plan cache then raises
   /// DeviceError. Called without any stream; a decorator should forward it.
   virtual std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) { return nullptr; }
+
+  // ---- graph capture (optional: the defaults refuse with CudaError, status None) ----
+  /// Starts capturing `stream` (cudaStreamBeginCapture): its work is recorded, not run.
+  virtual void begin_capture(BackendStream* stream, CaptureMode mode);
+  /// Ends the capture begun on `stream` and instantiates it (cudaStreamEndCapture and
+  /// cudaGraphInstantiate). The capture ends even when this throws (invalidated, unjoined).
+  virtual BackendGraph* end_capture(BackendStream* stream);
+  /// Runs `graph` on `stream` as one unit of work, ordered like any other (cudaGraphLaunch).
+  virtual void launch_graph(BackendGraph* graph, BackendStream* stream);
+  /// Destroys a graph from end_capture; work already queued completes. Never throws.
+  virtual void destroy_graph(BackendGraph* graph) noexcept;
+  /// The capture status of `stream` and, while Active or Invalidated, its capture's
+  /// process-unique id (cudaStreamGetCaptureInfo). Never throws.
+  virtual std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept {
+    return {CaptureStatus::None, 0};
+  }
 };
 
 /// The cuda backend, selected at first use (emulated if asked for, else driver if a GPU

@@ -106,6 +106,17 @@ void Backend::launch_host_task(BackendStream* /*stream*/, HostTask&& /*task*/) {
   fail<DeviceError>("the ", name(), " cuda backend cannot run host code on device memory");
 }
 
+void Backend::begin_capture(BackendStream* /*stream*/, CaptureMode /*mode*/) {
+  fail<CudaError>("CUDA error: operation not supported (the ", name(), " cuda backend cannot capture graphs)");
+}
+BackendGraph* Backend::end_capture(BackendStream* /*stream*/) {
+  fail<CudaError>("CUDA error: operation not supported (the ", name(), " cuda backend cannot capture graphs)");
+}
+void Backend::launch_graph(BackendGraph* /*graph*/, BackendStream* /*stream*/) {
+  fail<CudaError>("CUDA error: operation not supported (the ", name(), " cuda backend cannot launch graphs)");
+}
+void Backend::destroy_graph(BackendGraph* graph) noexcept { delete graph; }
+
 Backend& undecorated_backend() {
   Runtime& rt = runtime();
   EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);

@@ -101,6 +101,10 @@ void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, Acces
 
 void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op,
                                int device) {
+  // Work issued to a capturing stream does not run now but at each replay of its graph,
+  // which the detector does not follow: captured and replayed accesses go unchecked.
+  if (upstream_.capture_status(stream).first != CaptureStatus::None) [[unlikely]]
+    return;
   // Frame 0 is the caller of launch()/copy(): the op or runtime code that issued it.
   auto stack = std::make_shared<const StackTrace>(StackTrace::capture(2));
   std::string report;

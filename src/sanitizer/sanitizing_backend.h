@@ -95,6 +95,14 @@ class SanitizingBackend final : public Backend {
   std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override {
     return upstream_.create_fft_plan(key, device);
   }
+  // Graph capture is forwarded as is; accesses of captured work are not checked (access()).
+  void begin_capture(BackendStream* stream, CaptureMode mode) override { upstream_.begin_capture(stream, mode); }
+  BackendGraph* end_capture(BackendStream* stream) override { return upstream_.end_capture(stream); }
+  void launch_graph(BackendGraph* graph, BackendStream* stream) override { upstream_.launch_graph(graph, stream); }
+  void destroy_graph(BackendGraph* graph) noexcept override { upstream_.destroy_graph(graph); }
+  std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override {
+    return upstream_.capture_status(stream);
+  }
 
  private:
   /// Checks the accesses (throwing or warning on a race), then records them.

@@ -218,6 +218,18 @@ TEST(CudaKernelsOnHost, RandomAndArangeMatchCpu) {
       compare(call, empty(sizes, d), "arange");
     }
   }
+  // A random op captured in a CUDA graph reads its seed and base offset from memory
+  // (Note [Graph-safe Philox]); its offset is relative to that base.
+  const int64_t seed = 1234, base = 4;
+  for (OpKind op : {OpKind::Normal, OpKind::Uniform}) {
+    KernelCall call{op, {TensorArg{}}, {}};
+    call.s0 = Scalar(0.0);
+    call.s1 = Scalar(1.0);
+    call.offset = 4;
+    call.philox_seed_ptr = &seed;
+    call.philox_offset_ptr = &base;
+    compare(call, empty({4099}, kFloat32), "random from a seed and base offset in memory", 1e-5, 1e-5);
+  }
 }
 
 // uniform_ from 1.5 to 2.0 in float16/bfloat16: draws near the top round up to `to` when

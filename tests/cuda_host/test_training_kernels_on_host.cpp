@@ -287,8 +287,9 @@ TEST(TrainingKernelsOnHost, BatchNormStatsMatchCpu) {
 
 // One OptimizerStep call over `sizes` (params, gradients and state in d), run on both
 // backends from the same starting values; every param and state must agree.
+// With `device_step` (a capturable step), both read the step count from it instead.
 void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& sizes, DType d, bool first_step,
-                  const std::string& what) {
+                  const std::string& what, const float* device_step = nullptr) {
   auto step = std::make_shared<detail::FusedStep>();
   step->hyper = hyper;
   const int per_tensor = 1 + step->state_count();
@@ -299,6 +300,7 @@ void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& si
     t.first_step = first_step;
     t.step_size = hyper.lr / (1 - std::pow(hyper.beta1, 3.0));
     t.bias_correction2_sqrt = std::sqrt(1 - std::pow(hyper.beta2, 3.0));
+    t.device_step = device_step;
     step->tensors.push_back(t);
     for (int k = 0; k < per_tensor; ++k) {
       Tensor v = random({sizes[i]}, d);
@@ -352,6 +354,11 @@ TEST(TrainingKernelsOnHost, OptimizerStepMatchesCpu) {
     compare_step(nesterov, mixed, d, false, "nesterov maximize");
     compare_step(adam, many, d, false, "adam");
     compare_step(adamw, mixed, d, false, "adamw maximize");
+    // capturable: the step count read from memory when the kernel runs.
+    const float first = 1, seventh = 7;
+    compare_step(momentum, mixed, d, false, "momentum, device step 1", &first);
+    compare_step(momentum, mixed, d, true, "momentum, device step 7", &seventh);
+    compare_step(adam, many, d, false, "adam, device step 7", &seventh);
   }
 }
 

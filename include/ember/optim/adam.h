@@ -14,17 +14,22 @@ struct AdamOptions {
   AdamOptions& eps(double v) { eps_ = v; return *this; }
   AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamOptions& maximize(bool v) { maximize_ = v; return *this; }
+  /// The step count lives on the parameter's device and step() never reads it on the
+  /// host, so a step can be captured in a CUDA graph (after one eager step).
+  AdamOptions& capturable(bool v) { capturable_ = v; return *this; }
   double lr() const noexcept { return lr_; }
   std::pair<double, double> betas() const noexcept { return betas_; }
   double eps() const noexcept { return eps_; }
   double weight_decay() const noexcept { return weight_decay_; }
   bool maximize() const noexcept { return maximize_; }
+  bool capturable() const noexcept { return capturable_; }
 
  protected:
   double lr_;
   std::pair<double, double> betas_{0.9, 0.999};
   double eps_ = 1e-8, weight_decay_ = 0;
   bool maximize_ = false;
+  bool capturable_ = false;
 };
 
 /// AdamW's options: Adam's, with weight_decay 1e-2 by default.
@@ -35,7 +40,9 @@ struct AdamWOptions : AdamOptions {
   AdamWOptions& eps(double v) { eps_ = v; return *this; }
   AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   AdamWOptions& maximize(bool v) { maximize_ = v; return *this; }
+  AdamWOptions& capturable(bool v) { capturable_ = v; return *this; }
   using AdamOptions::betas;
+  using AdamOptions::capturable;
   using AdamOptions::eps;
   using AdamOptions::lr;
   using AdamOptions::maximize;

@@ -13,16 +13,20 @@ struct SGDOptions {
   SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
   SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
   SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
+  /// The momentum buffer's first-step flag comes from a step count on the parameter's
+  /// device, so a step can be captured in a CUDA graph (after one eager step).
+  SGDOptions& capturable(bool v) { capturable_ = v; return *this; }
   double lr() const noexcept { return lr_; }
   double momentum() const noexcept { return momentum_; }
   double dampening() const noexcept { return dampening_; }
   double weight_decay() const noexcept { return weight_decay_; }
   bool nesterov() const noexcept { return nesterov_; }
   bool maximize() const noexcept { return maximize_; }
+  bool capturable() const noexcept { return capturable_; }
 
  private:
   double lr_, momentum_ = 0, dampening_ = 0, weight_decay_ = 0;
-  bool nesterov_ = false, maximize_ = false;
+  bool nesterov_ = false, maximize_ = false, capturable_ = false;
 };
 
 /// torch.optim.SGD's update, exactly: d = g (+ wd * p); with momentum, buf = d on the

@@ -50,7 +50,7 @@ void step_group(const KernelCall& call, const FusedStep& step) {
   const int per_tensor = 1 + step.state_count();
   const StepHyper hyper = step.hyper;
   for (size_t i = 0; i < step.tensors.size(); ++i) {
-    const StepTensor tensor = step.tensors[i];
+    const StepTensor tensor = resolve_step(hyper, step.tensors[i]);
     T* param = static_cast<T*>(call.outputs[per_tensor * i].data);
     T* state0 = per_tensor > 1 ? static_cast<T*>(call.outputs[per_tensor * i + 1].data) : nullptr;
     T* state1 = per_tensor > 2 ? static_cast<T*>(call.outputs[per_tensor * i + 2].data) : nullptr;

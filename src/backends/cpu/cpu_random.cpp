@@ -29,7 +29,9 @@ template <typename T>
 void run_typed(const KernelCall& call, const TensorArg& out) {
   constexpr bool kFloating = is_floating_v<T>;
   using R = std::conditional_t<std::is_same_v<T, double>, double, float>;  // draw precision
-  const uint64_t seed = call.seed, offset = call.offset;
+  // A replayed graph's random op reads its seed and base offset now (Note [Graph-safe Philox]).
+  const uint64_t seed = call.philox_seed_ptr ? static_cast<uint64_t>(*call.philox_seed_ptr) : call.seed;
+  const uint64_t offset = call.offset + (call.philox_offset_ptr ? static_cast<uint64_t>(*call.philox_offset_ptr) : 0);
   switch (call.op) {
     case OpKind::Normal:
       if constexpr (!kFloating) {

@@ -101,6 +101,12 @@ class DriverBackend final : public Backend {
   void check_error(int device) override;
   void reset(int device) override;
   std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override;
+  // cuda_graphs.cpp: cudaStreamBeginCapture, cudaStreamEndCapture + cudaGraphInstantiate, ...
+  void begin_capture(BackendStream* stream, CaptureMode mode) override;
+  BackendGraph* end_capture(BackendStream* stream) override;
+  void launch_graph(BackendGraph* graph, BackendStream* stream) override;
+  void destroy_graph(BackendGraph* graph) noexcept override;
+  std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override;
 
  private:
   uint64_t generation(int device) const;

@@ -20,19 +20,35 @@ __global__ void generate_kernel(int64_t n, char* out, OffsetCalc<1> calc, Gen ge
   }
 }
 
+// A call's Philox seed and offset; a captured call reads them from device memory when it
+// runs, so each replay of its graph draws new numbers (Note [Graph-safe Philox]).
+struct PhiloxArgs {
+  uint64_t seed, offset;
+  const int64_t* seed_ptr;
+  const int64_t* offset_ptr;
+  explicit PhiloxArgs(const KernelCall& call)
+      : seed(call.seed), offset(call.offset), seed_ptr(call.philox_seed_ptr), offset_ptr(call.philox_offset_ptr) {}
+  __device__ uint64_t current_seed() const { return seed_ptr ? static_cast<uint64_t>(*seed_ptr) : seed; }
+  __device__ uint64_t current_offset() const {
+    return offset + (offset_ptr ? static_cast<uint64_t>(*offset_ptr) : 0);
+  }
+};
+
 template <typename R>
 struct NormalGen {
-  uint64_t seed, offset;
+  PhiloxArgs philox;
   R mean, std;
-  __device__ R operator()(int64_t i) const { return normal_at<R>(seed, offset, static_cast<uint64_t>(i), mean, std); }
+  __device__ R operator()(int64_t i) const {
+    return normal_at<R>(philox.current_seed(), philox.current_offset(), static_cast<uint64_t>(i), mean, std);
+  }
 };
 
 template <typename T, typename R>
 struct UniformGen {
-  uint64_t seed, offset;
+  PhiloxArgs philox;
   R from, to;
   __device__ T operator()(int64_t i) const {
-    return uniform_value<T, R>(seed, offset, static_cast<uint64_t>(i), from, to);
+    return uniform_value<T, R>(philox.current_seed(), philox.current_offset(), static_cast<uint64_t>(i), from, to);
   }
 };
 
@@ -62,13 +78,13 @@ void launch_generate(const KernelCall& call, cudaStream_t stream) {
       return dispatch_if<FloatType>(dtype, "normal", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, NormalGen<R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
+        generate<T>(call, stream, NormalGen<R>{PhiloxArgs(call), call.s0.to<R>(), call.s1.to<R>()});
       });
     case OpKind::Uniform:
       return dispatch_if<FloatType>(dtype, "uniform", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, UniformGen<T, R>{call.seed, call.offset, call.s0.to<R>(), call.s1.to<R>()});
+        generate<T>(call, stream, UniformGen<T, R>{PhiloxArgs(call), call.s0.to<R>(), call.s1.to<R>()});
       });
     case OpKind::Arange:
       return dispatch_if<RealNumericType>(dtype, "arange", [&](auto tag) {

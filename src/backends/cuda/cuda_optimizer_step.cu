@@ -32,15 +32,16 @@ __global__ void optimizer_step_kernel(StepArgs<T> a) {
   for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < total; index += stride) {
     while (index >= a.offsets[t + 1]) ++t;  // indices only grow, so t only moves forward
     const int64_t j = index - a.offsets[t];
+    const StepTensor tensor = resolve_step(a.hyper, a.tensor[t]);
     C p = convert<C>(a.param[t][j]);
     const C g = convert<C>(a.grad[t][j]);
     if (a.hyper.rule == UpdateRule::SGD) {
       C buf = a.state0[t] ? convert<C>(a.state0[t][j]) : C(0);
-      sgd_element<C>(a.hyper, a.tensor[t].first_step, p, g, &buf);
+      sgd_element<C>(a.hyper, tensor.first_step, p, g, &buf);
       if (a.state0[t]) a.state0[t][j] = convert<T>(buf);
     } else {
       C m = convert<C>(a.state0[t][j]), v = convert<C>(a.state1[t][j]);
-      adam_element<C>(a.hyper, a.tensor[t], p, g, m, v);
+      adam_element<C>(a.hyper, tensor, p, g, m, v);
       a.state0[t][j] = convert<T>(m);
       a.state1[t][j] = convert<T>(v);
     }

@@ -67,6 +67,7 @@ void* EmulatedBackend::raw_alloc(int index, size_t bytes) { return device(index)
 
 void EmulatedBackend::raw_free(int index, void* ptr) {
   if (ptr == nullptr) return;
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaFree", true);
   synchronize_device(index);  // cudaFree waits for the device
   EMBER_CHECK(device(index).memory.release(ptr), CudaError, "CUDA error: invalid argument (raw_free of ", ptr,
               ", which is not memory of cuda:", index, ")");
@@ -116,10 +117,14 @@ void EmulatedBackend::host_unregister(void* ptr) {
               "CUDA error: pointer does not correspond to a registered memory region (cudaHostUnregister of ", ptr, ")");
 }
 
-void* EmulatedBackend::pinned_alloc(size_t bytes) { return pinned_.allocate(bytes); }
+void* EmulatedBackend::pinned_alloc(size_t bytes) {
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaHostAlloc");
+  return pinned_.allocate(bytes);
+}
 
 void EmulatedBackend::pinned_free(void* ptr) {
   if (ptr == nullptr) return;
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaFreeHost");
   EMBER_CHECK(pinned_.release(ptr), CudaError, "CUDA error: invalid argument (pinned_free of ", ptr,
               ", which is not pinned memory)");
 }
@@ -151,12 +156,15 @@ void EmulatedBackend::destroy_stream(BackendStream* native) noexcept {
 
 bool EmulatedBackend::query(BackendStream* native) {
   EmulatedStream& stream = cast(native);
+  if (stream.capture() != nullptr) [[unlikely]] captures_.refuse(stream, "cudaStreamQuery on a capturing stream");
   device(stream.device()).error.raise_if_set();
   return stream.idle();
 }
 
 void EmulatedBackend::synchronize(BackendStream* native) {
   EmulatedStream& stream = cast(native);
+  if (stream.capture() != nullptr) [[unlikely]]
+    captures_.refuse(stream, "cudaStreamSynchronize on a capturing stream");
   stream.drain();
   device(stream.device()).error.raise_if_set();
 }
@@ -172,6 +180,7 @@ void EmulatedBackend::drain_device(int index) {
 }
 
 void EmulatedBackend::synchronize_device(int index) {
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaDeviceSynchronize", true);
   drain_device(index);
   device(index).error.raise_if_set();
 }
@@ -190,6 +199,8 @@ void EmulatedBackend::record(BackendEvent* native_event, BackendStream* native_s
   EmulatedStream& stream = cast(native_stream);
   EMBER_CHECK(event.device() == stream.device(), ValueError, "Event device ", event.device(),
               " does not match recording stream's device ", stream.device(), ".");
+  if (stream.capture() != nullptr && captures_.record(event, stream)) [[unlikely]]
+    return;
   auto mark = std::make_shared<RecordMark>();
   mark->timeline = stream.timeline();
   mark->device = stream.device();
@@ -204,6 +215,8 @@ void EmulatedBackend::record(BackendEvent* native_event, BackendStream* native_s
 
 void EmulatedBackend::wait(BackendStream* native_stream, BackendEvent* native_event) {
   EmulatedStream& stream = cast(native_stream);
+  if (captures_.any() && captures_.wait(stream, cast(native_event))) [[unlikely]]
+    return;
   std::shared_ptr<RecordMark> mark = cast(native_event).mark();
   // Nothing to wait for: never recorded, already reached, or earlier on this same FIFO.
   if (mark == nullptr || mark->done() || mark->timeline == stream.timeline()) return;
@@ -212,6 +225,10 @@ void EmulatedBackend::wait(BackendStream* native_stream, BackendEvent* native_ev
 
 bool EmulatedBackend::query(BackendEvent* native_event) {
   EmulatedEvent& event = cast(native_event);
+  if (captures_.any()) [[unlikely]] {
+    captures_.check_event(event, "cudaEventQuery on an event recorded in a capture");
+    captures_.check_unsafe_call(event.device(), "cudaEventQuery");
+  }
   device(event.device()).error.raise_if_set();
   std::shared_ptr<RecordMark> mark = event.mark();
   return mark == nullptr || mark->done();
@@ -219,6 +236,10 @@ bool EmulatedBackend::query(BackendEvent* native_event) {
 
 void EmulatedBackend::synchronize(BackendEvent* native_event) {
   EmulatedEvent& event = cast(native_event);
+  if (captures_.any()) [[unlikely]] {
+    captures_.check_event(event, "cudaEventSynchronize on an event recorded in a capture");
+    captures_.check_unsafe_call(event.device(), "cudaEventSynchronize");
+  }
   if (std::shared_ptr<RecordMark> mark = event.mark()) mark->timeline->wait_for(mark->seq);
   device(event.device()).error.raise_if_set();
 }
@@ -238,7 +259,11 @@ float EmulatedBackend::elapsed_ms(BackendEvent* start_event, BackendEvent* end_e
 
 // ---- work ------------------------------------------------------------------------------------
 
-void EmulatedBackend::submit(EmulatedStream& stream, WorkItem item) { submitted(stream, stream.enqueue(std::move(item))); }
+void EmulatedBackend::submit(EmulatedStream& stream, WorkItem item) {
+  if (stream.capture() != nullptr && captures_.append(stream, std::move(item))) [[unlikely]]
+    return;
+  submitted(stream, stream.enqueue(std::move(item)));
+}
 
 void EmulatedBackend::submitted(EmulatedStream& stream, uint64_t seq) {
   if (launch_blocking_) {
@@ -249,6 +274,8 @@ void EmulatedBackend::submitted(EmulatedStream& stream, uint64_t seq) {
 
 void EmulatedBackend::launch(BackendStream* native, const KernelCall& call) {
   EmulatedStream& stream = cast(native);
+  if (stream.capture() != nullptr && captures_.append_kernel(stream, call)) [[unlikely]]
+    return;
   submitted(stream, stream.enqueue_kernel(call));
 }
 
@@ -264,6 +291,11 @@ void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind ki
                            BackendStream* native) {
   EmulatedStream& stream = cast(native);
   if (bytes == 0) return;
+  if (kind != CopyKind::DeviceToDevice && !host_pinned && captures_.any()) [[unlikely]] {
+    // A copy to or from pageable memory synchronizes the host with the stream.
+    if (stream.capture() != nullptr) captures_.refuse(stream, "a copy between pageable host memory and a capturing stream");
+    captures_.check_unsafe_call(stream.device(), "a copy between pageable host memory and a device");
+  }
   if (kind == CopyKind::HostToDevice && !host_pinned) {
     // cudaMemcpyAsync from pageable memory returns once the source has been consumed:
     // snapshot it, so the caller may reuse its buffer at once.
@@ -296,6 +328,29 @@ void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(
 
 std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int /*device*/) {
   return cpu::create_fft_plan(key);
+}
+
+void EmulatedBackend::begin_capture(BackendStream* native, CaptureMode mode) {
+  EmulatedStream& stream = cast(native);
+  device(stream.device()).error.raise_if_set();
+  captures_.begin(stream, mode);
+}
+
+BackendGraph* EmulatedBackend::end_capture(BackendStream* native) { return captures_.end(cast(native)); }
+
+void EmulatedBackend::launch_graph(BackendGraph* native_graph, BackendStream* native) {
+  EMBER_ASSERT(native_graph != nullptr);
+  auto& graph = static_cast<EmulatedGraph&>(*native_graph);
+  EmulatedStream& stream = cast(native);
+  EMBER_CHECK(graph.device() == stream.device(), CudaError, "CUDA error: invalid resource handle (a graph captured "
+              "on cuda:", graph.device(), " launched on a stream of cuda:", stream.device(), ")");
+  submit(stream, GraphWork{graph.items()});
+}
+
+void EmulatedBackend::destroy_graph(BackendGraph* graph) noexcept { delete static_cast<EmulatedGraph*>(graph); }
+
+std::pair<CaptureStatus, uint64_t> EmulatedBackend::capture_status(BackendStream* native) noexcept {
+  return captures_.status(cast(native));
 }
 
 void EmulatedBackend::reset(int index) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/emulated/device_memory.h"
+#include "backends/emulated/emulated_capture.h"
 #include "backends/emulated/emulated_stream.h"
 #include "backends/emulated/sticky_error.h"
 #include "backends/emulated/stream_ordered_pool.h"
@@ -33,6 +34,17 @@ class EmulatedEvent final : public BackendEvent {
   void set_mark(std::shared_ptr<RecordMark> mark) {
     std::lock_guard lock(mutex_);
     mark_ = std::move(mark);
+    captured_ = {};
+  }
+  /// The latest recording when it was made in a capture (then mark() is nullptr).
+  CaptureRecord captured() const {
+    std::lock_guard lock(mutex_);
+    return captured_;
+  }
+  void set_captured(CaptureRecord record) {
+    std::lock_guard lock(mutex_);
+    mark_ = nullptr;
+    captured_ = std::move(record);
   }
 
  private:
@@ -40,6 +52,7 @@ class EmulatedEvent final : public BackendEvent {
   const bool timing_;
   mutable std::mutex mutex_;
   std::shared_ptr<RecordMark> mark_;
+  CaptureRecord captured_;
 };
 
 class EmulatedBackend final : public Backend {
@@ -103,6 +116,12 @@ class EmulatedBackend final : public Backend {
   void reset(int device) override;
   /// Host FFTW plans: the FFT kernel runs the cpu one on the stream worker.
   std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override;
+  /// Note [Emulated stream capture].
+  void begin_capture(BackendStream* stream, CaptureMode mode) override;
+  BackendGraph* end_capture(BackendStream* stream) override;
+  void launch_graph(BackendGraph* graph, BackendStream* stream) override;
+  void destroy_graph(BackendGraph* graph) noexcept override;
+  std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override;
 
   /// Runs `fn` on `stream` (cudaLaunchHostFunc); an exception it throws becomes the
   /// device's sticky error, exactly like a failing kernel.
@@ -135,6 +154,7 @@ class EmulatedBackend final : public Backend {
   const bool launch_blocking_;
   std::vector<std::unique_ptr<Device>> devices_;
   PinnedMemory pinned_;
+  Captures captures_;
   mutable std::mutex streams_mutex_;
 };
 

@@ -161,7 +161,7 @@ bool EmulatedStream::run_worker() {
   }
 }
 
-void EmulatedStream::execute(WorkItem& item) {
+void EmulatedStream::execute(const WorkItem& item) {
   auto guarded = [&](auto&& body) {
     if (error_.failed()) return;  // the device is in an error state: the work is skipped
     try {
@@ -173,15 +173,18 @@ void EmulatedStream::execute(WorkItem& item) {
     }
   };
   std::visit(Overloaded{
-                 [&](KernelWork& w) { guarded([&] { cpu::run(w.call); }); },
-                 [&](CopyWork& w) {
+                 [&](const KernelWork& w) { guarded([&] { cpu::run(w.call); }); },
+                 [&](const CopyWork& w) {
                    guarded([&] { std::memcpy(w.dst, w.staging ? w.staging.get() : w.src, w.bytes); });
                  },
-                 [&](FunctionWork& w) { guarded([&] { w.fn(); }); },
-                 [&](RecordWork& w) { w.mark->time = std::chrono::steady_clock::now(); },
-                 [&](WaitWork& w) { w.mark->timeline->wait_for(w.mark->seq); },
-                 [&](SleepWork& w) {
+                 [&](const FunctionWork& w) { guarded([&] { w.fn(); }); },
+                 [&](const RecordWork& w) { w.mark->time = std::chrono::steady_clock::now(); },
+                 [&](const WaitWork& w) { w.mark->timeline->wait_for(w.mark->seq); },
+                 [&](const SleepWork& w) {
                    if (w.duration.count() > 0) busy_for(w.duration);
+                 },
+                 [&](const GraphWork& w) {
+                   for (const WorkItem& captured : *w.items) execute(captured);
                  },
              },
              item);

@@ -37,6 +37,8 @@
 
 namespace ember::detail::emulated {
 
+struct EmulatedCapture;
+
 class EmulatedStream final : public BackendStream {
  public:
   EmulatedStream(int device, int priority, StickyError& error, bool launch_blocking);
@@ -47,6 +49,11 @@ class EmulatedStream final : public BackendStream {
   int device() const noexcept { return device_; }
   int priority() const noexcept { return priority_; }
   const std::shared_ptr<Timeline>& timeline() const noexcept { return timeline_; }
+
+  /// The capture this stream's work goes to, or nullptr (Note [Emulated stream capture]);
+  /// what it points to is read and changed only under the backend's Captures mutex.
+  EmulatedCapture* capture() const noexcept { return capture_.load(std::memory_order_acquire); }
+  void set_capture(EmulatedCapture* capture) noexcept { capture_.store(capture, std::memory_order_release); }
 
   /// Queues `item` and returns its sequence number (1-based).
   uint64_t enqueue(WorkItem item);
@@ -74,7 +81,7 @@ class EmulatedStream final : public BackendStream {
   WorkNode* take_node();
   /// Runs the queue until stopped; true when the worker must delete the stream.
   bool run_worker();
-  void execute(WorkItem& item);
+  void execute(const WorkItem& item);
 
   const int device_;
   const int priority_;
@@ -93,6 +100,7 @@ class EmulatedStream final : public BackendStream {
   bool stopping_ = false;              // guarded by mutex_
   bool self_delete_ = false;           // guarded by mutex_
   std::atomic<uint64_t> submitted_{0};  // written under mutex_
+  std::atomic<EmulatedCapture*> capture_{nullptr};
   std::thread worker_;
 };
 

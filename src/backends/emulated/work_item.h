@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <variant>
+#include <vector>
 
 #include "backends/emulated/timeline.h"
 #include "kernels/kernel_call.h"
@@ -47,6 +48,13 @@ struct FunctionWork {
   std::function<void()> fn;
 };
 
-using WorkItem = std::variant<KernelWork, CopyWork, RecordWork, WaitWork, SleepWork, FunctionWork>;
+struct GraphWork;
+
+using WorkItem = std::variant<KernelWork, CopyWork, RecordWork, WaitWork, SleepWork, FunctionWork, GraphWork>;
+
+/// A captured graph's replay: its items run in order as one item (Note [Emulated stream capture]).
+struct GraphWork {
+  std::shared_ptr<const std::vector<WorkItem>> items;
+};
 
 }  // namespace ember::detail::emulated

@@ -1,0 +1,215 @@
+// CUDAGraph and the graph guard (torch.cuda.CUDAGraph, torch.cuda.graph).
+//
+// A graph ties three things to one capture, as PyTorch's CUDAGraph.cpp does: the
+// backend's stream capture (Note [Emulated stream capture] on emulated devices), the
+// caching allocator's private pool for the capture's allocations (Note [Graph private
+// pools]), and the default generator's graph-safe Philox offsets (Note [Graph-safe
+// Philox]). Each step undoes the earlier ones when it fails, so every error leaves the
+// graph as it was and the allocator routing nothing to the pool.
+#include "ember/cuda_graph.h"
+
+#include <atomic>
+
+#include "ember/cuda.h"
+#include "ember/errors.h"
+#include "ember/factories.h"
+#include "ember/tensor.h"
+#include "memory/memory.h"
+#include "ops/graph_rng.h"
+#include "runtime/backend.h"
+#include "runtime/context.h"
+
+namespace ember::cuda {
+namespace {
+
+std::atomic<uint64_t> next_graph_id{1};  // a graph's own pool is {id, 0}
+std::atomic<uint64_t> next_pool_id{1};   // graph_pool_handle's pools are {0, id}
+
+detail::CaptureMode parse_mode(const std::string& mode) {
+  if (mode == "global") return detail::CaptureMode::Global;
+  if (mode == "thread_local") return detail::CaptureMode::ThreadLocal;
+  if (mode == "relaxed") return detail::CaptureMode::Relaxed;
+  detail::fail<ValueError>("Unknown capture_error_mode. Expected 'global', 'thread_local', or 'relaxed', got ", mode);
+}
+
+}  // namespace
+
+MempoolId graph_pool_handle() { return {0, next_pool_id.fetch_add(1)}; }
+
+bool is_current_stream_capturing() {
+  detail::Backend* backend = detail::backend_or_null();
+  if (backend == nullptr) return false;
+  detail::StreamState* stream = detail::current_stream_state(detail::current_device_index());
+  return backend->capture_status(stream->native()).first != detail::CaptureStatus::None;
+}
+
+struct CUDAGraph::Impl {
+  const uint64_t id = next_graph_id.fetch_add(1);
+  detail::BackendGraph* exec = nullptr;  // the instantiated graph, once captured
+  bool capturing = false;
+  int device = -1;
+  std::optional<Stream> capture_stream;
+  uint64_t capture_id = 0;
+  MempoolId pool;
+  // Note [Graph-safe Philox]: what replays write for the captured random ops.
+  Tensor seed_extragraph, offset_extragraph;
+  uint64_t wholegraph_increment = 0;
+};
+
+CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
+
+namespace {
+
+// Ends the open capture of `g` (whatever the current stream): the generator, the pool
+// routing, then the backend's capture. On failure the pool's use goes too.
+void finish_capture(CUDAGraph::Impl& g) {
+  g.capturing = false;
+  const uint64_t increment = detail::rng_capture_epilogue(g.capture_id);
+  detail::end_allocate_to_pool(g.device, g.pool);
+  try {
+    g.exec = detail::backend().end_capture(g.capture_stream->state()->native());
+  } catch (...) {
+    detail::release_pool(g.device, g.pool);
+    g.capture_stream.reset();
+    throw;
+  }
+  g.wholegraph_increment = increment;
+}
+
+}  // namespace
+
+CUDAGraph::~CUDAGraph() {
+  try {
+    if (impl_->capturing) finish_capture(*impl_);
+  } catch (...) {
+    // A capture abandoned with its graph: ended, and what it recorded dropped.
+  }
+  reset();
+}
+
+void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_mode) {
+  Impl& g = *impl_;
+  EMBER_CHECK(g.exec == nullptr && !g.capturing, CudaError,
+              "This CUDAGraph instance already owns a captured graph. To capture a new graph, create a new instance.");
+  const detail::CaptureMode mode = parse_mode(capture_error_mode);
+  const int device = detail::current_device_index();
+  Stream stream = current_stream(device);
+  EMBER_CHECK(!stream.is_default(), CudaError,
+              "CUDA graphs must be captured on a non-default stream. (However, after capture, it's ok to replay "
+              "them on the default stream.)");
+  detail::Backend& backend = detail::backend();
+  detail::BackendStream* native = stream.state()->native();
+  EMBER_CHECK(backend.capture_status(native).first == detail::CaptureStatus::None, CudaError,
+              "CUDA error: operation not permitted when stream is capturing (capture_begin on a stream that is "
+              "already capturing)");
+  // Made before the capture, from the device's own pool: replays write them eagerly.
+  if (!g.seed_extragraph.defined()) {
+    auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
+    g.seed_extragraph = zeros({1}, options);
+    g.offset_extragraph = zeros({1}, options);
+  }
+  const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
+
+  backend.begin_capture(native, mode);
+  const uint64_t capture_id = backend.capture_status(native).second;
+  try {
+    detail::begin_allocate_to_pool(device, pool_id, capture_id);
+  } catch (...) {
+    backend.destroy_graph(backend.end_capture(native));
+    throw;
+  }
+  detail::rng_capture_prologue(device, capture_id, g.seed_extragraph.data_ptr<int64_t>(),
+                               g.offset_extragraph.data_ptr<int64_t>());
+  g.capturing = true;
+  g.device = device;
+  g.capture_stream = stream;
+  g.capture_id = capture_id;
+  g.pool = pool_id;
+}
+
+void CUDAGraph::capture_end() {
+  Impl& g = *impl_;
+  EMBER_CHECK(g.capturing && detail::current_device_index() == g.device &&
+                  current_stream(g.device) == *g.capture_stream,
+              CudaError, "Capture must end on the same stream it began on.");
+  finish_capture(g);
+}
+
+void CUDAGraph::replay() {
+  Impl& g = *impl_;
+  EMBER_CHECK(g.exec != nullptr, CudaError, "Called CUDAGraph::replay without a preceding successful capture.");
+  DeviceGuard guard(g.device);
+  if (g.wholegraph_increment > 0) {
+    auto [seed, offset] = detail::rng_replay_prologue(g.device, g.wholegraph_increment);
+    g.seed_extragraph.fill_(static_cast<int64_t>(seed));
+    g.offset_extragraph.fill_(static_cast<int64_t>(offset));
+  }
+  detail::backend().launch_graph(g.exec, detail::current_stream_state(g.device)->native());
+}
+
+void CUDAGraph::reset() {
+  Impl& g = *impl_;
+  if (g.capturing) return;  // an open capture is ended by capture_end (or the destructor)
+  if (g.exec != nullptr) {
+    detail::release_pool(g.device, g.pool);
+    detail::backend().destroy_graph(std::exchange(g.exec, nullptr));
+  }
+  g.capture_stream.reset();
+  g.wholegraph_increment = 0;
+}
+
+MempoolId CUDAGraph::pool() const {
+  EMBER_CHECK(impl_->exec != nullptr, CudaError, "Called CUDAGraph::pool() without a preceding successful capture.");
+  return impl_->pool;
+}
+
+// ---- the guard ------------------------------------------------------------------------------
+
+namespace {
+
+// torch.cuda.graph's default_capture_stream: one side stream, made on first use.
+Stream default_capture_stream() {
+  static const Stream stream;  // NOLINT: made once, like the class attribute it mirrors
+  return stream;
+}
+
+}  // namespace
+
+graph::graph(CUDAGraph& cuda_graph, MempoolId pool, std::optional<Stream> stream,
+             const std::string& capture_error_mode)
+    : graph_(cuda_graph), uncaught_(std::uncaught_exceptions()), previous_device_(current_device()) {
+  Stream capture_stream = stream ? *stream : default_capture_stream();
+  synchronize();
+  empty_cache();
+  previous_stream_ = current_stream(capture_stream.device_index());
+  set_stream(capture_stream);  // also makes its device current
+  try {
+    graph_.capture_begin(pool, capture_error_mode);
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+void graph::restore() noexcept {
+  try {
+    set_stream(*previous_stream_);
+    set_device(previous_device_);
+  } catch (...) {
+    // The device was reset meanwhile: its streams are gone, nothing to restore.
+  }
+}
+
+graph::~graph() noexcept(false) {
+  const bool unwinding = std::uncaught_exceptions() > uncaught_;
+  try {
+    graph_.capture_end();
+  } catch (...) {
+    restore();
+    if (!unwinding) throw;
+    return;
+  }
+  restore();
+}
+
+}  // namespace ember::cuda
