@@ -17,6 +17,7 @@
 
 #include "core/allocator.h"
 #include "ember/cuda_allocator.h"
+#include "ember/cuda_graph.h"
 #include "memory/alloc_conf.h"
 #include "memory/device_stats.h"
 #include "runtime/backend.h"
@@ -36,6 +37,13 @@ class DeviceMemoryAllocator : public Allocator {
   /// PyTorch snapshot "segments" entries and "device_traces" entry of this device.
   virtual nlohmann::json segments_json() const = 0;
   virtual nlohmann::json trace_json() const = 0;
+  /// CUDA graphs' private pools (Note [Graph private pools]): from begin to end, the
+  /// allocations of a capture come from `pool`. Only the native mode has private pools; the
+  /// others refuse a capture (a CudaError that names the mode) and have nothing to end or
+  /// release.
+  virtual void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id);
+  virtual void end_allocate_to_pool(cuda::MempoolId /*pool*/) noexcept {}
+  virtual void release_pool(cuda::MempoolId /*pool*/) noexcept {}
 };
 
 /// backend:cudaMallocAsync on `device` (async_allocator.cpp).

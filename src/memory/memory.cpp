@@ -51,6 +51,11 @@ class DeviceAllocator final : public DeviceMemoryAllocator {
   void record_history(bool enabled, size_t max_entries) override { cache_.record_history(enabled, max_entries); }
   nlohmann::json segments_json() const override { return cache_.segments_json(); }
   nlohmann::json trace_json() const override { return cache_.trace_json(); }
+  void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id) override {
+    cache_.begin_allocate_to_pool(pool, capture_id);
+  }
+  void end_allocate_to_pool(cuda::MempoolId pool) noexcept override { cache_.end_allocate_to_pool(pool); }
+  void release_pool(cuda::MempoolId pool) noexcept override { cache_.release_pool(pool); }
 
  private:
   CachingAllocator cache_;
@@ -159,13 +164,18 @@ void empty_device_cache(int device) {
 }
 
 // CUDA graphs' private pools (Note [Graph private pools]).
+void DeviceMemoryAllocator::begin_allocate_to_pool(cuda::MempoolId /*pool*/, uint64_t /*capture_id*/) {
+  fail<CudaError>("CUDA graph capture needs the native allocator: this device's allocator is ", backend_name(),
+                  ", which has no private memory pools for captured allocations");
+}
+
 void begin_allocate_to_pool(int device, cuda::MempoolId pool, uint64_t capture_id) {
-  device_allocator(device).cache().begin_allocate_to_pool(pool, capture_id);
+  device_allocator(device).begin_allocate_to_pool(pool, capture_id);
 }
 void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept {
-  device_allocator(device).cache().end_allocate_to_pool(pool);
+  device_allocator(device).end_allocate_to_pool(pool);
 }
-void release_pool(int device, cuda::MempoolId pool) noexcept { device_allocator(device).cache().release_pool(pool); }
+void release_pool(int device, cuda::MempoolId pool) noexcept { device_allocator(device).release_pool(pool); }
 
 }  // namespace ember::detail
 
