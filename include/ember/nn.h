@@ -17,6 +17,7 @@
 #include "ember/nn/modules/pooling.h"
 #include "ember/nn/parallel/data_parallel.h"
 #include "ember/nn/parallel/distributed.h"
+#include "ember/nn/utils.h"
 #include "ember/tensor.h"
 
 namespace ember {
