@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "ember/ember.h"
+#include "ops/foreach.h"
 #include "test_support.h"
 
 namespace ember::testing {
@@ -97,6 +98,23 @@ TEST_P(ClipGrad, ValueClampsEachGradient) {
   EXPECT_FALSE(c.grad().defined());
   clip_grad_value_(b, 0.5);
   expect_values(b.grad(), {-0.5f, 0.5f, 0.25f});
+}
+
+TEST_P(ClipGrad, ForeachMulScalesEveryTensorInPlace) {
+  Tensor wide = tensor({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}}).to(dev_);
+  Tensor strided = wide.t();  // not contiguous: scaled by its own mul_
+  Tensor flat = tensor({-1.0f, 0.5f}).to(dev_);
+  Tensor empty_one = zeros({0}, dev_);
+  const uint32_t version = flat._version();
+  detail::foreach_mul_({flat, empty_one, strided}, tensor({2.0}, kFloat64).to(dev_));
+  expect_values(flat, {-2.0f, 1.0f});
+  expect_values(wide, {2.0f, 4.0f, 6.0f, 8.0f, 10.0f, 12.0f});
+  EXPECT_GT(flat._version(), version);
+  EXPECT_THROW_MSG(detail::foreach_mul_({flat, zeros({1}, TensorOptions(kFloat64).device(dev_))}, tensor({1.0f})),
+                   ValueError, "expected tensors of one device and dtype");
+  EXPECT_THROW_MSG(detail::foreach_mul_({flat}, tensor({1.0f, 2.0f})), ValueError,
+                   "the scale must be a one-element tensor, got 2 elements");
+  expect_values(flat, {-2.0f, 1.0f});
 }
 
 EMBER_ON_DEVICES(ClipGrad, "cpu", "cuda:0");

@@ -51,6 +51,7 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Im2Col: return "im2col";
     case OpKind::Col2Im: return "col2im";
     case OpKind::OptimizerStep: return "optimizer_step";
+    case OpKind::ForeachMul: return "foreach_mul_";
   }
   return "op";
 }

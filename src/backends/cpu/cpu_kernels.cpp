@@ -60,6 +60,7 @@ void run(const KernelCall& call) {
     case OpKind::Im2Col: return run_im2col(call);
     case OpKind::Col2Im: return run_col2im(call);
     case OpKind::OptimizerStep: return run_optimizer_step(call);
+    case OpKind::ForeachMul: return run_foreach_mul(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

@@ -63,6 +63,7 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
       check_launch(handle);
       break;
     case OpKind::OptimizerStep: launch_optimizer_step(call, handle); break;
+    case OpKind::ForeachMul: launch_foreach_mul(call, handle); break;
   }
 }
 

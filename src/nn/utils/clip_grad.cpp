@@ -6,7 +6,8 @@
 // per group, however many parameters it holds, as torch._foreach_norm), the group norms meet
 // on the first gradient's device for the total, and the clip coefficient
 // min(1, max_norm / (total + 1e-6)) stays a device tensor that every gradient is multiplied
-// by: nothing waits for the device unless error_if_nonfinite asks to look at the total.
+// by, in one ForeachMul launch per group: nothing waits for the device unless
+// error_if_nonfinite asks to look at the total.
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +17,7 @@
 #include "ember/nn/utils.h"
 #include "ember/ops.h"
 #include "nn/python_repr.h"
+#include "ops/foreach.h"
 
 namespace ember::nn::utils {
 namespace {
@@ -85,8 +87,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   }
   const Tensor coef = (max_norm / (total + 1e-6)).clamp(std::nullopt, 1.0);
   for (const Group& group : groups) {
-    const Tensor scale = coef.to(TensorOptions(group.device).dtype(group.dtype));
-    for (const Tensor& g : group.grads) const_cast<Tensor&>(g).mul_(scale);
+    detail::foreach_mul_(group.grads, coef.to(TensorOptions(group.device).dtype(group.dtype)));
   }
   return total;
 }
