@@ -103,6 +103,10 @@ enum class OpKind : uint8_t {
   // The fused update of a group of parameters (Note [Fused optimizer step] in
   // kernels/optimizer_step.h); payload: a FusedStep.
   OptimizerStep,
+  // Transformer ops (contracts in src/kernels/transformer_kernels.h).
+  IndexAdd,
+  LayerNorm, LayerNormBackward,
+  Gelu, GeluBackward,
 };
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;
