@@ -64,7 +64,8 @@ void index_add_typed(const TensorArg& self, const TensorArg& source, const std::
       }
     }
   };
-  parallel_loop(s, base, body, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)));
+  // Runs of at least 64 positions: each walk over k then streams whole rows of a slice.
+  parallel_loop(s, base, body, std::max<int64_t>(64, kGrainSize / std::max<int64_t>(count, 1)));
 }
 
 }  // namespace
