@@ -82,6 +82,14 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
 
+// Transformer ops. matmul above broadcasts batch dims as torch.matmul.
+/// beta * input + alpha * (batch1 @ batch2), batch1 {B, n, m} and batch2 {B, m, p}; input
+/// broadcasts to {B, n, p}; beta == 0 ignores input (NaN in it does not propagate).
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
+/// Out-of-place index_add (Tensor::index_add_).
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+
 /// The dtype PyTorch's promotion gives an op on a and b (torch.result_type).
 DType result_type(const Tensor& a, const Tensor& b);
 DType result_type(const Tensor& a, const Scalar& b);

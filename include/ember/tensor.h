@@ -236,6 +236,12 @@ class Tensor {
   /// Which output of grad_fn() this tensor is.
   uint32_t output_nr() const;
 
+  // Transformer ops (ops.h has their free forms).
+  /// self.select(dim, index[k]) += alpha * source.select(dim, k) for every k, in index order
+  /// (deterministic on every backend); index is a 1-D (or 0-d) int64/int32 tensor.
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+
   detail::TensorImpl* impl() const noexcept { return impl_.get(); }
   const std::shared_ptr<detail::TensorImpl>& impl_ptr() const noexcept { return impl_; }
 

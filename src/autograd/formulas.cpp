@@ -10,6 +10,7 @@
 #include "autograd/formula_node.h"
 #include "autograd/formulas_impl.h"
 #include "autograd/formulas_nn.h"
+#include "autograd/formulas_transformer.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -261,6 +262,10 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::AvgPool2d, nn_formulas::avg_pool2d},
     {Formula::Conv2d, nn_formulas::conv2d},
     {Formula::FFT, nn_formulas::fft},
+    {Formula::Embedding, transformer_formulas::embedding},
+    {Formula::IndexAdd, transformer_formulas::index_add},
+    {Formula::LayerNorm, transformer_formulas::layer_norm},
+    {Formula::Gelu, transformer_formulas::gelu},
 #define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW

@@ -103,6 +103,10 @@ enum class OpKind : uint8_t {
   // The fused update of a group of parameters (Note [Fused optimizer step] in
   // kernels/optimizer_step.h); payload: a FusedStep.
   OptimizerStep,
+  // Transformer ops (contracts in src/kernels/transformer_kernels.h).
+  IndexAdd,
+  LayerNorm, LayerNormBackward,
+  Gelu, GeluBackward,
   // Multi-tensor in-place scaling (torch._foreach_mul_ by a tensor): outputs[i] *= in0's
   // single element, for every output; each output a dense, contiguous 1-D run of real
   // elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.

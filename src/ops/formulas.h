@@ -81,7 +81,12 @@ enum FormulaFlags : uint8_t {
   X(MaxPool2d, "MaxPool2DWithIndicesBackward0", kSavesOutput, WindowArgs)      \
   X(AvgPool2d, "AvgPool2DBackward0", kSavesNothing, AvgPoolArgs)               \
   X(Conv2d, "ConvolutionBackward0", kSavesInputs, WindowArgs)                  \
-  X(FFT, "FftC2CBackward0", kSavesNothing, FftArgs)
+  X(FFT, "FftC2CBackward0", kSavesNothing, FftArgs)                           \
+  /* transformer ops (src/autograd/formulas_transformer.cpp) */                \
+  X(Embedding, "EmbeddingBackward0", kSavesNothing, EmbeddingArgs)             \
+  X(IndexAdd, "IndexAddBackward0", kSavesNothing, IndexAddArgs)                \
+  X(LayerNorm, "NativeLayerNormBackward0", kSavesInputs | kSavesOutput, LayerNormArgs) \
+  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs)
 // clang-format on
 
 /// The derivative formulas (one per differentiable op signature).

@@ -33,6 +33,10 @@ void launch_pool(const KernelCall& call, cudaStream_t stream);          // MaxPo
 void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream);  // MaxPool2dBackward (cuda_pool.cu)
 void launch_nll_loss(const KernelCall& call, cudaStream_t stream);      // NllLoss (cuda_loss.cu)
 void launch_batch_norm_stats(const KernelCall& call, cudaStream_t stream);  // BatchNormStats (cuda_loss.cu)
+void launch_index_add(const KernelCall& call, cudaStream_t stream);     // IndexAdd (cuda_index_add.cu)
+void launch_layer_norm(const KernelCall& call, cudaStream_t stream);    // LayerNorm (cuda_layer_norm.cu)
+void launch_layer_norm_backward(const KernelCall& call, cudaStream_t stream);  // LayerNormBackward (cuda_layer_norm.cu)
+void launch_gelu(const KernelCall& call, cudaStream_t stream);          // Gelu GeluBackward (cuda_gelu.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 
