@@ -100,9 +100,26 @@ struct FftArgs {
   Scalar scale;          // the norm's scale
 };
 
+/// logsumexp over several dims (wrapped, sorted, never empty).
+struct ReduceDimsArgs {
+  IntList dims;
+  bool keepdim = false;
+};
+/// var and std over several dims (wrapped, sorted, never empty).
+struct VarArgs {
+  IntList dims;
+  int64_t correction = 1;
+  bool keepdim = false;
+};
+/// triu and tril.
+struct DiagonalArgs {
+  int64_t diagonal = 0;
+};
+
 using FormulaArgs = std::variant<NoArgs, AlphaArgs, ScalarArgs, DimArgs, ReduceDimArgs, AddmmArgs, TransposeArgs,
                                  PermuteArgs, SelectArgs, SliceArgs, AsStridedArgs, CopyArgs, CatArgs, ClampArgs,
-                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs>;
+                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs,
+                                 ReduceDimsArgs, VarArgs, DiagonalArgs>;
 
 /// The position of `A` in FormulaArgs.
 template <typename A, size_t I = 0>

@@ -32,6 +32,10 @@ void launch_pool(const KernelCall& call, cudaStream_t stream);          // MaxPo
 void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream);  // MaxPool2dBackward (cuda_pool.cu)
 void launch_nll_loss(const KernelCall& call, cudaStream_t stream);      // NllLoss (cuda_loss.cu)
 void launch_batch_norm_stats(const KernelCall& call, cudaStream_t stream);  // BatchNormStats (cuda_loss.cu)
+void launch_cumsum(const KernelCall& call, cudaStream_t stream);       // Cumsum (cuda_cumsum.cu)
+void launch_multinomial(const KernelCall& call, cudaStream_t stream);  // Multinomial (cuda_cumsum.cu)
+void launch_sort(const KernelCall& call, cudaStream_t stream);         // Sort (cuda_sort.cu)
+void launch_scatter(const KernelCall& call, cudaStream_t stream);      // Gather ScatterAdd (cuda_scatter.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 
