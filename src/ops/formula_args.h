@@ -121,11 +121,27 @@ struct LayerNormArgs {
 struct GeluArgs {
   bool approximate_tanh = false;
 };
+/// logsumexp over several dims (wrapped, sorted, never empty).
+struct ReduceDimsArgs {
+  IntList dims;
+  bool keepdim = false;
+};
+/// var and std over several dims (wrapped, sorted, never empty).
+struct VarArgs {
+  IntList dims;
+  int64_t correction = 1;
+  bool keepdim = false;
+};
+/// triu and tril.
+struct DiagonalArgs {
+  int64_t diagonal = 0;
+};
 
 using FormulaArgs = std::variant<NoArgs, AlphaArgs, ScalarArgs, DimArgs, ReduceDimArgs, AddmmArgs, TransposeArgs,
                                  PermuteArgs, SelectArgs, SliceArgs, AsStridedArgs, CopyArgs, CatArgs, ClampArgs,
                                  NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs,
-                                 EmbeddingArgs, IndexAddArgs, LayerNormArgs, GeluArgs>;
+                                 EmbeddingArgs, IndexAddArgs, LayerNormArgs, GeluArgs,
+                                 ReduceDimsArgs, VarArgs, DiagonalArgs>;
 
 /// The position of `A` in FormulaArgs.
 template <typename A, size_t I = 0>

@@ -86,7 +86,17 @@ enum FormulaFlags : uint8_t {
   X(Embedding, "EmbeddingBackward0", kSavesNothing, EmbeddingArgs)             \
   X(IndexAdd, "IndexAddBackward0", kSavesNothing, IndexAddArgs)                \
   X(LayerNorm, "NativeLayerNormBackward0", kSavesInputs | kSavesOutput, LayerNormArgs) \
-  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs)
+  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs) \
+  /* scans, statistics, sorting, indexing (src/autograd/formulas_indexing.cpp) */ \
+  X(Cumsum, "CumsumBackward0", kSavesNothing, DimArgs)                         \
+  X(Logsumexp, "LogsumexpBackward0", kSavesInputs | kSavesOutput, ReduceDimsArgs) \
+  X(Var, "VarBackward0", kSavesInputs, VarArgs)                                \
+  X(Std, "StdBackward0", kSavesInputs | kSavesOutput, VarArgs)                 \
+  X(Triu, "TriuBackward0", kSavesNothing, DiagonalArgs)                        \
+  X(Tril, "TrilBackward0", kSavesNothing, DiagonalArgs)                        \
+  X(Sort, "SortBackward0", kSavesOutput, DimArgs)                              \
+  X(Gather, "GatherBackward0", kSavesInputs, DimArgs)                          \
+  X(ScatterAdd, "ScatterAddBackward0", kSavesInputs, DimArgs)
 // clang-format on
 
 /// The derivative formulas (one per differentiable op signature).

@@ -91,6 +91,8 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
 
 }  // namespace
 
+std::pair<uint64_t, uint64_t> detail::reserve_random(Device device, uint64_t count) { return reserve(device, count); }
+
 void manual_seed(uint64_t seed) {
   if (t_fork) {
     t_fork->seed = seed;
