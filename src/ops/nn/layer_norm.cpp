@@ -46,12 +46,15 @@ Forward layer_norm_forward(const Tensor& input, int64_t rows, int64_t cols, cons
                             {detail::make_arg(f.out), detail::make_arg(f.mean), detail::make_arg(f.rstd)},
                             {detail::make_arg(x)}};
     call.dim = 0;
-    if (weight.defined()) {
-      detail::add_arg(call.inputs, weight.contiguous().view({cols}));
+    // Operands live until the launch: a freed temporary's memory could be handed out again.
+    const Tensor w = weight.defined() ? weight.contiguous().view({cols}) : Tensor();
+    const Tensor b = bias.defined() ? bias.contiguous().view({cols}) : Tensor();
+    if (w.defined()) {
+      detail::add_arg(call.inputs, w);
       call.dim |= detail::kLayerNormWeight;
     }
-    if (bias.defined()) {
-      detail::add_arg(call.inputs, bias.contiguous().view({cols}));
+    if (b.defined()) {
+      detail::add_arg(call.inputs, b);
       call.dim |= detail::kLayerNormBias;
     }
     call.s0 = eps;
@@ -106,13 +109,18 @@ LayerNormGrads layer_norm_backward(const Tensor& grad_output, const Tensor& inpu
   for (int64_t d = input.dim() - normalized_dims; d < input.dim(); ++d) cols *= input.size(d);
   LayerNormGrads grads;
   KernelCall call{OpKind::LayerNormBackward, {}, {}};
-  add_arg(call.inputs, grad_output.contiguous().view({rows, cols}));
-  add_arg(call.inputs, input.contiguous().view({rows, cols}));
+  // Operands live until the launch: the gradients allocated below could otherwise be given
+  // the memory of a freed contiguous copy that the kernel still reads.
+  const Tensor g = grad_output.contiguous().view({rows, cols});
+  const Tensor x = input.contiguous().view({rows, cols});
+  const Tensor w = weight.defined() ? weight.contiguous().view({cols}) : Tensor();
+  add_arg(call.inputs, g);
+  add_arg(call.inputs, x);
   add_arg(call.inputs, mean);
   add_arg(call.inputs, rstd);
   call.dim = 0;
-  if (weight.defined()) {
-    add_arg(call.inputs, weight.contiguous().view({cols}));
+  if (w.defined()) {
+    add_arg(call.inputs, w);
     call.dim |= kLayerNormWeight;
   }
   if (need_input) {
