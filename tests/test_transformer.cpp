@@ -5,6 +5,7 @@
 // transformer_expected.py (/usr/bin/python3 tests/transformer_expected.py).
 #include <gtest/gtest.h>
 
+#include "../examples/charlm_model.h"
 #include "ember/ember.h"
 #include "test_support.h"
 #include "transformer_expected.h"
@@ -110,6 +111,82 @@ TEST_P(Transformer, AttentionRefusesBadMasksAndLeavesTheModuleUsable) {
   EXPECT_EQ(m->forward(x).sizes(), (std::vector<int64_t>{2, 3, 8}));
 }
 
+TEST_P(Transformer, PreNormGeluEncoderLayerMatchesPyTorch) {
+  const Case& c = transformer_expected::k_tel_pre_gelu;
+  auto layer = std::make_shared<nn::TransformerEncoderLayer>(8, 2, 16, 0.0, "gelu", 1e-5, /*batch_first=*/true,
+                                                             /*norm_first=*/true);
+  EXPECT_EQ(layer->state_dict().keys(),
+            (std::vector<std::string>{"self_attn.in_proj_weight", "self_attn.in_proj_bias", "self_attn.out_proj.weight",
+                                      "self_attn.out_proj.bias", "linear1.weight", "linear1.bias", "linear2.weight",
+                                      "linear2.bias", "norm1.weight", "norm1.bias", "norm2.weight", "norm2.bias"}));
+  layer->to(dev_);
+  load(*layer, c);
+  Tensor x = value(c, "x").requires_grad_();
+  Tensor causal = arange(3, TensorOptions(dev_)).unsqueeze(0).gt(arange(3, TensorOptions(dev_)).unsqueeze(1));
+  Tensor out = layer->forward(x, causal);
+  expect_close(out, value(c, "out"), "out");
+  (out * value(c, "probe")).sum().backward();
+  expect_close(x.grad(), value(c, "grad.x"), "grad.x");
+  expect_param_grads(*layer, c);
+}
+
+TEST_P(Transformer, PostNormReluEncoderLayerWithPaddingMatchesPyTorch) {
+  const Case& c = transformer_expected::k_tel_post_relu;
+  auto layer = std::make_shared<nn::TransformerEncoderLayer>(8, 2, 16, 0.0);
+  layer->to(dev_);
+  load(*layer, c);
+  Tensor x = value(c, "x").requires_grad_();
+  Tensor kpm = tensor({{false, false, true}, {false, false, false}}).to(dev_);
+  Tensor out = layer->forward(x, {}, kpm);
+  expect_close(out, value(c, "out"), "out");
+  (out * value(c, "probe")).sum().backward();
+  expect_close(x.grad(), value(c, "grad.x"), "grad.x");
+  expect_param_grads(*layer, c);
+}
+
+// One training step of examples/charlm's model from PyTorch's weights and batch: the loss,
+// the logits, every gradient (the tied embedding's sums both uses), clip_grad_norm_'s total
+// and the parameters after AdamW with its two groups.
+TEST_P(Transformer, CharModelTrainingStepMatchesPyTorch) {
+  const Case& c = transformer_expected::k_charlm_step;
+  charlm::Config config;
+  config.vocab_size = 11;
+  config.context = 6;
+  config.width = 8;
+  config.layers = 2;
+  config.heads = 2;
+  config.dropout = 0.0;
+  auto model = std::make_shared<charlm::CharLM>(config);
+  model->to(dev_);
+  load(*model, c);
+  EXPECT_TRUE(model->lm_head->weight.is_same(model->wte->weight));
+  Tensor idx = value(c, "idx").to(kInt64), targets = value(c, "targets").to(kInt64);
+  Tensor logits = model->forward(idx);
+  expect_close(logits, value(c, "logits"), "logits");
+  Tensor loss = nn::functional::cross_entropy(logits.reshape({-1, 11}), targets.reshape({-1}));
+  expect_close(loss, value(c, "loss"), "loss", 1e-6);
+  loss.backward();
+  expect_param_grads(*model, c, 5e-5);
+  Tensor total = nn::utils::clip_grad_norm_(model->parameters(), 0.5);
+  expect_close(total, value(c, "clip_total"), "clip total", 1e-5);
+  auto [decay, no_decay] = charlm::decay_groups(*model);
+  optim::AdamW opt(decay, optim::AdamWOptions(1e-2).betas({0.9, 0.95}).weight_decay(0.1));
+  opt.add_param_group(no_decay, optim::AdamWOptions(1e-2).betas({0.9, 0.95}).weight_decay(0.0));
+  opt.step();
+  for (const auto& [key, t] : model->state_dict()) {
+    if (key.ends_with("in_proj_bias")) {
+      // The key projection's bias has a zero gradient in exact arithmetic (softmax ignores a
+      // constant added to every score of a row): its float gradient is rounding noise, which
+      // Adam scales up to full steps of random sign. The query and value parts are compared.
+      Tensor expected = value(c, "after." + key);
+      expect_close(t.slice(0, 0, 8), expected.slice(0, 0, 8), "after step: " + key + " (query)", 5e-5);
+      expect_close(t.slice(0, 16, 24), expected.slice(0, 16, 24), "after step: " + key + " (value)", 5e-5);
+      continue;
+    }
+    expect_close(t, value(c, "after." + key), "after step: " + key, 5e-5);
+  }
+}
+
 EMBER_ON_DEVICES(Transformer, "cpu", "cuda:0");
 
 TEST(TransformerModules, ConstructorsCheckTheirArguments) {
@@ -118,6 +195,47 @@ TEST(TransformerModules, ConstructorsCheckTheirArguments) {
   EXPECT_THROW_MSG(nn::MultiheadAttention(8, 2, 1.5), ValueError, "dropout probability has to be between 0 and 1");
   nn::MultiheadAttention no_bias(8, 2, 0.0, /*bias=*/false);
   EXPECT_EQ(no_bias.named_parameters().keys(), (std::vector<std::string>{"in_proj_weight", "out_proj.weight"}));
+}
+
+TEST(TransformerModules, EncoderLayerChecksItsActivationAndClones) {
+  EXPECT_THROW_MSG(nn::TransformerEncoderLayer(8, 2, 16, 0.1, "tanh"), ValueError,
+                   "activation should be relu/gelu, not tanh");
+  EXPECT_THROW_MSG(nn::TransformerEncoderLayer(10, 3), ValueError, "embed_dim must be divisible by num_heads");
+  nn::TransformerEncoderLayer layer(8, 2, 16, 0.1, "gelu", 1e-5, true, true);
+  auto copy = std::dynamic_pointer_cast<nn::TransformerEncoderLayer>(layer.clone());
+  ASSERT_NE(copy, nullptr);
+  EXPECT_TRUE(copy->norm_first);
+  EXPECT_EQ(copy->activation, "gelu");
+  EXPECT_TRUE(copy->linear1->weight.equal(layer.linear1->weight));
+  EXPECT_FALSE(copy->linear1->weight.is_same(layer.linear1->weight));
+  layer.eval();
+  copy->eval();
+  Tensor x = randn({2, 3, 8});
+  EXPECT_TRUE(copy->forward(x).allclose(layer.forward(x)));
+}
+
+TEST(TransformerModules, EmbeddingLayerNormAndGeluAreTorchs) {
+  nn::Embedding e(10, 3, /*padding_idx=*/-1);
+  EXPECT_EQ(e.padding_idx, 9);
+  EXPECT_EQ(e.repr(), "Embedding(10, 3, padding_idx=9)");
+  EXPECT_TRUE(e.weight.select(0, 9).equal(zeros({3})));
+  EXPECT_EQ(e.forward(tensor({{1, 9}}, kInt64)).sizes(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_THROW_MSG(nn::Embedding(10, 3, 10), ValueError, "Padding_idx must be within num_embeddings");
+  EXPECT_THROW_MSG(e.forward(tensor({0, 10}, kInt64)), IndexError, "index out of range in self");
+  EXPECT_THROW_MSG(e.forward(tensor({-11}, kInt64)), IndexError, "index out of range in self");
+  nn::LayerNorm ln(std::vector<int64_t>{8});
+  EXPECT_EQ(ln.repr(), "LayerNorm((8,), eps=1e-05, elementwise_affine=True)");
+  EXPECT_TRUE(ln.weight.equal(ones({8})) && ln.bias.equal(zeros({8})));
+  EXPECT_THROW(ln.forward(zeros({2, 7})), ValueError);
+  nn::LayerNorm plain(std::vector<int64_t>{2, 3}, 1e-6, /*elementwise_affine=*/false);
+  EXPECT_TRUE(plain.named_parameters().empty());
+  Tensor y = plain.forward(tensor({{1.0f, 2.0f, 3.0f}, {4.0f, 5.0f, 6.0f}}));
+  EXPECT_NEAR(y.mean().item<float>(), 0.0f, 1e-6);
+  nn::GELU gelu("tanh");
+  EXPECT_EQ(gelu.repr(), "GELU(approximate='tanh')");
+  EXPECT_THROW_MSG(nn::GELU("fast"), ValueError, "approximate argument must be either none or tanh.");
+  // torch.nn.GELU()(torch.tensor([-1., 0., 2.])) = [-0.1587, 0, 1.9545]
+  EXPECT_TRUE(nn::GELU().forward(tensor({-1.0f, 0.0f, 2.0f})).allclose(tensor({-0.15865525f, 0.0f, 1.9544997f})));
 }
 
 TEST(TransformerModules, AttentionStartsAsPyTorchs) {
@@ -132,6 +250,8 @@ TEST(TransformerModules, AttentionStartsAsPyTorchs) {
   ASSERT_NE(copy, nullptr);
   EXPECT_TRUE(copy->in_proj_weight.equal(m.in_proj_weight));
   EXPECT_FALSE(copy->in_proj_weight.is_same(m.in_proj_weight));
+  EXPECT_TRUE(copy->out_proj->weight.equal(m.out_proj->weight));
+  EXPECT_FALSE(copy->out_proj->weight.is_same(m.out_proj->weight));
 }
 
 }  // namespace

@@ -263,6 +263,10 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::AvgPool2d, nn_formulas::avg_pool2d},
     {Formula::Conv2d, nn_formulas::conv2d},
     {Formula::FFT, nn_formulas::fft},
+    {Formula::Embedding, transformer_formulas::embedding},
+    {Formula::IndexAdd, transformer_formulas::index_add},
+    {Formula::LayerNorm, transformer_formulas::layer_norm},
+    {Formula::Gelu, transformer_formulas::gelu},
     {Formula::Cumsum, indexing_formulas::cumsum},
     {Formula::Logsumexp, indexing_formulas::logsumexp},
     {Formula::Var, indexing_formulas::var},
@@ -272,10 +276,6 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::Sort, indexing_formulas::sort},
     {Formula::Gather, indexing_formulas::gather},
     {Formula::ScatterAdd, indexing_formulas::scatter_add},
-    {Formula::Embedding, transformer_formulas::embedding},
-    {Formula::IndexAdd, transformer_formulas::index_add},
-    {Formula::LayerNorm, transformer_formulas::layer_norm},
-    {Formula::Gelu, transformer_formulas::gelu},
 #define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW

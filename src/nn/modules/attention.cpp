@@ -10,6 +10,7 @@
 #include "ember/nn.h"
 #include "ember/nn/init.h"
 #include "ember/ops.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
 
@@ -151,7 +152,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
 std::shared_ptr<Module> MultiheadAttention::clone() const {
   auto copy = std::make_shared<MultiheadAttention>(embed_dim, num_heads, dropout, in_proj_bias.defined(),
                                                    batch_first);
-  copy_state_to(*copy);
+  detail::nn::copy_module_state(*this, *copy);
   return copy;
 }
 
