@@ -122,7 +122,7 @@ struct TorchBlock : torch::nn::Module {
         dropout(register_module("dropout", torch::nn::Dropout(0.1))) {}
   torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask) {  // x [T, N, E]
     torch::Tensor h = norm1(x);
-    x = x + dropout(std::get<0>(self_attn(h, h, h, {}, /*need_weights=*/false, mask)));
+    x = x + dropout(std::get<0>(self_attn->forward(h, h, h, torch::Tensor(), /*need_weights=*/false, mask)));
     return x + dropout(linear2(dropout(torch::gelu(linear1(norm2(x))))));
   }
   torch::nn::LayerNorm norm1;
