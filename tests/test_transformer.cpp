@@ -189,6 +189,53 @@ TEST_P(Transformer, CharModelTrainingStepMatchesPyTorch) {
 
 EMBER_ON_DEVICES(Transformer, "cpu", "cuda:0");
 
+// The character model trained for a few steps with dropout from one seed: with TF32 off, a
+// cuda device (emulated without a GPU) gives the cpu's losses (dropout's Philox masks and
+// the generated tokens are the same on every backend for a seed).
+TEST(TransformerDevices, CharModelLossOnACudaDeviceEqualsTheCpus) {
+  ensure_cuda();
+  const bool saved_tf32 = backends::cuda::matmul.allow_tf32;
+  backends::cuda::matmul.allow_tf32 = false;
+  charlm::Config config;
+  config.vocab_size = 13;
+  config.context = 8;
+  config.width = 16;
+  config.layers = 2;
+  config.heads = 2;
+  config.dropout = 0.2;
+  auto run = [&](Device device) {
+    manual_seed(3);
+    auto model = std::make_shared<charlm::CharLM>(config);
+    model->to(device);
+    auto [decay, no_decay] = charlm::decay_groups(*model);
+    optim::AdamW opt(decay, optim::AdamWOptions(1e-2));
+    opt.add_param_group(no_decay, optim::AdamWOptions(1e-2).weight_decay(0.0));
+    std::vector<int64_t> xs, ys;
+    for (int64_t i = 0; i < 32; ++i) xs.push_back(i * 7 % 13), ys.push_back(i * 5 % 13);
+    Tensor x = tensor(xs).reshape({4, 8}).to(device), y = tensor(ys).reshape({4, 8}).to(device);
+    manual_seed(11);  // dropout's generator, on every device
+    std::vector<float> losses;
+    for (int step = 0; step < 4; ++step) {
+      opt.zero_grad();
+      Tensor loss = nn::functional::cross_entropy(model->forward(x).reshape({-1, 13}), y.reshape({-1}));
+      loss.backward();
+      nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      opt.step();
+      losses.push_back(loss.item<float>());
+    }
+    manual_seed(5);
+    Tensor sample = charlm::generate(*model, zeros({1, 1}, TensorOptions(kInt64).device(device)), 12, 0.9, 5);
+    return std::make_pair(losses, sample.cpu().to_vector<int64_t>());
+  };
+  const auto [cpu_losses, cpu_sample] = run(Device(kCPU));
+  const auto [cuda_losses, cuda_sample] = run(Device("cuda:0"));
+  backends::cuda::matmul.allow_tf32 = saved_tf32;
+  ASSERT_EQ(cpu_losses.size(), cuda_losses.size());
+  for (size_t i = 0; i < cpu_losses.size(); ++i) EXPECT_NEAR(cuda_losses[i], cpu_losses[i], 1e-5) << "step " << i;
+  EXPECT_LT(cpu_losses.back(), cpu_losses.front());
+  EXPECT_EQ(cuda_sample, cpu_sample);
+}
+
 TEST(TransformerModules, ConstructorsCheckTheirArguments) {
   EXPECT_THROW_MSG(nn::MultiheadAttention(10, 3), ValueError, "embed_dim must be divisible by num_heads");
   EXPECT_THROW_MSG(nn::MultiheadAttention(8, 0), ValueError, "embed_dim and num_heads must be greater than 0");
