@@ -3,6 +3,7 @@
 
 #include "ember/autograd.h"
 #include "ember/backends.h"
+#include "ember/char_data.h"
 #include "ember/cuda.h"
 #include "ember/data.h"
 #include "ember/device.h"

@@ -8,15 +8,20 @@
 #include "ember/nn/init.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/attention.h"
 #include "ember/nn/modules/batchnorm.h"
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/conv.h"
 #include "ember/nn/modules/dropout.h"
+#include "ember/nn/modules/embedding.h"
 #include "ember/nn/modules/flatten.h"
 #include "ember/nn/modules/linear.h"
+#include "ember/nn/modules/normalization.h"
 #include "ember/nn/modules/pooling.h"
+#include "ember/nn/modules/transformer.h"
 #include "ember/nn/parallel/data_parallel.h"
 #include "ember/nn/parallel/distributed.h"
+#include "ember/nn/utils.h"
 #include "ember/tensor.h"
 
 namespace ember {
@@ -62,6 +67,24 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& re
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction = "mean");
 /// int64 one-hot encoding along a new last dim; num_classes -1 means max(labels) + 1.
 Tensor one_hot(const Tensor& labels, int64_t num_classes = -1);
+
+// Transformer building blocks.
+/// Rows of weight {num_embeddings, dim} picked by int64 (or int32) indices of any shape:
+/// out has indices' shape + {dim}. Rows at padding_idx get no gradient; the backward
+/// is a deterministic index-add.
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt);
+/// Normalises over the last normalized_shape.size() dims (biased variance), then scales
+/// and shifts by weight and bias (each normalized_shape, either may be undefined).
+Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+/// x * Phi(x); approximate "tanh" uses PyTorch's tanh approximation.
+Tensor gelu(const Tensor& input, const std::string& approximate = "none");
+/// softmax(q @ k^T * scale + mask) @ v with dropout on the weights (PyTorch's math path):
+/// q [..., L, E], k [..., S, E], v [..., S, Ev]; attn_mask bool (true attends) or float
+/// (added), broadcastable to [..., L, S]; is_causal masks j > i; scale defaults to 1/sqrt(E).
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false,
+                                    std::optional<double> scale = std::nullopt);
 
 }  // namespace nn::functional
 }  // namespace ember

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "ember/tensor.h"
@@ -82,8 +83,48 @@ Tensor bmm(const Tensor& a, const Tensor& b);
 bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
 bool equal(const Tensor& a, const Tensor& b);
 
+// Transformer ops. matmul above broadcasts batch dims as torch.matmul.
+/// beta * input + alpha * (batch1 @ batch2), batch1 {B, n, m} and batch2 {B, m, p}; input
+/// broadcasts to {B, n, p}; beta == 0 ignores input (NaN in it does not propagate).
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+               const Scalar& alpha = 1);
+/// Out-of-place index_add (Tensor::index_add_).
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+
 /// The dtype PyTorch's promotion gives an op on a and b (torch.result_type).
 DType result_type(const Tensor& a, const Tensor& b);
 DType result_type(const Tensor& a, const Scalar& b);
+
+// ---- math, scans, statistics, sorting, indexing and sampling (transformer ops) ----
+Tensor rsqrt(const Tensor& a);
+Tensor erf(const Tensor& a);  // real floating inputs (integers promote), as PyTorch
+/// Cumulative sum along `dim`; integral and bool inputs give int64, as PyTorch.
+Tensor cumsum(const Tensor& a, int64_t dim);
+/// log(sum(exp(a))) over `dims` (empty: every dim), computed around the maximum so it
+/// neither overflows nor underflows.
+Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim = false);
+/// Variance over `dims` (empty: every dim) with `correction` (1: Bessel's, 0: biased);
+/// two passes (the mean, then the squared deviations from it).
+Tensor var(const Tensor& a, const IntList& dims = {}, int64_t correction = 1, bool keepdim = false);
+Tensor std(const Tensor& a, const IntList& dims = {}, int64_t correction = 1, bool keepdim = false);
+/// The upper (lower) triangle of the last two dims, from `diagonal` on (up to it); the
+/// rest zero. Leading dims are batch dims.
+Tensor triu(const Tensor& a, int64_t diagonal = 0);
+Tensor tril(const Tensor& a, int64_t diagonal = 0);
+/// Values sorted along `dim` and their int64 positions in `a`. Stable: equal values keep
+/// their order (ascending or descending); NaN sorts as the largest value.
+std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim = -1, bool descending = false);
+/// The k largest (smallest) values along `dim` and their int64 indices, in sorted order
+/// whatever `sorted` says; ties keep the order of `a`, NaN counts as the largest.
+std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true,
+                               bool sorted = true);
+/// out[i][j] = a[index[i][j]][j] for dim 0 (and so on): int64 index, as a's dims.
+Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
+/// A copy of `a` with src's elements added at `index` along `dim` (Tensor::scatter_add_).
+Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
+/// `num_samples` category indices (int64) drawn from each row of `probs` (1-D or 2-D,
+/// non-negative weights, not necessarily normalised) with the default generator; the same
+/// numbers on every backend for a seed. Without replacement no category repeats in a row.
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
 
 }  // namespace ember

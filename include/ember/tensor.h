@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "ember/device.h"
@@ -184,6 +185,23 @@ class Tensor {
   Tensor& operator*=(const Scalar& other);
   Tensor& operator/=(const Scalar& other);
 
+  // ---- math, scans, statistics, sorting, indexing and sampling (also in ops.h) ----
+  Tensor rsqrt() const;
+  Tensor erf() const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor logsumexp(const IntList& dims, bool keepdim = false) const;
+  Tensor var(const IntList& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(const IntList& dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  std::pair<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false) const;
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  /// Adds src's elements into this tensor at `index` along `dim`, in place.
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
+
   // ---- new_* factories: keep this tensor's device and dtype ------------------
   Tensor new_empty(const IntList& shape) const;
   Tensor new_zeros(const IntList& shape) const;
@@ -235,6 +253,12 @@ class Tensor {
   uint32_t _version() const;
   /// Which output of grad_fn() this tensor is.
   uint32_t output_nr() const;
+
+  // Transformer ops (ops.h has their free forms).
+  /// self.select(dim, index[k]) += alpha * source.select(dim, k) for every k, in index order
+  /// (deterministic on every backend); index is a 1-D (or 0-d) int64/int32 tensor.
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
 
   detail::TensorImpl* impl() const noexcept { return impl_.get(); }
   const std::shared_ptr<detail::TensorImpl>& impl_ptr() const noexcept { return impl_; }

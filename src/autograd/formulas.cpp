@@ -9,7 +9,9 @@
 
 #include "autograd/formula_node.h"
 #include "autograd/formulas_impl.h"
+#include "autograd/formulas_indexing.h"
 #include "autograd/formulas_nn.h"
+#include "autograd/formulas_transformer.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -261,6 +263,19 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::AvgPool2d, nn_formulas::avg_pool2d},
     {Formula::Conv2d, nn_formulas::conv2d},
     {Formula::FFT, nn_formulas::fft},
+    {Formula::Embedding, transformer_formulas::embedding},
+    {Formula::IndexAdd, transformer_formulas::index_add},
+    {Formula::LayerNorm, transformer_formulas::layer_norm},
+    {Formula::Gelu, transformer_formulas::gelu},
+    {Formula::Cumsum, indexing_formulas::cumsum},
+    {Formula::Logsumexp, indexing_formulas::logsumexp},
+    {Formula::Var, indexing_formulas::var},
+    {Formula::Std, indexing_formulas::std},
+    {Formula::Triu, indexing_formulas::triu},
+    {Formula::Tril, indexing_formulas::tril},
+    {Formula::Sort, indexing_formulas::sort},
+    {Formula::Gather, indexing_formulas::gather},
+    {Formula::ScatterAdd, indexing_formulas::scatter_add},
 #define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW

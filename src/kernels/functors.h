@@ -176,5 +176,17 @@ template <typename C> struct SigmoidFn {
 template <typename C> struct TanhFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::tanh(a); }
 };
+/// 1 / sqrt(a) through SqrtFn, so the driver's complex SqrtFn serves complex inputs too.
+template <typename C> struct RsqrtFn {
+  EMBER_HOST_DEVICE C operator()(C a) const { return C(1) / SqrtFn<C>{}(a); }
+};
+template <typename C> struct ErfFn {
+  EMBER_HOST_DEVICE C operator()(C a) const { return std::erf(a); }
+};
+
+/// The unary functors of real inputs only: their kernels refuse complex dtypes with
+/// PyTorch's "not implemented" error instead of instantiating them.
+template <template <typename> class Fn> inline constexpr bool kRealOnlyUnary = false;
+template <> inline constexpr bool kRealOnlyUnary<ErfFn> = true;
 
 }  // namespace ember::detail

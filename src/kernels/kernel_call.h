@@ -103,6 +103,23 @@ enum class OpKind : uint8_t {
   // The fused update of a group of parameters (Note [Fused optimizer step] in
   // kernels/optimizer_step.h); payload: a FusedStep.
   OptimizerStep,
+  // Along `dim` of in0 (any strides), one line at a time (kernels/line_bodies.h).
+  Cumsum,       // out = running sum of in0; out int64 for integral in0, else in0's dtype
+  Sort,         // out0 values, out1 int64 indices: the first out0.sizes[dim] of in0's line in
+                // stable order (flag: descending; NaN largest); sort and topk
+  Gather,       // out = in0.gather(dim, in1); in1 int64 of out's sizes. Out-of-range indices are kernel errors.
+  ScatterAdd,   // out0 (read and written) += in1 at in0 (int64) along dim, one line in order:
+                // deterministic. Out-of-range indices are kernel errors.
+  Multinomial,  // out0 {R, K} int64 samples of the rows of out1 {R, N} (float64 weights, contiguous,
+                // overwritten); flag: with replacement; row r, draw s uses Philox index offset + r*K + s
+  // Transformer ops (contracts in src/kernels/transformer_kernels.h).
+  IndexAdd,
+  LayerNorm, LayerNormBackward,
+  Gelu, GeluBackward,
+  // Multi-tensor in-place scaling (torch._foreach_mul_ by a tensor): outputs[i] *= in0's
+  // single element, for every output; each output a dense, contiguous 1-D run of real
+  // elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.
+  ForeachMul,
 };
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;

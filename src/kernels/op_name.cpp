@@ -51,6 +51,17 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Im2Col: return "im2col";
     case OpKind::Col2Im: return "col2im";
     case OpKind::OptimizerStep: return "optimizer_step";
+    case OpKind::Cumsum: return "cumsum";
+    case OpKind::Sort: return "sort";
+    case OpKind::Gather: return "gather";
+    case OpKind::ScatterAdd: return "scatter_add_";
+    case OpKind::Multinomial: return "multinomial";
+    case OpKind::IndexAdd: return "index_add_";
+    case OpKind::LayerNorm: return "layer_norm";
+    case OpKind::LayerNormBackward: return "layer_norm_backward";
+    case OpKind::Gelu: return "gelu";
+    case OpKind::GeluBackward: return "gelu_backward";
+    case OpKind::ForeachMul: return "foreach_mul_";
   }
   return "op";
 }

@@ -16,7 +16,8 @@
 //                 expanded in src/autograd/formulas.cpp, where conj() and the public ops are
 //                 in scope (Note [Formulas as data] there)
 // The op layer promotes integral inputs to the default floating dtype; kernels accept
-// floating and complex dtypes and refuse the others. Every site that switches on OpKind
+// floating and complex dtypes and refuse the others; a functor named in kRealOnlyUnary
+// (functors.h) refuses complex ones too, as PyTorch's erf does. Every site that switches on OpKind
 // expands this list, so a new row needs no edit there. Ops outside this family (neg, abs,
 // relu: their own dtype rules) are written out by hand beside it.
 #pragma once
@@ -27,7 +28,9 @@
   X(Log,     log,     LogFn,     false, g / conj(x()))                    \
   X(Sqrt,    sqrt,    SqrtFn,    true,  g / (conj(y()) * 2))              \
   X(Sigmoid, sigmoid, SigmoidFn, true,  g * conj(y() * (1 - y())))          \
-  X(Tanh,    tanh,    TanhFn,    true,  g * conj(1 - y() * y()))
+  X(Tanh,    tanh,    TanhFn,    true,  g * conj(1 - y() * y()))           \
+  X(Rsqrt,   rsqrt,   RsqrtFn,   true,  g * conj(y() * y() * y()) * -0.5)  \
+  X(Erf,     erf,     ErfFn,     false, g * (x() * x()).neg().exp() * 1.1283791670955126)
 // clang-format on
 
 /// Expands to `case OpKind::Kind:` for every row (for a switch over OpKind).

@@ -7,6 +7,7 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/functors.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
 
@@ -214,8 +215,14 @@ Tensor neg(const Tensor& a) {
 }
 Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a, false); }
 // exp, log, ...: integral inputs promoted to floating (Note [Declaring an op] in kernels/unary_ops.h).
-#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, ...) \
-  Tensor name(const Tensor& a) { return unary_recorded(Formula::Kind, OpKind::Kind, a, true); }
+// A real-only op (kRealOnlyUnary) refuses complex input here, before any launch, with the
+// kernels' words.
+#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                       \
+  Tensor name(const Tensor& a) {                                                              \
+    EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError, \
+                "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'"); \
+    return unary_recorded(Formula::Kind, OpKind::Kind, a, true);                              \
+  }
 EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
 #undef EMBER_FLOAT_UNARY_ENTRY
 Tensor relu(const Tensor& a) {
@@ -263,6 +270,8 @@ Tensor Tensor::sqrt() const { return ember::sqrt(*this); }
 Tensor Tensor::relu() const { return ember::relu(*this); }
 Tensor Tensor::sigmoid() const { return ember::sigmoid(*this); }
 Tensor Tensor::tanh() const { return ember::tanh(*this); }
+Tensor Tensor::rsqrt() const { return ember::rsqrt(*this); }
+Tensor Tensor::erf() const { return ember::erf(*this); }
 Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
 Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }

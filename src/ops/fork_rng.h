@@ -3,6 +3,9 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
+
+#include "ember/device.h"
 
 namespace ember::detail {
 
@@ -23,5 +26,10 @@ class ForkRng {
  private:
   ForkRng* outer_;
 };
+
+/// The seed and the first Philox counter of `count` counters reserved on `device`'s
+/// generator (the calling thread's ForkRng scope, if any): random ops outside random.cpp
+/// (multinomial) draw from the same streams as normal_ and uniform_.
+std::pair<uint64_t, uint64_t> reserve_random(Device device, uint64_t count);
 
 }  // namespace ember::detail

@@ -100,9 +100,48 @@ struct FftArgs {
   Scalar scale;          // the norm's scale
 };
 
+/// embedding: the indices (the node's only input is the weight) and the row that gets no
+/// gradient (wrapped to [0, num_embeddings)), if any.
+struct EmbeddingArgs {
+  Tensor indices;
+  std::optional<int64_t> padding_idx;
+};
+/// index_add: self.index_add(dim, index, source, alpha); the node's inputs are self and source.
+struct IndexAddArgs {
+  int64_t dim = 0;
+  Tensor index;
+  Scalar alpha;
+};
+/// layer_norm over the last `normalized_dims` dims.
+struct LayerNormArgs {
+  int64_t normalized_dims = 1;
+  double eps = 1e-5;
+};
+/// gelu: approximate "tanh" (true) or "none".
+struct GeluArgs {
+  bool approximate_tanh = false;
+};
+/// logsumexp over several dims (wrapped, sorted, never empty).
+struct ReduceDimsArgs {
+  IntList dims;
+  bool keepdim = false;
+};
+/// var and std over several dims (wrapped, sorted, never empty).
+struct VarArgs {
+  IntList dims;
+  int64_t correction = 1;
+  bool keepdim = false;
+};
+/// triu and tril.
+struct DiagonalArgs {
+  int64_t diagonal = 0;
+};
+
 using FormulaArgs = std::variant<NoArgs, AlphaArgs, ScalarArgs, DimArgs, ReduceDimArgs, AddmmArgs, TransposeArgs,
                                  PermuteArgs, SelectArgs, SliceArgs, AsStridedArgs, CopyArgs, CatArgs, ClampArgs,
-                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs>;
+                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs,
+                                 EmbeddingArgs, IndexAddArgs, LayerNormArgs, GeluArgs,
+                                 ReduceDimsArgs, VarArgs, DiagonalArgs>;
 
 /// The position of `A` in FormulaArgs.
 template <typename A, size_t I = 0>

@@ -81,7 +81,22 @@ enum FormulaFlags : uint8_t {
   X(MaxPool2d, "MaxPool2DWithIndicesBackward0", kSavesOutput, WindowArgs)      \
   X(AvgPool2d, "AvgPool2DBackward0", kSavesNothing, AvgPoolArgs)               \
   X(Conv2d, "ConvolutionBackward0", kSavesInputs, WindowArgs)                  \
-  X(FFT, "FftC2CBackward0", kSavesNothing, FftArgs)
+  X(FFT, "FftC2CBackward0", kSavesNothing, FftArgs)                           \
+  /* transformer ops (src/autograd/formulas_transformer.cpp) */                \
+  X(Embedding, "EmbeddingBackward0", kSavesNothing, EmbeddingArgs)             \
+  X(IndexAdd, "IndexAddBackward0", kSavesNothing, IndexAddArgs)                \
+  X(LayerNorm, "NativeLayerNormBackward0", kSavesInputs | kSavesOutput, LayerNormArgs) \
+  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs) \
+  /* scans, statistics, sorting, indexing (src/autograd/formulas_indexing.cpp) */ \
+  X(Cumsum, "CumsumBackward0", kSavesNothing, DimArgs)                         \
+  X(Logsumexp, "LogsumexpBackward0", kSavesInputs | kSavesOutput, ReduceDimsArgs) \
+  X(Var, "VarBackward0", kSavesInputs, VarArgs)                                \
+  X(Std, "StdBackward0", kSavesInputs | kSavesOutput, VarArgs)                 \
+  X(Triu, "TriuBackward0", kSavesNothing, DiagonalArgs)                        \
+  X(Tril, "TrilBackward0", kSavesNothing, DiagonalArgs)                        \
+  X(Sort, "SortBackward0", kSavesOutput, DimArgs)                              \
+  X(Gather, "GatherBackward0", kSavesInputs, DimArgs)                          \
+  X(ScatterAdd, "ScatterAddBackward0", kSavesInputs, DimArgs)
 // clang-format on
 
 /// The derivative formulas (one per differentiable op signature).

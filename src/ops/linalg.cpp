@@ -1,4 +1,4 @@
-// matmul (1-D, 2-D and batched with broadcasting) and index_select.
+// matmul (1-D, 2-D and batched with broadcasting), bmm, addmm, baddbmm and index_select.
 #include "ops/recording.h"
 #include "runtime/backend_flags.h"
 #include "ember/errors.h"
@@ -128,6 +128,33 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   ember::detail::DimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim())};
   return ember::detail::recorded(ember::detail::Formula::IndexSelect, {&a, &index},
                                     [&] { return index_select_impl(a, dim, index); }, std::move(attrs));
+}
+
+Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
+               const Scalar& alpha) {
+  EMBER_CHECK(batch1.dim() == 3, ValueError, "batch1 must be a 3D tensor");
+  EMBER_CHECK(batch2.dim() == 3, ValueError, "batch2 must be a 3D tensor");
+  EMBER_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2), ValueError,
+              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ",
+              batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+  detail::check_same_device(input, batch1);
+  EMBER_CHECK(input.dtype() == batch1.dtype() && batch2.dtype() == batch1.dtype(), TypeError,
+              "expected scalar type ", detail::scalar_type_name(input.dtype()), " but found ",
+              detail::scalar_type_name(input.dtype() != batch1.dtype() ? batch1.dtype() : batch2.dtype()));
+  auto compute = [&] {
+    Tensor product = matmul(batch1, batch2);
+    Tensor expanded = input.expand(product.sizes());  // input broadcasts to the product, not the reverse
+    const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
+    const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
+    const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
+    if (!unit_alpha) product = product * alpha;
+    if (zero_beta) return product;  // as PyTorch: input is ignored (NaN in it does not propagate)
+    return product.add_(unit_beta ? expanded : expanded * beta);
+  };
+  // addmm's formula serves: its backward is written for batched operands too.
+  ember::detail::Attrs attrs(ember::detail::AddmmArgs{beta, alpha}, "BaddbmmBackward0");
+  return ember::detail::recorded(ember::detail::Formula::Addmm, {&input, &batch1, &batch2}, compute,
+                                 std::move(attrs));
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }

@@ -148,6 +148,8 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b) {
 
 }  // namespace
 
+std::pair<uint64_t, uint64_t> detail::reserve_random(Device device, uint64_t count) { return reserve(device, count); }
+
 namespace detail {
 
 void rng_capture_prologue(int device, uint64_t capture_id, const int64_t* seed_ptr, const int64_t* offset_ptr) {

@@ -23,7 +23,7 @@ bool supported(OpKind op, DType d) {
   bool numeric = d != kBool, real = !is_complex(d), floating = is_floating_point(d) || is_complex(d);
   switch (op) {
     case OpKind::Sub: case OpKind::Neg: case OpKind::Pow: case OpKind::Div: return numeric;
-    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return floating;
+    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return op == OpKind::Erf ? is_floating_point(d) : floating;
     case OpKind::Relu: return real && numeric;
     case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return real;
     case OpKind::Mean: return floating;

@@ -60,6 +60,15 @@ void run(const KernelCall& call) {
     case OpKind::Im2Col: return run_im2col(call);
     case OpKind::Col2Im: return run_col2im(call);
     case OpKind::OptimizerStep: return run_optimizer_step(call);
+    case OpKind::Cumsum: return run_cumsum(call);
+    case OpKind::Sort: return run_sort(call);
+    case OpKind::Gather: case OpKind::ScatterAdd: return run_scatter(call);
+    case OpKind::Multinomial: return run_multinomial(call);
+    case OpKind::IndexAdd: return run_index_add(call);
+    case OpKind::LayerNorm: return run_layer_norm(call);
+    case OpKind::LayerNormBackward: return run_layer_norm_backward(call);
+    case OpKind::Gelu: case OpKind::GeluBackward: return run_gelu(call);
+    case OpKind::ForeachMul: return run_foreach_mul(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

@@ -14,5 +14,6 @@ void run_fft(const KernelCall& call);
 void run_im2col(const KernelCall& call);
 void run_col2im(const KernelCall& call);
 void run_optimizer_step(const KernelCall& call);
+void run_foreach_mul(const KernelCall& call);
 
 }  // namespace ember::detail::cpu

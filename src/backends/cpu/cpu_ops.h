@@ -20,6 +20,14 @@ void run_pool(const KernelCall& call);         // cpu_pool.cpp: max_pool2d, avg_
 void run_max_pool_backward(const KernelCall& call);  // cpu_pool.cpp: max_pool2d's input gradient
 void run_nll_loss(const KernelCall& call);     // cpu_loss.cpp
 void run_batch_norm_stats(const KernelCall& call);  // cpu_batch_norm.cpp
+void run_cumsum(const KernelCall& call);       // cpu_cumsum.cpp
+void run_multinomial(const KernelCall& call);  // cpu_cumsum.cpp
+void run_sort(const KernelCall& call);         // cpu_sort.cpp: sort, topk
+void run_scatter(const KernelCall& call);      // cpu_scatter.cpp: gather, scatter_add
+void run_index_add(const KernelCall& call);    // cpu_index_add.cpp
+void run_layer_norm(const KernelCall& call);   // cpu_layer_norm.cpp
+void run_layer_norm_backward(const KernelCall& call);  // cpu_layer_norm.cpp
+void run_gelu(const KernelCall& call);         // cpu_gelu.cpp: gelu and its backward
 
 /// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
 [[noreturn]] void not_implemented(const char* name, DType dtype);

@@ -60,7 +60,8 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
     // Integral inputs are promoted to floating by the op layer (Note [Declaring an op]).
 #define EMBER_CPU_FLOAT_UNARY(Kind, public_name, Functor, ...)   \
   case OpKind::Kind:                                             \
-    if constexpr (!is_inexact) not_implemented(name, in.dtype);  \
+    if constexpr (!is_inexact || (is_complex_v<T> && kRealOnlyUnary<Functor>)) \
+      not_implemented(name, in.dtype);                           \
     else return apply(Functor<C>{});                             \
     break;
     EMBER_FLOAT_UNARY_OPS(EMBER_CPU_FLOAT_UNARY)

@@ -63,6 +63,15 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
       check_launch(handle);
       break;
     case OpKind::OptimizerStep: launch_optimizer_step(call, handle); break;
+    case OpKind::Cumsum: launch_cumsum(call, handle); break;
+    case OpKind::Sort: launch_sort(call, handle); break;
+    case OpKind::Gather: case OpKind::ScatterAdd: launch_scatter(call, handle); break;
+    case OpKind::Multinomial: launch_multinomial(call, handle); break;
+    case OpKind::IndexAdd: launch_index_add(call, handle); break;
+    case OpKind::LayerNorm: launch_layer_norm(call, handle); break;
+    case OpKind::LayerNormBackward: launch_layer_norm_backward(call, handle); break;
+    case OpKind::Gelu: case OpKind::GeluBackward: launch_gelu(call, handle); break;
+    case OpKind::ForeachMul: launch_foreach_mul(call, handle); break;
   }
 }
 

@@ -25,6 +25,7 @@ void launch_integer_matmul(const KernelCall& call, cudaStream_t stream);  // cud
 void launch_index_select(const KernelCall& call, cudaStream_t stream);
 void launch_generate(const KernelCall& call, cudaStream_t stream);      // Normal Uniform Arange
 void launch_optimizer_step(const KernelCall& call, cudaStream_t stream);  // cuda_optimizer_step.cu
+void launch_foreach_mul(const KernelCall& call, cudaStream_t stream);      // cuda_foreach.cu
 void launch_select(const KernelCall& call, cudaStream_t stream);        // Where Clamp ClampScalar
 void launch_softmax(const KernelCall& call, cudaStream_t stream);       // Softmax LogSoftmax
 void launch_arg_reduce(const KernelCall& call, cudaStream_t stream);    // ArgMax ArgMin (cuda_softmax.cu)
@@ -32,6 +33,14 @@ void launch_pool(const KernelCall& call, cudaStream_t stream);          // MaxPo
 void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream);  // MaxPool2dBackward (cuda_pool.cu)
 void launch_nll_loss(const KernelCall& call, cudaStream_t stream);      // NllLoss (cuda_loss.cu)
 void launch_batch_norm_stats(const KernelCall& call, cudaStream_t stream);  // BatchNormStats (cuda_loss.cu)
+void launch_cumsum(const KernelCall& call, cudaStream_t stream);       // Cumsum (cuda_cumsum.cu)
+void launch_multinomial(const KernelCall& call, cudaStream_t stream);  // Multinomial (cuda_cumsum.cu)
+void launch_sort(const KernelCall& call, cudaStream_t stream);         // Sort (cuda_sort.cu)
+void launch_scatter(const KernelCall& call, cudaStream_t stream);      // Gather ScatterAdd (cuda_scatter.cu)
+void launch_index_add(const KernelCall& call, cudaStream_t stream);     // IndexAdd (cuda_index_add.cu)
+void launch_layer_norm(const KernelCall& call, cudaStream_t stream);    // LayerNorm (cuda_layer_norm.cu)
+void launch_layer_norm_backward(const KernelCall& call, cudaStream_t stream);  // LayerNormBackward (cuda_layer_norm.cu)
+void launch_gelu(const KernelCall& call, cudaStream_t stream);          // Gelu GeluBackward (cuda_gelu.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 

@@ -48,7 +48,9 @@ void launch_unary(const KernelCall& call, cudaStream_t stream) {
     case OpKind::Relu: return run_relu(call, stream);
       // Note [Declaring an op] (kernels/unary_ops.h).
 #define EMBER_CUDA_FLOAT_UNARY(Kind, name, Functor, ...) \
-  case OpKind::Kind: return run<FloatComplexType, Functor>(call, stream, #name);
+  case OpKind::Kind:                                     \
+    if constexpr (kRealOnlyUnary<Functor>) return run<FloatType, Functor>(call, stream, #name); \
+    else return run<FloatComplexType, Functor>(call, stream, #name);
       EMBER_FLOAT_UNARY_OPS(EMBER_CUDA_FLOAT_UNARY)
 #undef EMBER_CUDA_FLOAT_UNARY
     default: EMBER_ASSERT(false);

@@ -101,4 +101,29 @@ std::string ModuleList::repr() const {
   return out + ")";
 }
 
+// ---- ModuleDict ------------------------------------------------------------------------------
+
+ModuleDict::ModuleDict(const OrderedDict<std::shared_ptr<Module>>& modules) {
+  for (const auto& [name, m] : modules) insert(name, m);
+}
+
+std::shared_ptr<Module> ModuleDict::insert(const std::string& name, std::shared_ptr<Module> module) {
+  register_module(name, module);  // checks the name and the module first
+  return modules_.insert(name, std::move(module));
+}
+
+std::shared_ptr<Module> ModuleDict::operator[](const std::string& name) const {
+  const std::shared_ptr<Module>* found = modules_.find(name);
+  EMBER_CHECK(found != nullptr, IndexError, "ModuleDict has no module '", name, "' (keys: ", modules_.size(),
+              ")");
+  return *found;
+}
+
+std::shared_ptr<Module> ModuleDict::clone() const {
+  auto copy = std::make_shared<ModuleDict>();
+  for (const auto& [name, m] : modules_) copy->insert(name, m->clone());
+  copy_state_to(*copy);
+  return copy;
+}
+
 }  // namespace ember::nn

@@ -1,6 +1,8 @@
 // Element-wise activation modules.
 #pragma once
 
+#include <string>
+
 #include "ember/nn/module.h"
 
 namespace ember::nn {
@@ -23,6 +25,18 @@ class Tanh : public Module {
  public:
   Tensor forward(const Tensor& input) override;
   std::shared_ptr<Module> clone() const override;
+};
+
+/// x * Phi(x), Phi the standard normal CDF; approximate "tanh" uses PyTorch's tanh
+/// approximation. Another `approximate` is a ValueError.
+class GELU : public Module {
+ public:
+  explicit GELU(std::string approximate = "none");
+  Tensor forward(const Tensor& input) override;
+  std::shared_ptr<Module> clone() const override;
+  std::string extra_repr() const override;
+
+  std::string approximate;
 };
 
 }  // namespace ember::nn

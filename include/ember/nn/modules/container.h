@@ -1,8 +1,9 @@
-// Containers: nn::Sequential and nn::ModuleList.
+// Containers: nn::Sequential, nn::ModuleList and nn::ModuleDict.
 #pragma once
 
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ember/nn/module.h"
@@ -51,6 +52,32 @@ class ModuleList : public Module {
 
  private:
   std::vector<std::shared_ptr<Module>> modules_;
+};
+
+/// Holds modules by name, in insertion order, as torch.nn.ModuleDict: each is a child under
+/// its key, so parameter names nest as PyTorch's ("blocks.attn.weight"). It has no forward().
+class ModuleDict : public Module {
+ public:
+  ModuleDict() = default;
+  explicit ModuleDict(const OrderedDict<std::shared_ptr<Module>>& modules);
+
+  std::shared_ptr<Module> clone() const override;
+  /// Adds `module` under `name`, or replaces the module of that name in place (keeping its
+  /// position), as `dict[name] = module`; the name follows register_module's rules.
+  std::shared_ptr<Module> insert(const std::string& name, std::shared_ptr<Module> module);
+  /// The module under `name`; IndexError if there is none.
+  std::shared_ptr<Module> operator[](const std::string& name) const;
+  bool contains(const std::string& name) const noexcept { return modules_.contains(name); }
+  /// Names in insertion order.
+  std::vector<std::string> keys() const { return modules_.keys(); }
+  std::vector<std::shared_ptr<Module>> values() const { return modules_.values(); }
+  size_t size() const noexcept { return modules_.size(); }
+  bool empty() const noexcept { return modules_.empty(); }
+  OrderedDict<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
+  OrderedDict<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+
+ private:
+  OrderedDict<std::shared_ptr<Module>> modules_;
 };
 
 }  // namespace ember::nn

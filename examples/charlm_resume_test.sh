@@ -1,0 +1,30 @@
+#!/bin/sh
+# ctest charlm_resume_continues_the_run: a small charlm run of 6 steps, and the same run
+# stopped after step 3 with a checkpoint and resumed: without dropout, steps 4-6 print the
+# same training loss, validation loss and learning rate (model, AdamW, the warmup + cosine
+# schedule and the data order all restored). Exit 77 (skipped) without Debian's fortunes.
+set -eu
+charlm=$1
+data=/usr/share/games/fortunes
+[ -d "$data" ] || { echo "no fortunes in $data: skipped"; exit 77; }
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+run() {
+  "$charlm" --disable-cuda --steps 6 --warmup 2 --log-every 1 --batch-size 4 --context 16 --width 16 --layers 1 \
+    --heads 2 --dropout 0 --eval-batches 2 --samples 0 "$@"
+}
+# "step 4/6  loss 4.1234  val 4.2345  lr 0.001  1234 tokens/s" without the throughput
+fields() { sed -n 's/^\(step [0-9]*\/6  loss [0-9.]*  val [0-9.]*  lr [0-9.e-]*\) .*/\1/p' "$1"; }
+
+run > "$dir/whole.txt"
+run --checkpoint "$dir/ck.safetensors" --stop-after 3 > "$dir/first.txt"
+run --checkpoint "$dir/ck.safetensors" --resume | tee "$dir/resumed.txt"
+grep -q '^resumed from .* after step 3$' "$dir/resumed.txt"
+fields "$dir/whole.txt" | tail -n 3 > "$dir/expected"
+fields "$dir/resumed.txt" > "$dir/got"
+[ "$(wc -l < "$dir/got")" -eq 3 ] || { echo "expected 3 progress lines after resuming"; exit 1; }
+diff "$dir/expected" "$dir/got"
+fields "$dir/whole.txt" | head -n 3 > "$dir/expected_first"
+fields "$dir/first.txt" > "$dir/got_first"
+diff "$dir/expected_first" "$dir/got_first"
+echo "charlm --resume continued the run"

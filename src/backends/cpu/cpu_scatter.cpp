@@ -1,0 +1,95 @@
+// Gather and ScatterAdd on the host. Indices are checked before anything is written, so a
+// bad index raises PyTorch's IndexError and leaves the output untouched.
+//
+// gather is a map over the index's shape with three operands, as index_select: the output,
+// the input with stride 0 along `dim` (each position's line base) and the index; each
+// element reads base[index * stride(dim)]. scatter_add walks each line of the index in
+// order (Note [Line kernels] in kernels/line_bodies.h), so its sums equal the driver's.
+#include <cstring>
+
+#include "backends/cpu/cpu_lines.h"
+#include "backends/cpu/cpu_ops.h"
+#include "kernels/op_name.h"
+#include "kernels/dtype_dispatch.h"
+#include "kernels/line_bodies.h"
+
+namespace ember::detail::cpu {
+
+void check_index_bounds(const TensorArg& index, int64_t dim, int64_t size) {
+  LoopShape s = make_loop_shape({&index}, /*reorder=*/false);
+  if (s.numel == 0) return;
+  char* base[] = {static_cast<char*>(index.data)};
+  bool bad = false;
+  int64_t first_bad = 0;
+  auto scan = [&](char* const* p, const int64_t* st, int64_t n) {
+    for (int64_t i = 0; i < n && !bad; ++i) {
+      const int64_t v = *reinterpret_cast<const int64_t*>(p[0] + i * st[0]);
+      if (v < 0 || v >= size) bad = true, first_bad = v;
+    }
+  };
+  for_each_row(s, base, 0, s.numel, scan);
+  EMBER_CHECK(!bad, IndexError, "index ", first_bad, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
+namespace {
+
+template <size_t kBytes>
+void gather_bytes(const TensorArg& out, const TensorArg& base, const TensorArg& index, int64_t dim_stride_bytes) {
+  LoopShape s = make_loop_shape({&out, &base, &index}, /*reorder=*/true);
+  char* ptrs[] = {static_cast<char*>(out.data), static_cast<char*>(base.data), static_cast<char*>(index.data)};
+  parallel_loop(s, ptrs, [dim_stride_bytes](char* const* p, const int64_t* st, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t k = *reinterpret_cast<const int64_t*>(p[2] + i * st[2]);
+      std::memcpy(p[0] + i * st[0], p[1] + i * st[1] + k * dim_stride_bytes, kBytes);
+    }
+  });
+}
+
+void run_gather(const KernelCall& call) {
+  const TensorArg &out = call.outputs[0], &in = call.inputs[0], &index = call.inputs[1];
+  const auto dim = static_cast<size_t>(call.dim);
+  expect_dtype("gather", out, in.dtype);
+  expect_dtype("gather", index, kInt64);
+  check_index_bounds(index, call.dim, in.sizes[dim]);
+  if (out.numel() == 0) return;
+  TensorArg base = in;
+  base.sizes = out.sizes;
+  base.strides[dim] = 0;
+  const int64_t step = in.strides[dim] * static_cast<int64_t>(itemsize(in.dtype));
+  switch (itemsize(in.dtype)) {
+    case 1: return gather_bytes<1>(out, base, index, step);
+    case 2: return gather_bytes<2>(out, base, index, step);
+    case 4: return gather_bytes<4>(out, base, index, step);
+    case 8: return gather_bytes<8>(out, base, index, step);
+    default: return gather_bytes<16>(out, base, index, step);
+  }
+}
+
+void run_scatter_add(const KernelCall& call) {
+  const TensorArg &out = call.outputs[0], &index = call.inputs[0], &src = call.inputs[1];
+  const auto dim = static_cast<size_t>(call.dim);
+  expect_dtype("scatter_add_", src, out.dtype);
+  expect_dtype("scatter_add_", index, kInt64);
+  check_index_bounds(index, call.dim, out.sizes[dim]);
+  const int64_t n = index.sizes[dim];
+  dispatch(out.dtype, [&]<typename T>(TypeTag<T>) {
+    using C = compute_t<T>;
+    const int64_t out_step = out.strides[dim] * static_cast<int64_t>(sizeof(T));
+    const int64_t index_step = index.strides[dim] * static_cast<int64_t>(sizeof(int64_t));
+    const int64_t src_step = src.strides[dim] * static_cast<int64_t>(sizeof(T));
+    for_each_line<3>({out, index, src}, index.sizes, call.dim, n, [&](const std::array<char*, 3>& line) {
+      scatter_add_line<T, C>(line[0], out_step, line[1], index_step, line[2], src_step, n);
+    });
+  });
+}
+
+}  // namespace
+
+void run_scatter(const KernelCall& call) {
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 2, ValueError, op_name(call.op),
+              ": expected 1 output and 2 inputs");
+  if (call.op == OpKind::Gather) return run_gather(call);
+  return run_scatter_add(call);
+}
+
+}  // namespace ember::detail::cpu

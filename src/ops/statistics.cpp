@@ -1,0 +1,111 @@
+// logsumexp, var and std over a list of dims, composed of existing launches (max, sum,
+// exp, log); each records one node with its own backward (formulas_indexing.cpp).
+//
+// logsumexp subtracts the maximum first (an infinite maximum counts as 0, so all -inf
+// gives -inf and +inf gives +inf, as PyTorch), so it neither overflows nor underflows.
+// var takes two passes: the mean, then the sum of squared deviations from it, divided by
+// max(N - correction, 0) (N the number of elements reduced; 0 gives inf or NaN as PyTorch).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ember/errors.h"
+#include "kernels/dtype_dispatch.h"
+#include "ember/factories.h"
+#include "ember/ops.h"
+#include "ops/recording.h"
+
+namespace ember {
+
+namespace {
+
+// The dims wrapped, sorted and unique; empty means every dim.
+IntList reduced_dims(const Tensor& a, const IntList& dims) {
+  IntList out;
+  if (dims.empty()) {
+    for (int64_t d = 0; d < a.dim(); ++d) out.push_back(d);
+    return out;
+  }
+  for (int64_t d : dims) {
+    const int64_t w = detail::wrap_dim(d, std::max<int64_t>(a.dim(), 1));
+    EMBER_CHECK(std::find(out.begin(), out.end(), w) == out.end(), ValueError, "dim ", w,
+                " appears multiple times in the list of dims");
+    out.push_back(w);
+  }
+  std::sort(out.begin(), out.end());
+  if (a.dim() == 0) out.clear();  // a 0-dim tensor reduces over nothing
+  return out;
+}
+
+Tensor sum_dims(Tensor x, const IntList& dims) {
+  for (int64_t d : dims) x = x.sum(d, /*keepdim=*/true);
+  return x;
+}
+
+Tensor squeeze_dims(Tensor x, const IntList& dims) {
+  for (auto it = dims.rbegin(); it != dims.rend(); ++it) x = x.squeeze(*it);
+  return x;
+}
+
+int64_t reduced_count(const Tensor& a, const IntList& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= a.size(d);
+  return n;
+}
+
+Tensor logsumexp_impl(const Tensor& a, const IntList& dims, bool keepdim) {
+  Tensor x = is_integral(a.dtype(), true) ? a.to(default_dtype()) : a;
+  IntList kept = x.sizes();
+  for (int64_t d : dims) kept[static_cast<size_t>(d)] = 1;
+  Tensor out;
+  if (x.numel() == 0) {
+    out = full(kept, -std::numeric_limits<double>::infinity(), TensorOptions(x.dtype()).device(x.device()));
+  } else {
+    Tensor m = x;
+    for (int64_t d : dims) m = m.max(d, /*keepdim=*/true);
+    m = m.masked_fill(m.abs().eq(std::numeric_limits<double>::infinity()), 0);
+    out = sum_dims((x - m).exp(), dims).log() + m;
+  }
+  return keepdim ? out : squeeze_dims(out, dims);
+}
+
+Tensor var_impl(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
+  EMBER_CHECK(is_floating_point(a.dtype()), TypeError,
+              "std and var only support floating point dtypes (complex inputs are not supported), got ",
+              detail::scalar_type_name(a.dtype()));
+  const auto n = static_cast<double>(reduced_count(a, dims));
+  Tensor deviation = a - sum_dims(a, dims) / n;
+  Tensor out = sum_dims(deviation * deviation, dims) / std::max(n - static_cast<double>(correction), 0.0);
+  return keepdim ? out : squeeze_dims(out, dims);
+}
+
+}  // namespace
+
+Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
+  IntList ds = reduced_dims(a, dims);
+  return detail::recorded(detail::Formula::Logsumexp, {&a}, [&] { return logsumexp_impl(a, ds, keepdim); },
+                          detail::ReduceDimsArgs{ds, keepdim});
+}
+
+Tensor var(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
+  IntList ds = reduced_dims(a, dims);
+  return detail::recorded(detail::Formula::Var, {&a}, [&] { return var_impl(a, ds, correction, keepdim); },
+                          detail::VarArgs{ds, correction, keepdim});
+}
+
+Tensor std(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
+  IntList ds = reduced_dims(a, dims);
+  return detail::recorded(
+      detail::Formula::Std, {&a}, [&] { return var_impl(a, ds, correction, keepdim).sqrt(); },
+      detail::VarArgs{ds, correction, keepdim});
+}
+
+Tensor Tensor::logsumexp(const IntList& dims, bool keepdim) const { return ember::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::var(const IntList& dims, int64_t correction, bool keepdim) const {
+  return ember::var(*this, dims, correction, keepdim);
+}
+Tensor Tensor::std(const IntList& dims, int64_t correction, bool keepdim) const {
+  return ember::std(*this, dims, correction, keepdim);
+}
+
+}  // namespace ember

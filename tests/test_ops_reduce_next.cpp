@@ -1,0 +1,110 @@
+// cumsum, logsumexp, var and std: values against PyTorch 1.13's (the numbers below come from
+// /usr/bin/python3, torch 1.13), dims lists (negative, several, empty = all), keepdim,
+// correction 0 and 1, dtypes, numerically hard inputs, errors, gradients, and the device
+// equal to the cpu.
+#include <limits>
+
+#include "ops_next_util.h"
+
+using namespace ember;
+using ember::testing::expect_ints;
+using ember::testing::expect_values;
+
+namespace {
+
+class ReduceNext : public ember::testing::OpsOnDevice {
+ protected:
+  Tensor x() const {
+    return T({{0.5, -1.25, 2.0, 3.5}, {1.5, 0.25, -2.0, 4.0}, {-0.75, 1.0, 0.5, -3.0}});
+  }
+};
+
+TEST_P(ReduceNext, CumsumMatchesPyTorch) {
+  expect_values(cumsum(x(), 0), {0.5, -1.25, 2.0, 3.5, 2.0, -1.0, 0.0, 7.5, 1.25, 0.0, 0.5, 4.5});
+  expect_values(x().cumsum(-1), {0.5, -0.75, 1.25, 4.75, 1.5, 1.75, -0.25, 3.75, -0.75, 0.25, 0.75, -2.25});
+  expect_values(x().t().cumsum(1), {0.5, 2.0, 1.25, -1.25, -1.0, 0.0, 2.0, 0.0, 0.5, 3.5, 7.5, 4.5});
+  Tensor i = T({{1, 2, 3}, {4, 5, 6}}, kInt32).cumsum(1);
+  EXPECT_EQ(i.dtype(), kInt64);  // integers accumulate in int64, as PyTorch
+  expect_ints(i, {1, 3, 6, 4, 9, 15});
+  Tensor b = T({true, false, true}, kBool).cumsum(0);
+  EXPECT_EQ(b.dtype(), kInt64);
+  expect_ints(b, {1, 1, 2});
+  EXPECT_EQ(T(2.5).cumsum(0).item<double>(), 2.5);
+  EXPECT_EQ(x().narrow(1, 0, 0).cumsum(1).sizes(), (IntList{3, 0}));
+  EXPECT_THROW_MSG(x().cumsum(2), IndexError, "Dimension out of range");
+  EXPECT_THROW_MSG(T({1.0}, kComplex64).cumsum(0), TypeError, "\"cumsum\" not implemented for 'ComplexFloat'");
+}
+
+TEST_P(ReduceNext, LogsumexpMatchesPyTorch) {
+  expect_values(logsumexp(x(), {1}), {3.7480850490038047, 4.102630138559354, 1.5870198387726626});
+  expect_values(x().logsumexp({0, 1}), {4.680538205687761});
+  expect_values(x().logsumexp({}), {4.680538205687761});  // every dim
+  Tensor kept = x().logsumexp({-2}, /*keepdim=*/true);
+  EXPECT_EQ(kept.sizes(), (IntList{1, 4}));
+  expect_values(kept, {1.8874903020271998, 1.4560097813072754, 2.216276667370826, 4.474644432589215});
+  // No overflow or underflow; infinite maxima as PyTorch.
+  expect_values(T({1000.0, 1000.0, -1000.0}).logsumexp({0}), {1000.6931471805599});
+  const double inf = std::numeric_limits<double>::infinity();
+  expect_values(T({{-inf, -inf}, {inf, 1.0}}).logsumexp({1}), {-inf, inf});
+  Tensor i = T({1, 2}, kInt64).logsumexp({0});
+  EXPECT_EQ(i.dtype(), kFloat32);
+  expect_values(i, {2.3132617473602295}, 1e-6);
+  expect_values(x().narrow(1, 0, 0).logsumexp({1}), {-inf, -inf, -inf});
+  EXPECT_THROW_MSG(x().logsumexp({1, -1}), ValueError, "dim 1 appears multiple times in the list of dims");
+}
+
+TEST_P(ReduceNext, VarAndStdMatchPyTorch) {
+  expect_values(var(x(), {1}), {4.140625, 6.265625, 3.1822916666666665});
+  expect_values(x().var({0}, /*correction=*/0), {0.8472222222222222, 0.875, 2.722222222222222, 10.166666666666666});
+  expect_values(x().var(), {4.357481060606061});
+  expect_values(x().var({}, 0), {3.9943576388888893});
+  expect_values(x().var({0, 1}), {4.357481060606061});
+  Tensor kept = x().var({-1}, 1, /*keepdim=*/true);
+  EXPECT_EQ(kept.sizes(), (IntList{3, 1}));
+  expect_values(kept, {4.140625, 6.265625, 3.1822916666666665});
+  expect_values(ember::std(x(), {1}), {2.0348525745124633, 2.5031230493125984, 1.7838978857173038});
+  expect_values(x().std({0}, 0), {0.9204467514322717, 0.9354143466934853, 1.6499158227686108, 3.1885210782848317});
+  expect_values(x().std(), {2.0874580380467678});
+  expect_values(x().t().var({0}), {4.140625, 6.265625, 3.1822916666666665});  // non-contiguous
+  // Two passes: a large common offset costs no precision (float32: 1.6666666269302368).
+  expect_values(T({1e6 + 1, 1e6 + 2, 1e6 + 3, 1e6 + 4}, kFloat32).var(), {1.6666666269302368}, 1e-7);
+  expect_values(T({1.0}).var({0}), {NAN});  // N - correction = 0
+  EXPECT_THROW_MSG(T({1, 2}, kInt64).var(), TypeError, "std and var only support floating point");
+}
+
+TEST_P(ReduceNext, DeviceEqualsCpu) {
+  Tensor r = randn({6, 33, 5}, TensorOptions(kFloat32).device(dev_));
+  Tensor c = r.cpu();
+  EXPECT_TRUE(r.cumsum(1).cpu().equal(c.cumsum(1)));
+  EXPECT_TRUE(r.to(kInt32).cumsum(0).cpu().equal(c.to(kInt32).cumsum(0)));
+  EXPECT_TRUE(r.logsumexp({0, 2}).cpu().allclose(c.logsumexp({0, 2}), 1e-6, 1e-6));
+  EXPECT_TRUE(r.var({1}, 0).cpu().allclose(c.var({1}, 0), 1e-6, 1e-6));
+}
+
+TEST_P(ReduceNext, Gradients) {
+  using Ts = std::vector<Tensor>;
+  gradcheck("cumsum", [](const Ts& a) { return Ts{a[0].cumsum(1)}; }, {R({3, 4})});
+  gradcheck("cumsum dim 0", [](const Ts& a) { return Ts{cumsum(a[0], 0)}; }, {R({3, 4})});
+  gradcheck("logsumexp", [](const Ts& a) { return Ts{a[0].logsumexp({1})}; }, {R({3, 4})});
+  gradcheck("logsumexp keepdim", [](const Ts& a) { return Ts{a[0].logsumexp({0, 2}, true)}; }, {R({2, 3, 2})});
+  gradcheck("var", [](const Ts& a) { return Ts{a[0].var({1})}; }, {R({3, 4})});
+  gradcheck("var all, correction 0", [](const Ts& a) { return Ts{a[0].var({}, 0)}; }, {R({3, 4})});
+  gradcheck("var keepdim", [](const Ts& a) { return Ts{a[0].var({-1, 0}, 1, true)}; }, {R({2, 3, 2})});
+  gradcheck("std", [](const Ts& a) { return Ts{a[0].std({0})}; }, {R({3, 4})});
+  gradcheck("std correction 0 keepdim", [](const Ts& a) { return Ts{a[0].std({1}, 0, true)}; }, {R({3, 4})});
+  Tensor a = x().requires_grad_(true);
+  EXPECT_EQ(a.cumsum(0).grad_fn()->name(), "CumsumBackward0");
+  EXPECT_EQ(a.logsumexp({0}).grad_fn()->name(), "LogsumexpBackward0");
+  EXPECT_EQ(a.var().grad_fn()->name(), "VarBackward0");
+  EXPECT_EQ(a.std().grad_fn()->name(), "StdBackward0");
+  a.cumsum(1).sum().backward();
+  expect_values(a.grad(), {4, 3, 2, 1, 4, 3, 2, 1, 4, 3, 2, 1});
+  // std's gradient is 0 where std is 0 (PyTorch's std_backward).
+  Tensor constant = T({2.0, 2.0, 2.0}).requires_grad_(true);
+  constant.std().backward();
+  expect_values(constant.grad(), {0, 0, 0});
+}
+
+EMBER_ON_DEVICES(ReduceNext, "cpu", "cuda:0");
+
+}  // namespace
