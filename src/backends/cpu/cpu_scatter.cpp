@@ -17,19 +17,32 @@
 namespace ember::detail::cpu {
 
 void check_index_bounds(const TensorArg& index, int64_t dim, int64_t size) {
-  LoopShape s = make_loop_shape({&index}, /*reorder=*/false);
-  if (s.numel == 0) return;
+  // A branch-free pass over every thread first (a negative index wraps to a large unsigned
+  // one); only a failure pays for the ordered scan that names the first bad index.
+  LoopShape any_order = make_loop_shape({&index}, /*reorder=*/true);
+  if (any_order.numel == 0) return;
   char* base[] = {static_cast<char*>(index.data)};
-  bool bad = false;
+  const auto limit = static_cast<uint64_t>(size);
+  std::atomic<bool> bad{false};
+  parallel_loop(any_order, base, [limit, &bad](char* const* p, const int64_t* st, int64_t n) {
+    bool out_of_range = false;
+    for (int64_t i = 0; i < n; ++i) {
+      out_of_range |= static_cast<uint64_t>(*reinterpret_cast<const int64_t*>(p[0] + i * st[0])) >= limit;
+    }
+    if (out_of_range) bad.store(true, std::memory_order_relaxed);
+  });
+  if (!bad.load()) return;
+  LoopShape ordered = make_loop_shape({&index}, /*reorder=*/false);
+  bool found = false;
   int64_t first_bad = 0;
   auto scan = [&](char* const* p, const int64_t* st, int64_t n) {
-    for (int64_t i = 0; i < n && !bad; ++i) {
+    for (int64_t i = 0; i < n && !found; ++i) {
       const int64_t v = *reinterpret_cast<const int64_t*>(p[0] + i * st[0]);
-      if (v < 0 || v >= size) bad = true, first_bad = v;
+      if (v < 0 || v >= size) found = true, first_bad = v;
     }
   };
-  for_each_row(s, base, 0, s.numel, scan);
-  EMBER_CHECK(!bad, IndexError, "index ", first_bad, " is out of bounds for dimension ", dim, " with size ", size);
+  for_each_row(ordered, base, 0, ordered.numel, scan);
+  fail<IndexError>("index ", first_bad, " is out of bounds for dimension ", dim, " with size ", size);
 }
 
 namespace {
