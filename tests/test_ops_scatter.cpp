@@ -93,6 +93,9 @@ TEST_P(Scatter, ScatterAddErrorsLeaveSelfIntact) {
   EXPECT_THROW_MSG(s.scatter_add_(0, I({{0, 1}}), T({{1.0, 1}}, kFloat32)), TypeError,
                    "scatter(): Expected self.dtype to be equal to src.dtype");
   expect_values(s, std::vector<double>(6, 0.0));
+  Tensor expanded = zeros({1}, TensorOptions(kFloat64).device(dev_)).expand({3});
+  EXPECT_THROW_MSG(expanded.scatter_add_(0, I({0}), T({1.0})), ValueError,
+                   "more than one element of the written-to tensor refers to a single memory location");
   Tensor leaf = zeros({2}, TensorOptions(kFloat64).device(dev_).requires_grad(true));
   EXPECT_THROW(leaf.scatter_add_(0, I({0}), T({1.0})), Error);
 }

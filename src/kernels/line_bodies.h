@@ -8,8 +8,9 @@
 // shared between lines, so lines run in parallel and every backend computes the same bits:
 //   cumsum       accumulates serially (double for floating inputs, int64 for integers)
 //   sort order   a strict weak order with NaN largest; executors break ties by position,
-//                which makes any correct sort equal to a stable one (cpu std::sort, driver
-//                ranks each element by counting the elements before it)
+//                which makes any correct sort equal to a stable one (cpu: std::sort of
+//                64-bit keys of the same order with positions; driver: each element ranked
+//                by counting the elements before it)
 //   scatter_add  adds src[k] into out at index[k] for k in order, so sums round the same
 //                everywhere (no atomics); indices were checked before (cpu) or are asserted
 //   multinomial  draws row r's sample s from Philox index offset + r * K + s

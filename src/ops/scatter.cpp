@@ -6,6 +6,7 @@
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
+#include "ops/overlap.h"
 #include "ops/recording.h"
 
 namespace ember {
@@ -95,6 +96,9 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t d = check_scatter(*this, dim, index, src);
+  detail::check_no_internal_overlap(*this);
+  detail::check_no_partial_overlap(*this, index);
+  detail::check_no_partial_overlap(*this, src);
   if (detail::should_record(*this, src)) return copy_(ember::scatter_add(*this, d, index, src));
   detail::recorder().check_inplace(*this, src);
   scatter_add_into(*this, d, index, src);

@@ -13,9 +13,10 @@ Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
   EMBER_CHECK(a.dim() >= 2, ValueError, upper ? "triu" : "tril",
               ": input tensor must have at least 2 dimensions");
   const TensorOptions index_options = TensorOptions(kInt64).device(a.device());
-  Tensor rows = arange(a.size(-2), index_options).unsqueeze(1);
-  Tensor offset = arange(a.size(-1), index_options).unsqueeze(0) - rows;  // column - row
-  Tensor keep = upper ? offset.ge(diagonal) : offset.le(diagonal);
+  // column >= row + diagonal (triu) or <= (tril): one broadcast comparison over the matrix.
+  Tensor bound = arange(diagonal, a.size(-2) + diagonal, 1, index_options).unsqueeze(1);
+  Tensor columns = arange(a.size(-1), index_options);
+  Tensor keep = upper ? columns.ge(bound) : columns.le(bound);
   return where(keep, a, a.dtype() == kBool ? Scalar(false) : Scalar(0));
 }
 

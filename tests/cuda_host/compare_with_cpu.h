@@ -81,6 +81,10 @@ inline void launch_on_host(const KernelCall& call) {
       return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
                                  call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
     case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
+    case OpKind::Cumsum: return host::launch_cumsum(call, nullptr);
+    case OpKind::Sort: return host::launch_sort(call, nullptr);
+    case OpKind::Gather: case OpKind::ScatterAdd: return host::launch_scatter(call, nullptr);
+    case OpKind::Multinomial: return host::launch_multinomial(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }

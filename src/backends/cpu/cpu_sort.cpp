@@ -1,7 +1,12 @@
-// Sort (sort and topk) on the host: each line copied out with its positions, ordered by
-// sorts_before with ties broken by position (so std::sort gives the stable order), the
-// first out0.sizes[dim] written back (Note [Line kernels] in kernels/line_bodies.h).
+// Sort (sort and topk) on the host. Each element of a line becomes a 64-bit key whose
+// unsigned order is sorts_before's (kernels/line_bodies.h): NaN largest, -0.0 equal to 0.0,
+// all bits flipped when descending. Sorting (key, position) pairs then gives the stable
+// order the driver computes by ranking (Note [Line kernels]), with a comparison the
+// compiler inlines; the first out0.sizes[dim] positions are written back with their values
+// read from the input, so every bit (a NaN's payload, a zero's sign) survives.
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -13,6 +18,22 @@
 namespace ember::detail::cpu {
 namespace {
 
+constexpr uint64_t kSignBit = uint64_t{1} << 63;
+
+/// The ascending order of compute values as unsigned 64-bit keys.
+template <typename C>
+uint64_t order_key(C value) {
+  if constexpr (std::is_floating_point_v<C>) {
+    double d = static_cast<double>(value);  // exact for float
+    if (std::isnan(d)) return ~uint64_t{0};
+    if (d == 0) d = 0.0;  // -0.0 ties with 0.0
+    const uint64_t bits = std::bit_cast<uint64_t>(d);
+    return (bits & kSignBit) ? ~bits : bits | kSignBit;
+  } else {
+    return static_cast<uint64_t>(static_cast<int64_t>(value)) ^ kSignBit;
+  }
+}
+
 template <typename T>
 void sort_typed(const KernelCall& call) {
   using C = compute_t<T>;
@@ -22,20 +43,20 @@ void sort_typed(const KernelCall& call) {
   const int64_t in_step = in.strides[dim] * static_cast<int64_t>(sizeof(T));
   const int64_t value_step = values.strides[dim] * static_cast<int64_t>(sizeof(T));
   const int64_t index_step = indices.strides[dim] * static_cast<int64_t>(sizeof(int64_t));
-  const bool descending = call.flag;
-  auto before = [descending](const std::pair<C, int64_t>& a, const std::pair<C, int64_t>& b) {
-    if (sorts_before(a.first, b.first, descending)) return true;
-    return !sorts_before(b.first, a.first, descending) && a.second < b.second;
-  };
+  const uint64_t flip = call.flag ? ~uint64_t{0} : 0;  // descending
   for_each_line<3>({values, indices, in}, in.sizes, call.dim, n * 8, [&](const std::array<char*, 3>& line) {
-    thread_local std::vector<std::pair<C, int64_t>> order;
+    thread_local std::vector<std::pair<uint64_t, int64_t>> order;
     order.resize(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) order[j] = {convert<C>(*reinterpret_cast<const T*>(line[2] + j * in_step)), j};
-    if (k < n) std::partial_sort(order.begin(), order.begin() + k, order.end(), before);
-    else std::sort(order.begin(), order.end(), before);
+    for (int64_t j = 0; j < n; ++j) {
+      order[j] = {order_key(convert<C>(*reinterpret_cast<const T*>(line[2] + j * in_step))) ^ flip, j};
+    }
+    // Keys with positions are a total order: select the first k, then sort them.
+    if (k < n) std::nth_element(order.begin(), order.begin() + k, order.end());
+    std::sort(order.begin(), order.begin() + k);
     for (int64_t j = 0; j < k; ++j) {
-      *reinterpret_cast<T*>(line[0] + j * value_step) = convert<T>(order[j].first);
-      *reinterpret_cast<int64_t*>(line[1] + j * index_step) = order[j].second;
+      const int64_t from = order[j].second;
+      *reinterpret_cast<T*>(line[0] + j * value_step) = *reinterpret_cast<const T*>(line[2] + from * in_step);
+      *reinterpret_cast<int64_t*>(line[1] + j * index_step) = from;
     }
   });
 }
