@@ -26,10 +26,12 @@ TEST(TransformerKernelsOnHost, GeluAndItsBackwardMatchCpu) {
           Tensor x = view(sizes, d, layout), g = view(sizes, d, layout);
           KernelCall forward{OpKind::Gelu, {TensorArg{}}, {arg(x)}};
           forward.flag = tanh;
-          compare(forward, empty(sizes, d), what);
+          // The cpu's float bodies approximate erf and exp (within about 2e-7 of them,
+          // cpu_gelu.cpp); the driver's call the device's erff and expf.
+          compare(forward, empty(sizes, d), what, 1e-5, 2e-6);
           KernelCall backward{OpKind::GeluBackward, {TensorArg{}}, {arg(g), arg(x)}};
           backward.flag = tanh;
-          compare(backward, empty(sizes, d), what + " backward");
+          compare(backward, empty(sizes, d), what + " backward", 1e-5, 2e-5);  // times |g| up to about 20
         }
       }
     }
