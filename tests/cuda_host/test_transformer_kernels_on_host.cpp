@@ -69,7 +69,7 @@ TEST(TransformerKernelsOnHost, LayerNormAndItsBackwardMatchCpu) {
 
 TEST(TransformerKernelsOnHost, IndexAddMatchesCpuExactly) {
   manual_seed(23);
-  for (DType d : {kInt64, kFloat16, kFloat32, kFloat64, kComplex64}) {
+  for (DType d : {kInt64, kFloat16, kBFloat16, kFloat32, kFloat64, kComplex64}) {
     for (int64_t dim : {0, 1}) {
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         Tensor self = view({6, 5}, d, layout);
@@ -90,6 +90,25 @@ TEST(TransformerKernelsOnHost, IndexAddMatchesCpuExactly) {
         EXPECT_TRUE(host_self.equal(cpu_self)) << layout_name(layout) << " dim " << dim << " " << d;
       }
     }
+  }
+}
+
+TEST(TransformerKernelsOnHost, IndexAddOfManyRowsMatchesCpuExactly) {
+  // 5000 destinations x 4000 indices: past the scan kernel's budget, the per-position kernel.
+  manual_seed(24);
+  for (DType d : {kFloat16, kFloat32}) {
+    Tensor self = random({5000, 2}, d), source = random({4000, 2}, d);
+    std::vector<int64_t> positions(4000);
+    for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<int64_t>((k * 7919) % 5000);
+    Tensor index = tensor(TensorData(positions));
+    Tensor cpu_self = self.clone(), host_self = self.clone();
+    KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)}, Scalar(1)};
+    call.dim = 0;
+    detail::cpu::run(call);
+    call.outputs[0] = call.inputs[0] = arg(host_self);
+    launch_on_host(call);
+    host::check_cuda(cudaStreamSynchronize(nullptr));
+    EXPECT_TRUE(host_self.equal(cpu_self)) << d;
   }
 }
 
