@@ -85,6 +85,10 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::Sort: return host::launch_sort(call, nullptr);
     case OpKind::Gather: case OpKind::ScatterAdd: return host::launch_scatter(call, nullptr);
     case OpKind::Multinomial: return host::launch_multinomial(call, nullptr);
+    case OpKind::IndexAdd: return host::launch_index_add(call, nullptr);
+    case OpKind::LayerNorm: return host::launch_layer_norm(call, nullptr);
+    case OpKind::LayerNormBackward: return host::launch_layer_norm_backward(call, nullptr);
+    case OpKind::Gelu: case OpKind::GeluBackward: return host::launch_gelu(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }
