@@ -217,5 +217,28 @@ TEST_F(AsyncAllocator, TheSanitizerSeesPoolReuseAsOrdered) {
   else cuda::sanitizer::disable();
 }
 
+// A free queued while the device is in an error state never runs its stream's marker
+// (failed devices skip their work); after reset_device the block is back in the device.
+TEST_F(AsyncAllocator, AFreeDuringAStickyErrorIsReturnedByTheReset) {
+  cuda::DeviceGuard device(1);
+  cuda::Stream side(1);
+  void* p = nullptr;
+  {
+    cuda::StreamGuard guard(side);
+    p = detail::cuda_allocator(1).allocate(4096);
+  }
+  on_stream(side, [] { throw ValueError("bad kernel"); });
+  EXPECT_THROW(side.synchronize(), CudaError);
+  detail::cuda_allocator(1).deallocate(p);
+  EXPECT_EQ(cuda::memory_allocated(1), 0u);
+  cuda::reset_device(1);
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
+  void* q = detail::cuda_allocator(1).allocate(4096);  // on the default stream
+  EXPECT_EQ(cuda::memory_reserved(1), 4096u);
+  detail::cuda_allocator(1).deallocate(q);
+  cuda::empty_cache();
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
+}
+
 }  // namespace
 }  // namespace ember::testing
