@@ -227,8 +227,12 @@ TEST_F(AsyncAllocator, AFreeDuringAStickyErrorIsReturnedByTheReset) {
     cuda::StreamGuard guard(side);
     p = detail::cuda_allocator(1).allocate(4096);
   }
-  on_stream(side, [] { throw ValueError("bad kernel"); });
-  EXPECT_THROW(side.synchronize(), CudaError);
+  EXPECT_THROW(
+      {
+        on_stream(side, [] { throw ValueError("bad kernel"); });  // raises here under CUDA_LAUNCH_BLOCKING
+        side.synchronize();
+      },
+      CudaError);
   detail::cuda_allocator(1).deallocate(p);
   EXPECT_EQ(cuda::memory_allocated(1), 0u);
   cuda::reset_device(1);
