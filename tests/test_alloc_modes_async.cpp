@@ -10,6 +10,7 @@
 #include "emulated_support.h"
 #include "memory/memory.h"
 #include "runtime/stream_state.h"
+#include "sanitizer/sanitizer.h"
 #include "test_support.h"
 
 namespace {
@@ -178,6 +179,69 @@ TEST_F(AsyncAllocator, SnapshotsHistoryAndSwapsAreRefused) {
   EXPECT_EQ(error_of<Error>([&] { cuda::change_current_allocator(cuda::PluggableAllocator(fn, free_fn)); }),
             "Can't swap an already initialized allocator");
   EXPECT_EQ(cuda::get_allocator_backend(), "cudaMallocAsync");
+}
+
+// A block the pool hands to another stream once its stream reached the free is ordered
+// after the first user's work: the stream sanitizer reports no race on it, but still
+// reports a stream that used the block without record_stream.
+TEST_F(AsyncAllocator, TheSanitizerSeesPoolReuseAsOrdered) {
+  const bool was_enabled = cuda::sanitizer::is_enabled();
+  const cuda::sanitizer::Mode was_mode = cuda::sanitizer::mode();
+  cuda::sanitizer::enable();
+  cuda::Stream side(0);
+  const void* first = nullptr;
+  {
+    cuda::StreamGuard guard(side);
+    Tensor a = ones({256}, TensorOptions().device(Device(kCUDA, 0)));
+    first = a.data_ptr();
+  }  // freed on `side`
+  // `side` reaches the free without the sanitizer seeing a synchronisation.
+  detail::undecorated_backend().synchronize_device(0);
+  Tensor c = empty({256}, TensorOptions().device(Device(kCUDA, 0)));
+  ASSERT_EQ(c.data_ptr(), first) << "the pool should hand the block to the default stream";
+  EXPECT_NO_THROW(c.fill_(2.0));
+  // A third stream that read `c` without record_stream still races with the next user.
+  cuda::Stream reader(0);
+  reader.wait_stream(cuda::current_stream());
+  {
+    cuda::StreamGuard guard(reader);
+    (void)c.sum();
+  }
+  c = Tensor();
+  detail::undecorated_backend().synchronize_device(0);
+  Tensor d = empty({256}, TensorOptions().device(Device(kCUDA, 0)));
+  ASSERT_EQ(d.data_ptr(), first);
+  EXPECT_THROW(d.fill_(3.0), DataRaceError);
+  cuda::synchronize();
+  if (was_enabled) cuda::sanitizer::enable(was_mode);
+  else cuda::sanitizer::disable();
+}
+
+// A free queued while the device is in an error state never runs its stream's marker
+// (failed devices skip their work); after reset_device the block is back in the device.
+TEST_F(AsyncAllocator, AFreeDuringAStickyErrorIsReturnedByTheReset) {
+  cuda::DeviceGuard device(1);
+  cuda::Stream side(1);
+  void* p = nullptr;
+  {
+    cuda::StreamGuard guard(side);
+    p = detail::cuda_allocator(1).allocate(4096);
+  }
+  EXPECT_THROW(
+      {
+        on_stream(side, [] { throw ValueError("bad kernel"); });  // raises here under CUDA_LAUNCH_BLOCKING
+        side.synchronize();
+      },
+      CudaError);
+  detail::cuda_allocator(1).deallocate(p);
+  EXPECT_EQ(cuda::memory_allocated(1), 0u);
+  cuda::reset_device(1);
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
+  void* q = detail::cuda_allocator(1).allocate(4096);  // on the default stream
+  EXPECT_EQ(cuda::memory_reserved(1), 4096u);
+  detail::cuda_allocator(1).deallocate(q);
+  cuda::empty_cache();
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
 }
 
 }  // namespace

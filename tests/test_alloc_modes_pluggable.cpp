@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "ember/ember.h"
@@ -31,6 +32,8 @@ struct Log {
   int resets = 0;
   std::vector<std::pair<double, int>> fractions;
   bool refuse = false;  // the next malloc returns nullptr
+  bool throw_on_malloc = false;  // the next malloc throws
+  bool throw_on_free = false;    // the next free throws (after freeing)
 };
 Log& calls() {
   static Log instance;
@@ -42,6 +45,7 @@ ember::cuda::PluggableAllocator make_allocator() {
       [](size_t size, int device, ember::cuda::Stream stream) -> void* {
         std::lock_guard lock(calls().mutex);
         if (std::exchange(calls().refuse, false)) return nullptr;
+        if (std::exchange(calls().throw_on_malloc, false)) throw std::runtime_error("user malloc failed");
         void* ptr = std::aligned_alloc(512, (size + 511) / 512 * 512);
         calls().mallocs.push_back({ptr, size, device, stream.id()});
         return ptr;
@@ -50,6 +54,7 @@ ember::cuda::PluggableAllocator make_allocator() {
         std::lock_guard lock(calls().mutex);
         calls().frees.push_back({ptr, size, device, stream.id()});
         std::free(ptr);
+        if (std::exchange(calls().throw_on_free, false)) throw std::runtime_error("user free failed");
       });
   allocator.set_reset_fn([] { ++calls().resets; });
   allocator.set_memory_fraction_fn([](double fraction, int device) { calls().fractions.emplace_back(fraction, device); });
@@ -169,6 +174,25 @@ TEST(PluggableAllocator, BothFunctionsAreRequired) {
   EXPECT_THROW(cuda::PluggableAllocator(nullptr, [](void*, size_t, int, cuda::Stream) {}), ValueError);
   EXPECT_THROW(cuda::PluggableAllocator([](size_t, int, cuda::Stream) -> void* { return nullptr; }, nullptr),
                ValueError);
+}
+
+TEST(PluggableAllocator, AThrowingMallocPropagatesAndAThrowingFreeIsReported) {
+  const size_t mallocs = calls().mallocs.size();
+  calls().throw_on_malloc = true;
+  EXPECT_THROW_MSG(detail::cuda_allocator(0).allocate(4096), std::runtime_error, "user malloc failed");
+  EXPECT_EQ(calls().mallocs.size(), mallocs);
+  void* ptr = detail::cuda_allocator(0).allocate(4096);
+  // A free runs in destructors: the user's exception must not end the process.
+  calls().throw_on_free = true;
+  ::testing::internal::CaptureStderr();
+  detail::cuda_allocator(0).deallocate(ptr);
+  const std::string printed = ::testing::internal::GetCapturedStderr();
+  EXPECT_THAT(printed, ::testing::HasSubstr("ember: warning: the pluggable allocator's free of 4096 bytes on device 0 "
+                                            "threw: user free failed"));
+  {
+    Tensor a = ones({16}, TensorOptions().device(Device(kCUDA, 0)));  // still usable
+    EXPECT_FLOAT_EQ(a.sum().item<float>(), 16.0f);
+  }
 }
 
 }  // namespace

@@ -18,8 +18,11 @@ namespace ember::cuda {
 /// A user's device memory functions, as PyTorch's CUDAPluggableAllocator: every device
 /// allocation calls `malloc_fn(size, device, stream)` with the current stream of the
 /// device, every free calls `free_fn(ptr, size, device, stream)` with the values of its
-/// allocation. free_fn runs in destructors and must not throw. Tensor::record_stream has
-/// no effect on this memory: the user's free decides when it may be reused.
+/// allocation. free_fn runs in destructors: an exception it throws is printed to stderr as
+/// a warning and goes no further. Tensor::record_stream has
+/// no effect on this memory: the user's free decides when it may be reused. The stream
+/// sanitizer does not follow the user's reuse: memory handed to another stream without a
+/// synchronisation it sees may be reported as a race.
 class PluggableAllocator {
  public:
   using MallocFn = std::function<void*(size_t size, int device, Stream stream)>;

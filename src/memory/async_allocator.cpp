@@ -6,7 +6,9 @@
 // pool reuses the memory for other streams only after the stream's work so far. A block
 // record_stream() marked as used by other streams is freed on a "unifying" stream made
 // to wait (through events) for its allocation stream and every recorded stream, as
-// PyTorch's free_impl does, so the free is ordered after all of its uses.
+// PyTorch's free_impl does, so the free is ordered after all of its uses. The stream
+// sanitizer hears of each free as of the caching allocator's: the block's next user is
+// ordered after the allocation stream and the recorded streams, not after others.
 // Statistics are the pool's: reserved and used (allocated = active) bytes, current and
 // peak; every other counter stays zero. Snapshots and history raise PyTorch's errors.
 #include <limits>
@@ -21,6 +23,7 @@
 #include "runtime/context.h"
 #include "runtime/stream_pool.h"
 #include "runtime/stream_state.h"
+#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -69,8 +72,15 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     std::lock_guard lock(mutex_);
     auto it = allocations_.find(ptr);
     EMBER_ASSERT(it != allocations_.end());  // "ptr not found in ptr_info"
+    const Allocation& allocation = it->second;
+    if (sanitizer::enabled()) [[unlikely]] {
+      // The pool reuses the block only after the free, which is ordered after the
+      // allocation stream and the recorded streams (Note [Freed blocks]).
+      std::vector<const void*> waited;
+      for (const auto& [stream, device] : allocation.recorded) waited.push_back(stream);
+      sanitizer::on_deallocation(ptr, allocation.size, allocation.stream, waited);
+    }
     try {
-      const Allocation& allocation = it->second;
       if (allocation.recorded.empty()) {
         backend_.stream_free(device_, ptr, allocation.stream);
       } else {

@@ -433,18 +433,10 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
   if (src == nullptr || src->allocated || src->event_count > 0 || !src->stream_uses.empty() ||
       src->mapped != dst->mapped)
     return 0;
-  if (dst->prev == src) {
-    dst->ptr = src->ptr;
-    dst->prev = src->prev;
-    if (dst->prev) dst->prev->next = dst;
-  } else {
-    dst->next = src->next;
-    if (dst->next) dst->next->prev = dst;
-  }
-  const size_t subsumed = src->size;
-  dst->size += subsumed;
-  if (src->mapped) pool.blocks.erase(src->cached);
-  else unmapped_blocks_.erase(src);
+  // Out of line, so that the common merge keeps its small frame.
+  if (!src->mapped) [[unlikely]] return merge_unmapped(dst, src);
+  const size_t subsumed = absorb(dst, src);
+  pool.blocks.erase(src->cached);
   delete_block(src);
   return subsumed;
 }

@@ -215,6 +215,20 @@ class CachingAllocator {
   bool map_block(Block* to_map, size_t size, const StreamRef& stream);
   void unmap_block(Block* block);
   void release_expandable_segment(Block* block);
+  size_t merge_unmapped(Block* dst, Block* src) noexcept;  // try_merge_blocks of unmapped ranges
+  // Joins src's range to its neighbour dst's; returns the bytes dst gained.
+  static size_t absorb(Block* dst, Block* src) noexcept {
+    if (dst->prev == src) {
+      dst->ptr = src->ptr;
+      dst->prev = src->prev;
+      if (dst->prev) dst->prev->next = dst;
+    } else {
+      dst->next = src->next;
+      if (dst->next) dst->next->prev = dst;
+    }
+    dst->size += src->size;
+    return src->size;
+  }
   BackendEvent* acquire_event(int device);
   void release_event(int device, BackendEvent* event) noexcept;
 

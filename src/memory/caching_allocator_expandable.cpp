@@ -153,6 +153,13 @@ void CachingAllocator::unmap_block(Block* block) {
   if (block->prev == nullptr && block->next == nullptr) release_expandable_segment(block);
 }
 
+size_t CachingAllocator::merge_unmapped(Block* dst, Block* src) noexcept {
+  const size_t subsumed = absorb(dst, src);
+  unmapped_blocks_.erase(src);
+  delete_block(src);
+  return subsumed;
+}
+
 void CachingAllocator::release_expandable_segment(Block* block) {
   EMBER_ASSERT(!block->mapped && block->size == block->expandable->size());
   unmapped_blocks_.erase(block);

@@ -2,6 +2,8 @@
 // memory/device_allocator.h), as PyTorch's CUDAPluggableAllocator: each allocation calls
 // the user's malloc with the device's current stream and remembers size, device and
 // stream for the free; the memory API's statistics and snapshots raise PyTorch's errors.
+#include <cstdio>
+#include <exception>
 #include <mutex>
 #include <string_view>
 #include <unordered_map>
@@ -44,7 +46,14 @@ class PluggableDeviceAllocator final : public DeviceMemoryAllocator {
     Allocation allocation = std::move(it->second);
     allocations_.erase(it);
     lock.unlock();
-    functions_.free_fn(ptr, allocation.size, device_, std::move(allocation.stream));
+    // A free runs in destructors; a user's exception is reported, not let out.
+    try {
+      functions_.free_fn(ptr, allocation.size, device_, std::move(allocation.stream));
+    } catch (const std::exception& e) {
+      report_failed_free(allocation.size, e.what());
+    } catch (...) {
+      report_failed_free(allocation.size, "an exception that is not a std::exception");
+    }
   }
 
   const char* backend_name() const noexcept override { return "pluggable"; }
@@ -62,6 +71,10 @@ class PluggableDeviceAllocator final : public DeviceMemoryAllocator {
   nlohmann::json trace_json() const override { unsupported("snapshot"); }
 
  private:
+  void report_failed_free(size_t size, const char* what) const noexcept {
+    std::fprintf(stderr, "ember: warning: the pluggable allocator's free of %zu bytes on device %d threw: %s\n", size,
+                 device_, what);
+  }
   struct Allocation {
     size_t size;
     cuda::Stream stream;

@@ -209,6 +209,7 @@ void DriverBackend::reset(int device) {
   std::lock_guard lock(mutex_);
   ++generations_[device];
   live_allocations_[device].clear();
+  pools_configured_.erase(device);  // the reset default pool has the driver's attributes again
   std::erase_if(peer_enabled_, [&](const auto& pair) { return pair.first == device || pair.second == device; });
   bump_blas_generation(device);
 }

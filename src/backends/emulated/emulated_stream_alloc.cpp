@@ -28,8 +28,10 @@ Backend::PoolUsage EmulatedBackend::pool_usage(int index) { return device(index)
 void EmulatedBackend::reset_pool_peaks(int index) { device(index).pool.reset_peaks(); }
 
 void EmulatedBackend::trim_pool(int index) {
-  synchronize_device(index);  // every free has been reached
-  device(index).pool.trim();
+  StreamOrderedPool& pool = device(index).pool;
+  const uint64_t passed = pool.frees();  // frees from other threads meanwhile are not waited for
+  synchronize_device(index);             // each of these has been reached, its marker run or skipped
+  pool.trim(passed);
 }
 
 }  // namespace ember::detail::emulated

@@ -30,7 +30,7 @@ void* StreamOrderedPool::allocate(size_t bytes, const void* stream) {
     ptr = memory_.allocate(size);
     if (ptr == nullptr) return nullptr;
   }
-  blocks_.emplace(ptr, Block{size, true, nullptr, false, 0});
+  blocks_.emplace(ptr, Block{size, true, nullptr, false, 0, 0});
   add_reserved(static_cast<int64_t>(size));
   add_used(static_cast<int64_t>(size));
   return ptr;
@@ -45,6 +45,7 @@ bool StreamOrderedPool::free(void* ptr, const void* stream, uint64_t& generation
   block.free_stream = stream;
   block.reached = false;
   generation = ++block.generation;
+  block.freed_at = ++frees_;
   free_by_size_.emplace(block.size, ptr);
   add_used(-static_cast<int64_t>(block.size));
   return true;
@@ -72,8 +73,15 @@ void StreamOrderedPool::release_reached() {
   }
 }
 
-void StreamOrderedPool::trim() {
+uint64_t StreamOrderedPool::frees() const {
   std::lock_guard lock(mutex_);
+  return frees_;
+}
+
+void StreamOrderedPool::trim(uint64_t passed) {
+  std::lock_guard lock(mutex_);
+  for (auto& [ptr, block] : blocks_)
+    if (!block.allocated && block.freed_at <= passed) block.reached = true;
   release_reached();
 }
 

@@ -8,7 +8,9 @@
 // the backend queues a host function behind the free that marks that point. Blocks stay
 // in the pool (reserved, as with a release threshold of UINT64_MAX, PyTorch's setting)
 // until trim() gives them back to the device; when the device is full, an allocation
-// first gives back the blocks every stream may reuse and tries again.
+// first gives back the blocks every stream may reuse and tries again. A device in an
+// error state skips its streams' work, markers included, so trim_pool, which runs after
+// a synchronization (reset_device's included), treats every free before it as reached.
 #pragma once
 
 #include <cstddef>
@@ -37,8 +39,12 @@ class StreamOrderedPool {
   void reached(void* ptr, uint64_t generation);
   Backend::PoolUsage usage() const;
   void reset_peaks();
-  /// Gives every free block that all streams may reuse back to the device.
-  void trim();
+  /// Frees so far; a synchronization after reading it has passed each of them.
+  uint64_t frees() const;
+  /// Gives every free block that all streams may reuse back to the device, counting the
+  /// first `passed` frees (frees() before a synchronization) as reached even where a
+  /// failed device skipped their markers.
+  void trim(uint64_t passed = 0);
 
  private:
   struct Block {
@@ -47,6 +53,7 @@ class StreamOrderedPool {
     const void* free_stream;  // while free: the stream whose order it is free in
     bool reached;             // while free: reusable by every stream
     uint64_t generation;      // frees so far
+    uint64_t freed_at;        // while free: frees_ at its free
   };
   void release_reached();  // mutex_ held
   void add_reserved(int64_t bytes);
@@ -57,6 +64,7 @@ class StreamOrderedPool {
   std::unordered_map<void*, Block> blocks_;
   std::multimap<size_t, void*> free_by_size_;
   Backend::PoolUsage usage_;
+  uint64_t frees_ = 0;  // frees of all blocks so far
 };
 
 }  // namespace ember::detail::emulated
