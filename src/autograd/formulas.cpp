@@ -271,6 +271,7 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::IndexAdd, transformer_formulas::index_add},
     {Formula::LayerNorm, transformer_formulas::layer_norm},
     {Formula::Gelu, transformer_formulas::gelu},
+    {Formula::GeluBackward, transformer_formulas::gelu_backward},
 #define EMBER_UNARY_ROW(Kind, ...) {Formula::Kind, Kind##_backward},
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW

@@ -86,7 +86,8 @@ enum FormulaFlags : uint8_t {
   X(Embedding, "EmbeddingBackward0", kSavesNothing, EmbeddingArgs)             \
   X(IndexAdd, "IndexAddBackward0", kSavesNothing, IndexAddArgs)                \
   X(LayerNorm, "NativeLayerNormBackward0", kSavesInputs | kSavesOutput, LayerNormArgs) \
-  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs)
+  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs)                            \
+  X(GeluBackward, "GeluBackwardBackward0", kSavesInputs, GeluArgs)
 // clang-format on
 
 /// The derivative formulas (one per differentiable op signature).
