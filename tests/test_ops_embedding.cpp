@@ -118,6 +118,10 @@ TEST_P(Embedding, IndexAddErrors) {
   EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({1})), ones({1, 2}, o)), ValueError,
                    "source tensor shape must match self tensor shape");
   EXPECT_THROW(x.index_add_(2, I(TensorData({1})), ones({1, 3}, o)), IndexError);
+  EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({0, 1, 2, 3})), x), ValueError,
+                   "some elements of the input tensor and the written-to tensor refer to a single memory location");
+  EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({0, 1})), x.narrow(0, 1, 2)), ValueError,
+                   "some elements of the input tensor and the written-to tensor refer to a single memory location");
   EXPECT_EQ(x.abs().sum().item<float>(), 0.0f);  // nothing was written
 }
 

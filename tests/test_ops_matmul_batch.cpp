@@ -42,6 +42,10 @@ TEST_P(MatmulBatch, NonContiguousOperands) {
   Tensor b = seq({3, 10, 2}, 0.2, dev_).narrow(1, 0, 5);       // [3, 5, 2], strided
   Tensor expected = matmul(a.contiguous(), b.contiguous());
   EXPECT_TRUE(allclose(matmul(a, b), expected, 1e-12, 1e-12));
+  // A 4-D @ 2-D product folds a's batch dims into its rows (a copy where they cannot fold).
+  Tensor w = seq({3, 5}, 0.4, dev_).t();  // [5, 3], column-major
+  EXPECT_TRUE(allclose(matmul(a, w), matmul(a.contiguous(), w.contiguous()), 1e-12, 1e-12));
+  EXPECT_EQ(matmul(a, w).sizes(), (IntList{2, 3, 4, 3}));
   Tensor e = seq({1, 5, 2}, 0.3, dev_).expand({3, 5, 2});
   EXPECT_TRUE(allclose(matmul(a, e), matmul(a, e.contiguous()), 1e-12, 1e-12));
 }
@@ -49,6 +53,8 @@ TEST_P(MatmulBatch, NonContiguousOperands) {
 TEST_P(MatmulBatch, Gradcheck) {
   auto R = [&](const IntList& s, double c) { return seq(s, c, dev_).requires_grad_(true); };
   expect_gradcheck("4-D @ 2-D", mm2, {R({2, 3, 2, 3}, 0.1), R({3, 2}, 0.2)});
+  expect_gradcheck("transposed 3-D @ 2-D", [](const Ts& x) { return matmul(x[0].transpose(0, 1), x[1]); },
+                   {R({3, 2, 3}, 0.3), R({3, 2}, 0.2)});
   expect_gradcheck("[2,1,2,3] @ [3,3,2]", mm2, {R({2, 1, 2, 3}, 0.3), R({3, 3, 2}, 0.4)});
   expect_gradcheck("1-D @ 4-D", mm2, {R({3}, 0.5), R({2, 2, 3, 2}, 0.6)});
   expect_gradcheck("4-D @ 1-D", mm2, {R({2, 2, 2, 3}, 0.7), R({3}, 0.8)});

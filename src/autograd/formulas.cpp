@@ -144,7 +144,12 @@ Grads matmul(const Node& n, const Grads& g) {
     ga = mm_mat1_backward(G, B, a_vector ? InputInfo{} : n.info(0));
     if (a_vector) ga = ga.squeeze(-2);
   }
-  if (n.needs_grad(1)) {
+  if (n.needs_grad(1) && a.dim() >= 3 && b.dim() == 2) {
+    // The forward folded a's batch dims into its rows: so does the gradient, one product.
+    int64_t rows = 1;
+    for (int64_t d = 0; d + 1 < a.dim(); ++d) rows *= a.size(d);
+    gb = conj(a.reshape({rows, a.size(-1)})).transpose(0, 1).matmul(G.reshape({rows, G.size(-1)}));
+  } else if (n.needs_grad(1)) {
     gb = mm_mat2_backward(G, A, b_vector ? InputInfo{} : n.info(1));
     if (b_vector) gb = gb.squeeze(-1);
   }
@@ -267,6 +272,7 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::IndexAdd, transformer_formulas::index_add},
     {Formula::LayerNorm, transformer_formulas::layer_norm},
     {Formula::Gelu, transformer_formulas::gelu},
+    {Formula::GeluBackward, transformer_formulas::gelu_backward},
     {Formula::Cumsum, indexing_formulas::cumsum},
     {Formula::Logsumexp, indexing_formulas::logsumexp},
     {Formula::Var, indexing_formulas::var},

@@ -33,6 +33,15 @@ Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   EMBER_CHECK(a_in.dtype() == b_in.dtype(), TypeError, "expected m1 and m2 to have the same dtype, but got: ",
               dtype_name(a_in.dtype()), " != ", dtype_name(b_in.dtype()));
   EMBER_CHECK(a_in.dtype() != kBool, TypeError, "\"addmm\" not implemented for 'Bool'");
+  if (a_in.dim() >= 3 && b_in.dim() == 2) {
+    // As PyTorch: a's batch dims fold into its rows, one [batch * n, k] @ [k, m] product
+    // (a copies only where its layout cannot be folded).
+    IntList shape(a_in.sizes().begin(), a_in.sizes().end() - 1);
+    int64_t rows = 1;
+    for (int64_t s : shape) rows *= s;
+    shape.push_back(b_in.size(1));
+    return matmul_impl(a_in.reshape({rows, a_in.size(-1)}), b_in).view(shape);
+  }
   // 1-D operands become matrices and their added dim is dropped from the result (numpy rules).
   Tensor a = a_in.dim() == 1 ? a_in.unsqueeze(0) : a_in;
   Tensor b = b_in.dim() == 1 ? b_in.unsqueeze(1) : b_in;

@@ -81,6 +81,10 @@ inline void launch_on_host(const KernelCall& call) {
       return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
                                  call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
     case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
+    case OpKind::IndexAdd: return host::launch_index_add(call, nullptr);
+    case OpKind::LayerNorm: return host::launch_layer_norm(call, nullptr);
+    case OpKind::LayerNormBackward: return host::launch_layer_norm_backward(call, nullptr);
+    case OpKind::Gelu: case OpKind::GeluBackward: return host::launch_gelu(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }

@@ -14,16 +14,13 @@ namespace ember::detail::cpu {
 namespace {
 
 template <typename I>
-const I* checked_indices(const TensorArg& index, int64_t count, int64_t limit, std::vector<int64_t>& out) {
+void check_indices(const TensorArg& index, int64_t count, int64_t limit) {
   const I* p = static_cast<const I*>(index.data);
   const int64_t stride = index.strides.empty() ? 0 : index.strides[0];
-  out.resize(static_cast<size_t>(count));
   for (int64_t k = 0; k < count; ++k) {
-    const int64_t v = static_cast<int64_t>(p[k * stride]);
+    const auto v = static_cast<int64_t>(p[k * stride]);
     EMBER_CHECK(v >= 0 && v < limit, IndexError, "index out of range in self");
-    out[static_cast<size_t>(k)] = v;
   }
-  return p;
 }
 
 // `a` without dim `d`; a single position when nothing is left.
@@ -40,8 +37,8 @@ TensorArg without_dim(const TensorArg& a, size_t d) {
   return s;
 }
 
-template <typename T>
-void index_add_typed(const TensorArg& self, const TensorArg& source, const std::vector<int64_t>& index, size_t d,
+template <typename T, typename I>
+void index_add_typed(const TensorArg& self, const TensorArg& source, const TensorArg& index, size_t d,
                      const Scalar& alpha) {
   using C = compute_t<T>;
   const C a = alpha.to<C>();
@@ -51,12 +48,21 @@ void index_add_typed(const TensorArg& self, const TensorArg& source, const std::
   TensorArg self_slice = without_dim(self, d), source_slice = without_dim(source, d);
   LoopShape s = make_loop_shape({&self_slice, &source_slice}, /*reorder=*/true);
   char* base[] = {static_cast<char*>(self.data), static_cast<char*>(source.data)};
-  const int64_t count = static_cast<int64_t>(index.size());
-  const int64_t* idx = index.data();
+  const int64_t count = index.numel();
+  const I* idx = static_cast<const I*>(index.data);
+  const int64_t index_stride = index.strides.empty() ? 0 : index.strides[0];
   auto body = [=](char* const* p, const int64_t* st, int64_t n) {
     for (int64_t k = 0; k < count; ++k) {
-      char* dst = p[0] + idx[k] * self_step;
+      char* dst = p[0] + static_cast<int64_t>(idx[k * index_stride]) * self_step;
       const char* src = p[1] + k * source_step;
+      if (st[0] == static_cast<int64_t>(sizeof(T)) && st[1] == static_cast<int64_t>(sizeof(T))) {
+        // Dense rows; the op layer refuses a source overlapping self.
+        T* out = reinterpret_cast<T*>(dst);
+        const T* in = reinterpret_cast<const T*>(src);
+#pragma GCC ivdep
+        for (int64_t i = 0; i < n; ++i) out[i] = convert<T>(convert<C>(out[i]) + (unit ? convert<C>(in[i]) : a * convert<C>(in[i])));
+        continue;
+      }
       for (int64_t i = 0; i < n; ++i) {
         T& out = *reinterpret_cast<T*>(dst + i * st[0]);
         const C v = convert<C>(*reinterpret_cast<const T*>(src + i * st[1]));
@@ -81,13 +87,17 @@ void run_index_add(const KernelCall& call) {
   const auto d = static_cast<size_t>(call.dim);
   const int64_t limit = self.sizes.empty() ? 1 : self.sizes[d];
   const int64_t count = index.numel();
-  std::vector<int64_t> positions;
-  if (index.dtype == kInt64) checked_indices<int64_t>(index, count, limit, positions);
-  else checked_indices<int32_t>(index, count, limit, positions);
+  if (index.dtype == kInt64) check_indices<int64_t>(index, count, limit);
+  else check_indices<int32_t>(index, count, limit);
   if (self.numel() == 0 || count == 0) return;
   dispatch(self.dtype, [&]<typename T>(TypeTag<T>) {
-    if constexpr (std::is_same_v<T, bool>) not_implemented("index_add_cpu_", self.dtype);
-    else index_add_typed<T>(self, source, positions, d, call.s0);
+    if constexpr (std::is_same_v<T, bool>) {
+      not_implemented("index_add_cpu_", self.dtype);
+    } else if (index.dtype == kInt64) {
+      index_add_typed<T, int64_t>(self, source, index, d, call.s0);
+    } else {
+      index_add_typed<T, int32_t>(self, source, index, d, call.s0);
+    }
   });
 }
 

@@ -5,7 +5,8 @@
 // base of the selected slice) and the index with its stride along `dim` and 0
 // elsewhere; each element reads base[index * in0.stride(dim)]. So coalescing,
 // reordering and threading come for free. Indices are validated before anything is
-// written, so a bad index leaves `out` untouched.
+// written, so a bad index leaves `out` untouched. Along dim 0 of contiguous rows (an
+// embedding's lookup) whole rows are copied instead.
 #include <cstring>
 
 #include "backends/cpu/cpu_loops.h"
@@ -41,6 +42,32 @@ void gather(const TensorArg& out, const TensorArg& base, const TensorArg& index,
   });
 }
 
+// Row-major contiguous: dim 0 selects whole rows of row_bytes each.
+bool contiguous_rows(const TensorArg& t) {
+  int64_t expected = 1;
+  for (size_t d = t.sizes.size(); d-- > 0;) {
+    if (t.sizes[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+template <typename I>
+void copy_rows(const TensorArg& dst, const TensorArg& src, const TensorArg& index) {
+  const int64_t row_bytes = (dst.sizes[0] == 0 ? 0 : dst.numel() / dst.sizes[0]) * static_cast<int64_t>(itemsize(src.dtype));
+  const I* idx = static_cast<const I*>(index.data);
+  const int64_t index_stride = index.sizes.empty() ? 0 : index.strides[0];
+  char* out = static_cast<char*>(dst.data);
+  const char* in = static_cast<const char*>(src.data);
+  parallel_for(0, dst.sizes[0], std::max<int64_t>(1, kGrainSize * 4 / std::max<int64_t>(row_bytes, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t i = begin; i < end; ++i) {
+                   std::memcpy(out + i * row_bytes, in + static_cast<int64_t>(idx[i * index_stride]) * row_bytes,
+                               static_cast<size_t>(row_bytes));
+                 }
+               });
+}
+
 }  // namespace
 
 void run_index_select(const KernelCall& call) {
@@ -65,6 +92,11 @@ void run_index_select(const KernelCall& call) {
   if (index.dtype == kInt64) check_indices<int64_t>(index, src.sizes[call.dim]);
   else check_indices<int32_t>(index, src.sizes[call.dim]);
   if (dst.numel() == 0) return;
+  if (call.dim == 0 && contiguous_rows(src) && contiguous_rows(dst)) {  // embedding's lookup: whole rows
+    if (index.dtype == kInt64) copy_rows<int64_t>(dst, src, index);
+    else copy_rows<int32_t>(dst, src, index);
+    return;
+  }
 
   const int64_t dim_stride_bytes = src.strides[call.dim] * static_cast<int64_t>(itemsize(src.dtype));
   TensorArg base = src;  // broadcast along dim: every position starts at the slice base
