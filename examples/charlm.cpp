@@ -10,7 +10,7 @@
 //
 // The model is examples/charlm_model.h's (4 pre-norm layers of width 128 with 4 heads by
 // default, tied embeddings, dropout, causal attention). Training draws random windows of
-// --context characters from the training files (fortunes.h splits Debian's cookies by file:
+// --context characters from the training files (data::Fortunes splits Debian's cookies by file:
 // every tenth file is held out for validation) through a shuffling DataLoader, and steps
 // AdamW (weight decay on matrices only: biases, norms and embeddings are in a group
 // without it) after clipping the gradients' norm to --clip. The learning rate warms up

@@ -272,6 +272,7 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::IndexAdd, transformer_formulas::index_add},
     {Formula::LayerNorm, transformer_formulas::layer_norm},
     {Formula::Gelu, transformer_formulas::gelu},
+    {Formula::GeluBackward, transformer_formulas::gelu_backward},
     {Formula::Cumsum, indexing_formulas::cumsum},
     {Formula::Logsumexp, indexing_formulas::logsumexp},
     {Formula::Var, indexing_formulas::var},

@@ -1,11 +1,10 @@
-// Derivative formulas of the transformer ops: embedding, index_add, layer_norm, gelu.
-// When the backward itself is recorded (create_graph), each is written with public,
-// differentiable ops; otherwise layer_norm and gelu take their kernel forms
-// (ops/nn/transformer_backward.h): one launch each.
+// Derivative formulas of the transformer ops: embedding, index_add, layer_norm, gelu and
+// gelu's backward. When the backward itself is recorded (create_graph), each is written
+// with differentiable ops (gelu's as the recorded gelu_backward op); otherwise layer_norm
+// and gelu take their kernel forms (ops/nn/transformer_backward.h): one launch each.
 #include "autograd/formulas_transformer.h"
 
 #include "ember/autograd.h"
-#include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
@@ -77,14 +76,37 @@ Grads gelu(const FormulaNode& n, const Grads& g) {
   const bool tanh_form = n.args<GeluArgs>().approximate_tanh;
   Tensor x = n.input(0);
   if (!is_grad_enabled()) return {ember::detail::nn::gelu_backward(g[0], x, tanh_form)};
-  // Recorded backward (double backward): the tanh form's derivative from differentiable ops.
-  EMBER_CHECK(tanh_form, ValueError, "gelu(approximate='none'): a recorded backward (create_graph=True) is not "
-              "supported; use approximate='tanh'");
-  const double beta = 0.7978845608028654, kappa = 0.044715;
-  Tensor t = ember::tanh((x + x * x * x * kappa) * beta);
-  Tensor left = (t + 1) * 0.5;
-  Tensor right = x * 0.5 * (1 - t * t) * beta * (x * x * (3 * kappa) + 1);
-  return {g[0] * (left + right)};
+  // Recorded backward (double backward).
+  return {ember::detail::nn::gelu_backward_recorded(g[0], x, tanh_form)};
+}
+
+// Inputs: g (the output's gradient), x; output g * gelu'(x). Its gradients: gg * gelu'(x)
+// for g (the same op again, so it differentiates further), gg * g * gelu''(x) for x.
+Grads gelu_backward(const FormulaNode& n, const Grads& g) {
+  const bool tanh_form = n.args<GeluArgs>().approximate_tanh;
+  Tensor grad = n.input(0), x = n.input(1);
+  Grads out(2);
+  if (n.needs_grad(0)) {
+    out[0] = is_grad_enabled() ? ember::detail::nn::gelu_backward_recorded(g[0], x, tanh_form)
+                               : ember::detail::nn::gelu_backward(g[0], x, tanh_form);
+  }
+  if (n.needs_grad(1)) {
+    Tensor second;
+    if (tanh_form) {
+      // gelu'(x) = 0.5 (1 + t) + 0.5 x (1 - t^2) u', with t = tanh(u), u = beta (x + kappa x^3),
+      // u' = beta (1 + 3 kappa x^2), u'' = 6 beta kappa x.
+      const double beta = 0.7978845608028654, kappa = 0.044715;
+      Tensor t = ember::tanh((x + x * x * x * kappa) * beta);
+      Tensor sech2 = 1 - t * t;
+      Tensor du = (x * x * (3 * kappa) + 1) * beta;
+      second = sech2 * du - x * sech2 * t * du * du + x * 0.5 * sech2 * (x * (6 * beta * kappa));
+    } else {
+      // gelu''(x) = phi(x) (2 - x^2), phi the standard normal density.
+      second = ember::exp(x * x * -0.5) * 0.3989422804014327 * (2 - x * x);
+    }
+    out[1] = g[0] * grad * second;
+  }
+  return out;
 }
 
 }  // namespace ember::autograd::detail::transformer_formulas

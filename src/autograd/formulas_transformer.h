@@ -12,5 +12,6 @@ Grads embedding(const FormulaNode& n, const Grads& g);
 Grads index_add(const FormulaNode& n, const Grads& g);
 Grads layer_norm(const FormulaNode& n, const Grads& g);
 Grads gelu(const FormulaNode& n, const Grads& g);
+Grads gelu_backward(const FormulaNode& n, const Grads& g);
 
 }  // namespace ember::autograd::detail::transformer_formulas

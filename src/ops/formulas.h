@@ -86,7 +86,8 @@ enum FormulaFlags : uint8_t {
   X(Embedding, "EmbeddingBackward0", kSavesNothing, EmbeddingArgs)             \
   X(IndexAdd, "IndexAddBackward0", kSavesNothing, IndexAddArgs)                \
   X(LayerNorm, "NativeLayerNormBackward0", kSavesInputs | kSavesOutput, LayerNormArgs) \
-  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs) \
+  X(Gelu, "GeluBackward0", kSavesInputs, GeluArgs)                            \
+  X(GeluBackward, "GeluBackwardBackward0", kSavesInputs, GeluArgs)             \
   /* scans, statistics, sorting, indexing (src/autograd/formulas_indexing.cpp) */ \
   X(Cumsum, "CumsumBackward0", kSavesNothing, DimArgs)                         \
   X(Logsumexp, "LogsumexpBackward0", kSavesInputs | kSavesOutput, ReduceDimsArgs) \

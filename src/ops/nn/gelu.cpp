@@ -1,4 +1,5 @@
-// gelu: one Gelu launch; its backward one GeluBackward launch (transformer_backward.h).
+// gelu: one Gelu launch; its backward one GeluBackward launch (transformer_backward.h),
+// itself a differentiable op when the backward is recorded.
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "kernels/dtype_dispatch.h"
@@ -36,6 +37,11 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approx
   call.flag = approximate_tanh;
   launch(input.device(), call);
   return out;
+}
+
+Tensor gelu_backward_recorded(const Tensor& grad_output, const Tensor& input, bool approximate_tanh) {
+  return recorded(Formula::GeluBackward, {&grad_output, &input},
+                  [&] { return gelu_backward(grad_output, input, approximate_tanh); }, GeluArgs{approximate_tanh});
 }
 
 }  // namespace ember::detail::nn

@@ -18,5 +18,8 @@ LayerNormGrads layer_norm_backward(const Tensor& grad_output, const Tensor& inpu
 
 /// grad_output * gelu'(input): one GeluBackward launch.
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approximate_tanh);
+/// gelu_backward recorded as a differentiable op (GeluBackwardBackward0), for a recorded
+/// backward (double backward).
+Tensor gelu_backward_recorded(const Tensor& grad_output, const Tensor& input, bool approximate_tanh);
 
 }  // namespace ember::detail::nn
