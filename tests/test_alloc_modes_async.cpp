@@ -244,5 +244,30 @@ TEST_F(AsyncAllocator, AFreeDuringAStickyErrorIsReturnedByTheReset) {
   EXPECT_EQ(cuda::memory_reserved(1), 0u);
 }
 
+// Allocations made before reset_device(1) on streams the reset invalidated (and on the
+// stream that orders multi-stream frees) still go back to the pool when freed after it.
+TEST_F(AsyncAllocator, FreesAfterAResetOfStreamsFromBeforeItReturnTheMemory) {
+  cuda::DeviceGuard device(1);
+  void* plain = nullptr;
+  void* recorded = nullptr;
+  {
+    cuda::Stream s(1), other(1);
+    cuda::StreamGuard guard(s);
+    void* warm = detail::cuda_allocator(1).allocate(4096);
+    detail::cuda_allocator(1).record_stream(warm, other.state());
+    detail::cuda_allocator(1).deallocate(warm);  // makes the ordering stream
+    plain = detail::cuda_allocator(1).allocate(4096);
+    recorded = detail::cuda_allocator(1).allocate(4096);
+    detail::cuda_allocator(1).record_stream(recorded, other.state());
+  }
+  cuda::synchronize(1);
+  cuda::reset_device(1);
+  detail::cuda_allocator(1).deallocate(plain);
+  detail::cuda_allocator(1).deallocate(recorded);
+  EXPECT_EQ(cuda::memory_allocated(1), 0u);
+  cuda::empty_cache();
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
+}
+
 }  // namespace
 }  // namespace ember::testing
