@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <future>
+#include <thread>
+#include <vector>
 
 #include "ember/ember.h"
 #include "emulated_support.h"
@@ -242,6 +244,64 @@ TEST_F(AsyncAllocator, AFreeDuringAStickyErrorIsReturnedByTheReset) {
   detail::cuda_allocator(1).deallocate(q);
   cuda::empty_cache();
   EXPECT_EQ(cuda::memory_reserved(1), 0u);
+}
+
+// Allocations made before reset_device(1) on streams the reset invalidated (and on the
+// stream that orders multi-stream frees) still go back to the pool when freed after it.
+TEST_F(AsyncAllocator, FreesAfterAResetOfStreamsFromBeforeItReturnTheMemory) {
+  cuda::DeviceGuard device(1);
+  void* plain = nullptr;
+  void* recorded = nullptr;
+  {
+    cuda::Stream s(1), other(1);
+    cuda::StreamGuard guard(s);
+    void* warm = detail::cuda_allocator(1).allocate(4096);
+    detail::cuda_allocator(1).record_stream(warm, other.state());
+    detail::cuda_allocator(1).deallocate(warm);  // makes the ordering stream
+    plain = detail::cuda_allocator(1).allocate(4096);
+    recorded = detail::cuda_allocator(1).allocate(4096);
+    detail::cuda_allocator(1).record_stream(recorded, other.state());
+  }
+  cuda::synchronize(1);
+  cuda::reset_device(1);
+  detail::cuda_allocator(1).deallocate(plain);
+  detail::cuda_allocator(1).deallocate(recorded);
+  EXPECT_EQ(cuda::memory_allocated(1), 0u);
+  cuda::empty_cache();
+  EXPECT_EQ(cuda::memory_reserved(1), 0u);
+}
+
+// Threads on their own streams of both devices allocate, record each other's streams and
+// free at once: the pool's counters end balanced and everything goes back.
+TEST_F(AsyncAllocator, ThreadsOnStreamsOfBothDevicesLeaveBalancedPools) {
+  constexpr int kThreads = 4;
+  std::vector<cuda::Stream> streams;
+  for (int t = 0; t < kThreads; ++t) streams.emplace_back(t % 2);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const int device = t % 2;
+      cuda::DeviceGuard guard(device);
+      cuda::StreamGuard stream(streams[static_cast<size_t>(t)]);
+      std::vector<void*> live;
+      for (int step = 0; step < 200; ++step) {
+        if (live.size() < 8 && step % 3 != 2) {
+          void* ptr = detail::cuda_allocator(device).allocate(static_cast<size_t>(512 * (1 + (step * 7 + t) % 64)));
+          // Another thread's stream of the same device used it too.
+          detail::cuda_allocator(device).record_stream(ptr, streams[static_cast<size_t>((t + 2) % kThreads)].state());
+          live.push_back(ptr);
+        } else if (!live.empty()) {
+          detail::cuda_allocator(device).deallocate(live.back());
+          live.pop_back();
+        }
+      }
+      for (void* ptr : live) detail::cuda_allocator(device).deallocate(ptr);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int device : {0, 1}) EXPECT_EQ(cuda::memory_allocated(device), 0u) << device;
+  cuda::empty_cache();
+  for (int device : {0, 1}) EXPECT_EQ(cuda::memory_reserved(device), 0u) << device;
 }
 
 }  // namespace

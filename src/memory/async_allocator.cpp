@@ -63,7 +63,7 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
                              format_size(limit_));
     }
     used_ += nbytes;
-    allocations_.insert_or_assign(ptr, Allocation{nbytes, stream->native(), {}});
+    allocations_.insert_or_assign(ptr, Allocation{nbytes, stream->native(), stream->generation(), {}});
     return ptr;
   }
 
@@ -77,16 +77,23 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
       // The pool reuses the block only after the free, which is ordered after the
       // allocation stream and the recorded streams (Note [Freed blocks]).
       std::vector<const void*> waited;
-      for (const auto& [stream, device] : allocation.recorded) waited.push_back(stream);
+      for (const Recorded& use : allocation.recorded) waited.push_back(use.stream);
       sanitizer::on_deallocation(ptr, allocation.size, allocation.stream, waited);
     }
     try {
-      if (allocation.recorded.empty()) {
-        backend_.stream_free(device_, ptr, allocation.stream);
+      // A reset since the allocation drained the device and invalidated its streams
+      // (Note [Stream pool]): the free then follows nothing and goes on the default stream.
+      BackendStream* stream =
+          allocation.generation == device_generation(device_) ? allocation.stream : backend_.default_stream(device_);
+      std::vector<std::pair<BackendStream*, int>> waits;
+      for (const Recorded& use : allocation.recorded)
+        if (use.generation == device_generation(use.device)) waits.emplace_back(use.stream, use.device);
+      if (waits.empty()) {
+        backend_.stream_free(device_, ptr, stream);
       } else {
         BackendStream* unifier = unifying_stream();
-        order_after(allocation.stream, device_, unifier);
-        for (const auto& [stream, device] : allocation.recorded) order_after(stream, device, unifier);
+        order_after(stream, device_, unifier);
+        for (const auto& [waited, device] : waits) order_after(waited, device, unifier);
         backend_.stream_free(device_, ptr, unifier);
       }
     } catch (...) {
@@ -104,9 +111,9 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
                 " was not allocated by the cudaMallocAsync allocator of cuda:", device_, " or was already freed");
     BackendStream* native = stream->native();
     if (native == it->second.stream) return;  // the allocation stream orders its uses already
-    for (const auto& [recorded, device] : it->second.recorded)
-      if (recorded == native) return;
-    it->second.recorded.emplace_back(native, stream->device());
+    for (const Recorded& use : it->second.recorded)
+      if (use.stream == native) return;
+    it->second.recorded.push_back({native, stream->device(), stream->generation()});
   }
 
   const char* backend_name() const noexcept override { return "cudaMallocAsync"; }
@@ -140,15 +147,21 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
   nlohmann::json trace_json() const override { not_meaningful(); }
 
  private:
+  struct Recorded {  // a stream given to record_stream
+    BackendStream* stream;
+    int device;
+    uint64_t generation;  // its device's reset generation when it was made
+  };
   struct Allocation {
     size_t size;
-    BackendStream* stream;                                 // the allocation stream
-    std::vector<std::pair<BackendStream*, int>> recorded;  // record_stream's streams and their devices
+    BackendStream* stream;  // the allocation stream
+    uint64_t generation;    // the device's reset generation when that stream was made
+    std::vector<Recorded> recorded;
   };
 
   // mutex_ held. A pooled stream of the device, kept for every multi-stream free.
   BackendStream* unifying_stream() {
-    if (!unifier_) unifier_ = pooled_stream(device_, 0);
+    if (!unifier_ || unifier_->generation() != device_generation(device_)) unifier_ = pooled_stream(device_, 0);
     return unifier_->native();
   }
   // Future work on `dependent` waits for `dependency`'s work queued so far.
