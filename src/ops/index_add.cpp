@@ -1,7 +1,6 @@
 // index_add_ and index_add: one IndexAdd launch (contract in kernels/transformer_kernels.h),
 // deterministic on every backend. The node keeps only the index: self's gradient is the
 // output's, source's is the output's gradient at the indexed slices (times alpha).
-#include <sstream>
 
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -13,13 +12,6 @@
 namespace ember {
 namespace {
 
-std::string shape_str(const IntList& s) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < s.size(); ++i) out << (i ? ", " : "") << s[i];
-  out << "]";
-  return out.str();
-}
 
 // Checks the arguments as PyTorch's index_add_ does; returns the wrapped dim.
 int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
@@ -28,7 +20,7 @@ int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, co
               "index_add_(): Expected dtype int32/int64 for index but got: ", detail::scalar_type_name(index.dtype()));
   EMBER_CHECK(index.dim() <= 1, IndexError, "index_add_(): Index is supposed to be a vector, but got dim: ",
               index.dim(), " with type: ", detail::scalar_type_name(index.dtype()), " and size: ",
-              shape_str(index.sizes()));
+              detail::IntListPrinter{index.sizes()});
   EMBER_CHECK(self.dtype() == source.dtype(), TypeError, "index_add_(): self (",
               detail::scalar_type_name(self.dtype()), ") and source (", detail::scalar_type_name(source.dtype()),
               ") must have the same scalar type");
@@ -40,7 +32,7 @@ int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, co
   bool same = self.dim() == source.dim() || (self.dim() <= 1 && source.dim() <= 1);
   for (int64_t i = 0; same && i < self.dim() && i < source.dim(); ++i) same = i == d || self.size(i) == source.size(i);
   EMBER_CHECK(same, ValueError, "source tensor shape must match self tensor shape, excluding the specified "
-              "dimension. Got self.shape = ", shape_str(self.sizes()), " source.shape = ", shape_str(source.sizes()));
+              "dimension. Got self.shape = ", detail::IntListPrinter{self.sizes()}, " source.shape = ", detail::IntListPrinter{source.sizes()});
   EMBER_CHECK(self.dtype() != kBool, TypeError, "\"index_add_cpu_\" not implemented for 'Bool'");
   return d;
 }

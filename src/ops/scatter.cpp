@@ -1,7 +1,6 @@
 // gather, scatter_add and scatter_add_: argument checks with PyTorch's messages, then one
 // Gather or ScatterAdd launch (kernel_call.h). scatter_add_ under recording runs the
 // out-of-place op and copies the result in, so self's history goes through copy_.
-#include <sstream>
 
 #include "ember/errors.h"
 #include "ember/ops.h"
@@ -16,13 +15,6 @@ namespace {
 using detail::KernelCall;
 using detail::OpKind;
 
-std::string shape_string(const IntList& sizes) {
-  std::ostringstream out;
-  out << '[';
-  for (size_t i = 0; i < sizes.size(); ++i) out << (i ? ", " : "") << sizes[i];
-  out << ']';
-  return out.str();
-}
 
 // A 0-dim tensor as the 1-element vector PyTorch's scatter/gather treat it as.
 Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
@@ -39,7 +31,7 @@ Tensor gather_impl(const Tensor& a, int64_t dim, const Tensor& index) {
   EMBER_CHECK(ix.dim() == x.dim(), ValueError, "Index tensor must have the same number of dimensions as input tensor");
   for (int64_t i = 0; i < x.dim(); ++i) {
     EMBER_CHECK(i == d || ix.size(i) <= x.size(i), ValueError, "Size does not match at dimension ", i,
-                " expected index ", shape_string(ix.sizes()), " to be smaller than self ", shape_string(x.sizes()),
+                " expected index ", detail::IntListPrinter{ix.sizes()}, " to be smaller than self ", detail::IntListPrinter{x.sizes()},
                 " apart from dimension ", d);
   }
   Tensor out = detail::empty_on(ix.sizes(), x.dtype(), x.device());
@@ -60,8 +52,8 @@ int64_t check_scatter(const Tensor& self, int64_t dim, const Tensor& index, cons
   EMBER_CHECK(ix.dim() == s.dim(), ValueError, "Index tensor must have the same number of dimensions as src tensor");
   for (int64_t i = 0; i < x.dim(); ++i) {
     EMBER_CHECK(ix.size(i) <= s.size(i) && (i == d || ix.size(i) <= x.size(i)), ValueError, "Expected index ",
-                shape_string(ix.sizes()), " to be smaller than self ", shape_string(x.sizes()),
-                " apart from dimension ", d, " and to be smaller size than src ", shape_string(s.sizes()));
+                detail::IntListPrinter{ix.sizes()}, " to be smaller than self ", detail::IntListPrinter{x.sizes()},
+                " apart from dimension ", d, " and to be smaller size than src ", detail::IntListPrinter{s.sizes()});
   }
   return d;
 }

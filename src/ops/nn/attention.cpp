@@ -3,7 +3,6 @@
 // keys, dropout with the default generator, then @ v.
 #include <cmath>
 #include <limits>
-#include <sstream>
 
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -15,13 +14,6 @@
 namespace ember::nn::functional {
 namespace {
 
-std::string shape_str(const IntList& s) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < s.size(); ++i) out << (i ? ", " : "") << s[i];
-  out << "]";
-  return out.str();
-}
 
 // Whether `from` broadcasts to `to` (numpy rules, `to` unchanged).
 bool broadcasts_to(const IntList& from, const IntList& to) {
@@ -72,8 +64,8 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     weights.push_back(L);
     weights.push_back(S);
     EMBER_CHECK(broadcasts_to(attn_mask.sizes(), weights), ValueError, "scaled_dot_product_attention: attn_mask of "
-                "shape ", shape_str(attn_mask.sizes()), " does not broadcast to the attention weights' shape ",
-                shape_str(weights));
+                "shape ", ember::detail::IntListPrinter{attn_mask.sizes()}, " does not broadcast to the attention weights' shape ",
+                ember::detail::IntListPrinter{weights});
   }
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
   Tensor weights = matmul(query, key.transpose(-2, -1)) * factor;

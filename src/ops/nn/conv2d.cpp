@@ -13,7 +13,6 @@
 #include "ember/nn.h"
 
 #include <memory>
-#include <sstream>
 
 #include "runtime/backend_flags.h"
 #include "core/tensor_impl.h"
@@ -27,19 +26,12 @@
 namespace ember {
 namespace {
 
-std::string shape_str(const IntList& shape) {
-  std::ostringstream out;
-  out << '[';
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
-}
 
 // A conv parameter given as one value (applied to both dims) or two.
 std::pair<int64_t, int64_t> pair_param(const IntList& values, const char* name) {
   EMBER_CHECK(values.size() == 1 || values.size() == 2, ValueError, "expected ", name,
               " to be a single integer value or a list of 2 values to match the convolution dimensions, but got ",
-              name, "=", shape_str(values));
+              name, "=", detail::IntListPrinter{values});
   return values.size() == 1 ? std::pair{values[0], values[0]} : std::pair{values[0], values[1]};
 }
 
@@ -119,17 +111,17 @@ Tensor conv2d_batched(const Tensor& input, const Tensor& weight, const Tensor& b
   const int64_t batch = input.size(0), channels = input.size(1), height = input.size(2), width = input.size(3);
   const int64_t out_channels = weight.size(0), kernel_h = weight.size(2), kernel_w = weight.size(3);
   EMBER_CHECK(out_channels % groups == 0, ValueError, "Given groups=", groups, ", expected weight to be divisible by ",
-              groups, " at dimension 0, but got weight of size ", shape_str(weight.sizes()), " instead");
+              groups, " at dimension 0, but got weight of size ", detail::IntListPrinter{weight.sizes()}, " instead");
   EMBER_CHECK(channels == weight.size(1) * groups, ValueError, "Given groups=", groups, ", weight of size ",
-              shape_str(weight.sizes()), ", expected input", shape_str(input.sizes()), " to have ",
+              detail::IntListPrinter{weight.sizes()}, ", expected input", detail::IntListPrinter{input.sizes()}, " to have ",
               weight.size(1) * groups, " channels, but got ", channels, " channels instead");
   if (bias.defined()) {
     detail::check_same_device(input, bias);
     EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, "conv2d: input type (", dtype_name(input.dtype()),
                 ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
     EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ValueError, "Given weight of size ",
-                shape_str(weight.sizes()), ", expected bias to be 1-dimensional with ", out_channels,
-                " elements, but got bias of size ", shape_str(bias.sizes()), " instead");
+                detail::IntListPrinter{weight.sizes()}, ", expected bias to be 1-dimensional with ", out_channels,
+                " elements, but got bias of size ", detail::IntListPrinter{bias.sizes()}, " instead");
   }
   const int64_t padded_h = height + 2 * pad_h, padded_w = width + 2 * pad_w;
   const int64_t span_h = dilation_h * (kernel_h - 1) + 1, span_w = dilation_w * (kernel_w - 1) + 1;
@@ -238,9 +230,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   EMBER_CHECK(input.defined() && weight.defined(), ValueError, "conv2d: expected defined input and weight tensors");
   EMBER_CHECK(input.dim() == 3 || input.dim() == 4, ValueError,
               "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: ",
-              shape_str(input.sizes()));
+              detail::IntListPrinter{input.sizes()});
   EMBER_CHECK(weight.dim() == 4, ValueError, "Expected 4-dimensional weight for ", input.dim(),
-              "-dimensional input ", shape_str(input.sizes()), ", but got weight of size ", shape_str(weight.sizes()),
+              "-dimensional input ", detail::IntListPrinter{input.sizes()}, ", but got weight of size ", detail::IntListPrinter{weight.sizes()},
               " instead");
   detail::check_same_device(input, weight);
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError,

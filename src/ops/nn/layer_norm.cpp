@@ -1,7 +1,6 @@
 // layer_norm: one LayerNorm launch over the input viewed as {rows, cols} (the normalized
 // dims flattened) writes the output and each row's mean and rstd; the node keeps the
 // latter two for its backward, one LayerNormBackward launch (transformer_backward.h).
-#include <sstream>
 
 #include "ember/errors.h"
 #include "ember/nn.h"
@@ -13,19 +12,12 @@
 namespace ember::nn::functional {
 namespace {
 
-std::string shape_str(const IntList& s) {
-  std::ostringstream out;
-  out << "[";
-  for (size_t i = 0; i < s.size(); ++i) out << (i ? ", " : "") << s[i];
-  out << "]";
-  return out.str();
-}
 
 void check_affine(const Tensor& t, const char* name, const Tensor& input, const IntList& normalized_shape) {
   if (!t.defined()) return;
   EMBER_CHECK(t.sizes() == normalized_shape, ValueError, "Expected ", name,
-              " to be of same shape as normalized_shape, but got ", name, " of shape ", shape_str(t.sizes()),
-              " and normalized_shape = ", shape_str(normalized_shape));
+              " to be of same shape as normalized_shape, but got ", name, " of shape ", ember::detail::IntListPrinter{t.sizes()},
+              " and normalized_shape = ", ember::detail::IntListPrinter{normalized_shape});
   detail::check_same_device(input, t);
   EMBER_CHECK(t.dtype() == input.dtype(), TypeError, "layer_norm: expected ", name, " of dtype ",
               dtype_name(input.dtype()), " (the input's), but got ", dtype_name(t.dtype()));
@@ -70,17 +62,17 @@ Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Te
                   double eps) {
   const auto nd = static_cast<int64_t>(normalized_shape.size());
   EMBER_CHECK(nd >= 1, ValueError, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-              "least one element, but got normalized_shape = ", shape_str(normalized_shape));
+              "least one element, but got normalized_shape = ", ember::detail::IntListPrinter{normalized_shape});
   check_affine(weight, "weight", input, normalized_shape);
   check_affine(bias, "bias", input, normalized_shape);
   bool matches = input.dim() >= nd;
   for (int64_t i = 0; matches && i < nd; ++i) matches = input.size(input.dim() - nd + i) == normalized_shape[i];
-  EMBER_CHECK(matches, ValueError, "Given normalized_shape=", shape_str(normalized_shape),
+  EMBER_CHECK(matches, ValueError, "Given normalized_shape=", ember::detail::IntListPrinter{normalized_shape},
               ", expected input with shape [*", [&] {
                 std::string s;
                 for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
                 return s;
-              }(), "], but got input of size", shape_str(input.sizes()));
+              }(), "], but got input of size", ember::detail::IntListPrinter{input.sizes()});
   EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"LayerNormKernelImpl\" not implemented for '",
               detail::scalar_type_name(input.dtype()), "'");
   int64_t cols = 1;
