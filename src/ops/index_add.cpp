@@ -12,7 +12,6 @@
 namespace ember {
 namespace {
 
-
 // Checks the arguments as PyTorch's index_add_ does; returns the wrapped dim.
 int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(self.dim(), 1));

@@ -15,7 +15,6 @@ namespace {
 using detail::KernelCall;
 using detail::OpKind;
 
-
 // A 0-dim tensor as the 1-element vector PyTorch's scatter/gather treat it as.
 Tensor at_least_1d(const Tensor& t) { return t.dim() == 0 ? t.reshape({1}) : t; }
 

@@ -14,7 +14,6 @@
 namespace ember::nn::functional {
 namespace {
 
-
 // Whether `from` broadcasts to `to` (numpy rules, `to` unchanged).
 bool broadcasts_to(const IntList& from, const IntList& to) {
   if (from.size() > to.size()) return false;

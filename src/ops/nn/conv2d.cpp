@@ -26,7 +26,6 @@
 namespace ember {
 namespace {
 
-
 // A conv parameter given as one value (applied to both dims) or two.
 std::pair<int64_t, int64_t> pair_param(const IntList& values, const char* name) {
   EMBER_CHECK(values.size() == 1 || values.size() == 2, ValueError, "expected ", name,

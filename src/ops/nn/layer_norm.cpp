@@ -12,7 +12,6 @@
 namespace ember::nn::functional {
 namespace {
 
-
 void check_affine(const Tensor& t, const char* name, const Tensor& input, const IntList& normalized_shape) {
   if (!t.defined()) return;
   EMBER_CHECK(t.sizes() == normalized_shape, ValueError, "Expected ", name,
