@@ -46,6 +46,7 @@
 
 #include "charlm_model.h"
 #include "ember/ember.h"
+#include "example_setup.h"
 
 using namespace ember;
 
@@ -147,34 +148,11 @@ Args parse(int argc, char** argv) {
   return args;
 }
 
-// As examples/train: --device, else a GPU, else an emulated cuda device; --disable-cuda: the cpu.
 Device choose_device(const Args& args) {
-  if (args.disable_cuda) return Device(kCPU);
-  Device wanted = args.device.empty() ? Device(kCUDA) : Device(args.device);
-  if (wanted.is_cpu()) return wanted;
-  if (!std::getenv("EMBER_EMULATED_DEVICES") && !cuda::driver_is_available())
-    cuda::emulate(args.data_parallel ? 2 : 1, size_t{4} << 30);
-  if (!cuda::is_available()) return Device(kCPU);
-  return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
+  return examples::choose_device(args.disable_cuda, args.device, args.data_parallel);
 }
 
-struct DdpRank {
-  int rank = 0, world = 1, local_rank = 0;
-};
-
-DdpRank init_ddp(const Args& args) {
-  const char* local_rank = std::getenv("LOCAL_RANK");
-  const char* local_world = std::getenv("LOCAL_WORLD_SIZE");
-  if (!local_rank || !local_world) usage("--ddp runs under ember-run (LOCAL_RANK and LOCAL_WORLD_SIZE are unset)");
-  DdpRank r;
-  r.local_rank = std::atoi(local_rank);
-  if (!args.disable_cuda && !cuda::driver_is_available()) ::setenv("EMBER_EMULATED_DEVICES", local_world, 0);
-  distributed::init_process_group("gloo");
-  r.rank = distributed::get_rank();
-  r.world = distributed::get_world_size();
-  if (args.batch_size % r.world != 0) usage("--batch-size must be a multiple of the number of ranks");
-  return r;
-}
+examples::DdpRank init_ddp(const Args& args) { return examples::init_ddp(args.disable_cuda, args.batch_size, usage); }
 
 // Warmup, then a cosine from 1 down to 0.1 at `steps` (a factor of the base learning rate).
 double schedule(int64_t step, int64_t warmup, int64_t steps) {
@@ -202,7 +180,7 @@ double mean_loss(charlm::CharLM& model, const std::vector<data::Example>& batche
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   try {
-    DdpRank ddp_rank;
+    examples::DdpRank ddp_rank;
     if (args.ddp) ddp_rank = init_ddp(args);
     const bool lead = ddp_rank.rank == 0;
     Args local = args;
