@@ -8,6 +8,7 @@
 // graph as it was and the allocator routing nothing to the pool.
 #include "ember/cuda_graph.h"
 
+#include <algorithm>
 #include <atomic>
 
 #include "ember/cuda.h"
@@ -54,6 +55,9 @@ struct CUDAGraph::Impl {
   // Note [Graph-safe Philox]: what replays write for the captured random ops.
   Tensor seed_extragraph, offset_extragraph;
   uint64_t wholegraph_increment = 0;
+  // The streams replays filled them on, recorded on them once each: freed with the graph,
+  // their memory waits for the replays still queued there (as record_stream does).
+  std::vector<Stream> replay_streams;
 };
 
 CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
@@ -140,6 +144,12 @@ void CUDAGraph::replay() {
   EMBER_CHECK(g.exec != nullptr, CudaError, "Called CUDAGraph::replay without a preceding successful capture.");
   DeviceGuard guard(g.device);
   if (g.wholegraph_increment > 0) {
+    Stream stream = current_stream(g.device);
+    if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
+      g.seed_extragraph.record_stream(stream);
+      g.offset_extragraph.record_stream(stream);
+      g.replay_streams.push_back(stream);
+    }
     auto [seed, offset] = detail::rng_replay_prologue(g.device, g.wholegraph_increment);
     g.seed_extragraph.fill_(static_cast<int64_t>(seed));
     g.offset_extragraph.fill_(static_cast<int64_t>(offset));
