@@ -69,4 +69,74 @@ TEST(CudaGraphLifetime, DestroyingAGraphWhoseReplayIsQueuedKeepsItsMemoryUntilTh
   EXPECT_EQ(values(ember::rand({64}, on(0))), replayed);
 }
 
+// An op that throws in the middle of a guarded capture: the guard ends the capture while
+// unwinding (no std::terminate), the exception that was thrown is the one caught, and the
+// stream, the graph and the allocator are left usable.
+TEST(CudaGraphLifetime, AnExceptionInTheMiddleOfAGuardedCaptureEndsItCleanly) {
+  Tensor x = ember::full({4}, 1.0, on(0));
+  cuda::Stream side(0);
+  const cuda::Stream before = cuda::current_stream(0);
+  cuda::CUDAGraph g;
+  Tensor y;
+  // An argument error before anything is queued: the capture ends with what it recorded.
+  EXPECT_THROW(
+      {
+        cuda::graph capture(g, {}, side);
+        y = x * 2.0;
+        Tensor bad = x + ember::ones({3}, on(0));
+      },
+      ember::ValueError);
+  EXPECT_EQ(cuda::current_stream(0), before);
+  {
+    cuda::StreamGuard guard(side);
+    EXPECT_FALSE(cuda::is_current_stream_capturing());
+  }
+  g.replay();
+  EXPECT_EQ(values(y), std::vector<float>(4, 2.0f));
+  g.reset();
+  // A refused call invalidates the capture: the guard's end fails too, and the first
+  // exception wins; the graph holds nothing and captures again.
+  try {
+    cuda::graph capture(g, {}, side);
+    y = x * 3.0;
+    (void)y.sum().item<float>();
+    ADD_FAILURE() << "item() was not refused during the capture";
+  } catch (const CudaError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("operation not permitted when stream is capturing"));
+  }
+  EXPECT_EQ(cuda::current_stream(0), before);
+  EXPECT_THROW(g.replay(), CudaError);
+  {
+    cuda::graph capture(g, {}, side);
+    y = x * 4.0;
+  }
+  g.replay();
+  EXPECT_EQ(values(y), std::vector<float>(4, 4.0f));
+}
+
+// A CUDAGraph destroyed by unwinding in the middle of its capture ends the capture: the
+// stream captures no more and allocations on it come from the device's pool again.
+TEST(CudaGraphLifetime, AGraphDestroyedInTheMiddleOfItsCaptureEndsIt) {
+  Tensor x = ember::full({4}, 1.0, on(0));
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  cuda::StreamGuard guard(side);
+  try {
+    cuda::CUDAGraph g;
+    g.capture_begin();
+    Tensor y = x * 2.0;
+    throw std::runtime_error("interrupted");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  Tensor z = x * 5.0;  // runs now, eagerly
+  EXPECT_EQ(values(z), std::vector<float>(4, 5.0f));
+  cuda::CUDAGraph again;
+  again.capture_begin();
+  Tensor w = x + 1.0;
+  again.capture_end();
+  again.replay();
+  EXPECT_EQ(values(w), std::vector<float>(4, 2.0f));
+}
+
 }  // namespace
