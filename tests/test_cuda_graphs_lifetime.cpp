@@ -139,4 +139,28 @@ TEST(CudaGraphLifetime, AGraphDestroyedInTheMiddleOfItsCaptureEndsIt) {
   EXPECT_EQ(values(w), std::vector<float>(4, 2.0f));
 }
 
+// Under the stream sanitizer: a graph with a random op, captured on one stream and
+// replayed on another that is ordered after nothing of the capture stream. Nothing of
+// the capture ran on the capture stream, so the replay races with nothing there.
+TEST(CudaGraphLifetime, ReplayingOnAnotherStreamThanTheCaptureRacesWithNothingOfTheCapture) {
+  Tensor x = ember::empty({16}, on(0));
+  cuda::Stream capture_stream(0), replay_stream(0);
+  cuda::sanitizer::enable(cuda::sanitizer::Mode::Error);
+  cuda::CUDAGraph g;
+  {
+    cuda::graph capture(g, {}, capture_stream);
+    x.uniform_(0.0, 1.0);
+  }
+  replay_stream.wait_stream(cuda::current_stream(0));  // where x was made
+  {
+    cuda::StreamGuard guard(replay_stream);
+    EXPECT_NO_THROW(g.replay());
+  }
+  cuda::current_stream(0).wait_stream(replay_stream);
+  std::vector<float> result;
+  EXPECT_NO_THROW(result = values(x));
+  cuda::sanitizer::disable();
+  EXPECT_EQ(result.size(), 16u);
+}
+
 }  // namespace

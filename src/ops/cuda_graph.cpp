@@ -107,10 +107,12 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
               "CUDA error: operation not permitted when stream is capturing (capture_begin on a stream that is "
               "already capturing)");
   // Made before the capture, from the device's own pool: replays write them eagerly.
+  // Left unwritten (no kernel on the capture stream): each replay fills them on its own
+  // stream before its graph reads them, so it need not be ordered after this stream.
   if (!g.seed_extragraph.defined()) {
     auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
-    g.seed_extragraph = zeros({1}, options);
-    g.offset_extragraph = zeros({1}, options);
+    g.seed_extragraph = empty({1}, options);
+    g.offset_extragraph = empty({1}, options);
   }
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
