@@ -8,6 +8,8 @@
 #include <future>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "ember/cuda.h"
 #include "ember/ember.h"
@@ -161,6 +163,36 @@ TEST(CudaGraphLifetime, ReplayingOnAnotherStreamThanTheCaptureRacesWithNothingOf
   EXPECT_NO_THROW(result = values(x));
   cuda::sanitizer::disable();
   EXPECT_EQ(result.size(), 16u);
+}
+
+// capture_end from a thread that did not begin a (non-relaxed) capture fails as CUDA's
+// cudaStreamEndCapture does, without ending it: the graph is still capturing, and its own
+// thread ends the capture afterwards.
+TEST(CudaGraphLifetime, CaptureEndFromAnotherThreadFailsAndLeavesTheCaptureOpen) {
+  Tensor x = ember::full({4}, 1.0, on(0));
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  cuda::StreamGuard guard(side);
+  cuda::CUDAGraph g;
+  g.capture_begin({}, "thread_local");
+  Tensor y = x * 2.0;
+  std::string error;
+  std::thread other([&] {
+    cuda::StreamGuard same(side);
+    try {
+      g.capture_end();
+    } catch (const CudaError& e) {
+      error = e.what();
+    }
+  });
+  other.join();
+  EXPECT_THAT(error, HasSubstr("attempt to terminate a thread-local capture sequence from another thread"));
+  EXPECT_TRUE(cuda::is_current_stream_capturing());
+  Tensor z = y + 1.0;  // still captured
+  g.capture_end();
+  EXPECT_FALSE(cuda::is_current_stream_capturing());
+  g.replay();
+  EXPECT_EQ(values(z), std::vector<float>(4, 3.0f));
 }
 
 }  // namespace

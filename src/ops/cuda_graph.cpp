@@ -64,20 +64,30 @@ CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
 
 namespace {
 
-// Ends the open capture of `g` (whatever the current stream): the generator, the pool
-// routing, then the backend's capture. On failure the pool's use goes too.
+// Ends the open capture of `g` (whatever the current stream): the backend's capture
+// first, then the generator and the pool routing. A failed end that left the capture
+// open (cudaStreamEndCapture from a thread that did not begin it) changes nothing; one
+// that ended it ends the rest too, and the pool's use goes.
 void finish_capture(CUDAGraph::Impl& g) {
-  g.capturing = false;
-  const uint64_t increment = detail::rng_capture_epilogue(g.capture_id);
-  detail::end_allocate_to_pool(g.device, g.pool);
+  detail::Backend& backend = detail::backend();
+  detail::BackendStream* native = g.capture_stream->state()->native();
+  detail::BackendGraph* exec = nullptr;
   try {
-    g.exec = detail::backend().end_capture(g.capture_stream->state()->native());
+    exec = backend.end_capture(native);
   } catch (...) {
+    auto [status, id] = backend.capture_status(native);
+    if (status != detail::CaptureStatus::None && id == g.capture_id) throw;  // still open
+    g.capturing = false;
+    (void)detail::rng_capture_epilogue(g.capture_id);
+    detail::end_allocate_to_pool(g.device, g.pool);
     detail::release_pool(g.device, g.pool);
     g.capture_stream.reset();
     throw;
   }
-  g.wholegraph_increment = increment;
+  g.capturing = false;
+  g.wholegraph_increment = detail::rng_capture_epilogue(g.capture_id);
+  detail::end_allocate_to_pool(g.device, g.pool);
+  g.exec = exec;
 }
 
 }  // namespace
