@@ -393,4 +393,28 @@ TEST(CudaGraph, RandomOpsDrawNewNumbersOnEachReplayAsEagerWould) {
   EXPECT_EQ(values(ember::rand({64}, on(0))), after);
 }
 
+TEST(CudaGraph, CapturedDropoutDrawsANewMaskOnEachReplayAsEagerWould) {
+  Tensor x = ember::ones({256}, on(0));
+  ember::manual_seed(99);
+  cuda::CUDAGraph g;
+  Tensor y;
+  {
+    cuda::graph capture(g);
+    y = ember::nn::functional::dropout(x, 0.5, /*training=*/true);
+  }
+  std::vector<std::vector<float>> masks;
+  for (int i = 0; i < 3; ++i) {
+    g.replay();
+    masks.push_back(values(y));
+  }
+  EXPECT_NE(masks[0], masks[1]);
+  EXPECT_NE(masks[1], masks[2]);
+  EXPECT_NE(masks[0], masks[2]);
+  std::vector<float> after = values(ember::nn::functional::dropout(x, 0.5, true));
+  // Eagerly from the same seed: the same masks in the same order, then the same next draw.
+  ember::manual_seed(99);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(values(ember::nn::functional::dropout(x, 0.5, true)), masks[i]) << i;
+  EXPECT_EQ(values(ember::nn::functional::dropout(x, 0.5, true)), after);
+}
+
 }  // namespace
