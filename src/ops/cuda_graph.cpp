@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -57,6 +58,9 @@ struct CUDAGraph::Impl {
   uint64_t wholegraph_increment = 0;
   // The streams replays filled them on, recorded on them once each: freed with the graph,
   // their memory waits for the replays still queued there (as record_stream does).
+  // Guarded: two threads may replay one graph (on streams ordered with each other: the
+  // replays share the graph's memory, so unordered ones race on the device, as in CUDA).
+  std::mutex replay_mutex;
   std::vector<Stream> replay_streams;
 };
 
@@ -157,10 +161,13 @@ void CUDAGraph::replay() {
   DeviceGuard guard(g.device);
   if (g.wholegraph_increment > 0) {
     Stream stream = current_stream(g.device);
-    if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
-      g.seed_extragraph.record_stream(stream);
-      g.offset_extragraph.record_stream(stream);
-      g.replay_streams.push_back(stream);
+    {
+      std::lock_guard lock(g.replay_mutex);
+      if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
+        g.seed_extragraph.record_stream(stream);
+        g.offset_extragraph.record_stream(stream);
+        g.replay_streams.push_back(stream);
+      }
     }
     auto [seed, offset] = detail::rng_replay_prologue(g.device, g.wholegraph_increment);
     g.seed_extragraph.fill_(static_cast<int64_t>(seed));
