@@ -354,9 +354,9 @@ TEST(CudaGraph, GuardEndsTheCaptureAndRestoresTheStream) {
   EXPECT_TRUE(cuda::current_stream(0) == before);
 }
 
-TEST(CudaGraph, TheStreamSanitizerLeavesCapturedWorkUnchecked) {
-  // Captured work runs at replays, which the sanitizer does not follow: the capture must
-  // not be taken for an unsynchronized write on the capture stream.
+TEST(CudaGraph, TheStreamSanitizerChecksEachReplayAsTheCapturedAccesses) {
+  // Captured work runs at replays: the capture itself is no access on the capture stream,
+  // and each replay is checked as the accesses its capture recorded, on the replay stream.
   Tensor x = ember::ones({4}, on(0));
   cuda::sanitizer::enable(cuda::sanitizer::Mode::Error);
   cuda::CUDAGraph g;
@@ -367,9 +367,37 @@ TEST(CudaGraph, TheStreamSanitizerLeavesCapturedWorkUnchecked) {
   }
   g.replay();
   std::vector<float> result;
-  EXPECT_NO_THROW(result = values(y));
-  cuda::sanitizer::disable();
+  EXPECT_NO_THROW(result = values(y));  // ordered: the same stream
   EXPECT_EQ(result, std::vector<float>(4, 3.0f));
+  // A replay on another stream, read on the default stream without waiting for it.
+  cuda::Stream other(0);
+  other.wait_stream(cuda::current_stream(0));
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  try {
+    (void)values(y);
+    ADD_FAILURE() << "the unordered read of the replay's output was not reported";
+  } catch (const ember::DataRaceError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("CUDA graph replay"));
+  }
+  // And a write to its input on the default stream while the replay may still read it.
+  cuda::synchronize();
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  EXPECT_THROW(x.fill_(2.0), ember::DataRaceError);
+  cuda::synchronize();
+  cuda::current_stream(0).wait_stream(other);
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  cuda::current_stream(0).wait_stream(other);
+  EXPECT_NO_THROW(x.fill_(2.0));
+  cuda::sanitizer::disable();
 }
 
 TEST(CudaGraph, RandomOpsDrawNewNumbersOnEachReplayAsEagerWould) {
