@@ -241,4 +241,55 @@ TEST(CudaGraphLifetime, TwoThreadsReplayTwoGraphsConcurrently) {
   EXPECT_EQ(values(ember::rand({32}, on(0))), next);
 }
 
+// Two threads capture at once, each on a stream of its own device, in each mode: a
+// capture issues no unsafe call, so neither refuses the other, and both replay.
+TEST(CudaGraphLifetime, TwoThreadsCaptureOnTwoDevicesAtOnce) {
+  for (const char* mode : {"global", "thread_local", "relaxed"}) {
+    SCOPED_TRACE(mode);
+    std::promise<void> opened[2], ended[2];
+    std::shared_future<void> open_f[2] = {opened[0].get_future().share(), opened[1].get_future().share()};
+    std::shared_future<void> end_f[2] = {ended[0].get_future().share(), ended[1].get_future().share()};
+    std::vector<float> result[2];
+    std::string error[2];
+    auto capture_on = [&](int device) {
+      const int peer = 1 - device;
+      try {
+        cuda::set_device(device);
+        Tensor x = ember::full({4}, 1.0 + device, on(device));
+        cuda::Stream side(device);
+        side.wait_stream(cuda::current_stream(device));
+        cuda::StreamGuard guard(side);
+        cuda::CUDAGraph g;
+        g.capture_begin({}, mode);
+        Tensor y = x * 10.0;
+        opened[device].set_value();
+        open_f[peer].wait();  // both captures open at once
+        Tensor z = y + 1.0;
+        g.capture_end();
+        ended[device].set_value();
+        end_f[peer].wait();  // a copy to pageable memory is unsafe during a global capture
+        g.replay();
+        result[device] = values(z);
+      } catch (const std::exception& e) {
+        error[device] = e.what();
+        // The peer must not wait for signals this thread will not give.
+        for (std::promise<void>* p : {&opened[device], &ended[device]}) {
+          try {
+            p->set_value();
+          } catch (const std::future_error&) {
+          }
+        }
+      }
+    };
+    std::thread t0(capture_on, 0);
+    std::thread t1(capture_on, 1);
+    t0.join();
+    t1.join();
+    EXPECT_EQ(error[0], "");
+    EXPECT_EQ(error[1], "");
+    EXPECT_EQ(result[0], std::vector<float>(4, 11.0f));
+    EXPECT_EQ(result[1], std::vector<float>(4, 21.0f));
+  }
+}
+
 }  // namespace
