@@ -292,4 +292,24 @@ TEST(CudaGraphLifetime, TwoThreadsCaptureOnTwoDevicesAtOnce) {
   }
 }
 
+// A graph replayed on a side stream outlives a reset of its device (which invalidates
+// that stream): destroying it afterwards touches nothing of the old streams.
+TEST(CudaGraphLifetime, AGraphDestroyedAfterItsDeviceWasResetLeavesTheDeviceUsable) {
+  auto g = std::make_unique<cuda::CUDAGraph>();
+  {
+    Tensor x = ember::empty({8}, on(1));
+    cuda::Stream replay_stream(1);
+    {
+      cuda::graph capture(*g, {}, cuda::Stream(1));
+      x.uniform_(0.0, 1.0);
+    }
+    replay_stream.wait_stream(cuda::current_stream(1));
+    cuda::StreamGuard guard(replay_stream);
+    g->replay();
+  }
+  cuda::reset_device(1);
+  EXPECT_NO_THROW(g.reset());
+  EXPECT_EQ(values(ember::full({3}, 2.0, on(1)) + 1.0), std::vector<float>(3, 3.0f));
+}
+
 }  // namespace
