@@ -312,4 +312,38 @@ TEST(CudaGraphLifetime, AGraphDestroyedAfterItsDeviceWasResetLeavesTheDeviceUsab
   EXPECT_EQ(values(ember::full({3}, 2.0, on(1)) + 1.0), std::vector<float>(3, 3.0f));
 }
 
+// A replay issued inside another capture is captured into it as one step. Without
+// random ops it reruns on each outer replay; with them it is refused, since its seed and
+// offset would be fixed at the outer capture and every outer replay would draw the same
+// numbers.
+TEST(CudaGraphLifetime, AReplayInsideAnotherCaptureIsCapturedOrRefusedWithRandomOps) {
+  Tensor x = ember::full({4}, 1.0, on(0));
+  Tensor r = ember::empty({4}, on(0));
+  cuda::Stream side(0);
+  cuda::CUDAGraph inner, random, outer;
+  {
+    cuda::graph capture(inner, {}, side);
+    x += 1.0;
+  }
+  {
+    cuda::graph capture(random, {}, side);
+    r.uniform_(0.0, 1.0);
+  }
+  {
+    cuda::graph capture(outer, {}, side);
+    inner.replay();
+    inner.replay();
+    try {
+      random.replay();
+      ADD_FAILURE() << "a replay with random ops was captured";
+    } catch (const CudaError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("random"));
+    }
+  }
+  EXPECT_EQ(values(x), std::vector<float>(4, 1.0f));
+  outer.replay();
+  outer.replay();
+  EXPECT_EQ(values(x), std::vector<float>(4, 5.0f));
+}
+
 }  // namespace

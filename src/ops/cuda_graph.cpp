@@ -161,6 +161,11 @@ void CUDAGraph::replay() {
   DeviceGuard guard(g.device);
   if (g.wholegraph_increment > 0) {
     Stream stream = current_stream(g.device);
+    // Captured, the fills below would write this moment's seed and offset on every
+    // replay of the outer graph: all of them would draw the same numbers.
+    EMBER_CHECK(detail::backend().capture_status(stream.state()->native()).first == detail::CaptureStatus::None,
+                CudaError, "CUDAGraph::replay of a graph with random ops inside another capture is not supported "
+                "(every replay of the outer graph would draw the same random numbers)");
     {
       std::lock_guard lock(g.replay_mutex);
       if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
