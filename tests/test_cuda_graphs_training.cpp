@@ -82,6 +82,28 @@ TEST(GraphedCallables, BadArgumentsAreRefused) {
   EXPECT_THROW(graphed->forward(ember::randn({4, 8}, ember::TensorOptions().device(kCuda0))), ember::ValueError);
 }
 
+// A sample that does not require grad: the parameters' gradients still match eager ones;
+// an input that requires grad, which the captured backward computes no gradient for, is
+// refused rather than left without one.
+TEST(GraphedCallables, AnInputWithoutRequiresGradGivesParameterGradientsOnly) {
+  auto eager = small_model(6);
+  auto captured_model = small_model(6);
+  Tensor sample = ember::randn({5, 8}, ember::TensorOptions().device(kCuda0));
+  auto graphed = cuda::make_graphed_callables(captured_model, {sample});
+  Tensor x = ember::randn({5, 8}, ember::TensorOptions().device(kCuda0));
+  nn::functional::mse_loss(eager->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0))).backward();
+  nn::functional::mse_loss(graphed->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0)))
+      .backward();
+  auto pe = eager->parameters(), pg = captured_model->parameters();
+  for (size_t i = 0; i < pe.size(); ++i) expect_near(host(pg[i].grad()), host(pe[i].grad()), 1e-6f);
+  try {
+    graphed->forward(x.clone().requires_grad_(true));
+    ADD_FAILURE() << "an input requiring grad was taken by a graph captured without its gradient";
+  } catch (const ember::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("requires_grad"));
+  }
+}
+
 // One training step of a small model: eager (capturable off), then captured whole and
 // replayed (capturable on), from the same initial weights and data; the losses must
 // match step for step.
