@@ -346,4 +346,31 @@ TEST(CudaGraphLifetime, AReplayInsideAnotherCaptureIsCapturedOrRefusedWithRandom
   EXPECT_EQ(values(x), std::vector<float>(4, 5.0f));
 }
 
+// A graph reset and captured again on another device: its seed and offset move to that
+// device (nothing of it stays on the first), and its replays draw as eager ops there.
+TEST(CudaGraphLifetime, AGraphCapturedAgainOnAnotherDeviceKeepsNothingOnTheFirst) {
+  cuda::synchronize();
+  const size_t baseline = cuda::memory_allocated(0);
+  Tensor a = ember::empty({8}, on(0)), b = ember::empty({8}, on(1));
+  const size_t with_a = cuda::memory_allocated(0);
+  cuda::CUDAGraph g;
+  {
+    cuda::graph capture(g, {}, cuda::Stream(0));
+    a.uniform_(0.0, 1.0);
+  }
+  g.reset();
+  ember::manual_seed(3);
+  {
+    cuda::graph capture(g, {}, cuda::Stream(1));
+    b.uniform_(0.0, 1.0);
+  }
+  EXPECT_EQ(cuda::memory_allocated(0), with_a);
+  g.replay();
+  std::vector<float> drawn = values(b);
+  ember::manual_seed(3);
+  EXPECT_EQ(values(ember::rand({8}, on(1))), drawn);
+  a = Tensor();
+  EXPECT_EQ(cuda::memory_allocated(0), baseline);
+}
+
 }  // namespace

@@ -123,10 +123,14 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
   // Made before the capture, from the device's own pool: replays write them eagerly.
   // Left unwritten (no kernel on the capture stream): each replay fills them on its own
   // stream before its graph reads them, so it need not be ordered after this stream.
-  if (!g.seed_extragraph.defined()) {
+  // A capture on another device than the last one's makes them anew there (the old ones'
+  // recorded replay streams go with them).
+  if (!g.seed_extragraph.defined() || g.seed_extragraph.device().index() != device) {
     auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
-    g.seed_extragraph = empty({1}, options);
-    g.offset_extragraph = empty({1}, options);
+    Tensor seed = empty({1}, options), offset = empty({1}, options);
+    g.seed_extragraph = std::move(seed);
+    g.offset_extragraph = std::move(offset);
+    g.replay_streams.clear();
   }
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
