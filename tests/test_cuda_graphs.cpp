@@ -354,9 +354,9 @@ TEST(CudaGraph, GuardEndsTheCaptureAndRestoresTheStream) {
   EXPECT_TRUE(cuda::current_stream(0) == before);
 }
 
-TEST(CudaGraph, TheStreamSanitizerLeavesCapturedWorkUnchecked) {
-  // Captured work runs at replays, which the sanitizer does not follow: the capture must
-  // not be taken for an unsynchronized write on the capture stream.
+TEST(CudaGraph, TheStreamSanitizerChecksEachReplayAsTheCapturedAccesses) {
+  // Captured work runs at replays: the capture itself is no access on the capture stream,
+  // and each replay is checked as the accesses its capture recorded, on the replay stream.
   Tensor x = ember::ones({4}, on(0));
   cuda::sanitizer::enable(cuda::sanitizer::Mode::Error);
   cuda::CUDAGraph g;
@@ -367,9 +367,37 @@ TEST(CudaGraph, TheStreamSanitizerLeavesCapturedWorkUnchecked) {
   }
   g.replay();
   std::vector<float> result;
-  EXPECT_NO_THROW(result = values(y));
-  cuda::sanitizer::disable();
+  EXPECT_NO_THROW(result = values(y));  // ordered: the same stream
   EXPECT_EQ(result, std::vector<float>(4, 3.0f));
+  // A replay on another stream, read on the default stream without waiting for it.
+  cuda::Stream other(0);
+  other.wait_stream(cuda::current_stream(0));
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  try {
+    (void)values(y);
+    ADD_FAILURE() << "the unordered read of the replay's output was not reported";
+  } catch (const ember::DataRaceError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("CUDA graph replay"));
+  }
+  // And a write to its input on the default stream while the replay may still read it.
+  cuda::synchronize();
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  EXPECT_THROW(x.fill_(2.0), ember::DataRaceError);
+  cuda::synchronize();
+  cuda::current_stream(0).wait_stream(other);
+  {
+    cuda::StreamGuard guard(other);
+    g.replay();
+  }
+  cuda::current_stream(0).wait_stream(other);
+  EXPECT_NO_THROW(x.fill_(2.0));
+  cuda::sanitizer::disable();
 }
 
 TEST(CudaGraph, RandomOpsDrawNewNumbersOnEachReplayAsEagerWould) {
@@ -391,6 +419,30 @@ TEST(CudaGraph, RandomOpsDrawNewNumbersOnEachReplayAsEagerWould) {
   EXPECT_EQ(values(ember::rand({64}, on(0))), first);
   EXPECT_EQ(values(ember::rand({64}, on(0))), second);
   EXPECT_EQ(values(ember::rand({64}, on(0))), after);
+}
+
+TEST(CudaGraph, CapturedDropoutDrawsANewMaskOnEachReplayAsEagerWould) {
+  Tensor x = ember::ones({256}, on(0));
+  ember::manual_seed(99);
+  cuda::CUDAGraph g;
+  Tensor y;
+  {
+    cuda::graph capture(g);
+    y = ember::nn::functional::dropout(x, 0.5, /*training=*/true);
+  }
+  std::vector<std::vector<float>> masks;
+  for (int i = 0; i < 3; ++i) {
+    g.replay();
+    masks.push_back(values(y));
+  }
+  EXPECT_NE(masks[0], masks[1]);
+  EXPECT_NE(masks[1], masks[2]);
+  EXPECT_NE(masks[0], masks[2]);
+  std::vector<float> after = values(ember::nn::functional::dropout(x, 0.5, true));
+  // Eagerly from the same seed: the same masks in the same order, then the same next draw.
+  ember::manual_seed(99);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(values(ember::nn::functional::dropout(x, 0.5, true)), masks[i]) << i;
+  EXPECT_EQ(values(ember::nn::functional::dropout(x, 0.5, true)), after);
 }
 
 }  // namespace

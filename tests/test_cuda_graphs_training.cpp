@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 
 #include "ember/cuda.h"
 #include "ember/ember.h"
@@ -79,6 +80,28 @@ TEST(GraphedCallables, BadArgumentsAreRefused) {
   EXPECT_THROW(cuda::make_graphed_callables(model, {sample.cpu()}), ember::ValueError);
   auto graphed = cuda::make_graphed_callables(model, {sample});
   EXPECT_THROW(graphed->forward(ember::randn({4, 8}, ember::TensorOptions().device(kCuda0))), ember::ValueError);
+}
+
+// A sample that does not require grad: the parameters' gradients still match eager ones;
+// an input that requires grad, which the captured backward computes no gradient for, is
+// refused rather than left without one.
+TEST(GraphedCallables, AnInputWithoutRequiresGradGivesParameterGradientsOnly) {
+  auto eager = small_model(6);
+  auto captured_model = small_model(6);
+  Tensor sample = ember::randn({5, 8}, ember::TensorOptions().device(kCuda0));
+  auto graphed = cuda::make_graphed_callables(captured_model, {sample});
+  Tensor x = ember::randn({5, 8}, ember::TensorOptions().device(kCuda0));
+  nn::functional::mse_loss(eager->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0))).backward();
+  nn::functional::mse_loss(graphed->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0)))
+      .backward();
+  auto pe = eager->parameters(), pg = captured_model->parameters();
+  for (size_t i = 0; i < pe.size(); ++i) expect_near(host(pg[i].grad()), host(pe[i].grad()), 1e-6f);
+  try {
+    graphed->forward(x.clone().requires_grad_(true));
+    ADD_FAILURE() << "an input requiring grad was taken by a graph captured without its gradient";
+  } catch (const ember::ValueError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("requires_grad"));
+  }
 }
 
 // One training step of a small model: eager (capturable off), then captured whole and
@@ -178,6 +201,75 @@ TEST(CapturedTrainingStep, OptimizersRefuseUnsafeCaptures) {
   ember::optim::Adam cpu_adam({on_cpu}, ember::optim::AdamOptions().capturable(true));
   EXPECT_THROW(cpu_adam.step(), ember::ValueError);
   EXPECT_EQ(on_cpu.cpu().to_vector<float>(), std::vector<float>(2, 0.0f));
+}
+
+// A capturable optimizer's state_dict after replays: the step count is the device's (the
+// replays advanced only it); loaded into another capturable optimizer, that one stays
+// capturable, continues from that count, and its captured steps match the first one's.
+void capturable_state_round_trips(const std::function<std::unique_ptr<ember::optim::Optimizer>(std::vector<Tensor>)>&
+                                      make,
+                                  bool saves_step) {
+  auto model_a = small_model(3);
+  auto adam_a = make(model_a->parameters());
+  ember::manual_seed(4);
+  Tensor input = ember::randn({16, 8}, ember::TensorOptions().device(kCuda0));
+  auto train_step = [&](nn::Module& model, ember::optim::Optimizer& optimizer) {
+    optimizer.zero_grad(/*set_to_none=*/true);
+    Tensor out = model.forward(input);
+    (out * out).mean().backward();
+    optimizer.step();
+  };
+  train_step(*model_a, *adam_a);  // warm-up: makes the state
+  cuda::CUDAGraph g_a;
+  {
+    cuda::graph capture(g_a);
+    train_step(*model_a, *adam_a);
+  }
+  for (int i = 0; i < 3; ++i) g_a.replay();
+  const nn::StateDict saved = adam_a->state_dict();
+  if (saves_step) {
+    EXPECT_EQ(saved.at("state.0.step").item<double>(), 4.0);  // 1 eager + 3 replays
+  }
+
+  auto model_b = small_model(9);
+  model_b->load_state_dict(model_a->state_dict());
+  auto adam_b = make(model_b->parameters());
+  adam_b->load_state_dict(saved);
+  train_step(*model_b, *adam_b);  // eager, from the loaded state
+  g_a.replay();
+  for (size_t i = 0; i < model_a->parameters().size(); ++i)
+    expect_near(host(model_b->parameters()[i]), host(model_a->parameters()[i]), 1e-6f);
+  cuda::CUDAGraph g_b;
+  try {
+    cuda::graph capture(g_b);
+    train_step(*model_b, *adam_b);
+  } catch (const ember::CudaError& e) {
+    FAIL() << "the loaded optimizer refused the capture: " << e.what();
+  }
+  g_b.replay();
+  g_a.replay();
+  for (size_t i = 0; i < model_a->parameters().size(); ++i)
+    expect_near(host(model_b->parameters()[i]), host(model_a->parameters()[i]), 1e-6f);
+  if (saves_step) {
+    EXPECT_EQ(adam_b->state_dict().at("state.0.step").item<double>(), 6.0);
+  }
+}
+
+TEST(CapturedTrainingStep, CapturableAdamStateDictRoundTrip) {
+  capturable_state_round_trips(
+      [](std::vector<Tensor> params) {
+        return std::make_unique<ember::optim::Adam>(std::move(params), ember::optim::AdamOptions(1e-2).capturable(true));
+      },
+      true);
+}
+
+TEST(CapturedTrainingStep, CapturableSGDStateDictRoundTrip) {
+  capturable_state_round_trips(
+      [](std::vector<Tensor> params) {
+        return std::make_unique<ember::optim::SGD>(std::move(params),
+                                                   ember::optim::SGDOptions(0.05).momentum(0.9).capturable(true));
+      },
+      false);
 }
 
 }  // namespace

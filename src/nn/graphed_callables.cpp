@@ -42,6 +42,10 @@ class GraphedModule final : public nn::Module {
     EMBER_CHECK(input.sizes() == g.static_input.sizes() && input.dtype() == g.static_input.dtype() &&
                     input.device() == g.static_input.device(),
                 ValueError, "make_graphed_callables: the input must have the sample's shape, dtype and device");
+    // The backward graph computes the input's gradient only when the sample required one.
+    EMBER_CHECK(!input.requires_grad() || g.input_requires_grad || !is_grad_enabled(), ValueError,
+                "make_graphed_callables: the input requires_grad but the sample did not, so the captured backward "
+                "computes no gradient for it (the requires_grad of the sample must match the real inputs')");
     std::vector<Tensor> args{input};
     args.insert(args.end(), g.params.begin(), g.params.end());
     std::shared_ptr<Graphed> keep = graphed_;

@@ -8,7 +8,9 @@
 // graph as it was and the allocator routing nothing to the pool.
 #include "ember/cuda_graph.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
@@ -54,26 +56,42 @@ struct CUDAGraph::Impl {
   // Note [Graph-safe Philox]: what replays write for the captured random ops.
   Tensor seed_extragraph, offset_extragraph;
   uint64_t wholegraph_increment = 0;
+  // The streams replays filled them on, recorded on them once each: freed with the graph,
+  // their memory waits for the replays still queued there (as record_stream does).
+  // Guarded: two threads may replay one graph (on streams ordered with each other: the
+  // replays share the graph's memory, so unordered ones race on the device, as in CUDA).
+  std::mutex replay_mutex;
+  std::vector<Stream> replay_streams;
 };
 
 CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
 
 namespace {
 
-// Ends the open capture of `g` (whatever the current stream): the generator, the pool
-// routing, then the backend's capture. On failure the pool's use goes too.
+// Ends the open capture of `g` (whatever the current stream): the backend's capture
+// first, then the generator and the pool routing. A failed end that left the capture
+// open (cudaStreamEndCapture from a thread that did not begin it) changes nothing; one
+// that ended it ends the rest too, and the pool's use goes.
 void finish_capture(CUDAGraph::Impl& g) {
-  g.capturing = false;
-  const uint64_t increment = detail::rng_capture_epilogue(g.capture_id);
-  detail::end_allocate_to_pool(g.device, g.pool);
+  detail::Backend& backend = detail::backend();
+  detail::BackendStream* native = g.capture_stream->state()->native();
+  detail::BackendGraph* exec = nullptr;
   try {
-    g.exec = detail::backend().end_capture(g.capture_stream->state()->native());
+    exec = backend.end_capture(native);
   } catch (...) {
+    auto [status, id] = backend.capture_status(native);
+    if (status != detail::CaptureStatus::None && id == g.capture_id) throw;  // still open
+    g.capturing = false;
+    (void)detail::rng_capture_epilogue(g.capture_id);
+    detail::end_allocate_to_pool(g.device, g.pool);
     detail::release_pool(g.device, g.pool);
     g.capture_stream.reset();
     throw;
   }
-  g.wholegraph_increment = increment;
+  g.capturing = false;
+  g.wholegraph_increment = detail::rng_capture_epilogue(g.capture_id);
+  detail::end_allocate_to_pool(g.device, g.pool);
+  g.exec = exec;
 }
 
 }  // namespace
@@ -103,10 +121,16 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
               "CUDA error: operation not permitted when stream is capturing (capture_begin on a stream that is "
               "already capturing)");
   // Made before the capture, from the device's own pool: replays write them eagerly.
-  if (!g.seed_extragraph.defined()) {
+  // Left unwritten (no kernel on the capture stream): each replay fills them on its own
+  // stream before its graph reads them, so it need not be ordered after this stream.
+  // A capture on another device than the last one's makes them anew there (the old ones'
+  // recorded replay streams go with them).
+  if (!g.seed_extragraph.defined() || g.seed_extragraph.device().index() != device) {
     auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
-    g.seed_extragraph = zeros({1}, options);
-    g.offset_extragraph = zeros({1}, options);
+    Tensor seed = empty({1}, options), offset = empty({1}, options);
+    g.seed_extragraph = std::move(seed);
+    g.offset_extragraph = std::move(offset);
+    g.replay_streams.clear();
   }
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
@@ -140,6 +164,20 @@ void CUDAGraph::replay() {
   EMBER_CHECK(g.exec != nullptr, CudaError, "Called CUDAGraph::replay without a preceding successful capture.");
   DeviceGuard guard(g.device);
   if (g.wholegraph_increment > 0) {
+    Stream stream = current_stream(g.device);
+    // Captured, the fills below would write this moment's seed and offset on every
+    // replay of the outer graph: all of them would draw the same numbers.
+    EMBER_CHECK(detail::backend().capture_status(stream.state()->native()).first == detail::CaptureStatus::None,
+                CudaError, "CUDAGraph::replay of a graph with random ops inside another capture is not supported "
+                "(every replay of the outer graph would draw the same random numbers)");
+    {
+      std::lock_guard lock(g.replay_mutex);
+      if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
+        g.seed_extragraph.record_stream(stream);
+        g.offset_extragraph.record_stream(stream);
+        g.replay_streams.push_back(stream);
+      }
+    }
     auto [seed, offset] = detail::rng_replay_prologue(g.device, g.wholegraph_increment);
     g.seed_extragraph.fill_(static_cast<int64_t>(seed));
     g.offset_extragraph.fill_(static_cast<int64_t>(offset));

@@ -72,11 +72,13 @@ void Adam::load_group_options(size_t group, const nn::StateDict& options, bool a
   const Tensor& betas = options.at("betas");
   EMBER_CHECK(!is_complex(betas.dtype()), ValueError, "option 'betas' must be two real numbers");
   const std::vector<double> b = betas.to(kFloat64).to_vector<double>();
-  AdamOptions o = AdamOptions(number_of(options, "lr"))
-                      .betas({b.at(0), b.at(1)})
-                      .eps(number_of(options, "eps"))
-                      .weight_decay(number_of(options, "weight_decay"))
-                      .maximize(flag_of(options, "maximize"));
+  // What state_dict() does not save (capturable) stays the group's own.
+  AdamOptions o = options_.at(group);
+  o.lr(number_of(options, "lr"))
+      .betas({b.at(0), b.at(1)})
+      .eps(number_of(options, "eps"))
+      .weight_decay(number_of(options, "weight_decay"))
+      .maximize(flag_of(options, "maximize"));
   check_options(o);
   if (apply) options_.at(group) = o;
 }

@@ -46,6 +46,10 @@ void SGD::update(size_t group, const std::vector<Tensor>& params, const std::vec
       if (s.buffers.empty()) {
         s.buffers.push_back(empty_like(params[i]));  // set to the gradient by the first step
         tensors[i].first_step = true;
+      } else if (s.step == 0) {
+        // A buffer loaded by load_state_dict (which saves no count for SGD): its first
+        // step was taken, so a capturable step's device count must not start at it.
+        s.step = 1;
       }
       states[i] = s.buffers;
     }
@@ -69,12 +73,14 @@ nn::StateDict SGD::group_options(size_t group) const {
 }
 
 void SGD::load_group_options(size_t group, const nn::StateDict& options, bool apply) {
-  SGDOptions o = SGDOptions(number_of(options, "lr"))
-                     .momentum(number_of(options, "momentum"))
-                     .dampening(number_of(options, "dampening"))
-                     .weight_decay(number_of(options, "weight_decay"))
-                     .nesterov(flag_of(options, "nesterov"))
-                     .maximize(flag_of(options, "maximize"));
+  // What state_dict() does not save (capturable) stays the group's own.
+  SGDOptions o = options_.at(group);
+  o.lr(number_of(options, "lr"))
+      .momentum(number_of(options, "momentum"))
+      .dampening(number_of(options, "dampening"))
+      .weight_decay(number_of(options, "weight_decay"))
+      .nesterov(flag_of(options, "nesterov"))
+      .maximize(flag_of(options, "maximize"));
   check_options(o);
   if (apply) options_.at(group) = o;
 }

@@ -101,10 +101,15 @@ void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, Acces
 
 void SanitizingBackend::access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op,
                                int device) {
-  // Work issued to a capturing stream does not run now but at each replay of its graph,
-  // which the detector does not follow: captured and replayed accesses go unchecked.
-  if (upstream_.capture_status(stream).first != CaptureStatus::None) [[unlikely]]
+  // Work issued to a capturing stream does not run now but at each replay of its graph:
+  // kept for the replays (Note [Sanitizing graph replays]).
+  if (auto [status, id] = upstream_.capture_status(stream); status != CaptureStatus::None) [[unlikely]] {
+    std::lock_guard lock(graphs_mutex_);
+    CapturedAccesses& captured = captures_[id];
+    if (captured.device < 0) captured.device = device;
+    captured.accesses.insert(captured.accesses.end(), accesses.begin(), accesses.end());
     return;
+  }
   // Frame 0 is the caller of launch()/copy(): the op or runtime code that issued it.
   auto stack = std::make_shared<const StackTrace>(StackTrace::capture(2));
   std::string report;
@@ -268,6 +273,59 @@ bool SanitizingBackend::query(BackendEvent* event) {
 void SanitizingBackend::synchronize(BackendEvent* event) {
   upstream_.synchronize(event);
   tell_detector([&](RaceDetector& d) { d.event_synchronize(key(event)); });
+}
+
+// ---- graphs ------------------------------------------------------------------------
+
+// Note [Sanitizing graph replays]
+// A capture runs nothing, so access() keeps what each captured launch, copy and host
+// task would touch, by capture id (a stream forked into the capture shares its id).
+// end_capture hands the list to the graph; launch_graph checks and records it as one
+// access "CUDA graph replay" on the replay stream, before the replay is queued: a
+// replay races with unordered work of other streams (and host reads of its output
+// before a synchronization) as its ops issued eagerly there would. Within one replay
+// nothing is checked: the capture's own order (its streams' waits on each other) is
+// CUDA's to keep. Not covered: graphs captured while the sanitizer was off (their
+// replays are unchecked), and events recorded and waited on inside a capture, which
+// still reach the detector as if issued eagerly.
+BackendGraph* SanitizingBackend::end_capture(BackendStream* stream) {
+  const uint64_t id = upstream_.capture_status(stream).second;
+  BackendGraph* graph = nullptr;
+  try {
+    graph = upstream_.end_capture(stream);
+  } catch (...) {
+    if (upstream_.capture_status(stream).first == CaptureStatus::None) {  // ended all the same
+      std::lock_guard lock(graphs_mutex_);
+      captures_.erase(id);
+    }
+    throw;
+  }
+  std::lock_guard lock(graphs_mutex_);
+  auto it = captures_.find(id);
+  if (it != captures_.end()) {
+    graphs_[graph] = std::move(it->second);
+    captures_.erase(it);
+  }
+  return graph;
+}
+
+void SanitizingBackend::launch_graph(BackendGraph* graph, BackendStream* stream) {
+  CapturedAccesses captured;
+  {
+    std::lock_guard lock(graphs_mutex_);
+    auto it = graphs_.find(graph);
+    if (it != graphs_.end()) captured = it->second;
+  }
+  if (!captured.accesses.empty()) access(stream, captured.accesses, "CUDA graph replay", captured.device);
+  upstream_.launch_graph(graph, stream);
+}
+
+void SanitizingBackend::destroy_graph(BackendGraph* graph) noexcept {
+  {
+    std::lock_guard lock(graphs_mutex_);
+    graphs_.erase(graph);
+  }
+  upstream_.destroy_graph(graph);
 }
 
 }  // namespace ember::detail::sanitizer

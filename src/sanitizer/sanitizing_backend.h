@@ -10,6 +10,7 @@
 
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels/kernel_call.h"
 #include "runtime/backend.h"
@@ -95,11 +96,12 @@ class SanitizingBackend final : public Backend {
   std::shared_ptr<const fft::Plan> create_fft_plan(const fft::PlanKey& key, int device) override {
     return upstream_.create_fft_plan(key, device);
   }
-  // Graph capture is forwarded as is; accesses of captured work are not checked (access()).
+  // Note [Sanitizing graph replays]: captured accesses are kept, not checked; each
+  // replay of the graph is checked as all of them, on the replay stream.
   void begin_capture(BackendStream* stream, CaptureMode mode) override { upstream_.begin_capture(stream, mode); }
-  BackendGraph* end_capture(BackendStream* stream) override { return upstream_.end_capture(stream); }
-  void launch_graph(BackendGraph* graph, BackendStream* stream) override { upstream_.launch_graph(graph, stream); }
-  void destroy_graph(BackendGraph* graph) noexcept override { upstream_.destroy_graph(graph); }
+  BackendGraph* end_capture(BackendStream* stream) override;
+  void launch_graph(BackendGraph* graph, BackendStream* stream) override;
+  void destroy_graph(BackendGraph* graph) noexcept override;
   std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override {
     return upstream_.capture_status(stream);
   }
@@ -109,6 +111,14 @@ class SanitizingBackend final : public Backend {
   void access(BackendStream* stream, const std::vector<MemoryAccess>& accesses, const char* op, int device);
 
   Backend& upstream_;
+  // Note [Sanitizing graph replays]
+  struct CapturedAccesses {
+    int device = -1;
+    std::vector<MemoryAccess> accesses;
+  };
+  std::mutex graphs_mutex_;
+  std::unordered_map<uint64_t, CapturedAccesses> captures_;     // by capture id; guarded
+  std::unordered_map<BackendGraph*, CapturedAccesses> graphs_;  // guarded by graphs_mutex_
 };
 
 /// The bytes a strided operand touches: its span and footprint (Note [Access footprints]).

@@ -33,7 +33,13 @@ BackendGraph* DriverBackend::end_capture(BackendStream* stream) {
   DriverStream& s = as_driver(stream);
   DeviceScope scope(s.device);
   cudaGraph_t graph = nullptr;
-  check_cuda(cudaStreamEndCapture(s.handle, &graph));
+  // A failed end (an invalidated or unjoined capture) returns no graph as documented;
+  // one it returned all the same is destroyed, not leaked.
+  const cudaError_t ended = cudaStreamEndCapture(s.handle, &graph);
+  if (ended != cudaSuccess) {
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    throw_cuda_error(ended);
+  }
   cudaGraphExec_t exec = nullptr;
   cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
   if (err != cudaSuccess) {
