@@ -90,7 +90,12 @@ Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src
   detail::check_no_internal_overlap(*this);
   detail::check_no_partial_overlap(*this, index);
   detail::check_no_partial_overlap(*this, src);
-  if (detail::should_record(*this, src)) return copy_(ember::scatter_add(*this, d, index, src));
+  if (detail::should_record(*this, src)) {
+    // The node saves its inputs: a copy of self's old value, not self, which the copy_ below
+    // makes that node's output (saving self would be a reference cycle through its history).
+    Tensor before = clone();
+    return copy_(ember::scatter_add(before, d, index, src));
+  }
   detail::recorder().check_inplace(*this, src);
   scatter_add_into(*this, d, index, src);
   detail::bump_version(*this);
