@@ -37,7 +37,7 @@ const ember::TensorOptions kOn = ember::TensorOptions().device(kDev);
 int g_iter_divisor = 1;
 bool g_emulated = false;
 int g_failures = 0;
-std::set<std::string> g_only;
+std::set<std::string> g_only, g_seen;  // --only's names; every case name (to reject unknown ones)
 
 int scaled(int iters) { return std::max(3, iters / g_iter_divisor); }
 
@@ -81,6 +81,7 @@ double host_us(const std::function<void()>& fn, int iters = 1000, int warmup = 1
 
 /// Runs one case unless --only excludes it; prints its line, or its error.
 void run_case(const std::string& name, const std::function<std::string(double&)>& body) {
+  g_seen.insert(name);
   if (!g_only.empty() && !g_only.count(name)) return;
   try {
     double us = 0;
@@ -321,5 +322,11 @@ int main(int argc, char** argv) {
   elementwise_cases();
   library_cases();
   training_cases();
+  for (const std::string& name : g_only) {
+    if (!g_seen.count(name)) {
+      std::fprintf(stderr, "bench_gpu: --only: no case named '%s'\n", name.c_str());
+      return 2;
+    }
+  }
   return g_failures == 0 ? 0 : 1;
 }
