@@ -1,81 +1,343 @@
 #!/usr/bin/env python3
-"""PyTorch's side of the GPU benchmarks: the ops bench_ops/bench_fft/bench_allocator/
-bench_runtime time in ember, timed here with torch.cuda events on the same GPU, in the
-same gpu-run. Prints one line per op: name, microseconds per iteration (median of 5 runs).
-scripts/gpu-run runs it; the ember/PyTorch ratios are read side by side from its report.
-Not yet run on a GPU."""
+"""PyTorch's side of the GPU benchmarks: the cases bench_gpu times in ember, under the same
+names, shapes, dtypes, models and protocol, on cuda:0 in the same gpu-run; bench/gpu_ratios.py
+reads both outputs and prints ember / PyTorch per case.
+
+    python3 bench/torch_gpu.py [--device cuda|cpu] [--only NAME[,NAME...]]
+
+Protocol (bench_gpu's): `warmup` calls, synchronize, then 5 runs of `iters` calls each
+between two CUDA events recorded on the current stream; the median of the 5 per-call times.
+One line per case: `torch <name> <us> us [extra]`, `torch <name> failed: <error>` or
+`torch <name> skipped: <why>`. small_add_host is the wall clock per call (launch overhead).
+
+--device cpu is a dry run of this script where there is no GPU (PyTorch 1.13 here): CUDA
+events do not exist there, so every case is timed with the wall clock, the iteration counts
+are divided by 10 (at least 3), the cases that need CUDA streams, events or graphs are
+skipped, and every line says "[cpu wall clock]": not GPU numbers."""
+import argparse
 import statistics
 import sys
+import time
 
 try:
     import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
 except ImportError:
     sys.exit("torch_gpu.py: PyTorch is not installed")
-if not torch.cuda.is_available():
-    sys.exit("torch_gpu.py: no CUDA device")
 
-dev = torch.device("cuda:0")
+p = argparse.ArgumentParser()
+p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+p.add_argument("--only", default="", help="comma-separated case names")
+args = p.parse_args()
+ON_GPU = args.device == "cuda"
+if ON_GPU and not torch.cuda.is_available():
+    sys.exit("torch_gpu.py: no CUDA device (--device cpu runs a dry run of the script)")
+dev = torch.device("cuda:0" if ON_GPU else "cpu")
+ONLY = set(filter(None, args.only.split(",")))
+DIVISOR = 1 if ON_GPU else 10
+failures = 0
+seen = set()  # every case name, to reject unknown --only names
+
+
+def sync():
+    if ON_GPU:
+        torch.cuda.synchronize()
 
 
 def time_us(fn, iters=100, warmup=10):
-    """Median over 5 runs of the per-iteration time, measured with CUDA events."""
+    """Microseconds per call: median of 5 runs of `iters` calls, timed with CUDA events
+    (the wall clock with --device cpu)."""
+    iters = max(3, iters // DIVISOR)
     for _ in range(warmup):
         fn()
-    torch.cuda.synchronize()
+    sync()
     runs = []
     for _ in range(5):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        runs.append(start.elapsed_time(end) * 1000.0 / iters)
+        if ON_GPU:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            runs.append(start.elapsed_time(end) * 1000.0 / iters)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(iters):
+                fn()
+            runs.append((time.perf_counter() - t0) * 1e6 / iters)
     return statistics.median(runs)
 
 
-def report(name, us, extra=""):
-    print(f"torch {name:32s} {us:12.2f} us {extra}", flush=True)
+def host_us(fn, iters=1000, warmup=10):
+    """The issuing thread's wall time per call (the queue drained after each run, untimed)."""
+    iters = max(3, iters // DIVISOR)
+    for _ in range(warmup):
+        fn()
+    sync()
+    runs = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        t1 = time.perf_counter()
+        sync()
+        runs.append((t1 - t0) * 1e6 / iters)
+    return statistics.median(runs)
 
 
-small_a, small_b = torch.ones(16, device=dev), torch.ones(16, device=dev)
-report("small_add", time_us(lambda: small_a + small_b, iters=1000))
+def case(name, needs_gpu=False):
+    """Runs the decorated body (which returns (us, extra)) unless --only excludes it."""
+    def run(body):
+        global failures
+        seen.add(name)
+        if ONLY and name not in ONLY:
+            return body
+        if needs_gpu and not ON_GPU:
+            print(f"torch {name:32s} skipped: needs a CUDA device", flush=True)
+            return body
+        try:
+            us, extra = body()
+            label = "" if ON_GPU else " [cpu wall clock]"
+            print(f"torch {name:32s} {us:12.2f} us {extra}{label}", flush=True)
+        except Exception as e:  # one failed case must not hide the others
+            failures += 1
+            print(f"torch {name:32s} failed: {type(e).__name__}: {e}".replace("\n", " "), flush=True)
+        return body
+    return run
 
-n = 1 << 24
-a, b = torch.rand(n, device=dev), torch.rand(n, device=dev)
-us = time_us(lambda: a + b)
-report("large_add/16777216", us, f"{3 * 4 * n / (us * 1e-6) / 1e9:.1f} GB/s")
-report("large_sum/16777216", time_us(lambda: a.sum()))
 
-m1, m2 = torch.rand(1024, 1024, device=dev), torch.rand(1024, 1024, device=dev)
-for tf32 in (False, True):
-    torch.backends.cuda.matmul.allow_tf32 = tf32
-    us = time_us(lambda: m1 @ m2)
-    report(f"matmul/1024 tf32={'on' if tf32 else 'off'}", us, f"{2 * 1024 ** 3 / (us * 1e-6) / 1e12:.2f} TFLOP/s")
+def gbps(nbytes, us):
+    return nbytes / (us * 1e-6) / 1e9
+
+
+print(f"# torch {torch.__version__} on {torch.cuda.get_device_name(0) if ON_GPU else 'cpu'}, "
+      f"timer: {'CUDA events' if ON_GPU else 'wall clock (dry run: not GPU numbers)'}", flush=True)
+copy_gbps = [0.0]
+N = 1 << 24
+
+
+@case("copy_d2d/64MiB")
+def _():
+    n = 16 << 20  # 64 MiB of float32
+    src, dst = torch.rand(n, device=dev), torch.empty(n, device=dev)
+    us = time_us(lambda: dst.copy_(src))
+    copy_gbps[0] = gbps(2 * 4 * n, us)
+    return us, f"{copy_gbps[0]:.1f} GB/s"
+
+
+@case("large_add/16777216")
+def _():
+    a, b = torch.rand(N, device=dev), torch.rand(N, device=dev)
+    us = time_us(lambda: a + b)
+    bw = gbps(3 * 4 * N, us)
+    return us, f"{bw:.1f} GB/s" + (f" {100 * bw / copy_gbps[0]:.1f}% of copy" if copy_gbps[0] else "")
+
+
+@case("small_add")
+def _():
+    a, b = torch.ones(16, device=dev), torch.ones(16, device=dev)
+    return time_us(lambda: a + b, iters=1000), ""
+
+
+@case("small_add_host")
+def _():
+    a, b = torch.ones(16, device=dev), torch.ones(16, device=dev)
+    return host_us(lambda: a + b), "wall clock per enqueue"
+
+
+@case("large_sum/16777216")
+def _():
+    a = torch.rand(N, device=dev)
+    us = time_us(lambda: a.sum())
+    return us, f"{gbps(4 * N, us):.1f} GB/s"
+
+
+@case("softmax/64x784")
+def _():
+    x = torch.randn(64, 784, device=dev)
+    return time_us(lambda: x.softmax(1)), ""
+
+
+def matmul_case(tf32):
+    @case(f"matmul/1024/tf32_{'on' if tf32 else 'off'}")
+    def _():
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            m1, m2 = torch.rand(1024, 1024, device=dev), torch.rand(1024, 1024, device=dev)
+            us = time_us(lambda: m1 @ m2)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False  # PyTorch's default
+        return us, f"{2 * 1024 ** 3 / (us * 1e-6) / 1e12:.2f} TFLOP/s"
+
+
+matmul_case(False)
+matmul_case(True)
+
+
+@case("rfft/64x4096_plan_cached")
+def _():
+    x = torch.rand(64, 4096, device=dev)
+    return time_us(lambda: torch.fft.rfft(x)), ""  # warm-up calls fill the plan cache
+
+
+@case("allocator_malloc_free/1MiB")
+def _():
+    return time_us(lambda: torch.empty(1 << 18, device=dev), iters=1000), ""
+
+
+@case("event_record_sync", needs_gpu=True)
+def _():
+    def round_trip():
+        e = torch.cuda.Event()
+        e.record()
+        e.synchronize()
+    return time_us(round_trip, iters=1000), ""
+
+
+@case("stream_wait_event", needs_gpu=True)
+def _():
+    side = torch.cuda.Stream()
+
+    def round_trip():
+        there, back = torch.cuda.Event(), torch.cuda.Event()
+        there.record()
+        side.wait_event(there)
+        back.record(side)
+        back.synchronize()
+    return time_us(round_trip, iters=1000), "record, side stream waits, record there, synchronize"
+
+
+@case("autograd_chain/100")
+def _():
+    leaf = torch.rand(1024, device=dev, requires_grad=True)
+
+    def chain():
+        y = leaf
+        for _ in range(100):
+            y = y * 1.0001
+        y.sum().backward()
+    return time_us(chain, iters=10), "forward + backward"
+
+
+class TrainCnn(nn.Module):
+    """examples/train's Network, as bench_gpu mirrors it: with its input standardisation."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),
+                                      nn.Conv2d(16, 32, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
+                                        nn.Linear(128, 10))
+
+    def forward(self, x):
+        return self.classifier(self.features((x - 0.2860) / 0.3530))
+
+
+def make_mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
+                         nn.Linear(128, 10))
+
+
+def classifier_step(net, capturable=False):
+    """zero_grad, forward, cross-entropy, backward, Adam(1e-3) on a batch of 64 28x28 images."""
+    net.to(dev)
+    opt = torch.optim.Adam(net.parameters(), lr=1e-3, **({"capturable": True} if capturable else {}))
+    x = torch.rand(64, 1, 28, 28, device=dev)
+    y = (torch.arange(64) % 10).to(dev)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(net(x), y).backward()
+        opt.step()
+    return step
+
+
+# PyTorch's defaults for the training steps (bench_gpu sets the same).
 torch.backends.cuda.matmul.allow_tf32 = False
-
-x = torch.rand(64, 4096, device=dev)
-report("fft_rfft/64x4096 (plan cached)", time_us(lambda: torch.fft.rfft(x)))
-
-report("allocator malloc+free 1MiB", time_us(lambda: torch.empty(1 << 18, device=dev), iters=1000))
+torch.backends.cudnn.allow_tf32 = True
 
 
-def event_round_trip():
-    e = torch.cuda.Event()
-    e.record()
-    e.synchronize()
+@case("cnn_step/64")
+def _():
+    torch.manual_seed(0)
+    return time_us(classifier_step(TrainCnn()), iters=20, warmup=5), "examples/train's CNN, Adam"
 
 
-report("event record+synchronize", time_us(event_round_trip, iters=1000))
-
-chain = torch.rand(1024, device=dev, requires_grad=True)
-
-
-def autograd_chain():
-    y = chain
-    for _ in range(100):
-        y = y * 1.0001
-    y.sum().backward()
+@case("mlp_step/64")
+def _():
+    torch.manual_seed(0)
+    return time_us(classifier_step(make_mlp()), iters=50, warmup=5), "784-256-128-10, Adam"
 
 
-report("autograd chain 100 ops", time_us(autograd_chain, iters=10))
+@case("mlp_step_graph/64", needs_gpu=True)
+def _():
+    torch.manual_seed(0)
+    step = classifier_step(make_mlp(), capturable=True)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):  # the optimizer's state exists before capture
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step()
+    return time_us(g.replay, iters=50, warmup=5), "CUDA graph replay of the step, Adam capturable"
+
+
+class CharLM(nn.Module):
+    """examples/charlm_model.h's model (as bench/charlm_pytorch.py): vocabulary 96, context 128,
+    width 128, 4 pre-norm layers of 4 heads, dropout 0.1, tied head, normal(0, 0.02) init."""
+
+    def __init__(self, vocab=96, context=128, width=128, layers=4, heads=4, dropout=0.1):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, width), wpe=nn.Embedding(context, width), drop=nn.Dropout(dropout),
+            h=nn.ModuleList([nn.TransformerEncoderLayer(width, heads, 4 * width, dropout, activation="gelu",
+                                                        batch_first=True, norm_first=True) for _ in range(layers)]),
+            ln_f=nn.LayerNorm(width)))
+        self.lm_head = nn.Linear(width, vocab, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+        for m in self.modules():
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+                if m.bias is not None:
+                    nn.init.zeros_(m.bias)
+            elif isinstance(m, nn.Embedding):
+                nn.init.normal_(m.weight, 0.0, 0.02)
+
+    def forward(self, idx):
+        t = idx.size(1)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device)))
+        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=idx.device), 1)
+        causal = {"is_causal": True} if torch.__version__ >= "2" else {}  # 1.13 has no is_causal
+        for block in self.transformer.h:
+            x = block(x, src_mask=mask, **causal)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+@case("transformer_step/8x128")
+def _():
+    torch.manual_seed(0)
+    net = CharLM().to(dev)
+    named = list(net.named_parameters())
+    is_decay = [p.dim() >= 2 and "wte" not in n and "wpe" not in n for n, p in named]
+    opt = torch.optim.AdamW([{"params": [p for (_, p), d in zip(named, is_decay) if d], "weight_decay": 0.1},
+                             {"params": [p for (_, p), d in zip(named, is_decay) if not d], "weight_decay": 0.0}],
+                            lr=1e-3)
+    x = (torch.rand(8, 128, device=dev) * 96).long()
+    y = (torch.rand(8, 128, device=dev) * 96).long()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        F.cross_entropy(net(x).reshape(-1, 96), y.reshape(-1)).backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        opt.step()
+    return time_us(step, iters=10, warmup=3), "examples/charlm's model, AdamW, clip 1.0"
+
+
+if ONLY - seen:
+    sys.exit(f"torch_gpu.py: --only: no case named {', '.join(sorted(ONLY - seen))}")
+sys.exit(1 if failures else 0)
