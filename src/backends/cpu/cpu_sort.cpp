@@ -58,6 +58,8 @@ uint32_t order_key32(C value) {
 // among equal keys the earlier position stays first, exactly the stable order of a full
 // sort. On random lines few elements enter (about k ln(n / k)), so this beats
 // nth_element's partitioning of all n; past kInsertionK the insertions' moves cost more.
+// The test for entering compares values with sorts_before (kernels/line_bodies.h) before
+// any key is made: equal values do not enter, as their later position sorts after.
 // For compute types of 32 bits or fewer the key and the position share one 64-bit word
 // (key high), so one integer comparison orders them.
 constexpr int64_t kInsertionK = 32;
@@ -76,14 +78,18 @@ inline void insert_if_smaller(Item* order, int64_t k, const Item& item) {
 
 /// The first k of `line`'s n items in ascending order, in order[0, k). Items are a total
 /// order (positions break ties), so any correct selection gives the stable sort's prefix.
-template <typename Item, typename MakeItem>
-void select_first_k(std::vector<Item>& order, int64_t n, int64_t k, MakeItem make_item) {
+/// `beats(j, kth)`: whether item j sorts before the current k-th item `kth` (a cheaper test
+/// than making item j, which only the winners pay).
+template <typename Item, typename MakeItem, typename Beats>
+void select_first_k(std::vector<Item>& order, int64_t n, int64_t k, MakeItem make_item, Beats beats) {
   if (k <= kInsertionK && k < n) {
     if (k == 0) return;
     order.resize(static_cast<size_t>(k));
     for (int64_t j = 0; j < k; ++j) order[j] = make_item(j);
     std::sort(order.begin(), order.end());
-    for (int64_t j = k; j < n; ++j) insert_if_smaller(order.data(), k, make_item(j));
+    for (int64_t j = k; j < n; ++j) {
+      if (beats(j, order[k - 1])) insert_if_smaller(order.data(), k, make_item(j));
+    }
     return;
   }
   order.resize(static_cast<size_t>(n));
@@ -114,9 +120,15 @@ void sort_typed(const KernelCall& call) {
       const uint64_t flip = descending ? ~uint64_t{0} << 32 : 0;
       for_each_line<3>({values, indices, in}, in.sizes, call.dim, n * 4, [&](const std::array<char*, 3>& line) {
         thread_local std::vector<uint64_t> order;
-        select_first_k(order, n, k, [&](int64_t j) {
-          return ((uint64_t{order_key32(value_at(line[2], j))} << 32) ^ flip) | static_cast<uint64_t>(j);
-        });
+        select_first_k(
+            order, n, k,
+            [&](int64_t j) {
+              return ((uint64_t{order_key32(value_at(line[2], j))} << 32) ^ flip) | static_cast<uint64_t>(j);
+            },
+            [&](int64_t j, uint64_t kth) {  // a later position must sort strictly before
+              return sorts_before(value_at(line[2], j), value_at(line[2], static_cast<int64_t>(kth & UINT32_MAX)),
+                                  descending);
+            });
         for (int64_t j = 0; j < k; ++j) write(line, j, static_cast<int64_t>(order[j] & UINT32_MAX));
       });
       return;
@@ -125,7 +137,9 @@ void sort_typed(const KernelCall& call) {
   const uint64_t flip = descending ? ~uint64_t{0} : 0;
   for_each_line<3>({values, indices, in}, in.sizes, call.dim, n * 8, [&](const std::array<char*, 3>& line) {
     thread_local std::vector<std::pair<uint64_t, int64_t>> order;
-    select_first_k(order, n, k, [&](int64_t j) { return std::pair{order_key(value_at(line[2], j)) ^ flip, j}; });
+    auto make_item = [&](int64_t j) { return std::pair{order_key(value_at(line[2], j)) ^ flip, j}; };
+    select_first_k(order, n, k, make_item,
+                   [&](int64_t j, const std::pair<uint64_t, int64_t>& kth) { return make_item(j) < kth; });
     for (int64_t j = 0; j < k; ++j) write(line, j, order[j].second);
   });
 }
