@@ -57,7 +57,8 @@ uint32_t order_key32(C value) {
 // rest once: an element enters only when its (key, position) is below the k-th's, so
 // among equal keys the earlier position stays first, exactly the stable order of a full
 // sort. On random lines few elements enter (about k ln(n / k)), so this beats
-// nth_element's partitioning of all n; past kInsertionK the insertions' moves cost more.
+// nth_element's partitioning of all n; an insertion moves up to k items, so a k past
+// kInsertionK takes nth_element and a sort of the k instead.
 // The test for entering compares values with sorts_before (kernels/line_bodies.h) before
 // any key is made: equal values do not enter, as their later position sorts after.
 // For compute types of 32 bits or fewer the key and the position share one 64-bit word
