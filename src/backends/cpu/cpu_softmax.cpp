@@ -45,13 +45,6 @@ inline A max_of(A a, A b) {  // NaN propagates
 
 constexpr int kVecLanes = 8;
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
-    !defined(__SANITIZE_THREAD__)
-#define EMBER_FMA_CLONES __attribute__((target_clones("arch=x86-64-v3", "avx2", "default")))
-#else
-#define EMBER_FMA_CLONES
-#endif
-
 #if defined(__GNUC__)
 typedef float FloatLanes __attribute__((vector_size(kVecLanes * sizeof(float))));
 typedef int32_t IntLanes __attribute__((vector_size(kVecLanes * sizeof(int32_t))));
@@ -112,7 +105,8 @@ EMBER_VECTOR_CLONES float exp_shifted_sum(const float* in, int64_t n, float m) {
 }
 
 // exp_shifted_sum for logsumexp, where the sum is the result: compiled with fused
-// multiply-adds on machines that have them (x86-64-v3), which halve fast_exp's polynomial.
+// multiply-adds on machines that have them (x86-64-v3), which make fast_exp's polynomial
+// one instruction a step (softmax and log_softmax keep exp_shifted_sum's rounding).
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 EMBER_FMA_CLONES float exp_shifted_sum_fma(const float* in, int64_t n, float m) {
