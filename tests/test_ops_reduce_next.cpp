@@ -53,6 +53,50 @@ TEST_P(ReduceNext, LogsumexpMatchesPyTorch) {
   EXPECT_THROW_MSG(x().logsumexp({1, -1}), ValueError, "dim 1 appears multiple times in the list of dims");
 }
 
+// The LogSumExp kernel's paths (numbers from /usr/bin/python3, torch 1.13): float32 rows
+// in vector lanes with a tail, lines across rows (a non-unit stride along the dim), several
+// dims not next to each other, NaN, the reduced floating dtypes, 0-dim and empty inputs.
+TEST_P(ReduceNext, LogsumexpKernelPaths) {
+  Tensor rows = T({{-5.49, -1.22, 3.05, -4.27, 0.0, 4.27, -3.05, 1.22, 5.49, -1.83, 2.44, -4.88, -0.61, 3.66, -3.66,
+                    0.61, 4.88, -2.44, 1.83},
+                   {-4.44, -2.59, -0.74, 1.11, -4.07, -2.22, -0.37, 1.48, -3.7, -1.85, 0.0, 1.85, -3.33, -1.48, 0.37,
+                    2.22, -2.96, -1.11, 0.74}},
+                  kFloat32);
+  Tensor dense = rows.logsumexp({1});
+  EXPECT_EQ(dense.dtype(), kFloat32);
+  expect_values(dense, {6.273830413818359, 3.392669200897217}, 1e-6);
+  expect_values(rows.logsumexp({0}).narrow(0, 0, 3), {-4.139941215515137, -0.9935762882232666, 3.0723440647125244},
+                1e-6);
+  expect_values(rows.t().logsumexp({1}).narrow(0, 0, 3), {-4.139941215515137, -0.9935762882232666, 3.0723440647125244},
+                1e-6);
+  expect_values(x().to(kFloat32).t().logsumexp({0}), {3.7480850219726562, 4.102630138397217, 1.587019920349121}, 1e-6);
+  expect_values(T(std::vector<double>(1000, 1000.0), kFloat32).logsumexp({0}), {1006.90777587890625}, 1e-6);
+  Tensor a = arange(24, TensorOptions(kFloat64).device(dev_)).reshape({2, 3, 4}) * 0.25 - 2;
+  expect_values(a.logsumexp({0, 2}), {2.848603755632692, 3.848603755632692, 4.848603755632692});
+  Tensor kept = a.to(kFloat32).logsumexp({2, 0}, /*keepdim=*/true);
+  EXPECT_EQ(kept.sizes(), (IntList{1, 3, 1}));
+  expect_values(kept, {2.8486037254333496, 3.8486037254333496, 4.84860372543335}, 1e-6);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (DType d : {kFloat32, kFloat64}) {
+    Tensor w = T({{1.0, NAN, 2.0}, {inf, -inf, 0.0}, {-inf, -inf, -inf}}, d);
+    expect_values(w.logsumexp({1}), {NAN, inf, -inf});
+    expect_values(w.t().logsumexp({0}), {NAN, inf, -inf});
+  }
+  // PyTorch 1.13 has no float16 logsumexp on the cpu: the float32 result rounded to float16.
+  Tensor h = T({0.5, -1.25, 2.0, 3.5}, kFloat16).logsumexp({0});
+  EXPECT_EQ(h.dtype(), kFloat16);
+  expect_values(h, {3.748046875});
+  expect_values(T({0.5, -1.25, 2.0, 3.5}, kBFloat16).logsumexp({0}), {3.75});
+  expect_values(T(2.5).logsumexp({0}), {2.5});
+  expect_values(T(2.5).logsumexp({}), {2.5});
+  EXPECT_EQ(T(2.5).logsumexp({0}).dim(), 0);
+  EXPECT_EQ(zeros({0, 3}, TensorOptions().device(dev_)).logsumexp({1}).sizes(), (IntList{0}));
+  expect_values(zeros({3, 0}, TensorOptions().device(dev_)).logsumexp({0, 1}), {-inf});
+  EXPECT_THROW_MSG(T({1.0}, kComplex64).logsumexp({0}), TypeError,
+                   "logsumexp(): Expected floating point type for result tensor, but got: ComplexFloat");
+  EXPECT_THROW_MSG(x().logsumexp({2}), IndexError, "Dimension out of range");
+}
+
 TEST_P(ReduceNext, VarAndStdMatchPyTorch) {
   expect_values(var(x(), {1}), {4.140625, 6.265625, 3.1822916666666665});
   expect_values(x().var({0}, /*correction=*/0), {0.8472222222222222, 0.875, 2.722222222222222, 10.166666666666666});
@@ -78,6 +122,8 @@ TEST_P(ReduceNext, DeviceEqualsCpu) {
   EXPECT_TRUE(r.cumsum(1).cpu().equal(c.cumsum(1)));
   EXPECT_TRUE(r.to(kInt32).cumsum(0).cpu().equal(c.to(kInt32).cumsum(0)));
   EXPECT_TRUE(r.logsumexp({0, 2}).cpu().allclose(c.logsumexp({0, 2}), 1e-6, 1e-6));
+  EXPECT_TRUE(r.logsumexp({1}).cpu().allclose(c.logsumexp({1}), 1e-6, 1e-6));
+  EXPECT_TRUE(r.logsumexp({2}).cpu().allclose(c.logsumexp({2}), 1e-6, 1e-6));
   EXPECT_TRUE(r.var({1}, 0).cpu().allclose(c.var({1}, 0), 1e-6, 1e-6));
 }
 

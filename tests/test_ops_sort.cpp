@@ -2,6 +2,8 @@
 // /usr/bin/python3, torch 1.13, sort with stable=True), the stable order of ties, NaN as
 // the largest value, integer dtypes, errors, non-contiguous and empty inputs, gradients,
 // and the device's results equal to the cpu's.
+#include <cmath>
+
 #include "ops_next_util.h"
 
 using namespace ember;
@@ -58,6 +60,54 @@ TEST_P(Sort, TiesAreStable) {
   expect_ints(x.topk(3, 0, false).second, {1, 3, 0});
   Tensor b = T({true, false, true}, kBool);
   expect_ints(b.sort().second, {1, 0, 2});
+}
+
+// topk's selection of a small k (Note [Small k selection]) and the one-word keys of 32-bit
+// compute types: values and indices of distinct values against PyTorch 1.13's
+// (/usr/bin/python3), unsigned and signed 8-bit extremes, and -0.0 tied with 0.0.
+TEST_P(Sort, TopkSelectionMatchesPyTorch) {
+  Tensor x = T({-10.0, -1.5, 7.0, -4.5, 4.0, -7.5, 1.0, 9.5, -2.0, 6.5, -5.0, 3.5, -8.0, 0.5, 9.0, -2.5, 6.0, -5.5, 3.0, -8.5,
+                0.0, 8.5, -3.0, 5.5, -6.0, 2.5, -9.0, -0.5, 8.0, -3.5, 5.0, -6.5, 2.0, -9.5, -1.0, 7.5, -4.0, 4.5, -7.0, 1.5},
+               kFloat32);
+  auto [top, top_indices] = x.topk(5);
+  expect_values(top, {9.5, 9.0, 8.5, 8.0, 7.5});
+  expect_ints(top_indices, {7, 14, 21, 28, 35});
+  auto [low, low_indices] = x.topk(3, 0, /*largest=*/false);
+  expect_values(low, {-10.0, -9.5, -9.0});
+  expect_ints(low_indices, {0, 33, 26});
+  Tensor u = T({200, 100, 255, 3, 128}, kUInt8);
+  expect_ints(u.topk(2).first, {255, 200});
+  expect_ints(u.topk(2).second, {2, 0});
+  expect_ints(u.topk(2, 0, false).second, {3, 1});
+  Tensor i8 = T({-128, 127, -1, 0}, kInt8);
+  expect_ints(i8.topk(2).second, {1, 3});
+  expect_ints(i8.topk(2, 0, false).second, {0, 2});
+  auto [zeros_top, zeros_index] = T({0.0, -0.0, 0.0, -1.0}, kFloat32).topk(2);
+  expect_ints(zeros_index, {0, 1});
+  EXPECT_TRUE(std::signbit(zeros_top.cpu().to_vector<float>()[1]));  // the input's bits
+}
+
+// Any k, both directions, every real dtype, ties and NaNs: topk's k equal the stable
+// sort's first k (the order of ties ember documents).
+TEST_P(Sort, TopkEqualsStableSortPrefix) {
+  for (DType d : {kFloat32, kFloat16, kBFloat16, kFloat64, kInt8, kUInt8, kInt32, kInt64, kBool}) {
+    Tensor x = (randn({3, 100}, TensorOptions(kFloat64).device(dev_)) * 4).abs().to(kInt64).to(d);
+    if (is_floating_point(d)) x = x.masked_fill(randn({3, 100}, TensorOptions(kFloat64).device(dev_)).gt(1.5), NAN);
+    for (int64_t k : {0, 1, 5, 32, 33, 99, 100}) {
+      for (bool largest : {true, false}) {
+        auto [values, indices] = x.topk(k, 1, largest);
+        auto [sorted, order] = x.sort(1, largest);
+        EXPECT_TRUE(indices.equal(order.narrow(1, 0, k))) << d << " k " << k << " largest " << largest;
+        auto nan_as_minus_one = [](const Tensor& t) {
+          Tensor w = t.to(kFloat64);
+          return w.masked_fill(w.ne(w), -1);
+        };
+        EXPECT_TRUE(nan_as_minus_one(values).equal(nan_as_minus_one(sorted.narrow(1, 0, k))));
+        Tensor column = x.t().topk(k, 0, largest).second;  // non-contiguous lines
+        EXPECT_TRUE(column.t().equal(indices)) << d << " k " << k;
+      }
+    }
+  }
 }
 
 TEST_P(Sort, Errors) {

@@ -120,6 +120,13 @@ enum class OpKind : uint8_t {
   // single element, for every output; each output a dense, contiguous 1-D run of real
   // elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.
   ForeachMul,
+  // Fused reductions and masks of one launch each.
+  LogSumExp,  // out = log(sum(exp(in0))) along `dim`, the maximum subtracted first (an infinite
+              // maximum counts as 0; an empty line gives -inf); out has in0's sizes with
+              // sizes[dim] = 1; floating in0, out of its dtype
+  Triangle,   // out = in0 where column - row >= s0 (flag: triu) or <= s0 (tril) over in0's last
+              // two dims (in0 at least 2-D, any batch dims and strides), else 0; out has in0's
+              // sizes and dtype
 };
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;

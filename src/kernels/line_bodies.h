@@ -1,5 +1,5 @@
 // Per-line kernel bodies of the ops that walk one dim in order (cumsum, sort, scatter_add,
-// multinomial), written once for host and device.
+// multinomial, the rows of triu and tril), written once for host and device.
 //
 // Note [Line kernels]
 // A "line" is one position of every dim but `dim`: the executors find each line's base
@@ -14,6 +14,7 @@
 //   scatter_add  adds src[k] into out at index[k] for k in order, so sums round the same
 //                everywhere (no atomics); indices were checked before (cpu) or are asserted
 //   multinomial  draws row r's sample s from Philox index offset + r * K + s
+//   triangle     row r of a matrix keeps the columns triangle_columns gives and zeroes the rest
 #pragma once
 
 #include <cstdint>
@@ -93,6 +94,33 @@ EMBER_HOST_DEVICE inline void multinomial_row(double* work, int64_t n, int64_t* 
     }
     out[s] = chosen;
     if (!replacement) work[chosen] = -1;
+  }
+}
+
+/// The diagonal of triu/tril on a rows x cols matrix clamped to [-rows, cols]: the same
+/// triangle, and row + diagonal cannot overflow.
+EMBER_HOST_DEVICE inline int64_t clamp_diagonal(int64_t diagonal, int64_t rows, int64_t cols) {
+  return diagonal < -rows ? -rows : (diagonal > cols ? cols : diagonal);
+}
+
+/// The columns [first, last) that row `row` of a triangle keeps among `cols`: column - row
+/// >= diagonal (upper, triu) or <= diagonal (tril); `diagonal` clamped by clamp_diagonal.
+EMBER_HOST_DEVICE inline void triangle_columns(int64_t row, int64_t diagonal, int64_t cols, bool upper, int64_t* first,
+                                               int64_t* last) {
+  const int64_t lo = upper ? row + diagonal : 0, hi = upper ? cols : row + diagonal + 1;
+  *first = lo < 0 ? 0 : (lo > cols ? cols : lo);
+  *last = hi < *first ? *first : (hi > cols ? cols : hi);
+}
+
+/// Row `row` of triu/tril over `cols` columns (byte strides): out = in on the kept columns, 0 elsewhere.
+template <typename T>
+EMBER_HOST_DEVICE inline void triangle_row(char* out, int64_t out_stride, const char* in, int64_t in_stride,
+                                           int64_t cols, int64_t row, int64_t diagonal, bool upper) {
+  int64_t first = 0, last = 0;
+  triangle_columns(row, diagonal, cols, upper, &first, &last);
+  for (int64_t j = 0; j < cols; ++j) {
+    *reinterpret_cast<T*>(out + j * out_stride) =
+        j >= first && j < last ? *reinterpret_cast<const T*>(in + j * in_stride) : T{};
   }
 }
 

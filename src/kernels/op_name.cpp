@@ -62,6 +62,8 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Gelu: return "gelu";
     case OpKind::GeluBackward: return "gelu_backward";
     case OpKind::ForeachMul: return "foreach_mul_";
+    case OpKind::LogSumExp: return "logsumexp";
+    case OpKind::Triangle: return "triangle";
   }
   return "op";
 }

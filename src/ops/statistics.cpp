@@ -1,8 +1,9 @@
-// logsumexp, var and std over a list of dims, composed of existing launches (max, sum,
-// exp, log); each records one node with its own backward (formulas_indexing.cpp).
+// logsumexp, var and std over a list of dims; each records one node with its own backward
+// (formulas_indexing.cpp).
 //
-// logsumexp subtracts the maximum first (an infinite maximum counts as 0, so all -inf
-// gives -inf and +inf gives +inf, as PyTorch), so it neither overflows nor underflows.
+// logsumexp is one LogSumExp launch; the kernel subtracts the maximum first (an infinite
+// maximum counts as 0, so all -inf gives -inf and +inf gives +inf, as PyTorch), so it
+// neither overflows nor underflows. var and std are composed of existing launches.
 // var takes two passes: the mean, then the sum of squared deviations from it, divided by
 // max(N - correction, 0) (N the number of elements reduced; 0 gives inf or NaN as PyTorch).
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "kernels/dtype_dispatch.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/launch.h"
 #include "ops/recording.h"
 
 namespace ember {
@@ -53,19 +55,37 @@ int64_t reduced_count(const Tensor& a, const IntList& dims) {
   return n;
 }
 
-Tensor logsumexp_impl(const Tensor& a, const IntList& dims, bool keepdim) {
-  Tensor x = is_integral(a.dtype(), true) ? a.to(default_dtype()) : a;
+// One LogSumExp launch (kernel_call.h, Note [Fused logsumexp] in cpu_softmax.cpp) along
+// the last dim of x permuted to (kept dims, reduced dims) and flattened there; a single
+// reduced dim needs neither. The result has the keepdim shape.
+Tensor logsumexp_keepdim(const Tensor& x, const IntList& dims) {
   IntList kept = x.sizes();
   for (int64_t d : dims) kept[static_cast<size_t>(d)] = 1;
-  Tensor out;
-  if (x.numel() == 0) {
-    out = full(kept, -std::numeric_limits<double>::infinity(), TensorOptions(x.dtype()).device(x.device()));
-  } else {
-    Tensor m = x;
-    for (int64_t d : dims) m = m.max(d, /*keepdim=*/true);
-    m = m.masked_fill(m.abs().eq(std::numeric_limits<double>::infinity()), 0);
-    out = sum_dims((x - m).exp(), dims).log() + m;
+  Tensor in = x;
+  int64_t dim = dims.empty() ? 0 : dims[0];  // a 0-dim tensor is one line of one element
+  if (dims.size() > 1) {
+    IntList order, flat;
+    for (int64_t d = 0; d < x.dim(); ++d) {
+      if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d), flat.push_back(x.size(d));
+    }
+    order.insert(order.end(), dims.begin(), dims.end());
+    flat.push_back(reduced_count(x, dims));
+    in = x.permute(order).reshape(flat);
+    dim = static_cast<int64_t>(flat.size()) - 1;
   }
+  IntList out_sizes = in.sizes();
+  if (in.dim() > 0) out_sizes[static_cast<size_t>(dim)] = 1;
+  Tensor out = detail::empty_on(out_sizes, in.dtype(), in.device());
+  detail::KernelCall call{detail::OpKind::LogSumExp, {detail::make_arg(out)}, {detail::make_arg(in)}};
+  call.dim = dim;
+  detail::launch(in.device(), call);
+  return dims.size() > 1 ? out.reshape(kept) : out;
+}
+
+Tensor logsumexp_impl(const Tensor& a, const IntList& dims, bool keepdim) {
+  EMBER_CHECK(!is_complex(a.dtype()), TypeError, "logsumexp(): Expected floating point type for result tensor, but got: ",
+              detail::scalar_type_name(a.dtype()));
+  Tensor out = logsumexp_keepdim(is_integral(a.dtype(), true) ? a.to(default_dtype()) : a, dims);
   return keepdim ? out : squeeze_dims(out, dims);
 }
 

@@ -1,8 +1,8 @@
-// triu and tril over the last two dims, composed of existing launches: the mask
-// (column - row >= diagonal, or <=) from two aranges, broadcast over the batch dims by where.
+// triu and tril over the last two dims: one Triangle launch (kernel_call.h) copies each
+// matrix's kept columns row by row and zeroes the rest, over any batch dims and strides.
 #include "ember/errors.h"
-#include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/launch.h"
 #include "ops/recording.h"
 
 namespace ember {
@@ -12,12 +12,12 @@ namespace {
 Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
   EMBER_CHECK(a.dim() >= 2, ValueError, upper ? "triu" : "tril",
               ": input tensor must have at least 2 dimensions");
-  const TensorOptions index_options = TensorOptions(kInt64).device(a.device());
-  // column >= row + diagonal (triu) or <= (tril): one broadcast comparison over the matrix.
-  Tensor bound = arange(diagonal, a.size(-2) + diagonal, 1, index_options).unsqueeze(1);
-  Tensor columns = arange(a.size(-1), index_options);
-  Tensor keep = upper ? columns.ge(bound) : columns.le(bound);
-  return where(keep, a, a.dtype() == kBool ? Scalar(false) : Scalar(0));
+  Tensor out = detail::empty_on(a.sizes(), a.dtype(), a.device());
+  detail::KernelCall call{detail::OpKind::Triangle, {detail::make_arg(out)}, {detail::make_arg(a)}};
+  call.s0 = Scalar(diagonal);
+  call.flag = upper;
+  detail::launch(a.device(), call);
+  return out;
 }
 
 }  // namespace

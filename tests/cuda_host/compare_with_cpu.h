@@ -89,6 +89,8 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::LayerNorm: return host::launch_layer_norm(call, nullptr);
     case OpKind::LayerNormBackward: return host::launch_layer_norm_backward(call, nullptr);
     case OpKind::Gelu: case OpKind::GeluBackward: return host::launch_gelu(call, nullptr);
+    case OpKind::LogSumExp: return host::launch_logsumexp(call, nullptr);
+    case OpKind::Triangle: return host::launch_triangle(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }

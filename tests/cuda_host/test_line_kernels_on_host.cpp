@@ -6,6 +6,7 @@
 // sort.cpp, scatter.cpp and multinomial.cpp build them.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,32 @@ TEST(LineKernelsOnHost, SortAndTopkMatchCpu) {
             call.flag = descending;
             compare_outputs(call, {empty(sizes, d), empty(sizes, kInt64)},
                             std::string(layout_name(layout)) + " k " + std::to_string(k), 0, 0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Triangle: the driver's thread per row (its row within the matrix from the row-major line
+// number) against the cpu's walk over matrices, any batch dims and layouts, diagonals
+// inside and past the matrix, both triangles.
+TEST(LineKernelsOnHost, TriangleMatchesCpu) {
+  manual_seed(24);
+  const std::vector<IntList> shapes = {{1, 1}, {3, 5}, {5, 3}, {2, 3, 4}, {2, 1, 3, 7}, {0, 3}, {4, 0}, {3, 0, 2}};
+  for (DType d : {kBool, kUInt8, kInt64, kFloat16, kFloat32, kFloat64, kComplex64}) {
+    for (const IntList& sizes : shapes) {
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
+        Tensor in = view(sizes, d, layout);
+        for (int64_t diagonal : {int64_t{-100}, int64_t{-2}, int64_t{0}, int64_t{1}, int64_t{4},
+                                 std::numeric_limits<int64_t>::max()}) {
+          for (bool upper : {true, false}) {
+            KernelCall call{OpKind::Triangle, {TensorArg{}}, {arg(in)}};
+            call.s0 = Scalar(diagonal);
+            call.flag = upper;
+            compare(call, empty(sizes, d),
+                    std::string(layout_name(layout)) + " diagonal " + std::to_string(diagonal) + (upper ? " triu" : " tril"),
+                    0, 0);
           }
         }
       }

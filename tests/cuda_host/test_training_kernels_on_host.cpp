@@ -95,6 +95,32 @@ TEST(TrainingKernelsOnHost, SoftmaxAndLogSoftmaxMatchCpu) {
   }
 }
 
+// LogSumExp: the driver's warp per line against the cpu's lanes (float32 rows: fast_exp)
+// and blocks of lines; NaN and infinite maxima included.
+TEST(TrainingKernelsOnHost, LogSumExpMatchesCpu) {
+  manual_seed(14);
+  for (DType d : kFloatTypes) {
+    if (kSanitized && d != kFloat32 && d != kFloat16) continue;  // fibers: fewer cases under ASan
+    for (const DimCase& c : kDimCases) {
+      if (skipped_under_sanitizer(c.sizes, d)) continue;
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
+        if (c.sizes.size() < 2 && layout != Layout::Contiguous) continue;
+        Tensor in = view(c.sizes, d, layout);
+        if (in.numel() > 0) {  // about 1% each of NaN, +inf and -inf, in the input's layout
+          Tensor u = random(c.sizes, kFloat64);
+          in.copy_(in.masked_fill(u.gt(12.5), -INFINITY).masked_fill(u.gt(14.0), NAN).masked_fill(u.lt(-14.0), INFINITY));
+        }
+        IntList out_sizes = c.sizes;
+        if (!out_sizes.empty()) out_sizes[static_cast<size_t>(c.dim)] = 1;
+        KernelCall call{OpKind::LogSumExp, {TensorArg{}}, {arg(in)}};
+        call.dim = c.dim;
+        compare(call, empty(out_sizes, d), std::string(layout_name(layout)) + " dim " + std::to_string(c.dim), 1e-5,
+                1e-5);
+      }
+    }
+  }
+}
+
 TEST(TrainingKernelsOnHost, ArgMaxAndArgMinMatchCpu) {
   manual_seed(13);
   // Integers in a small range (ties: the first index wins) and floats with NaNs (NaN wins).

@@ -69,6 +69,8 @@ void run(const KernelCall& call) {
     case OpKind::LayerNormBackward: return run_layer_norm_backward(call);
     case OpKind::Gelu: case OpKind::GeluBackward: return run_gelu(call);
     case OpKind::ForeachMul: return run_foreach_mul(call);
+    case OpKind::LogSumExp: return run_logsumexp(call);
+    case OpKind::Triangle: return run_triangle(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

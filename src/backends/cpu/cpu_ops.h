@@ -28,6 +28,8 @@ void run_index_add(const KernelCall& call);    // cpu_index_add.cpp
 void run_layer_norm(const KernelCall& call);   // cpu_layer_norm.cpp
 void run_layer_norm_backward(const KernelCall& call);  // cpu_layer_norm.cpp
 void run_gelu(const KernelCall& call);         // cpu_gelu.cpp: gelu and its backward
+void run_logsumexp(const KernelCall& call);    // cpu_softmax.cpp
+void run_triangle(const KernelCall& call);     // cpu_triangle.cpp: triu, tril
 
 /// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
 [[noreturn]] void not_implemented(const char* name, DType dtype);

@@ -1,4 +1,4 @@
-// Softmax and LogSoftmax along one dim, numerically stable (the row maximum is
+// Softmax, LogSoftmax and LogSumExp (Note [Fused logsumexp]) along one dim, numerically stable (the row maximum is
 // subtracted before exponentiating; a row of -inf gives NaN, as in PyTorch), accumulating in float (double for double).
 //
 // Two layouts:
@@ -104,6 +104,24 @@ EMBER_VECTOR_CLONES float exp_shifted_sum(const float* in, int64_t n, float m) {
   return sum;
 }
 
+// exp_shifted_sum for logsumexp, where the sum is the result: compiled with fused
+// multiply-adds on machines that have them (x86-64-v3), which make fast_exp's polynomial
+// one instruction a step (softmax and log_softmax keep exp_shifted_sum's rounding).
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+EMBER_FMA_CLONES float exp_shifted_sum_fma(const float* in, int64_t n, float m) {
+  float lanes[kVecLanes] = {};
+  int64_t i = 0;
+  for (; i + kVecLanes <= n; i += kVecLanes) {
+    for (int j = 0; j < kVecLanes; ++j) lanes[j] += fast_exp(in[i + j] - m);
+  }
+  float sum = 0;
+  for (int j = 0; j < kVecLanes; ++j) sum += lanes[j];
+  for (; i < n; ++i) sum += fast_exp(in[i] - m);
+  return sum;
+}
+#pragma GCC pop_options
+
 EMBER_VECTOR_CLONES void scale_row(float* out, int64_t n, float scale) {
   for (int64_t k = 0; k < n; ++k) out[k] *= scale;
 }
@@ -188,6 +206,82 @@ void softmax_columns(const char* in, char* out, int64_t count, int64_t in_step, 
   }
 }
 
+// Note [Fused logsumexp]
+// logsumexp along one dim is softmax's first two passes: the maximum (row_max), then the
+// sum of exp(x - max) (exp_shifted_sum, fast_exp in lanes), and log(sum) + max per line,
+// in one launch instead of max, exp, sum and log. An infinite maximum counts as 0, so
+// all -inf gives -inf and +inf gives +inf (PyTorch); a NaN maximum makes the sum NaN.
+template <typename A>
+inline A finite_or_zero(A m) {
+  return (m == A(INFINITY) || m == A(-INFINITY)) ? A(0) : m;
+}
+
+template <typename T>
+compute_t<T> logsumexp_row(const T* in, int64_t n) {
+  using A = compute_t<T>;
+  if constexpr (std::is_same_v<T, float>) {
+    const float m = finite_or_zero(row_max(in, n));
+    return std::log(exp_shifted_sum_fma(in, n, m)) + m;
+  } else {
+    A m = -INFINITY;
+    for (int64_t k = 0; k < n; ++k) m = max_of(m, convert<A>(in[k]));
+    m = finite_or_zero(m);
+    A sum = 0;
+    for (int64_t k = 0; k < n; ++k) sum += exp_of<A>(convert<A>(in[k]) - m);
+    return std::log(sum) + m;
+  }
+}
+
+// `count` positions (byte strides in_step/out_step), each reducing `n` elements `in_dim`
+// bytes apart, a block of positions at a time as softmax_columns.
+template <typename T>
+void logsumexp_columns(const char* in, char* out, int64_t count, int64_t in_step, int64_t out_step, int64_t n,
+                       int64_t in_dim) {
+  using A = compute_t<T>;
+  for (int64_t start = 0; start < count; start += kBlock) {
+    const int m = static_cast<int>(std::min<int64_t>(kBlock, count - start));
+    const char* ib = in + start * in_step;
+    A mx[kBlock], sum[kBlock];
+    for (int j = 0; j < m; ++j) mx[j] = -INFINITY, sum[j] = 0;
+    for (int64_t d = 0; d < n; ++d) {
+      const char* row = ib + d * in_dim;
+      for (int j = 0; j < m; ++j) mx[j] = max_of(mx[j], convert<A>(*reinterpret_cast<const T*>(row + j * in_step)));
+    }
+    for (int j = 0; j < m; ++j) mx[j] = finite_or_zero(mx[j]);
+    for (int64_t d = 0; d < n; ++d) {
+      const char* row = ib + d * in_dim;
+      for (int j = 0; j < m; ++j) sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
+    }
+    for (int j = 0; j < m; ++j) {
+      *reinterpret_cast<T*>(out + (start + j) * out_step) = convert<T>(std::log(sum[j]) + mx[j]);
+    }
+  }
+}
+
+template <typename T>
+void logsumexp_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
+  const int64_t n = in.sizes.empty() ? 1 : in.sizes[dim];
+  const int64_t bytes = sizeof(T);
+  const int64_t in_dim = in.sizes.empty() ? 0 : in.strides[dim] * bytes;
+  TensorArg in_kept = in, out_kept = out;  // out's dim already has size 1
+  if (!in.sizes.empty()) in_kept.sizes[dim] = 1;
+  LoopShape s = make_loop_shape({&out_kept, &in_kept}, /*reorder=*/true);
+  if (s.numel == 0) return;
+  char* base[] = {static_cast<char*>(out.data), static_cast<char*>(in.data)};
+  const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
+  if (in_dim == bytes || n <= 1) {
+    parallel_loop(s, base, [n](char* const* p, const int64_t* st, int64_t count) {
+      for (int64_t i = 0; i < count; ++i) {
+        *reinterpret_cast<T*>(p[0] + i * st[0]) = convert<T>(logsumexp_row(reinterpret_cast<const T*>(p[1] + i * st[1]), n));
+      }
+    }, grain);
+    return;
+  }
+  parallel_loop(s, base, [=](char* const* p, const int64_t* st, int64_t count) {
+    logsumexp_columns<T>(p[1], p[0], count, st[1], st[0], n, in_dim);
+  }, grain);
+}
+
 template <typename T, bool kLog>
 void softmax_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
   const int64_t n = in.sizes.empty() ? 1 : in.sizes[dim];
@@ -232,6 +326,19 @@ void run_softmax(const KernelCall& call) {
     } else {
       softmax_typed<T, false>(out, in, call.dim);
     }
+  });
+}
+
+void run_logsumexp(const KernelCall& call) {
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError,
+              "logsumexp: expected 1 output and 1 input");
+  const TensorArg &out = call.outputs[0], &in = call.inputs[0];
+  expect_dtype("logsumexp", out, in.dtype);
+  const int64_t nd = static_cast<int64_t>(in.sizes.size());
+  EMBER_CHECK(call.dim >= 0 && call.dim < std::max<int64_t>(nd, 1), IndexError, "logsumexp: bad dim ", call.dim);
+  dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
+    if constexpr (!is_floating_v<T>) not_implemented("logsumexp", in.dtype);
+    else logsumexp_typed<T>(out, in, call.dim);
   });
 }
 

@@ -41,6 +41,8 @@ void launch_index_add(const KernelCall& call, cudaStream_t stream);     // Index
 void launch_layer_norm(const KernelCall& call, cudaStream_t stream);    // LayerNorm (cuda_layer_norm.cu)
 void launch_layer_norm_backward(const KernelCall& call, cudaStream_t stream);  // LayerNormBackward (cuda_layer_norm.cu)
 void launch_gelu(const KernelCall& call, cudaStream_t stream);          // Gelu GeluBackward (cuda_gelu.cu)
+void launch_logsumexp(const KernelCall& call, cudaStream_t stream);     // LogSumExp (cuda_softmax.cu)
+void launch_triangle(const KernelCall& call, cudaStream_t stream);      // Triangle (cuda_triangle.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 

@@ -1,7 +1,8 @@
-// Softmax, LogSoftmax, ArgMax and ArgMin on the driver backend.
+// Softmax, LogSoftmax, LogSumExp, ArgMax and ArgMin on the driver backend.
 //
 // Softmax: one warp per row (a position of the kept dims), lanes striding along the
-// softmax dim: max and sum by warp shuffles, then one pass writes. Rows are found with an
+// softmax dim: max and sum by warp shuffles, then one pass writes (LogSumExp: lane 0
+// writes the line's one result). Rows are found with an
 // OffsetCalc over the kept dims, so any strides work; dense rows load coalesced.
 // ArgMax/ArgMin along a dim: one thread per output, scanning its row (neighbouring
 // outputs are neighbours in memory). Over the whole tensor: one block, each thread
@@ -52,6 +53,32 @@ __global__ void softmax_kernel(int64_t rows, int64_t n, char* out, const char* i
       const A v = convert<A>(*reinterpret_cast<const T*>(x + k * in_dim)) - m;
       *reinterpret_cast<T*>(y + k * out_dim) = convert<T>(kLog ? v - factor : exp(v) * factor);
     }
+  }
+}
+
+// LogSumExp: softmax's first two passes per row (Note [Fused logsumexp] in
+// cpu_softmax.cpp), lane 0 writing log(sum) + max; an infinite maximum counts as 0.
+template <typename T>
+__global__ void logsumexp_kernel(int64_t rows, int64_t n, char* out, const char* in, int64_t in_dim,
+                                 OffsetCalc<2> calc) {
+  using A = compute_t<T>;
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
+  for (int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    int64_t o[2];
+    calc.get(row, o);
+    const char* x = in + o[1];
+    A m = -INFINITY;
+    for (int64_t k = lane; k < n; k += 32) {
+      const A v = convert<A>(*reinterpret_cast<const T*>(x + k * in_dim));
+      m = (m != m || m > v) ? m : v;
+    }
+    m = warp_max(m);
+    if (m == A(INFINITY) || m == A(-INFINITY)) m = A(0);
+    A sum = 0;
+    for (int64_t k = lane; k < n; k += 32) sum += exp(convert<A>(*reinterpret_cast<const T*>(x + k * in_dim)) - m);
+    sum = warp_sum(sum);
+    if (lane == 0) *reinterpret_cast<T*>(out + o[0]) = convert<T>(log(sum) + m);
   }
 }
 
@@ -148,6 +175,24 @@ void launch_softmax(const KernelCall& call, cudaStream_t stream) {
       softmax_kernel<T, false><<<blocks, kThreads, 0, stream>>>(rows.numel, n, o, x, out1.strides[dim] * bytes,
                                                                 in1.strides[dim] * bytes, calc);
     }
+  });
+  check_launch(stream);
+}
+
+void launch_logsumexp(const KernelCall& call, cudaStream_t stream) {
+  const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0);
+  TensorArg in1 = in, out1 = out;
+  if (in1.sizes.empty()) in1.sizes = out1.sizes = {1}, in1.strides = out1.strides = {1};
+  const int64_t dim = call.dim;
+  const int64_t n = in1.sizes[dim];
+  dispatch_if<FloatType>(in.dtype, "logsumexp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    LoopShape rows = kept_shape(out1, in1, dim);
+    if (rows.numel == 0) return;
+    OffsetCalc<2> calc = make_offset_calc<2>(rows);
+    logsumexp_kernel<T><<<grid_blocks(rows.numel * 32), kThreads, 0, stream>>>(
+        rows.numel, n, static_cast<char*>(out.data), static_cast<const char*>(in.data),
+        in1.strides[dim] * static_cast<int64_t>(sizeof(T)), calc);
   });
   check_launch(stream);
 }
