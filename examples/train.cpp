@@ -50,6 +50,7 @@
 
 #include "ember/data.h"
 #include "ember/ember.h"
+#include "example_flags.h"
 #include "example_setup.h"
 
 using namespace ember;
@@ -95,36 +96,28 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--epochs") args.epochs = std::stoi(value());
-      else if (flag == "--batch-size") args.batch_size = std::stoll(value());
-      else if (flag == "--lr") args.lr = std::stod(value());
-      else if (flag == "--device") args.device = value();
-      else if (flag == "--disable-cuda") args.disable_cuda = true;
-      else if (flag == "--checkpoint") args.checkpoint = value();
-      else if (flag == "--resume") args.resume = true;
-      else if (flag == "--no-tf32") args.no_tf32 = true;
-      else if (flag == "--seed") args.seed = std::stoull(value());
-      else if (flag == "--workers") args.workers = std::stoi(value());
-      else if (flag == "--data") args.data = value();
-      else if (flag == "--limit") args.limit = std::stoll(value());
-      else if (flag == "--eval-limit") args.eval_limit = std::stoll(value());
-      else if (flag == "--memory-snapshot") args.memory_snapshot = value();
-      else if (flag == "--ddp") args.ddp = true;
-      else if (flag == "--data-parallel") args.data_parallel = true;
-      else if (flag == "--lr-step") args.lr_step = std::stoll(value());
-      else if (flag == "--lr-gamma") args.lr_gamma = std::stod(value());
-      else if (flag == "--cuda-graphs") args.cuda_graphs = true;
-      else usage("unknown option " + flag);
-    } catch (const std::logic_error&) {
-      usage("bad value for " + flag);
-    }
+  examples::Flags flags(argc, argv, usage);
+  while (flags.next()) {
+    if (flags.is("--epochs")) flags.read(args.epochs);
+    else if (flags.is("--batch-size")) flags.read(args.batch_size);
+    else if (flags.is("--lr")) flags.read(args.lr);
+    else if (flags.is("--device")) flags.read(args.device);
+    else if (flags.is("--disable-cuda")) args.disable_cuda = true;
+    else if (flags.is("--checkpoint")) flags.read(args.checkpoint);
+    else if (flags.is("--resume")) args.resume = true;
+    else if (flags.is("--no-tf32")) args.no_tf32 = true;
+    else if (flags.is("--seed")) flags.read(args.seed);
+    else if (flags.is("--workers")) flags.read(args.workers);
+    else if (flags.is("--data")) flags.read(args.data);
+    else if (flags.is("--limit")) flags.read(args.limit);
+    else if (flags.is("--eval-limit")) flags.read(args.eval_limit);
+    else if (flags.is("--memory-snapshot")) flags.read(args.memory_snapshot);
+    else if (flags.is("--ddp")) args.ddp = true;
+    else if (flags.is("--data-parallel")) args.data_parallel = true;
+    else if (flags.is("--lr-step")) flags.read(args.lr_step);
+    else if (flags.is("--lr-gamma")) flags.read(args.lr_gamma);
+    else if (flags.is("--cuda-graphs")) args.cuda_graphs = true;
+    else flags.unknown();
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
   if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
