@@ -57,19 +57,9 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
 constexpr const char* kVocabularyKey = "vocabulary.chars";
 
-struct Args {
+struct Args : examples::CommonArgs {
   int64_t steps = 2000;
-  int64_t batch_size = 32;
-  double lr = 2e-3;
-  std::string device;
-  bool disable_cuda = false;
-  std::string checkpoint;
-  bool resume = false;
   int64_t stop_after = -1;
-  bool no_tf32 = false;
-  uint64_t seed = 0;
-  int workers = 0;
-  std::string data = data::Fortunes::kDefaultRoot;
   charlm::Config model;
   double weight_decay = 0.1;
   int64_t warmup = 100;
@@ -80,8 +70,12 @@ struct Args {
   int64_t sample_length = 300;
   double temperature = 0.8;
   int64_t top_k = 20;
-  bool ddp = false;
-  bool data_parallel = false;
+
+  Args() {
+    batch_size = 32;
+    lr = 2e-3;
+    data = data::Fortunes::kDefaultRoot;
+  }
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -100,18 +94,9 @@ Args parse(int argc, char** argv) {
   args.model.dropout = 0.1;
   examples::Flags flags(argc, argv, usage);
   while (flags.next()) {
+    if (examples::read_common_flag(flags, args)) continue;
     if (flags.is("--steps")) flags.read(args.steps);
-    else if (flags.is("--batch-size")) flags.read(args.batch_size);
-    else if (flags.is("--lr")) flags.read(args.lr);
-    else if (flags.is("--device")) flags.read(args.device);
-    else if (flags.is("--disable-cuda")) args.disable_cuda = true;
-    else if (flags.is("--checkpoint")) flags.read(args.checkpoint);
-    else if (flags.is("--resume")) args.resume = true;
     else if (flags.is("--stop-after")) flags.read(args.stop_after);
-    else if (flags.is("--no-tf32")) args.no_tf32 = true;
-    else if (flags.is("--seed")) flags.read(args.seed);
-    else if (flags.is("--workers")) flags.read(args.workers);
-    else if (flags.is("--data")) flags.read(args.data);
     else if (flags.is("--context")) flags.read(args.model.context);
     else if (flags.is("--width")) flags.read(args.model.width);
     else if (flags.is("--layers")) flags.read(args.model.layers);
@@ -126,8 +111,6 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--sample-length")) flags.read(args.sample_length);
     else if (flags.is("--temperature")) flags.read(args.temperature);
     else if (flags.is("--top-k")) flags.read(args.top_k);
-    else if (flags.is("--ddp")) args.ddp = true;
-    else if (flags.is("--data-parallel")) args.data_parallel = true;
     else flags.unknown();
   }
   if (args.steps < 0 || args.batch_size <= 0 || args.workers < 0 || args.warmup < 0 || args.log_every <= 0 ||
@@ -136,8 +119,7 @@ Args parse(int argc, char** argv) {
   if (args.model.context <= 0 || args.model.width <= 0 || args.model.layers < 0 || args.model.heads <= 0)
     usage("the model's sizes must be positive");
   if (!(args.temperature > 0)) usage("--temperature must be positive");
-  if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
-  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+  examples::check_common_flags(args, usage);
   return args;
 }
 

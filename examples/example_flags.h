@@ -1,7 +1,7 @@
 // The command-line reading examples/train and examples/charlm share: `--flag value` and
 // bare `--flag` options, each value read whole into its type, and one `usage(problem)` per
 // program for every mistake ("--steps: expected an integer, got 'x'", "--lr needs a
-// value", "unknown option --x").
+// value", "unknown option --x"); and the flags both programs take.
 #pragma once
 
 #include <charconv>
@@ -66,5 +66,46 @@ class Flags {
   int i_ = 0;
   std::string flag_;
 };
+
+/// The flags train and charlm both take; each program's Args derives from it and sets its
+/// own defaults.
+struct CommonArgs {
+  int64_t batch_size = 0;
+  double lr = 0;
+  std::string device;
+  bool disable_cuda = false;
+  std::string checkpoint;
+  bool resume = false;
+  bool no_tf32 = false;
+  uint64_t seed = 0;
+  int workers = 0;
+  std::string data;
+  bool ddp = false;
+  bool data_parallel = false;
+};
+
+/// Reads the current option into `args` when it is one of the common ones; false when not.
+inline bool read_common_flag(Flags& flags, CommonArgs& args) {
+  if (flags.is("--batch-size")) flags.read(args.batch_size);
+  else if (flags.is("--lr")) flags.read(args.lr);
+  else if (flags.is("--device")) flags.read(args.device);
+  else if (flags.is("--disable-cuda")) args.disable_cuda = true;
+  else if (flags.is("--checkpoint")) flags.read(args.checkpoint);
+  else if (flags.is("--resume")) args.resume = true;
+  else if (flags.is("--no-tf32")) args.no_tf32 = true;
+  else if (flags.is("--seed")) flags.read(args.seed);
+  else if (flags.is("--workers")) flags.read(args.workers);
+  else if (flags.is("--data")) flags.read(args.data);
+  else if (flags.is("--ddp")) args.ddp = true;
+  else if (flags.is("--data-parallel")) args.data_parallel = true;
+  else return false;
+  return true;
+}
+
+/// The common flags' own conflicts, reported through `usage`.
+inline void check_common_flags(const CommonArgs& args, Flags::Usage usage) {
+  if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
+  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+}
 
 }  // namespace examples

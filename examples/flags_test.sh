@@ -31,11 +31,13 @@ expect "$train" "train: --batch-size: 99999999999999999999 is out of range" --ba
 expect "$train" "train: --lr-gamma needs a value" --lr-gamma
 expect "$train" "train: unknown option --steps" --steps 3
 expect "$train" "train: sizes must be positive" --epochs -1
+expect "$train" "train: --resume needs --checkpoint FILE" --resume
 expect "$charlm" "charlm: --steps: expected an integer, got 'x'" --steps x
 expect "$charlm" "charlm: --temperature: expected a number, got 'warm'" --temperature warm
 expect "$charlm" "charlm: --workers: 3000000000 is out of range" --workers 3000000000
 expect "$charlm" "charlm: --top-k needs a value" --steps 5 --top-k
 expect "$charlm" "charlm: unknown option --epochs" --epochs 2
 expect "$charlm" "charlm: --temperature must be positive" --temperature 0
+expect "$charlm" "charlm: --ddp and --data-parallel do not go together" --ddp --data-parallel
 [ "$status" = 0 ] && echo "train and charlm refuse bad flags"
 exit "$status"

@@ -62,26 +62,21 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 // ... and those of the learning-rate scheduler's (--lr-step) with this.
 constexpr const char* kSchedulerPrefix = "scheduler.";
 
-struct Args {
+struct Args : examples::CommonArgs {
   int epochs = 2;
-  int64_t batch_size = 64;
-  double lr = 1e-3;
-  std::string device;
-  bool disable_cuda = false;
-  std::string checkpoint;
-  bool resume = false;
-  bool no_tf32 = false;
-  uint64_t seed = 0;
-  int workers = 2;
-  std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
   int64_t eval_limit = -1;
   std::string memory_snapshot;
-  bool ddp = false;
-  bool data_parallel = false;
   int64_t lr_step = 0;  // StepLR's step_size in epochs; 0: no scheduler
   double lr_gamma = 0.1;
   bool cuda_graphs = false;
+
+  Args() {
+    batch_size = 64;
+    lr = 1e-3;
+    workers = 2;
+    data = "/usr/share/datasets/fashion-mnist";
+  }
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -98,30 +93,18 @@ Args parse(int argc, char** argv) {
   Args args;
   examples::Flags flags(argc, argv, usage);
   while (flags.next()) {
+    if (examples::read_common_flag(flags, args)) continue;
     if (flags.is("--epochs")) flags.read(args.epochs);
-    else if (flags.is("--batch-size")) flags.read(args.batch_size);
-    else if (flags.is("--lr")) flags.read(args.lr);
-    else if (flags.is("--device")) flags.read(args.device);
-    else if (flags.is("--disable-cuda")) args.disable_cuda = true;
-    else if (flags.is("--checkpoint")) flags.read(args.checkpoint);
-    else if (flags.is("--resume")) args.resume = true;
-    else if (flags.is("--no-tf32")) args.no_tf32 = true;
-    else if (flags.is("--seed")) flags.read(args.seed);
-    else if (flags.is("--workers")) flags.read(args.workers);
-    else if (flags.is("--data")) flags.read(args.data);
     else if (flags.is("--limit")) flags.read(args.limit);
     else if (flags.is("--eval-limit")) flags.read(args.eval_limit);
     else if (flags.is("--memory-snapshot")) flags.read(args.memory_snapshot);
-    else if (flags.is("--ddp")) args.ddp = true;
-    else if (flags.is("--data-parallel")) args.data_parallel = true;
     else if (flags.is("--lr-step")) flags.read(args.lr_step);
     else if (flags.is("--lr-gamma")) flags.read(args.lr_gamma);
     else if (flags.is("--cuda-graphs")) args.cuda_graphs = true;
     else flags.unknown();
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
-  if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
-  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+  examples::check_common_flags(args, usage);
   if (args.cuda_graphs && (args.ddp || args.data_parallel))
     usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
   if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
