@@ -46,6 +46,7 @@
 
 #include "charlm_model.h"
 #include "ember/ember.h"
+#include "example_flags.h"
 #include "example_setup.h"
 
 using namespace ember;
@@ -56,19 +57,9 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
 constexpr const char* kVocabularyKey = "vocabulary.chars";
 
-struct Args {
+struct Args : examples::CommonArgs {
   int64_t steps = 2000;
-  int64_t batch_size = 32;
-  double lr = 2e-3;
-  std::string device;
-  bool disable_cuda = false;
-  std::string checkpoint;
-  bool resume = false;
   int64_t stop_after = -1;
-  bool no_tf32 = false;
-  uint64_t seed = 0;
-  int workers = 0;
-  std::string data = data::Fortunes::kDefaultRoot;
   charlm::Config model;
   double weight_decay = 0.1;
   int64_t warmup = 100;
@@ -79,8 +70,12 @@ struct Args {
   int64_t sample_length = 300;
   double temperature = 0.8;
   int64_t top_k = 20;
-  bool ddp = false;
-  bool data_parallel = false;
+
+  Args() {
+    batch_size = 32;
+    lr = 2e-3;
+    data = data::Fortunes::kDefaultRoot;
+  }
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -97,45 +92,26 @@ struct Args {
 Args parse(int argc, char** argv) {
   Args args;
   args.model.dropout = 0.1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--steps") args.steps = std::stoll(value());
-      else if (flag == "--batch-size") args.batch_size = std::stoll(value());
-      else if (flag == "--lr") args.lr = std::stod(value());
-      else if (flag == "--device") args.device = value();
-      else if (flag == "--disable-cuda") args.disable_cuda = true;
-      else if (flag == "--checkpoint") args.checkpoint = value();
-      else if (flag == "--resume") args.resume = true;
-      else if (flag == "--stop-after") args.stop_after = std::stoll(value());
-      else if (flag == "--no-tf32") args.no_tf32 = true;
-      else if (flag == "--seed") args.seed = std::stoull(value());
-      else if (flag == "--workers") args.workers = std::stoi(value());
-      else if (flag == "--data") args.data = value();
-      else if (flag == "--context") args.model.context = std::stoll(value());
-      else if (flag == "--width") args.model.width = std::stoll(value());
-      else if (flag == "--layers") args.model.layers = std::stoll(value());
-      else if (flag == "--heads") args.model.heads = std::stoll(value());
-      else if (flag == "--dropout") args.model.dropout = std::stod(value());
-      else if (flag == "--weight-decay") args.weight_decay = std::stod(value());
-      else if (flag == "--warmup") args.warmup = std::stoll(value());
-      else if (flag == "--clip") args.clip = std::stod(value());
-      else if (flag == "--log-every") args.log_every = std::stoll(value());
-      else if (flag == "--eval-batches") args.eval_batches = std::stoll(value());
-      else if (flag == "--samples") args.samples = std::stoll(value());
-      else if (flag == "--sample-length") args.sample_length = std::stoll(value());
-      else if (flag == "--temperature") args.temperature = std::stod(value());
-      else if (flag == "--top-k") args.top_k = std::stoll(value());
-      else if (flag == "--ddp") args.ddp = true;
-      else if (flag == "--data-parallel") args.data_parallel = true;
-      else usage("unknown option " + flag);
-    } catch (const std::logic_error&) {
-      usage("bad value for " + flag);
-    }
+  examples::Flags flags(argc, argv, usage);
+  while (flags.next()) {
+    if (examples::read_common_flag(flags, args)) continue;
+    if (flags.is("--steps")) flags.read(args.steps);
+    else if (flags.is("--stop-after")) flags.read(args.stop_after);
+    else if (flags.is("--context")) flags.read(args.model.context);
+    else if (flags.is("--width")) flags.read(args.model.width);
+    else if (flags.is("--layers")) flags.read(args.model.layers);
+    else if (flags.is("--heads")) flags.read(args.model.heads);
+    else if (flags.is("--dropout")) flags.read(args.model.dropout);
+    else if (flags.is("--weight-decay")) flags.read(args.weight_decay);
+    else if (flags.is("--warmup")) flags.read(args.warmup);
+    else if (flags.is("--clip")) flags.read(args.clip);
+    else if (flags.is("--log-every")) flags.read(args.log_every);
+    else if (flags.is("--eval-batches")) flags.read(args.eval_batches);
+    else if (flags.is("--samples")) flags.read(args.samples);
+    else if (flags.is("--sample-length")) flags.read(args.sample_length);
+    else if (flags.is("--temperature")) flags.read(args.temperature);
+    else if (flags.is("--top-k")) flags.read(args.top_k);
+    else flags.unknown();
   }
   if (args.steps < 0 || args.batch_size <= 0 || args.workers < 0 || args.warmup < 0 || args.log_every <= 0 ||
       args.eval_batches < 0 || args.samples < 0 || args.sample_length < 0 || args.top_k < 0)
@@ -143,8 +119,7 @@ Args parse(int argc, char** argv) {
   if (args.model.context <= 0 || args.model.width <= 0 || args.model.layers < 0 || args.model.heads <= 0)
     usage("the model's sizes must be positive");
   if (!(args.temperature > 0)) usage("--temperature must be positive");
-  if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
-  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+  examples::check_common_flags(args, usage);
   return args;
 }
 

@@ -50,6 +50,7 @@
 
 #include "ember/data.h"
 #include "ember/ember.h"
+#include "example_flags.h"
 #include "example_setup.h"
 
 using namespace ember;
@@ -61,26 +62,21 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 // ... and those of the learning-rate scheduler's (--lr-step) with this.
 constexpr const char* kSchedulerPrefix = "scheduler.";
 
-struct Args {
+struct Args : examples::CommonArgs {
   int epochs = 2;
-  int64_t batch_size = 64;
-  double lr = 1e-3;
-  std::string device;
-  bool disable_cuda = false;
-  std::string checkpoint;
-  bool resume = false;
-  bool no_tf32 = false;
-  uint64_t seed = 0;
-  int workers = 2;
-  std::string data = "/usr/share/datasets/fashion-mnist";
   int64_t limit = -1;
   int64_t eval_limit = -1;
   std::string memory_snapshot;
-  bool ddp = false;
-  bool data_parallel = false;
   int64_t lr_step = 0;  // StepLR's step_size in epochs; 0: no scheduler
   double lr_gamma = 0.1;
   bool cuda_graphs = false;
+
+  Args() {
+    batch_size = 64;
+    lr = 1e-3;
+    workers = 2;
+    data = "/usr/share/datasets/fashion-mnist";
+  }
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -95,40 +91,20 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args args;
-  for (int i = 1; i < argc; ++i) {
-    const std::string flag = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(flag + " needs a value");
-      return argv[++i];
-    };
-    try {
-      if (flag == "--epochs") args.epochs = std::stoi(value());
-      else if (flag == "--batch-size") args.batch_size = std::stoll(value());
-      else if (flag == "--lr") args.lr = std::stod(value());
-      else if (flag == "--device") args.device = value();
-      else if (flag == "--disable-cuda") args.disable_cuda = true;
-      else if (flag == "--checkpoint") args.checkpoint = value();
-      else if (flag == "--resume") args.resume = true;
-      else if (flag == "--no-tf32") args.no_tf32 = true;
-      else if (flag == "--seed") args.seed = std::stoull(value());
-      else if (flag == "--workers") args.workers = std::stoi(value());
-      else if (flag == "--data") args.data = value();
-      else if (flag == "--limit") args.limit = std::stoll(value());
-      else if (flag == "--eval-limit") args.eval_limit = std::stoll(value());
-      else if (flag == "--memory-snapshot") args.memory_snapshot = value();
-      else if (flag == "--ddp") args.ddp = true;
-      else if (flag == "--data-parallel") args.data_parallel = true;
-      else if (flag == "--lr-step") args.lr_step = std::stoll(value());
-      else if (flag == "--lr-gamma") args.lr_gamma = std::stod(value());
-      else if (flag == "--cuda-graphs") args.cuda_graphs = true;
-      else usage("unknown option " + flag);
-    } catch (const std::logic_error&) {
-      usage("bad value for " + flag);
-    }
+  examples::Flags flags(argc, argv, usage);
+  while (flags.next()) {
+    if (examples::read_common_flag(flags, args)) continue;
+    if (flags.is("--epochs")) flags.read(args.epochs);
+    else if (flags.is("--limit")) flags.read(args.limit);
+    else if (flags.is("--eval-limit")) flags.read(args.eval_limit);
+    else if (flags.is("--memory-snapshot")) flags.read(args.memory_snapshot);
+    else if (flags.is("--lr-step")) flags.read(args.lr_step);
+    else if (flags.is("--lr-gamma")) flags.read(args.lr_gamma);
+    else if (flags.is("--cuda-graphs")) args.cuda_graphs = true;
+    else flags.unknown();
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
-  if (args.resume && args.checkpoint.empty()) usage("--resume needs --checkpoint FILE");
-  if (args.ddp && args.data_parallel) usage("--ddp and --data-parallel do not go together");
+  examples::check_common_flags(args, usage);
   if (args.cuda_graphs && (args.ddp || args.data_parallel))
     usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
   if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");

@@ -100,4 +100,17 @@ LoopShape make_loop_shape(const TensorArg* const* operands, size_t count, bool r
   return s;
 }
 
+TensorArg without_dim(const TensorArg& arg, size_t dim) {
+  TensorArg view = arg;
+  if (dim >= arg.sizes.size()) return view;
+  view.sizes.clear();
+  view.strides.clear();
+  for (size_t d = 0; d < arg.sizes.size(); ++d) {
+    if (d == dim) continue;
+    view.sizes.push_back(arg.sizes[d]);
+    view.strides.push_back(arg.strides[d]);
+  }
+  return view;
+}
+
 }  // namespace ember::detail

@@ -40,4 +40,9 @@ LoopShape make_loop_shape(std::initializer_list<const TensorArg*> operands, bool
 LoopShape make_loop_shape(const std::vector<const TensorArg*>& operands, bool reorder);
 LoopShape make_loop_shape(const TensorArg* const* operands, size_t count, bool reorder);
 
+/// `arg` without its dim `dim` (sizes and strides), as a loop over the other dims sees it:
+/// the positions of a slice along `dim`. A 1-d `arg` becomes 0-d, one position; a `dim`
+/// past the last leaves `arg` as it is.
+TensorArg without_dim(const TensorArg& arg, size_t dim);
+
 }  // namespace ember::detail

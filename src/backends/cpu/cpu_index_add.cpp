@@ -9,6 +9,7 @@
 // before anything is written.
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "kernels/loop_shape.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -21,20 +22,6 @@ void check_indices(const TensorArg& index, int64_t count, int64_t limit) {
     const auto v = static_cast<int64_t>(p[k * stride]);
     EMBER_CHECK(v >= 0 && v < limit, IndexError, "index out of range in self");
   }
-}
-
-// `a` without dim `d`; a single position when nothing is left.
-TensorArg without_dim(const TensorArg& a, size_t d) {
-  TensorArg s = a;
-  s.sizes.clear();
-  s.strides.clear();
-  for (size_t i = 0; i < a.sizes.size(); ++i) {
-    if (i == d) continue;
-    s.sizes.push_back(a.sizes[i]);
-    s.strides.push_back(a.strides[i]);
-  }
-  if (s.sizes.empty()) s.sizes = {1}, s.strides = {0};
-  return s;
 }
 
 template <typename T, typename I>

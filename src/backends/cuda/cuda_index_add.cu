@@ -14,6 +14,7 @@
 #include <cassert>
 
 #include "backends/cuda/cuda_loops.cuh"
+#include "kernels/loop_shape.h"
 
 namespace ember::detail::driver {
 namespace {
@@ -67,19 +68,6 @@ __global__ void index_add_scan_kernel(int64_t positions, char* self, const char*
 
 /// Above this many (destination, index) pairs the scan kernel's reads outweigh its parallelism.
 constexpr int64_t kScanBudget = int64_t{1} << 24;
-
-TensorArg without_dim(const TensorArg& a, size_t d) {
-  TensorArg s = a;
-  s.sizes.clear();
-  s.strides.clear();
-  for (size_t i = 0; i < a.sizes.size(); ++i) {
-    if (i == d) continue;
-    s.sizes.push_back(a.sizes[i]);
-    s.strides.push_back(a.strides[i]);
-  }
-  if (s.sizes.empty()) s.sizes = {1}, s.strides = {0};
-  return s;
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 // accumulate in double and integers in int64 as on the CPU, and Max/Min propagate NaN.
 // The output is stored through store_as, so its dtype may differ from the input's.
 #include "backends/cuda/cuda_loops.cuh"
+#include "kernels/loop_shape.h"
 #include "kernels/reducers.h"
 
 namespace ember::detail {
@@ -164,21 +165,6 @@ void reduce_all(const KernelCall& call, cudaStream_t stream, const Op& op) {
   reduce_partials_kernel<Acc><<<1, kThreads, 0, stream>>>(blocks, partial, out_ptr, out.dtype, shape.numel, op);
   check_launch(stream);
   check_cuda(cudaFreeAsync(partial, stream));
-}
-
-/// Drops `dim` from a view (sizes and strides).
-TensorArg without_dim(const TensorArg& arg, size_t dim) {
-  TensorArg view = arg;
-  if (dim < view.sizes.size()) {
-    view.sizes.clear();
-    view.strides.clear();
-    for (size_t d = 0; d < arg.sizes.size(); ++d) {
-      if (d == dim) continue;
-      view.sizes.push_back(arg.sizes[d]);
-      view.strides.push_back(arg.strides[d]);
-    }
-  }
-  return view;
 }
 
 template <typename In, typename Acc, typename Op>
