@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../examples/charlm_model.h"
+#include "../examples/train_model.h"
 #include "ember/ember.h"
 
 namespace cuda = ember::cuda;
@@ -104,25 +105,6 @@ double gbps(double bytes, double us) { return bytes / (us * 1e-6) / 1e9; }
 
 using ModuleList = std::initializer_list<std::shared_ptr<nn::Module>>;
 
-// examples/train's Network (it is defined in train.cpp, not a header: mirrored here
-// exactly), with its input standardisation.
-class TrainCnn : public nn::Module {
- public:
-  TrainCnn() {
-    features = register_module(
-        "features", std::make_shared<nn::Sequential>(ModuleList{
-                        std::make_shared<nn::Conv2d>(1, 16, 3, 1, 1), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(16, 32, 3, 1, 1),
-                        std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2)}));
-    classifier = register_module(
-        "classifier", std::make_shared<nn::Sequential>(ModuleList{
-                          std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(32 * 7 * 7, 128),
-                          std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25),
-                          std::make_shared<nn::Linear>(128, 10)}));
-  }
-  Tensor forward(const Tensor& x) override { return classifier->forward(features->forward((x - 0.2860) / 0.3530)); }
-  std::shared_ptr<nn::Sequential> features, classifier;
-};
 
 // bench_train's MLP.
 std::shared_ptr<nn::Module> make_mlp() {
@@ -244,7 +226,7 @@ void training_cases() {
   ember::backends::cudnn.allow_tf32 = true;  // PyTorch's defaults for the steps
   run_case("cnn_step/64", [&](double& us) {
     ember::manual_seed(0);
-    ClassifierStep step(std::make_shared<TrainCnn>(), false);
+    ClassifierStep step(std::make_shared<examples::FashionCnn>(), false);
     us = time_us(std::ref(step), 20, 5);
     return std::string("examples/train's CNN, Adam");
   });

@@ -52,6 +52,7 @@
 #include "ember/ember.h"
 #include "example_flags.h"
 #include "example_setup.h"
+#include "train_model.h"
 
 using namespace ember;
 
@@ -117,26 +118,7 @@ Device choose_device(const Args& args) {
 
 examples::DdpRank init_ddp(const Args& args) { return examples::init_ddp(args.disable_cuda, args.batch_size, usage); }
 
-class Network : public nn::Module {
- public:
-  Network() {
-    features = register_module(
-        "features", std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-                        std::make_shared<nn::Conv2d>(1, 16, 3, 1, 1), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::MaxPool2d>(2),
-                        std::make_shared<nn::Conv2d>(16, 32, 3, 1, 1), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::MaxPool2d>(2)}));
-    classifier = register_module(
-        "classifier", std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
-                          std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(32 * 7 * 7, 128),
-                          std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25),
-                          std::make_shared<nn::Linear>(128, 10)}));
-  }
-  // Inputs are standardised with Fashion-MNIST's pixel mean and deviation (0.2860, 0.3530).
-  Tensor forward(const Tensor& x) override { return classifier->forward(features->forward((x - 0.2860) / 0.3530)); }
-
-  std::shared_ptr<nn::Sequential> features, classifier;
-};
+using Network = examples::FashionCnn;
 
 double test_accuracy(Network& net, data::DataLoader& loader, Device device, int64_t limit) {
   net.eval();
