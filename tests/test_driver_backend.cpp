@@ -2,6 +2,7 @@
 // interface. On a machine without a GPU or driver, make_driver_backend() must return
 // nullptr silently and the GPU tests skip; on a GPU they run a few launches of each
 // kernel family and compare with host-computed values.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "kernels/kernel_call.h"
 #include "kernels/random.h"
 #include "runtime/backend.h"
+#include "runtime/driver_probe.h"
 
 namespace ember::detail {
 namespace {
@@ -33,6 +35,27 @@ TEST(DriverFactory, WithoutGpuReturnsNullSilently) {
   if (backend) {
     EXPECT_GT(backend->device_count(), 0);
     EXPECT_STREQ(backend->name(), "driver");
+  }
+}
+
+// The reason completes "No CUDA device is available: ...", which ember-info and the errors
+// of cuda calls print: a build without CUDA, no driver, a driver too old for the runtime,
+// no GPU, or the runtime's own error.
+TEST(DriverFactory, WithoutGpuSaysWhy) {
+  std::string why;
+  if (make_driver_backend(why)) GTEST_SKIP() << "this machine has a GPU";
+  EXPECT_THAT(why, ::testing::MatchesRegex("ember was built without the CUDA driver backend|"
+                                           "no NVIDIA driver is installed \\(libcuda.so.1 was not found\\)|"
+                                           "the NVIDIA driver is too old: it supports CUDA up to [0-9.]+, ember was "
+                                           "built with CUDA [0-9.]+ \\(update the driver\\)|"
+                                           "no NVIDIA GPU was found|the driver reports no visible GPU|"
+                                           "the CUDA runtime could not start \\(cudaError[A-Za-z]+: .+\\)"));
+  if (std::getenv("EMBER_EMULATED_DEVICES") != nullptr) return;  // cuda calls go to emulated devices
+  try {
+    (void)cuda::get_device_properties(0);
+    ADD_FAILURE() << "a cuda call without a device did not throw";
+  } catch (const CudaError& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("No CUDA device is available: " + why + ". "));
   }
 }
 

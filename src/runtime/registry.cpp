@@ -8,6 +8,7 @@
 
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "runtime/driver_probe.h"
 #include "runtime/visible_devices.h"
 #include "sanitizer/sanitizer.h"
 
@@ -65,10 +66,10 @@ std::unique_ptr<Runtime> select_backend() {
                                    "' hides all ", emulate->count, " emulated devices.");
     }
   } else {
-    rt->backend = make_driver_backend();
+    std::string why_not;
+    rt->backend = make_driver_backend(why_not);
     if (rt->backend == nullptr) {
-      rt->unavailable_reason = cat(
-          "No CUDA device is available: no NVIDIA GPU was found, or ember was built without CUDA. ", kHowToEmulate);
+      rt->unavailable_reason = cat("No CUDA device is available: ", why_not, ". ", kHowToEmulate);
     } else if (rt->backend->device_count() == 0) {
       rt->unavailable_reason = cat("No CUDA device is available: the driver reports no visible GPU. ", kHowToEmulate);
     }

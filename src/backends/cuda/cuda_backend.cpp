@@ -5,21 +5,53 @@
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
+#include "runtime/driver_probe.h"
 #include "runtime/registry.h"
 #include "runtime/visible_devices.h"
 
 namespace ember::detail {
 
-std::unique_ptr<Backend> make_driver_backend() {
+namespace {
+
+/// "12.4" from CUDA's version number 12040.
+std::string cuda_version_text(int version) { return cat(version / 1000, ".", version % 1000 / 10); }
+
+/// Why cudaGetDeviceCount found no usable device, for cuda::is_available()'s reason.
+std::string why_no_device(cudaError_t err) {
+  switch (err) {
+    case cudaErrorNoDevice:
+      return "no NVIDIA GPU was found";
+    case cudaErrorInsufficientDriver: {
+      int driver = 0, runtime = 0;
+      (void)cudaDriverGetVersion(&driver);
+      (void)cudaRuntimeGetVersion(&runtime);
+      if (driver == 0) return "no NVIDIA driver is installed (libcuda.so.1 was not found)";
+      return cat("the NVIDIA driver is too old: it supports CUDA up to ", cuda_version_text(driver),
+                 ", ember was built with CUDA ", cuda_version_text(runtime), " (update the driver)");
+    }
+    default:
+      return cat("the CUDA runtime could not start (", cudaGetErrorName(err), ": ", cudaGetErrorString(err), ")");
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_driver_backend(std::string& why_not) {
   // No driver, no device, or a broken installation all mean "no driver backend": the
-  // caller falls back (emulated devices or is_available() == false), silently.
+  // caller falls back (emulated devices or is_available() == false) and keeps the reason.
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count <= 0) {
     (void)cudaGetLastError();
+    why_not = err == cudaSuccess ? "the driver reports no visible GPU" : why_no_device(err);
     return nullptr;
   }
   return std::make_unique<driver::DriverBackend>(count);
+}
+
+std::unique_ptr<Backend> make_driver_backend() {
+  std::string why_not;
+  return make_driver_backend(why_not);
 }
 
 }  // namespace ember::detail
