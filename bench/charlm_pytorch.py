@@ -15,6 +15,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from charlm_torch_model import CharLM
+
 p = argparse.ArgumentParser()
 p.add_argument("--steps", type=int, default=2000)
 p.add_argument("--batch-size", type=int, default=32)
@@ -79,35 +81,7 @@ class Windows(torch.utils.data.Dataset):
     def __getitem__(self, i):
         return self.tokens[i:i + self.context], self.tokens[i + 1:i + self.context + 1]
 
-def causal(t):
-    return torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
-
-class CharLM(nn.Module):
-    def __init__(self, vocab):
-        super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(vocab, a.width), wpe=nn.Embedding(a.context, a.width), drop=nn.Dropout(a.dropout),
-            h=nn.ModuleList([nn.TransformerEncoderLayer(a.width, a.heads, 4 * a.width, a.dropout, activation="gelu",
-                                                        batch_first=True, norm_first=True) for _ in range(a.layers)]),
-            ln_f=nn.LayerNorm(a.width)))
-        self.lm_head = nn.Linear(a.width, vocab, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Embedding):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-
-    def forward(self, idx):
-        t = idx.size(1)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t)))
-        for block in self.transformer.h:
-            x = block(x, src_mask=causal(t))
-        return self.lm_head(self.transformer.ln_f(x))
-
-model = CharLM(len(chars))
+model = CharLM(len(chars), a.context, a.width, a.layers, a.heads, a.dropout)
 decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n and "wpe" not in n]
 no_decay = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n and "wpe" not in n)]
 opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],

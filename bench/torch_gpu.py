@@ -26,6 +26,8 @@ try:
 except ImportError:
     sys.exit("torch_gpu.py: PyTorch is not installed")
 
+from charlm_torch_model import CharLM  # bench/, beside this script
+
 p = argparse.ArgumentParser()
 p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
 p.add_argument("--only", default="", help="comma-separated case names")
@@ -45,46 +47,44 @@ def sync():
         torch.cuda.synchronize()
 
 
-def time_us(fn, iters=100, warmup=10):
-    """Microseconds per call: median of 5 runs of `iters` calls, timed with CUDA events
-    (the wall clock with --device cpu)."""
+def median_us(fn, iters, warmup, one_run):
+    """Warm-up calls, then the median of 5 one_run(iters) results (microseconds per call)."""
     iters = max(3, iters // DIVISOR)
     for _ in range(warmup):
         fn()
     sync()
-    runs = []
-    for _ in range(5):
-        if ON_GPU:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            runs.append(start.elapsed_time(end) * 1000.0 / iters)
-        else:
+    return statistics.median(one_run(iters) for _ in range(5))
+
+
+def time_us(fn, iters=100, warmup=10):
+    """Microseconds per call: median of 5 runs of `iters` calls, timed with CUDA events
+    (the wall clock with --device cpu)."""
+    def one_run(n):
+        if not ON_GPU:
             t0 = time.perf_counter()
-            for _ in range(iters):
+            for _ in range(n):
                 fn()
-            runs.append((time.perf_counter() - t0) * 1e6 / iters)
-    return statistics.median(runs)
+            return (time.perf_counter() - t0) * 1e6 / n
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(n):
+            fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) * 1000.0 / n
+    return median_us(fn, iters, warmup, one_run)
 
 
 def host_us(fn, iters=1000, warmup=10):
     """The issuing thread's wall time per call (the queue drained after each run, untimed)."""
-    iters = max(3, iters // DIVISOR)
-    for _ in range(warmup):
-        fn()
-    sync()
-    runs = []
-    for _ in range(5):
+    def one_run(n):
         t0 = time.perf_counter()
-        for _ in range(iters):
+        for _ in range(n):
             fn()
         t1 = time.perf_counter()
         sync()
-        runs.append((t1 - t0) * 1e6 / iters)
-    return statistics.median(runs)
+        return (t1 - t0) * 1e6 / n
+    return median_us(fn, iters, warmup, one_run)
 
 
 def case(name, needs_gpu=False):
@@ -287,41 +287,10 @@ def _():
     return time_us(g.replay, iters=50, warmup=5), "CUDA graph replay of the step, Adam capturable"
 
 
-class CharLM(nn.Module):
-    """examples/charlm_model.h's model (as bench/charlm_pytorch.py): vocabulary 96, context 128,
-    width 128, 4 pre-norm layers of 4 heads, dropout 0.1, tied head, normal(0, 0.02) init."""
-
-    def __init__(self, vocab=96, context=128, width=128, layers=4, heads=4, dropout=0.1):
-        super().__init__()
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(vocab, width), wpe=nn.Embedding(context, width), drop=nn.Dropout(dropout),
-            h=nn.ModuleList([nn.TransformerEncoderLayer(width, heads, 4 * width, dropout, activation="gelu",
-                                                        batch_first=True, norm_first=True) for _ in range(layers)]),
-            ln_f=nn.LayerNorm(width)))
-        self.lm_head = nn.Linear(width, vocab, bias=False)
-        self.lm_head.weight = self.transformer.wte.weight
-        for m in self.modules():
-            if isinstance(m, nn.Linear):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Embedding):
-                nn.init.normal_(m.weight, 0.0, 0.02)
-
-    def forward(self, idx):
-        t = idx.size(1)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device)))
-        mask = torch.triu(torch.ones(t, t, dtype=torch.bool, device=idx.device), 1)
-        causal = {"is_causal": True} if torch.__version__ >= "2" else {}  # 1.13 has no is_causal
-        for block in self.transformer.h:
-            x = block(x, src_mask=mask, **causal)
-        return self.lm_head(self.transformer.ln_f(x))
-
-
 @case("transformer_step/8x128")
 def _():
     torch.manual_seed(0)
-    net = CharLM().to(dev)
+    net = CharLM(96).to(dev)
     named = list(net.named_parameters())
     is_decay = [p.dim() >= 2 and "wte" not in n and "wpe" not in n for n, p in named]
     opt = torch.optim.AdamW([{"params": [p for (_, p), d in zip(named, is_decay) if d], "weight_decay": 0.1},
