@@ -25,8 +25,8 @@ class AutogradReliability : public ember::testing::OnDevice {
 // ---- item 1: long graphs are freed without recursion ---------------------------------
 
 // Chains of 1,000,000 nodes. Under the sanitizers, where each node costs several times as
-// much time, 200,000: a recursive free of that many nodes still needs many times the 8 MiB
-// of a thread's stack.
+// much time, 200,000: a recursive free of that many nodes, at a hundred bytes of stack or
+// more each, would still overflow a thread's 8 MiB stack.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr int kChainNodes = 200'000;
 #else
