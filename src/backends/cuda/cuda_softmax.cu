@@ -28,6 +28,26 @@ __device__ A warp_sum(A v) {
   return v;
 }
 
+/// The maximum of a line of n values of T, `step` bytes apart, over a warp's lanes (NaN
+/// wins), in every lane.
+template <typename T, typename A = compute_t<T>>
+__device__ A line_max(const char* x, int64_t n, int64_t step, int lane) {
+  A m = -INFINITY;
+  for (int64_t k = lane; k < n; k += 32) {
+    const A v = convert<A>(*reinterpret_cast<const T*>(x + k * step));
+    m = (m != m || m > v) ? m : v;
+  }
+  return warp_max(m);
+}
+
+/// The sum of exp(v - m) over the same line, in every lane.
+template <typename T, typename A = compute_t<T>>
+__device__ A line_exp_sum(const char* x, int64_t n, int64_t step, int lane, A m) {
+  A sum = 0;
+  for (int64_t k = lane; k < n; k += 32) sum += exp(convert<A>(*reinterpret_cast<const T*>(x + k * step)) - m);
+  return warp_sum(sum);
+}
+
 template <typename T, bool kLog>
 __global__ void softmax_kernel(int64_t rows, int64_t n, char* out, const char* in, int64_t out_dim, int64_t in_dim,
                                OffsetCalc<2> calc) {
@@ -39,15 +59,8 @@ __global__ void softmax_kernel(int64_t rows, int64_t n, char* out, const char* i
     calc.get(row, o);
     const char* x = in + o[1];
     char* y = out + o[0];
-    A m = -INFINITY;
-    for (int64_t k = lane; k < n; k += 32) {
-      const A v = convert<A>(*reinterpret_cast<const T*>(x + k * in_dim));
-      m = (m != m || m > v) ? m : v;
-    }
-    m = warp_max(m);
-    A sum = 0;
-    for (int64_t k = lane; k < n; k += 32) sum += exp(convert<A>(*reinterpret_cast<const T*>(x + k * in_dim)) - m);
-    sum = warp_sum(sum);
+    const A m = line_max<T>(x, n, in_dim, lane);
+    const A sum = line_exp_sum<T>(x, n, in_dim, lane, m);
     const A factor = kLog ? log(sum) : A(1) / sum;
     for (int64_t k = lane; k < n; k += 32) {
       const A v = convert<A>(*reinterpret_cast<const T*>(x + k * in_dim)) - m;
@@ -68,16 +81,9 @@ __global__ void logsumexp_kernel(int64_t rows, int64_t n, char* out, const char*
     int64_t o[2];
     calc.get(row, o);
     const char* x = in + o[1];
-    A m = -INFINITY;
-    for (int64_t k = lane; k < n; k += 32) {
-      const A v = convert<A>(*reinterpret_cast<const T*>(x + k * in_dim));
-      m = (m != m || m > v) ? m : v;
-    }
-    m = warp_max(m);
+    A m = line_max<T>(x, n, in_dim, lane);
     if (m == A(INFINITY) || m == A(-INFINITY)) m = A(0);
-    A sum = 0;
-    for (int64_t k = lane; k < n; k += 32) sum += exp(convert<A>(*reinterpret_cast<const T*>(x + k * in_dim)) - m);
-    sum = warp_sum(sum);
+    const A sum = line_exp_sum<T>(x, n, in_dim, lane, m);
     if (lane == 0) *reinterpret_cast<T*>(out + o[0]) = convert<T>(log(sum) + m);
   }
 }
