@@ -77,6 +77,11 @@ struct Limits {
   /// (one that sends requests and does not read the replies). A reply to a connection with
   /// nothing queued is always accepted, so a value of any allowed size can be read.
   size_t max_pending_output = 16u << 20;
+  /// What the replies queued to all connections together may hold of the server's memory
+  /// beyond the store's own values: their heads and the values the store has dropped since
+  /// (Note [No client can stall the store]). Past it, the connections holding the most are
+  /// closed. Room for a few of the largest values.
+  uint64_t max_reply_memory = uint64_t{1} << 30;
   /// Connections served at once; one more is told so and closed.
   size_t max_connections = 16384;
 };
