@@ -12,7 +12,8 @@
 // The results:
 //   SET key value            -> nothing
 //   GET key                  -> u8 found, then value if found
-//   ADD key amount           -> i64 new value (kError when not a number, or on overflow)
+//   ADD key amount           -> i64 new value (the value read as std::stoll reads it, as
+//                               PyTorch's server does; kError when that fails, or on overflow)
 //   CHECK n keys...          -> u8 all set
 //   DELETE key               -> u8 was set
 //   WAIT timeout_ms n keys.. -> u8 0 when all set, 1 when timeout_ms passed first

@@ -32,6 +32,7 @@ constexpr auto kLinger = std::chrono::seconds(2);
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
 
+// Buffers per sendmsg: two per reply (its head and its shared value).
 constexpr int kMaxIov = 64;
 
 struct Connection {

@@ -21,8 +21,10 @@
 // A reply that carries a stored value (GET, COMPARE_SET) references the value's buffer
 // instead of copying it: clients that ask for a large value and do not read the reply
 // cost the server no memory per reply (issue 34: eight 13-byte GETs of a 128 MiB value
-// held eight copies). The store only swaps or drops its pointer to a value that replies
-// still reference (a SET, APPEND, ADD or DELETE of its key); the value is then orphaned:
+// held eight copies). A value that replies still reference is never changed in place
+// (an APPEND to one copies it; one to a value no reply references appends in place): a
+// SET, APPEND, ADD or DELETE of its key swaps or drops the store's pointer, and the value
+// is then orphaned:
 // its buffer lives on for those replies alone, and orphan_bytes() counts it until the last
 // such reply is sent or its connection closed. The server holds what its connections' queued
 // replies hold, their heads and the orphaned values, within a budget (Note [No client can
