@@ -292,7 +292,7 @@ void TCPStoreServer::Loop::sent(Connection& c, size_t bytes) {
 
 void TCPStoreServer::Loop::enforce_budget() {
   // Note [No client can stall the store]: over the budget, the connections holding the most
-  // of it are closed; a client that reads holds little for long.
+  // of it are closed, one at a time (closing one frees the orphaned values only it held).
   while (head_bytes_ + state_.orphan_bytes() > limits_.max_reply_memory) {
     Connection* victim = nullptr;
     uint64_t most = 0;

@@ -16,8 +16,8 @@
 // the values the store has since dropped (orphaned); past max_reply_memory, the connections
 // holding the most of that are closed, one by one, until it is within the budget again
 // (checked after each client's step: it can pass the budget by the one value a step
-// orphans). A client that reads its replies holds little for long; one that does not is
-// the one closed. Out of descriptors (EMFILE/ENFILE), the server frees a descriptor
+// orphans). A client that reads its replies holds an orphaned value only while it reads
+// it; one that does not read holds it until it is closed. Out of descriptors (EMFILE/ENFILE), the server frees a descriptor
 // it keeps in reserve to accept the waiting client and tell it so, rather than leave it
 // in the backlog with the listener readable forever; when even that fails it stops
 // polling the listener for a moment, and accepts again once descriptors are free.
