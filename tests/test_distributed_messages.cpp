@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "distributed/peer_report.h"
 #include "distributed/process_group.h"
 #include "distributed/rendezvous.h"
 #include "ember/ember.h"
@@ -191,3 +192,35 @@ TEST(PeersInTransportErrors, TheStoreHostIsNamedWhenRankZeroServedIt) {
 }
 
 }  // namespace
+
+// Issue 34, item 16: a peer whose group had failed before it destroyed it (a rank that got
+// the error too and exited) is no cause, and is never named as one: rank 0 said "peer
+// rank 2 destroyed the process group" when rank 1 was killed under torchrun's store.
+TEST(PeersInTransportErrors, APeerThatFailedTooIsNotBlamed) {
+  namespace detail_dist = ember::detail::distributed;
+  const auto timeout = std::chrono::milliseconds(100);
+  // A store that cannot tell exits: the cause is unknown, and rank 2 is named as what it is.
+  auto dir = std::filesystem::temp_directory_path() / ("ember_peer_blame_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    ember::distributed::FileStore store((dir / "store").string(), 3);
+    detail_dist::mark_left(store, "g/", 2, /*after_failure=*/true);
+    EXPECT_EQ(detail_dist::describe_peers(store, "g/", 0, 3, timeout, "", /*timed_out=*/false),
+              "the rank whose failure started this is unknown (this store cannot tell exits, and no peer is known to "
+              "have destroyed the process group); peer rank 2 failed too and destroyed the process group; ");
+    detail_dist::mark_left(store, "g/", 1, /*after_failure=*/false);  // a peer that left first is a cause
+    EXPECT_EQ(detail_dist::describe_peers(store, "g/", 0, 3, timeout, "", false),
+              "peer rank 1 destroyed the process group (finished, or stopped calling collectives); peer rank 2 failed "
+              "too and destroyed the process group; ");
+  }
+  std::filesystem::remove_all(dir);
+  // ember's store tells exits: the rank that died is named, the one that failed after it is not blamed.
+  ember::distributed::TCPStore store("127.0.0.1", 0, std::nullopt, true, std::chrono::seconds(10));
+  {
+    ember::distributed::TCPStore rank1("127.0.0.1", store.port(), std::nullopt, false, std::chrono::seconds(10));
+    rank1.register_rank(1);
+  }  // closed without leaving: it exited
+  detail_dist::mark_left(store, "g/", 2, /*after_failure=*/true);
+  EXPECT_EQ(detail_dist::describe_peers(store, "g/", 0, 3, std::chrono::seconds(10), "", false),
+            "peer rank 1 exited; peer rank 2 failed too and destroyed the process group; ");
+}

@@ -15,8 +15,14 @@
 // directly) nothing is written. An uncaught exception is not unwound before terminate
 // (the unwinder finds no handler and calls it at the throw), so the stack captured here
 // is the throwing one.
+// The file is JSON of ASCII alone, whatever the message's bytes (an exception's text can
+// hold a file name or user data in any encoding, and torchrun's agent fails to read a file
+// that is not UTF-8, losing the report): UTF-8 characters past ASCII are written as \u
+// escapes, and a byte that is not part of a well-formed UTF-8 sequence as the \u escape of
+// its Latin-1 reading (0xff is \u00ff), so that every byte stays in the report.
 #include <cxxabi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -32,22 +38,56 @@ namespace {
 
 std::terminate_handler g_previous = nullptr;
 
+/// The length of the well-formed UTF-8 sequence at s[i] (its code point in *code_point),
+/// 0 when the bytes there are not one (a stray continuation byte, a truncated sequence,
+/// an overlong form, a surrogate, past U+10FFFF).
+size_t utf8_sequence(const std::string& s, size_t i, uint32_t* code_point) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char lead = byte(i);
+  size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 0;
+  if (length == 0 || i + length > s.size()) return 0;
+  uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kSmallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  *code_point = cp;
+  return length;
+}
+
+/// `s` as a JSON string of ASCII alone, whatever its bytes (Note [Error file]).
 std::string json_string(const std::string& s) {
   std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
+  auto escape = [&](uint32_t unit) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(unit));
+    out += buf;
+  };
+  for (size_t i = 0; i < s.size();) {
+    uint32_t cp = 0;
+    size_t length = utf8_sequence(s, i, &cp);
+    if (length == 0) {
+      escape(static_cast<unsigned char>(s[i]));  // not UTF-8: the byte as Latin-1
+      ++i;
+      continue;
+    }
+    i += length;
+    switch (cp) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
+        if (cp >= 0x20 && cp < 0x7F) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x10000) {
+          escape(cp);
+        } else {  // a surrogate pair
+          escape(0xD800 + ((cp - 0x10000) >> 10));
+          escape(0xDC00 + ((cp - 0x10000) & 0x3FF));
         }
     }
   }

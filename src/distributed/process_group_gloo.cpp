@@ -176,7 +176,9 @@ class GlooGroup final : public ProcessGroup {
     }
     queue_cv_.notify_all();
     worker_.join();
-    mark_left(*store_, prefix_, rank());  // before the Gloo connections close (Note [Peers in transport errors])
+    // Before the Gloo connections close (Note [Peers in transport errors]); the worker is
+    // joined, so broken_ is this thread's to read.
+    mark_left(*store_, prefix_, rank(), /*after_failure=*/!broken_.empty());
   }
 
   const char* backend_name() const noexcept override { return "gloo"; }

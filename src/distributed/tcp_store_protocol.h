@@ -12,7 +12,8 @@
 // The results:
 //   SET key value            -> nothing
 //   GET key                  -> u8 found, then value if found
-//   ADD key amount           -> i64 new value (kError when not a number, or on overflow)
+//   ADD key amount           -> i64 new value (the value read as std::stoll reads it, as
+//                               PyTorch's server does; kError when that fails, or on overflow)
 //   CHECK n keys...          -> u8 all set
 //   DELETE key               -> u8 was set
 //   WAIT timeout_ms n keys.. -> u8 0 when all set, 1 when timeout_ms passed first
@@ -77,6 +78,11 @@ struct Limits {
   /// (one that sends requests and does not read the replies). A reply to a connection with
   /// nothing queued is always accepted, so a value of any allowed size can be read.
   size_t max_pending_output = 16u << 20;
+  /// What the replies queued to all connections together may hold of the server's memory
+  /// beyond the store's own values: their heads and the values the store has dropped since
+  /// (Note [No client can stall the store]). Past it, the connections holding the most are
+  /// closed. Room for a few of the largest values.
+  uint64_t max_reply_memory = uint64_t{1} << 30;
   /// Connections served at once; one more is told so and closed.
   size_t max_connections = 16384;
 };

@@ -5,9 +5,11 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 #include <map>
 #include <new>
 #include <string>
@@ -30,15 +32,26 @@ constexpr auto kLinger = std::chrono::seconds(2);
 constexpr auto kAcceptBackoff = std::chrono::milliseconds(100);
 constexpr size_t kReadChunk = 64 * 1024;
 
+// Buffers per sendmsg: two per reply (its head and its shared value).
+constexpr int kMaxIov = 64;
+
 struct Connection {
   explicit Connection(const Limits& limits) : parser(limits) {}
   RequestParser parser;
-  std::string output;  // replies; output[sent..] is not sent yet
+  std::deque<Reply> output;  // replies not sent yet; `sent` bytes of the first are
   size_t sent = 0;
+  size_t pending_bytes = 0;  // unsent bytes of `output`
+  size_t head_bytes = 0;     // bytes of `output`'s heads (its own memory; values are shared)
   bool closing = false;  // refused: flush, shut down writing, discard input until EOF or close_by
   bool doomed = false;   // closed after the current step (see Loop::close_doomed)
   Clock::time_point close_by = Clock::time_point::max();
-  size_t pending() const noexcept { return output.size() - sent; }
+  size_t pending() const noexcept { return pending_bytes; }
+  /// What it holds of the server's reply memory: its heads and the orphaned values it references.
+  uint64_t held() const noexcept {
+    uint64_t bytes = head_bytes;
+    for (const Reply& r : output) bytes += r.value && r.value->orphaned ? r.value->bytes.size() : 0;
+    return bytes;
+  }
 };
 
 int open_reserve() noexcept { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
@@ -67,7 +80,7 @@ class TCPStoreServer::Loop {
   explicit Loop(TCPStoreServer& server)
       : server_(server),
         limits_(server.limits_),
-        state_([this](int fd, std::string bytes) { queue(fd, std::move(bytes)); }, server.run_id_),
+        state_(StoreState::Send([this](int fd, Reply reply) { queue(fd, std::move(reply)); }), server.run_id_),
         reserve_(server.reserve_) {}
   ~Loop() {
     for (auto& [fd, connection] : connections_) ::close(fd);
@@ -80,8 +93,11 @@ class TCPStoreServer::Loop {
  private:
   void accept_clients(Clock::time_point now);
   void read_from(int fd, Connection& c, std::vector<char>& buffer);
-  void queue(int fd, std::string bytes);
+  void queue(int fd, Reply reply);
   void flush(int fd, Connection& c);
+  void sent(Connection& c, size_t bytes);
+  void enforce_budget();
+  void publish_stats();
   void close_with(int fd, Connection& c, const std::string& message);
   void close_doomed();
   Clock::time_point next_deadline() const;
@@ -92,6 +108,7 @@ class TCPStoreServer::Loop {
   std::map<int, Connection> connections_;  // by descriptor
   int& reserve_;  // the server's (closed by its destructor)
   Clock::time_point listener_rests_until_{};
+  uint64_t head_bytes_ = 0;  // every connection's head_bytes
 };
 
 void TCPStoreServer::Loop::run() {
@@ -118,6 +135,7 @@ void TCPStoreServer::Loop::run() {
       if (fds[i].revents & POLLOUT) flush(it->first, it->second);
       if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !it->second.doomed) read_from(it->first, it->second, buffer);
       close_doomed();
+      enforce_budget();
     }
     now = Clock::now();
     state_.expire(now);
@@ -125,6 +143,7 @@ void TCPStoreServer::Loop::run() {
       if (c.close_by <= now) c.doomed = true;
     }
     close_doomed();
+    publish_stats();
   }
 }
 
@@ -209,28 +228,44 @@ void TCPStoreServer::Loop::read_from(int fd, Connection& c, std::vector<char>& b
   }
 }
 
-void TCPStoreServer::Loop::queue(int fd, std::string bytes) {
+void TCPStoreServer::Loop::queue(int fd, Reply reply) {
   auto it = connections_.find(fd);
   if (it == connections_.end() || it->second.doomed || it->second.closing) return;
   Connection& c = it->second;
-  if (c.pending() > 0 && c.pending() + bytes.size() > limits_.max_pending_output) {
+  if (c.pending() > 0 && c.pending() + reply.size() > limits_.max_pending_output) {
     c.doomed = true;  // it sends requests and does not read the replies
     return;
   }
-  if (c.pending() == 0) {
-    c.output = std::move(bytes);
-    c.sent = 0;
-  } else {
-    c.output += bytes;
-  }
+  c.pending_bytes += reply.size();
+  c.head_bytes += reply.head.size();
+  head_bytes_ += reply.head.size();
+  c.output.push_back(std::move(reply));
   flush(fd, c);
 }
 
 void TCPStoreServer::Loop::flush(int fd, Connection& c) {
   while (c.pending() > 0) {
-    ssize_t n = ::send(fd, c.output.data() + c.sent, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    // The unsent bytes of up to kMaxIov / 2 replies, in one sendmsg.
+    iovec iov[kMaxIov];
+    size_t count = 0, skip = c.sent;
+    for (auto r = c.output.begin(); r != c.output.end() && count + 2 <= kMaxIov; ++r) {
+      const std::string* parts[2] = {&r->head, r->value ? &r->value->bytes : nullptr};
+      for (const std::string* part : parts) {
+        if (part == nullptr) continue;
+        if (skip >= part->size()) {
+          skip -= part->size();
+          continue;
+        }
+        iov[count++] = {const_cast<char*>(part->data()) + skip, part->size() - skip};
+        skip = 0;
+      }
+    }
+    msghdr message{};
+    message.msg_iov = iov;
+    message.msg_iovlen = count;
+    ssize_t n = ::sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n > 0) {
-      c.sent += static_cast<size_t>(n);
+      sent(c, static_cast<size_t>(n));
     } else if (n < 0 && errno == EINTR) {
       continue;
     } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -240,13 +275,46 @@ void TCPStoreServer::Loop::flush(int fd, Connection& c) {
       return;
     }
   }
-  if (c.pending() == 0) {
-    std::string().swap(c.output);
-    c.sent = 0;
-    if (c.closing) ::shutdown(fd, SHUT_WR);
-  } else if (c.sent > (1u << 20) && c.sent > c.output.size() / 2) {
-    c.output.erase(0, c.sent);  // a client that reads as it pipelines: keep the buffer bounded
-    c.sent = 0;
+  if (c.pending() == 0 && c.closing) ::shutdown(fd, SHUT_WR);
+}
+
+void TCPStoreServer::Loop::sent(Connection& c, size_t bytes) {
+  c.pending_bytes -= bytes;
+  bytes += c.sent;
+  while (!c.output.empty() && bytes >= c.output.front().size()) {
+    bytes -= c.output.front().size();
+    c.head_bytes -= c.output.front().head.size();
+    head_bytes_ -= c.output.front().head.size();
+    c.output.pop_front();  // may free an orphaned value (Note [Replies share values])
+  }
+  c.sent = bytes;
+}
+
+void TCPStoreServer::Loop::enforce_budget() {
+  // Note [No client can stall the store]: over the budget, the connections holding the most
+  // of it are closed, one at a time (closing one frees the orphaned values only it held).
+  while (head_bytes_ + state_.orphan_bytes() > limits_.max_reply_memory) {
+    Connection* victim = nullptr;
+    uint64_t most = 0;
+    for (auto& [fd, c] : connections_) {
+      uint64_t held = c.held();
+      if (held > most) {
+        victim = &c;
+        most = held;
+      }
+    }
+    if (victim == nullptr) return;
+    victim->doomed = true;
+    server_.clients_over_budget_.fetch_add(1, std::memory_order_relaxed);
+    close_doomed();
+  }
+}
+
+void TCPStoreServer::Loop::publish_stats() {
+  uint64_t held = head_bytes_ + state_.orphan_bytes();
+  server_.reply_bytes_held_.store(held, std::memory_order_relaxed);
+  if (held > server_.peak_reply_bytes_held_.load(std::memory_order_relaxed)) {
+    server_.peak_reply_bytes_held_.store(held, std::memory_order_relaxed);
   }
 }
 
@@ -255,12 +323,12 @@ void TCPStoreServer::Loop::close_with(int fd, Connection& c, const std::string& 
   c.close_by = Clock::now() + kLinger;
   // PyTorch's protocol has no error reply: its client sees the connection close, after
   // the replies already queued (Note [Store dialects]).
-  std::string frame = c.parser.dialect() == Dialect::kEmber ? StoreState::error(Status::kClosing, message) : "";
-  if (c.pending() == 0) {
-    c.output = std::move(frame);
-    c.sent = 0;
-  } else {
-    c.output += frame;
+  if (c.parser.dialect() == Dialect::kEmber) {
+    Reply frame{StoreState::error(Status::kClosing, message), nullptr};
+    c.pending_bytes += frame.size();
+    c.head_bytes += frame.head.size();
+    head_bytes_ += frame.head.size();
+    c.output.push_back(std::move(frame));
   }
   flush(fd, c);
 }
@@ -276,6 +344,7 @@ void TCPStoreServer::Loop::close_doomed() {
         continue;
       }
       int fd = it->first;
+      head_bytes_ -= it->second.head_bytes;
       it = connections_.erase(it);
       ::close(fd);
       state_.closed(fd);

@@ -34,6 +34,14 @@ if mode == "client":
     except RuntimeError as e:
         expect("wait timeout", "timeout" in str(e).lower() or "timed out" in str(e).lower(), True)
     expect("get from ember", s.get("from_ember"), b"hello")
+    # ADD reads the stored value as PyTorch's server does (std::stoll), and a sum past
+    # int64 wraps as there (issue 34, item 15); the connection stays usable throughout.
+    for text, amount, want in [(" 12", 5, 17), ("+5", 1, 6), ("12abc", 1, 13), ("0x10", 1, 1),
+                               ("-7", 0, -7), (str(2**63 - 1), 1, -2**63)]:
+        s.set("counter", text)
+        expect(f"add to {text!r}", s.add("counter", amount), want)
+        expect(f"the counter after adding to {text!r}", s.get("counter"), str(want).encode())
+    expect("num_keys after the adds", s.num_keys(), 3)  # k, from_ember and counter
     print("torch client ok", flush=True)
 else:
     s = dist.TCPStore("127.0.0.1", port, None, True, timedelta(seconds=60), wait_for_workers=False)
