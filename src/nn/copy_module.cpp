@@ -34,6 +34,9 @@ namespace {
 
 thread_local int clone_depth = 0;
 
+// (References, not dereferenced pointers, inside typeid: clang warns of the latter.)
+bool same_class(const ember::nn::Module& a, const ember::nn::Module& b) { return typeid(a) == typeid(b); }
+
 }  // namespace
 
 CloneScope::CloneScope() {
@@ -68,7 +71,7 @@ class DeepCopy {
       } else {
         // The constructor's child of that name, unless the original registered it (or
         // another class under its name) after construction: then a clone of its own.
-        const bool built = old != nullptr && typeid(*old) == typeid(*child);
+        const bool built = old != nullptr && same_class(*old, *child);
         mine = built ? old : child->clone();
         modules_.emplace(child.get(), mine);
         copy(*child, *mine);
