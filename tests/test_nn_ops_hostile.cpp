@@ -106,6 +106,18 @@ TEST(CloneHostile, AModuleSharedByTwoPositionsIsSharedInTheCopy) {
   EXPECT_EQ(copy->parameters().size(), 2u);
 }
 
+TEST(CloneHostile, AChildModuleSharedByTwoNamesStaysOneModuleInTheCopy) {
+  // PyTorch: layer.norm2 = layer.norm1; copy.deepcopy(layer).norm2 is its norm1.
+  nn::TransformerEncoderLayer layer(4, 2, 8, /*dropout=*/0.0);
+  layer.norm2 = layer.register_module("norm2", layer.norm1);
+  auto copy = std::dynamic_pointer_cast<nn::TransformerEncoderLayer>(layer.clone());
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ(copy->norm2.get(), copy->norm1.get());  // the member used by forward, too
+  EXPECT_EQ(copy->named_children()["norm2"].get(), copy->norm1.get());
+  EXPECT_NE(copy->norm1.get(), layer.norm1.get());
+  EXPECT_EQ(copy->named_parameters().keys(), layer.named_parameters().keys());
+}
+
 TEST(CloneHostile, CloneLeavesTheRandomGeneratorAsItWas) {
   // PyTorch's deepcopy draws nothing: the numbers after it are those without it.
   auto net = std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
