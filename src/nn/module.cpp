@@ -13,6 +13,7 @@
 #include "ember/errors.h"
 #include "ember/autograd.h"
 #include "nn/clear_grad.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 namespace {
@@ -280,26 +281,8 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict)
 }
 
 void Module::copy_state_to(Module& copy) const {
-  // Into the copy's own tensors (set_data), so that its members (Linear::weight) stay bound.
-  NoGradGuard no_grad;
-  auto copy_into = [](Tensor& target, const Tensor& source, bool is_parameter) {
-    if (!source.defined()) {
-      target = Tensor();
-      return;
-    }
-    Tensor value = source.clone();
-    if (!target.defined()) target = value;
-    else target.impl()->set_data(*value.impl());
-    if (is_parameter) target.requires_grad_(source.requires_grad());
-  };
-  for (const auto& [name, p] : parameters_) {
-    if (Tensor* target = copy.parameters_.find(name)) copy_into(*target, p, true);
-  }
-  for (const auto& [name, b] : buffers_) {
-    if (Tensor* target = copy.buffers_.find(name)) copy_into(*target, b, false);
-  }
-  copy.non_persistent_ = non_persistent_;
-  copy.training_ = training_;
+  // Nested in a built-in clone(): the outermost one copies the whole tree.
+  if (!detail::nn::clone_in_progress()) detail::nn::copy_module_state(*this, copy);
 }
 
 // ---- repr ------------------------------------------------------------------------------------------

@@ -54,12 +54,8 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
   const int64_t d = check_index_add(*this, dim, index, source);
   // As PyTorch: self is written while source and index are read (also by other threads).
   detail::check_no_internal_overlap(*this);
-  for (const Tensor* read : {&source, &index}) {
-    EMBER_CHECK(read->numel() == 0 || numel() == 0 || !detail::same_view(*this, *read), ValueError,
-                "unsupported operation: some elements of the input tensor and the written-to tensor refer to a "
-                "single memory location. Please clone() the tensor before performing the operation.");
-    detail::check_no_partial_overlap(*this, *read);
-  }
+  detail::check_no_overlap(*this, index);
+  detail::check_no_overlap(*this, source);
   return detail::recorded_inplace(detail::Formula::IndexAdd, *this, source,
                                   [&] { launch_index_add(*this, d, index, source, alpha); },
                                   detail::IndexAddArgs{d, index, alpha});

@@ -23,6 +23,25 @@ Tensor as_batched(const Tensor& t, const IntList& batch, int64_t batch_numel) {
   return t.expand(shape).reshape({batch_numel, t.size(-2), t.size(-1)});
 }
 
+// c10's TypeMeta names, as PyTorch prints a tensor's dtype() in some messages.
+const char* cpp_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::Bool: return "bool";
+    case DType::UInt8: return "unsigned char";
+    case DType::Int8: return "signed char";
+    case DType::Int16: return "short int";
+    case DType::Int32: return "int";
+    case DType::Int64: return "long int";
+    case DType::Float16: return "c10::Half";
+    case DType::BFloat16: return "c10::BFloat16";
+    case DType::Float32: return "float";
+    case DType::Float64: return "double";
+    case DType::Complex64: return "c10::complex<float>";
+    case DType::Complex128: return "c10::complex<double>";
+  }
+  return "?";
+}
+
 }  // namespace
 
 namespace {
@@ -147,9 +166,12 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
               "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ",
               batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
   detail::check_same_device(input, batch1);
-  EMBER_CHECK(input.dtype() == batch1.dtype() && batch2.dtype() == batch1.dtype(), TypeError,
-              "expected scalar type ", detail::scalar_type_name(input.dtype()), " but found ",
-              detail::scalar_type_name(input.dtype() != batch1.dtype() ? batch1.dtype() : batch2.dtype()));
+  // PyTorch 2's TORCH_META_FUNC(baddbmm), whose dtypes print as C++ type names ("float").
+  EMBER_CHECK(input.dtype() == batch1.dtype(), TypeError, "Input dtypes must be the same, got: input ",
+              cpp_type_name(input.dtype()), ", batch1: ", cpp_type_name(batch1.dtype()), ", batch2: ",
+              cpp_type_name(batch2.dtype()));
+  EMBER_CHECK(batch2.dtype() == batch1.dtype(), TypeError, "expected scalar type ",
+              detail::scalar_type_name(batch1.dtype()), " but found ", detail::scalar_type_name(batch2.dtype()));
   auto compute = [&] {
     Tensor product = matmul(batch1, batch2);
     Tensor expanded = input.expand(product.sizes());  // input broadcasts to the product, not the reverse

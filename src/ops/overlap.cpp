@@ -69,4 +69,11 @@ void check_no_partial_overlap(const Tensor& out, const Tensor& in) {
   EMBER_CHECK(out_hi < in_lo || in_hi < out_lo, ValueError, kOverlap);
 }
 
+void check_no_overlap(const Tensor& out, const Tensor& in) {
+  // As PyTorch's get_overlap_status: one tensor twice is a full overlap, even when empty.
+  const bool full = out.impl() == in.impl() || (out.numel() != 0 && in.numel() != 0 && same_view(out, in));
+  EMBER_CHECK(!full, ValueError, kOverlap);
+  check_no_partial_overlap(out, in);
+}
+
 }  // namespace ember::detail

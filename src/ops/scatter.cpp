@@ -88,8 +88,10 @@ Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tens
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   const int64_t d = check_scatter(*this, dim, index, src);
   detail::check_no_internal_overlap(*this);
-  detail::check_no_partial_overlap(*this, index);
-  detail::check_no_partial_overlap(*this, src);
+  // As PyTorch's scatter ops (assert_no_overlap): self may be neither the index nor the
+  // source, whose elements it would overwrite while they are still being read.
+  detail::check_no_overlap(*this, index);
+  detail::check_no_overlap(*this, src);
   if (detail::should_record(*this, src)) {
     // The node saves its inputs: a copy of self's old value, not self, which the copy_ below
     // makes that node's output (saving self would be a reference cycle through its history).

@@ -13,7 +13,32 @@
 #include "ember/nn/state_dict.h"
 #include "ember/tensor.h"
 
+namespace ember::detail::nn {
+class DeepCopy;
+}  // namespace ember::detail::nn
+
 namespace ember::nn {
+
+class Module;
+
+/// What clone() hands Module::rebind_members: the copy's tensors and children that the deep
+/// copy replaced (a parameter tied in the original becomes the one tensor it is tied to in
+/// the copy too) and what replaced them. Calling it on a member updates it when it held a
+/// replaced one and leaves it alone otherwise.
+class MemberRemap {
+ public:
+  void operator()(Tensor& member) const;
+  template <typename M>
+  void operator()(std::shared_ptr<M>& member) const {
+    if (auto replaced = std::dynamic_pointer_cast<M>(replacement(member.get()))) member = std::move(replaced);
+  }
+
+ private:
+  friend class ember::detail::nn::DeepCopy;
+  std::shared_ptr<Module> replacement(const Module* member) const;
+  std::vector<std::pair<const void*, Tensor>> tensors_;  // (replaced impl, its replacement)
+  std::vector<std::pair<const Module*, std::shared_ptr<Module>>> modules_;
+};
 
 /// What load_state_dict(strict = false) did not match (PyTorch's _IncompatibleKeys).
 struct LoadStateDictResult {
@@ -45,8 +70,13 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual Tensor forward(const Tensor& input);
   Tensor operator()(const Tensor& input) { return forward(input); }
 
-  /// A deep copy (parameters and buffers cloned, same training mode). The base class
-  /// throws ember::Error; every built-in module implements it.
+  /// A deep copy (parameters and buffers cloned, same training mode), as Python's
+  /// copy.deepcopy: a tensor or child shared in the original (tied weights) is shared in the
+  /// copy, and parameters, buffers or children registered after construction are copied
+  /// too. The built-in modules' clone() leaves the random generators as they were (the
+  /// values drawn while building the copy are overwritten). The base class throws
+  /// ember::Error; every built-in module implements it (Note [Deep copies] in
+  /// src/nn/copy_module.h).
   virtual std::shared_ptr<Module> clone() const;
 
   // ---- registration ----------------------------------------------------------------
@@ -116,11 +146,18 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual std::string repr() const;
 
  protected:
-  /// For clone() implementations: copies this module's parameters, buffers (cloned) and
-  /// training mode into `copy`, which registered the same names.
+  /// For clone() implementations: makes `copy`, a module of this class built afresh, a deep
+  /// copy of this one and of its descendants (values, ties, registrations made after
+  /// construction, training modes). Inside a built-in container's clone() it leaves that to
+  /// the outermost clone(), which copies the whole tree at once.
   void copy_state_to(Module& copy) const;
+  /// For clone(): a module that keeps members besides its registries (Linear::weight, a
+  /// child held as std::shared_ptr<Linear>) passes each of them to `remap`, so that the copy's
+  /// members follow what the deep copy put in its registries. The default has none.
+  virtual void rebind_members(const MemberRemap& remap) { (void)remap; }
 
  private:
+  friend class ember::detail::nn::DeepCopy;
   void register_module_impl(const std::string& name, std::shared_ptr<Module> module);
   void check_new_name(const std::string& name, const char* kind) const;
   void collect_named_modules(const std::string& prefix, const std::shared_ptr<Module>& self,

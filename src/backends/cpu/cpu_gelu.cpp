@@ -54,9 +54,13 @@ struct GeluTanhBackwardFloat {
   float operator()(float g, float x) const {
     const float x_sq = x * x;
     const float u = kBeta * (x + kKappa * x_sq * x);
+    const bool saturated = u > 20.0f || u < -20.0f;
     const float e = fast_exp(2.0f * (u > 20.0f ? 20.0f : (u < -20.0f ? -20.0f : u)));  // (e + 1)^2 stays finite
     const float t = 1.0f - 2.0f / (e + 1.0f);
-    const float sech_sq = 4.0f * e / ((e + 1.0f) * (e + 1.0f));  // 1 - t * t, without its cancellation
+    // 1 - t * t, without its cancellation; 0 where tanh is +-1 in float, as PyTorch's
+    // 1 - tanh^2 there (the clamped e would give sech^2(20) instead: x * sech^2 * x^2 grows
+    // with x, and x = -inf would give -inf where PyTorch gives inf * 0 = NaN).
+    const float sech_sq = saturated ? 0.0f : 4.0f * e / ((e + 1.0f) * (e + 1.0f));
     const float left_derivative = 0.5f * (1.0f + t);
     const float right_derivative = 0.5f * x * sech_sq * kBeta * (1.0f + 3.0f * kKappa * x_sq);
     return g * (left_derivative + right_derivative);

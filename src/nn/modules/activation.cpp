@@ -3,6 +3,7 @@
 #include "ember/nn.h"
 #include "ember/ops.h"
 #include "nn/module_context.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -10,27 +11,21 @@ Tensor ReLU::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] { return relu(input); });
 }
 std::shared_ptr<Module> ReLU::clone() const {
-  auto copy = std::make_shared<ReLU>();
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<ReLU>(); });
 }
 
 Tensor Sigmoid::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] { return sigmoid(input); });
 }
 std::shared_ptr<Module> Sigmoid::clone() const {
-  auto copy = std::make_shared<Sigmoid>();
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<Sigmoid>(); });
 }
 
 Tensor Tanh::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] { return tanh(input); });
 }
 std::shared_ptr<Module> Tanh::clone() const {
-  auto copy = std::make_shared<Tanh>();
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<Tanh>(); });
 }
 
 GELU::GELU(std::string approximate) : approximate(std::move(approximate)) {
@@ -41,9 +36,7 @@ Tensor GELU::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] { return functional::gelu(input, approximate); });
 }
 std::shared_ptr<Module> GELU::clone() const {
-  auto copy = std::make_shared<GELU>(approximate);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<GELU>(approximate); });
 }
 std::string GELU::extra_repr() const { return "approximate='" + approximate + "'"; }
 

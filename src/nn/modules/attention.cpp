@@ -150,10 +150,15 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
 }
 
 std::shared_ptr<Module> MultiheadAttention::clone() const {
-  auto copy = std::make_shared<MultiheadAttention>(embed_dim, num_heads, dropout, in_proj_bias.defined(),
-                                                   batch_first);
-  detail::nn::copy_module_state(*this, *copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<MultiheadAttention>(embed_dim, num_heads, dropout, in_proj_bias.defined(), batch_first);
+  });
+}
+
+void MultiheadAttention::rebind_members(const MemberRemap& remap) {
+  remap(in_proj_weight);
+  remap(in_proj_bias);
+  remap(out_proj);
 }
 
 }  // namespace ember::nn

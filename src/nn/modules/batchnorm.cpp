@@ -6,6 +6,7 @@
 #include "ember/autograd.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -72,9 +73,9 @@ void BatchNorm1d::check_input_dim(const Tensor& input) const {
 }
 
 std::shared_ptr<Module> BatchNorm1d::clone() const {
-  auto copy = std::make_shared<BatchNorm1d>(num_features, eps, momentum, affine, track_running_stats);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<BatchNorm1d>(num_features, eps, momentum, affine, track_running_stats);
+  });
 }
 
 void BatchNorm2d::check_input_dim(const Tensor& input) const {
@@ -82,9 +83,17 @@ void BatchNorm2d::check_input_dim(const Tensor& input) const {
 }
 
 std::shared_ptr<Module> BatchNorm2d::clone() const {
-  auto copy = std::make_shared<BatchNorm2d>(num_features, eps, momentum, affine, track_running_stats);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<BatchNorm2d>(num_features, eps, momentum, affine, track_running_stats);
+  });
+}
+
+void BatchNorm::rebind_members(const MemberRemap& remap) {
+  remap(weight);
+  remap(bias);
+  remap(running_mean);
+  remap(running_var);
+  remap(num_batches_tracked);
 }
 
 }  // namespace ember::nn

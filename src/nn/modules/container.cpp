@@ -1,6 +1,7 @@
 #include "ember/nn/modules/container.h"
 
 #include <string>
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 namespace {
@@ -51,11 +52,11 @@ Tensor Sequential::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> Sequential::clone() const {
-  OrderedDict<std::shared_ptr<Module>> copies;
-  for (const auto& [name, child] : named_children()) copies.insert(name, child->clone());
-  auto copy = std::make_shared<Sequential>(copies);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    OrderedDict<std::shared_ptr<Module>> copies;
+    for (const auto& [name, child] : named_children()) copies.insert(name, child->clone());
+    return std::make_shared<Sequential>(copies);
+  });
 }
 
 // ---- ModuleList ------------------------------------------------------------------------------
@@ -77,10 +78,11 @@ void ModuleList::extend(const std::vector<std::shared_ptr<Module>>& modules) {
 std::shared_ptr<Module> ModuleList::operator[](int64_t index) const { return at_index(modules_, index, "ModuleList"); }
 
 std::shared_ptr<Module> ModuleList::clone() const {
-  auto copy = std::make_shared<ModuleList>();
-  for (const auto& m : modules_) copy->push_back(m->clone());
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    auto copy = std::make_shared<ModuleList>();
+    for (const auto& m : modules_) copy->push_back(m->clone());
+    return copy;
+  });
 }
 
 std::string ModuleList::repr() const {
@@ -120,10 +122,23 @@ std::shared_ptr<Module> ModuleDict::operator[](const std::string& name) const {
 }
 
 std::shared_ptr<Module> ModuleDict::clone() const {
-  auto copy = std::make_shared<ModuleDict>();
-  for (const auto& [name, m] : modules_) copy->insert(name, m->clone());
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    auto copy = std::make_shared<ModuleDict>();
+    for (const auto& [name, m] : modules_) copy->insert(name, m->clone());
+    return copy;
+  });
+}
+
+void Sequential::rebind_members(const MemberRemap& remap) {
+  for (auto& m : modules_) remap(m);
+}
+
+void ModuleList::rebind_members(const MemberRemap& remap) {
+  for (auto& m : modules_) remap(m);
+}
+
+void ModuleDict::rebind_members(const MemberRemap& remap) {
+  for (auto& [name, m] : modules_) remap(m);
 }
 
 }  // namespace ember::nn

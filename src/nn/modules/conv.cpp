@@ -7,6 +7,7 @@
 #include "ember/nn/init.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -43,10 +44,10 @@ Tensor Conv2d::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> Conv2d::clone() const {
-  auto copy = std::make_shared<Conv2d>(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
-                                       bias.defined());
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<Conv2d>(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                                    bias.defined());
+  });
 }
 
 std::string Conv2d::extra_repr() const {
@@ -58,6 +59,11 @@ std::string Conv2d::extra_repr() const {
   if (groups != 1) out += detail::cat(", groups=", groups);
   if (!bias.defined()) out += ", bias=False";
   return out;
+}
+
+void Conv2d::rebind_members(const MemberRemap& remap) {
+  remap(weight);
+  remap(bias);
 }
 
 }  // namespace ember::nn

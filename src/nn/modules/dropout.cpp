@@ -3,6 +3,7 @@
 #include "ember/nn.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -16,9 +17,7 @@ Tensor Dropout::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> Dropout::clone() const {
-  auto copy = std::make_shared<Dropout>(p);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<Dropout>(p); });
 }
 
 std::string Dropout::extra_repr() const { return "p=" + detail::python_float(p) + ", inplace=False"; }

@@ -5,19 +5,18 @@
 #include "ember/nn.h"
 #include "ember/nn/init.h"
 #include "nn/module_context.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
 Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx)
     : num_embeddings(num_embeddings), embedding_dim(embedding_dim) {
-  EMBER_CHECK(num_embeddings > 0 && embedding_dim >= 0, ValueError,
-              "Embedding: num_embeddings must be positive and embedding_dim non-negative, but got ", num_embeddings,
-              " and ", embedding_dim);
   if (padding_idx) {
     EMBER_CHECK(*padding_idx < num_embeddings && *padding_idx >= -num_embeddings, ValueError,
                 "Padding_idx must be within num_embeddings");
     this->padding_idx = *padding_idx < 0 ? *padding_idx + num_embeddings : *padding_idx;
   }
+  // Sizes as PyTorch's: zero is fine, a negative one is refused by empty() with its message.
   weight = register_parameter("weight", empty({num_embeddings, embedding_dim}));
   reset_parameters();
 }
@@ -36,15 +35,19 @@ Tensor Embedding::forward(const Tensor& indices) {
 }
 
 std::shared_ptr<Module> Embedding::clone() const {
-  auto copy = std::make_shared<Embedding>(num_embeddings, embedding_dim, padding_idx);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<Embedding>(num_embeddings, embedding_dim, padding_idx);
+  });
 }
 
 std::string Embedding::extra_repr() const {
   std::string out = detail::cat(num_embeddings, ", ", embedding_dim);
   if (padding_idx) out += detail::cat(", padding_idx=", *padding_idx);
   return out;
+}
+
+void Embedding::rebind_members(const MemberRemap& remap) {
+  remap(weight);
 }
 
 }  // namespace ember::nn

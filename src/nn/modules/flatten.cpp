@@ -1,6 +1,7 @@
 #include "ember/nn/modules/flatten.h"
 
 #include "nn/module_context.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -13,9 +14,7 @@ Tensor Flatten::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> Flatten::clone() const {
-  auto copy = std::make_shared<Flatten>(start_dim, end_dim);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<Flatten>(start_dim, end_dim); });
 }
 
 std::string Flatten::extra_repr() const { return detail::cat("start_dim=", start_dim, ", end_dim=", end_dim); }

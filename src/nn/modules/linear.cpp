@@ -7,6 +7,7 @@
 #include "ember/nn.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -36,14 +37,19 @@ Tensor Linear::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> Linear::clone() const {
-  auto copy = std::make_shared<Linear>(in_features, out_features, bias.defined());
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<Linear>(in_features, out_features, bias.defined());
+  });
 }
 
 std::string Linear::extra_repr() const {
   return detail::cat("in_features=", in_features, ", out_features=", out_features,
                      ", bias=", detail::python_bool(bias.defined()));
+}
+
+void Linear::rebind_members(const MemberRemap& remap) {
+  remap(weight);
+  remap(bias);
 }
 
 }  // namespace ember::nn

@@ -5,16 +5,12 @@
 #include "ember/nn/init.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
 LayerNorm::LayerNorm(std::vector<int64_t> normalized_shape, double eps, bool elementwise_affine)
     : normalized_shape(std::move(normalized_shape)), eps(eps), elementwise_affine(elementwise_affine) {
-  EMBER_CHECK(!this->normalized_shape.empty(), ValueError, "LayerNorm: normalized_shape must not be empty");
-  for (int64_t s : this->normalized_shape) {
-    EMBER_CHECK(s > 0, ValueError, "LayerNorm: normalized_shape must be positive, got ",
-                detail::python_tuple(this->normalized_shape));
-  }
   if (elementwise_affine) {
     weight = register_parameter("weight", empty(this->normalized_shape));
     bias = register_parameter("bias", empty(this->normalized_shape));
@@ -37,14 +33,19 @@ Tensor LayerNorm::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> LayerNorm::clone() const {
-  auto copy = std::make_shared<LayerNorm>(normalized_shape, eps, elementwise_affine);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<LayerNorm>(normalized_shape, eps, elementwise_affine);
+  });
 }
 
 std::string LayerNorm::extra_repr() const {
   return detail::cat(detail::python_tuple(normalized_shape), ", eps=", detail::python_float(eps),
                      ", elementwise_affine=", detail::python_bool(elementwise_affine));
+}
+
+void LayerNorm::rebind_members(const MemberRemap& remap) {
+  remap(weight);
+  remap(bias);
 }
 
 }  // namespace ember::nn

@@ -3,6 +3,7 @@
 #include "ember/nn.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
+#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -21,9 +22,9 @@ Tensor MaxPool2d::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> MaxPool2d::clone() const {
-  auto copy = std::make_shared<MaxPool2d>(kernel_size, stride, padding, dilation, ceil_mode);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<MaxPool2d>(kernel_size, stride, padding, dilation, ceil_mode);
+  });
 }
 
 std::string MaxPool2d::extra_repr() const {
@@ -47,9 +48,9 @@ Tensor AvgPool2d::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> AvgPool2d::clone() const {
-  auto copy = std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad);
+  });
 }
 
 std::string AvgPool2d::extra_repr() const {

@@ -51,11 +51,21 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mas
 }
 
 std::shared_ptr<Module> TransformerEncoderLayer::clone() const {
-  auto copy = std::make_shared<TransformerEncoderLayer>(self_attn->embed_dim, self_attn->num_heads, dim_feedforward_,
-                                                        dropout_p_, activation, layer_norm_eps_, batch_first_,
-                                                        norm_first);
-  detail::nn::copy_module_state(*this, *copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<TransformerEncoderLayer>(self_attn->embed_dim, self_attn->num_heads, dim_feedforward_,
+                                                     dropout_p_, activation, layer_norm_eps_, batch_first_, norm_first);
+  });
+}
+
+void TransformerEncoderLayer::rebind_members(const MemberRemap& remap) {
+  remap(self_attn);
+  remap(linear1);
+  remap(linear2);
+  remap(dropout);
+  remap(dropout1);
+  remap(dropout2);
+  remap(norm1);
+  remap(norm2);
 }
 
 }  // namespace ember::nn

@@ -68,8 +68,19 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     std::vector<Tensor> flat;
     flat.reserve(group.grads.size());
     for (const Tensor& g : group.grads) flat.push_back(g.reshape({-1}));
-    Tensor all = flat.size() == 1 ? flat.front() : cat(flat);
-    norms.push_back(vector_norm(all, norm_type));
+    if (norm_type == 0) {
+      // Note [Norm of order 0]: PyTorch takes each gradient's norm, then the norm of those
+      // norms; for order 0 that counts the gradients with a non-zero element, not the
+      // non-zero elements of them all, so the flat concatenation does not serve. The count
+      // of each group is summed across groups below.
+      std::vector<Tensor> nonzero;
+      nonzero.reserve(flat.size());
+      for (const Tensor& f : flat) nonzero.push_back(f.ne(0).sum().ne(0));
+      norms.push_back((nonzero.size() == 1 ? nonzero.front() : stack(nonzero)).to(group.dtype).sum());
+    } else {
+      // Every other order composes: the norm of per-gradient norms is the norm of all elements.
+      norms.push_back(vector_norm(flat.size() == 1 ? flat.front() : cat(flat), norm_type));
+    }
     total_dtype = promote_types(total_dtype, group.dtype);
   }
   Tensor total;
@@ -77,7 +88,7 @@ Tensor clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
     total = norms.front();
   } else {
     for (Tensor& n : norms) n = n.to(TensorOptions(first_device).dtype(total_dtype));
-    total = vector_norm(stack(norms), norm_type);
+    total = norm_type == 0 ? stack(norms).sum() : vector_norm(stack(norms), norm_type);
   }
   if (error_if_nonfinite) {
     const double value = total.to(kFloat64).item<double>();
@@ -101,7 +112,9 @@ void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) 
   for (const Tensor& p : parameters) {
     if (!p.defined() || !p.grad().defined()) continue;
     Tensor g = p.grad();
-    g.copy_(g.clamp(-clip_value, clip_value));
+    // As PyTorch's clamp_(min=-v, max=v): a NaN bound makes every element NaN.
+    if (std::isnan(clip_value)) g.fill_(clip_value);
+    else g.copy_(g.clamp(-clip_value, clip_value));
   }
 }
 

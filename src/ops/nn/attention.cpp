@@ -75,7 +75,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     Tensor keep = arange(L, positions).unsqueeze(1).ge(arange(S, positions).unsqueeze(0));
     weights = where(keep, weights, kNegInf);
   } else if (attn_mask.defined()) {
-    weights = attn_mask.dtype() == kBool ? where(attn_mask, weights, kNegInf) : weights + attn_mask;
+    // A bool mask becomes an additive one (-inf where false), as PyTorch's
+    // convert_boolean_attn_mask: a query row masked whole is NaN in the forward and, through
+    // the addition, in its gradient too (where() would send that row a zero gradient).
+    const Tensor zero = zeros({}, TensorOptions(query.device()).dtype(query.dtype()));
+    weights = weights + (attn_mask.dtype() == kBool ? where(attn_mask, zero, kNegInf) : attn_mask);
   }
   weights = softmax(weights, -1);
   if (dropout_p > 0.0) weights = dropout(weights, dropout_p, /*training=*/true);

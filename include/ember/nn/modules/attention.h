@@ -43,6 +43,9 @@ class MultiheadAttention : public Module {
   bool batch_first;
   Tensor in_proj_weight, in_proj_bias;  // in_proj_bias undefined without bias
   std::shared_ptr<Linear> out_proj;
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 }  // namespace ember::nn

@@ -25,6 +25,7 @@ class BatchNorm : public Module {
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
 
  protected:
+  void rebind_members(const MemberRemap& remap) override;
   BatchNorm(int64_t num_features, double eps, std::optional<double> momentum, bool affine, bool track_running_stats);
   /// ValueError unless the input has a dimension count this module accepts.
   virtual void check_input_dim(const Tensor& input) const = 0;

@@ -28,6 +28,9 @@ class Sequential : public Module {
   size_t size() const noexcept { return modules_.size(); }
   bool empty() const noexcept { return modules_.empty(); }
 
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
+
  private:
   std::vector<std::shared_ptr<Module>> modules_;
 };
@@ -49,6 +52,9 @@ class ModuleList : public Module {
   bool empty() const noexcept { return modules_.empty(); }
   std::vector<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
   std::vector<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 
  private:
   std::vector<std::shared_ptr<Module>> modules_;
@@ -75,6 +81,9 @@ class ModuleDict : public Module {
   bool empty() const noexcept { return modules_.empty(); }
   OrderedDict<std::shared_ptr<Module>>::const_iterator begin() const { return modules_.begin(); }
   OrderedDict<std::shared_ptr<Module>>::const_iterator end() const { return modules_.end(); }
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 
  private:
   OrderedDict<std::shared_ptr<Module>> modules_;

@@ -21,6 +21,9 @@ class Conv2d : public Module {
   Size2 kernel_size, stride, padding, dilation;
   int64_t groups;
   Tensor weight, bias;
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 }  // namespace ember::nn

@@ -12,7 +12,9 @@ namespace ember::nn {
 /// (negative counts from the end), that row starts zero and receives no gradient.
 class Embedding : public Module {
  public:
-  /// ValueError for non-positive sizes or "Padding_idx must be within num_embeddings".
+  /// As PyTorch's: zero rows or columns are accepted; a negative size is a ValueError
+  /// ("Trying to create tensor with negative dimension"), and so is a padding_idx out of
+  /// range ("Padding_idx must be within num_embeddings").
   Embedding(int64_t num_embeddings, int64_t embedding_dim, std::optional<int64_t> padding_idx = std::nullopt);
   /// An index outside [0, num_embeddings) is an IndexError "index out of range in self" on
   /// the cpu (PyTorch's); on a cuda device, a device-side assertion reported asynchronously.
@@ -24,6 +26,9 @@ class Embedding : public Module {
   int64_t num_embeddings, embedding_dim;
   std::optional<int64_t> padding_idx;  // normalized to [0, num_embeddings)
   Tensor weight;
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 }  // namespace ember::nn

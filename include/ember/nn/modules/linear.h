@@ -20,6 +20,9 @@ class Linear : public Module {
 
   int64_t in_features, out_features;
   Tensor weight, bias;  // bias undefined when built without one
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 }  // namespace ember::nn

@@ -12,7 +12,9 @@ namespace ember::nn {
 /// elementwise_affine, as PyTorch's.
 class LayerNorm : public Module {
  public:
-  /// ValueError for an empty or non-positive normalized_shape.
+  /// As PyTorch's: any shape is accepted, an empty one or a zero size included (forward
+  /// refuses an empty one, as F.layer_norm); a negative size is a ValueError ("Trying to
+  /// create tensor with negative dimension") when elementwise_affine makes the parameters.
   explicit LayerNorm(std::vector<int64_t> normalized_shape, double eps = 1e-5, bool elementwise_affine = true);
   /// The input's trailing dimensions must be normalized_shape (a ValueError otherwise).
   Tensor forward(const Tensor& input) override;
@@ -24,6 +26,9 @@ class LayerNorm : public Module {
   double eps;
   bool elementwise_affine;
   Tensor weight, bias;  // undefined without elementwise_affine
+
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 }  // namespace ember::nn

@@ -38,6 +38,9 @@ class TransformerEncoderLayer : public Module {
   std::string activation;
   bool norm_first;
 
+ protected:
+  void rebind_members(const MemberRemap& remap) override;
+
  private:
   int64_t dim_feedforward_;
   double dropout_p_, layer_norm_eps_;
