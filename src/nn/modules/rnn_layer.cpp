@@ -1,0 +1,113 @@
+// The recurrence of one layer and direction over packed rows (Note [Packed recurrence]).
+#include "nn/modules/rnn_layer.h"
+
+#include <algorithm>
+
+#include "ember/ops.h"
+
+namespace ember::detail::nn {
+
+// Note [Packed recurrence]
+// Every input is seen as packed rows: a padded batch [T, B, *] is T steps of B rows each.
+// Step t owns batch_sizes[t] rows, the first of the previous step's (sequences are sorted by
+// decreasing length), so the forward direction drops the rows of the sequences that ended
+// (their state is final) and the reverse direction, which starts each sequence at its own
+// last step, adds the rows of the sequences that start there, from h0. No step computes a
+// padded row. The input projection of all rows is one matrix product made by the caller.
+
+Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  return bias.defined() ? addmm(bias, x, weight.t()) : matmul(x, weight.t());
+}
+
+Tensor rnn_cell_step(const Tensor& igates, const Tensor& hgates, bool relu) {
+  Tensor pre = igates + hgates;
+  return relu ? ember::relu(pre) : ember::tanh(pre);
+}
+
+std::pair<Tensor, Tensor> lstm_cell_step(const Tensor& igates, const Tensor& hgates, const Tensor& c) {
+  std::vector<Tensor> gates = (igates + hgates).chunk(4, 1);  // i, f, g, o
+  Tensor c_next = sigmoid(gates[1]) * c + sigmoid(gates[0]) * ember::tanh(gates[2]);
+  Tensor h_next = sigmoid(gates[3]) * ember::tanh(c_next);
+  return {h_next, c_next};
+}
+
+Tensor gru_cell_step(const Tensor& igates, const Tensor& hgates, const Tensor& h) {
+  std::vector<Tensor> i = igates.chunk(3, 1), g = hgates.chunk(3, 1);  // r, z, n
+  Tensor r = sigmoid(i[0] + g[0]);
+  Tensor z = sigmoid(i[1] + g[1]);
+  Tensor n = ember::tanh(i[2] + r * g[2]);  // b_hn is inside the reset product, as PyTorch's
+  return (h - n) * z + n;
+}
+
+namespace {
+Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? rows[0] : cat(rows, 0); }
+}  // namespace
+
+LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
+                      const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
+                      const Tensor& w_hr, bool reverse) {
+  const auto steps = static_cast<int64_t>(batch_sizes.size());
+  const bool lstm = mode == "LSTM";
+  std::vector<int64_t> offsets(batch_sizes.size(), 0);
+  for (int64_t t = 1; t < steps; ++t) offsets[t] = offsets[t - 1] + batch_sizes[t - 1];
+
+  std::vector<Tensor> outputs(batch_sizes.size());
+  Tensor h = h0, c = c0;
+  auto step = [&](int64_t t) {
+    Tensor igates = input_gates.narrow(0, offsets[t], batch_sizes[t]);
+    Tensor hgates = project(h, w_hh, b_hh);
+    if (lstm) {
+      auto [h_next, c_next] = lstm_cell_step(igates, hgates, c);
+      h = w_hr.defined() ? matmul(h_next, w_hr.t()) : h_next;
+      c = c_next;
+    } else if (mode == "GRU") {
+      h = gru_cell_step(igates, hgates, h);
+    } else {
+      h = rnn_cell_step(igates, hgates, mode == "RNN_RELU");
+    }
+    outputs[t] = h;
+  };
+
+  LayerResult result;
+  if (!reverse) {
+    std::vector<Tensor> final_h, final_c;  // rows of ended sequences, last rows first
+    for (int64_t t = 0; t < steps; ++t) {
+      const int64_t live = batch_sizes[t];
+      if (h.size(0) > live) {
+        final_h.push_back(h.narrow(0, live, h.size(0) - live));
+        h = h.narrow(0, 0, live);
+        if (lstm) {
+          final_c.push_back(c.narrow(0, live, c.size(0) - live));
+          c = c.narrow(0, 0, live);
+        }
+      }
+      step(t);
+    }
+    final_h.push_back(h);
+    std::reverse(final_h.begin(), final_h.end());
+    result.h_n = cat_rows(final_h);
+    if (lstm) {
+      final_c.push_back(c);
+      std::reverse(final_c.begin(), final_c.end());
+      result.c_n = cat_rows(final_c);
+    }
+  } else {
+    const int64_t first = batch_sizes[steps - 1];
+    h = h0.size(0) > first ? h0.narrow(0, 0, first) : h0;
+    if (lstm) c = c0.size(0) > first ? c0.narrow(0, 0, first) : c0;
+    for (int64_t t = steps - 1; t >= 0; --t) {
+      const int64_t live = batch_sizes[t], have = h.size(0);
+      if (live > have) {
+        h = cat({h, h0.narrow(0, have, live - have)}, 0);
+        if (lstm) c = cat({c, c0.narrow(0, have, live - have)}, 0);
+      }
+      step(t);
+    }
+    result.h_n = h;
+    result.c_n = c;
+  }
+  result.output = cat_rows(outputs);
+  return result;
+}
+
+}  // namespace ember::detail::nn
