@@ -124,7 +124,7 @@ TEST_P(Rnn, RecurrenceGradcheck) {
       auto fn = [&](const std::vector<Tensor>& in) {
         Tensor gates_in = detail::nn::project(in[0], in[2], Tensor());
         auto r = detail::nn::run_layer(mode, gates_in, batch_sizes, in[1], mode == "LSTM" ? in[5] : Tensor(), in[3],
-                                       in[4], Tensor(), reverse);
+                                       in[4], Tensor(), reverse, detail::nn::Tf32::kCudnnFlag);
         std::vector<Tensor> outs{r.output, r.h_n};
         if (mode == "LSTM") outs.push_back(r.c_n);
         return outs;
@@ -209,6 +209,42 @@ TEST(RnnModules, ToADeviceKeepsParameterIdentityAndCloneCopies) {
   EXPECT_EQ(copy->repr(), m.repr());
   EXPECT_TRUE(equal(copy->named_parameters()["weight_hr_l0"], w));
   EXPECT_FALSE(copy->named_parameters()["weight_hr_l0"].is_same(w));
+}
+
+// Note [Recurrent TF32]: on a cuda device the modules follow backends::cudnn.allow_tf32 and
+// the cells backends::cuda::matmul.allow_tf32 (emulated devices round as TF32 would); the cpu
+// never rounds.
+TEST(RnnTf32, ModulesFollowTheCudnnFlagAndCellsTheMatmulFlag) {
+  ensure_cuda();
+  const bool saved_matmul = backends::cuda::matmul.allow_tf32, saved_cudnn = backends::cudnn.allow_tf32;
+  manual_seed(4);
+  auto lstm = std::make_shared<nn::LSTM>(8, 16, 1, true, false, 0.0, true, 4);
+  auto cell = std::make_shared<nn::GRUCell>(8, 16);
+  Tensor x = randn({3, 2, 8});
+  auto outputs = [&](Device device, bool matmul_flag, bool cudnn_flag) {
+    backends::cuda::matmul.allow_tf32 = matmul_flag;
+    backends::cudnn.allow_tf32 = cudnn_flag;
+    lstm->to(device);
+    cell->to(device);
+    lstm->zero_grad();
+    auto [out, state] = lstm->forward(x.to(device));
+    out.sum().backward();
+    return std::vector<Tensor>{out.cpu(), lstm->weights(0, 1)[1].grad().cpu(), cell->forward(x[0].to(device)).cpu()};
+  };
+  const Device cuda("cuda:0");
+  const std::vector<Tensor> exact = outputs(cuda, false, false), cpu = outputs(Device(kCPU), true, true);
+  const std::vector<Tensor> matmul_only = outputs(cuda, true, false), cudnn_only = outputs(cuda, false, true);
+  backends::cuda::matmul.allow_tf32 = saved_matmul;
+  backends::cudnn.allow_tf32 = saved_cudnn;
+  EXPECT_TRUE(allclose(cpu[0], exact[0], 1e-5, 1e-6));
+  EXPECT_TRUE(allclose(cpu[2], exact[2], 1e-5, 1e-6));
+  EXPECT_TRUE(equal(matmul_only[0], exact[0]));  // the matmul flag does not reach the module...
+  EXPECT_TRUE(equal(matmul_only[1], exact[1]));  // ...nor its backward
+  EXPECT_FALSE(equal(matmul_only[2], exact[2]));  // but it reaches the cell
+  EXPECT_FALSE(equal(cudnn_only[0], exact[0]));  // the cudnn flag reaches the module
+  EXPECT_FALSE(equal(cudnn_only[1], exact[1]));
+  EXPECT_TRUE(allclose(cudnn_only[0], exact[0], 1e-2, 1e-2));
+  EXPECT_TRUE(equal(cudnn_only[2], exact[2]));  // and not the cell
 }
 
 }  // namespace

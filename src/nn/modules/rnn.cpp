@@ -143,9 +143,10 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& data, const st
       const Tensor b_ih = bias ? w[2] : Tensor(), b_hh = bias ? w[3] : Tensor();
       const Tensor w_hr = proj_size > 0 ? w.back() : Tensor();
       const int64_t index = layer * directions + direction;
-      Tensor input_gates = detail::nn::project(layer_input, w[0], b_ih);
+      const auto tf32 = detail::nn::Tf32::kCudnnFlag;  // Note [Recurrent TF32]
+      Tensor input_gates = detail::nn::project(layer_input, w[0], b_ih, tf32);
       auto r = detail::nn::run_layer(mode, input_gates, batch_sizes, state[0][index],
-                                     lstm ? state[1][index] : Tensor(), w[1], b_hh, w_hr, direction == 1);
+                                     lstm ? state[1][index] : Tensor(), w[1], b_hh, w_hr, direction == 1, tf32);
       outputs.push_back(r.output);
       h_n.push_back(r.h_n);
       if (lstm) c_n.push_back(r.c_n);

@@ -3,7 +3,11 @@
 
 #include <algorithm>
 
+#include "ember/autograd.h"
+#include "ember/errors.h"
 #include "ember/ops.h"
+#include "ops/launch.h"
+#include "runtime/backend_flags.h"
 
 namespace ember::detail::nn {
 
@@ -15,7 +19,49 @@ namespace ember::detail::nn {
 // last step, adds the rows of the sequences that start there, from h0. No step computes a
 // padded row. The input projection of all rows is one matrix product made by the caller.
 
-Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+// Note [Recurrent TF32]
+// The contract: on cuda devices RNN, LSTM and GRU follow backends::cudnn.allow_tf32 (PyTorch
+// runs them through cuDNN, whose descriptor takes that flag), the cells follow
+// backends::cuda::matmul.allow_tf32 (PyTorch's cells are at::linear). matmul reads the matmul
+// flag, so the modules' products go through TF32Matmul, a custom Function that launches the
+// Matmul kernel with the decision taken once, at the forward, and makes its backward products
+// with the same decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by
+// rounding as TF32 would; a cpu tensor never asks for it.
+namespace {
+
+struct TF32Matmul : autograd::Function<TF32Matmul> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& a, const Tensor& b, bool allow_tf32) {
+    ctx->save_for_backward({a, b});
+    ctx->saved_data["allow_tf32"] = allow_tf32;
+    return product(a, b, allow_tf32);
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    const std::vector<Tensor> saved = ctx->get_saved_variables();
+    const bool allow_tf32 = std::any_cast<bool>(ctx->saved_data["allow_tf32"]);
+    Tensor grad_a, grad_b;
+    if (ctx->needs_input_grad(0)) grad_a = apply(grads[0], saved[1].t(), allow_tf32);
+    if (ctx->needs_input_grad(1)) grad_b = apply(saved[0].t(), grads[0], allow_tf32);
+    return {grad_a, grad_b, Tensor()};
+  }
+  // a [n, k] @ b [k, m]: one Matmul launch, any strides.
+  static Tensor product(const Tensor& a, const Tensor& b, bool allow_tf32) {
+    Tensor out = empty_on({1, a.size(0), b.size(1)}, a.dtype(), a.device());
+    KernelCall call{OpKind::Matmul, {make_arg(out)}, {make_arg(a.unsqueeze(0)), make_arg(b.unsqueeze(0))}};
+    call.allow_tf32 = allow_tf32;
+    launch(a.device(), call);
+    return out.view({a.size(0), b.size(1)});
+  }
+};
+
+}  // namespace
+
+Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, Tf32 tf32) {
+  if (tf32 == Tf32::kCudnnFlag && x.is_cuda() && x.dtype() == kFloat32) {
+    check_same_device(x, weight);
+    EMBER_CHECK(weight.dtype() == x.dtype(), ValueError, "mat1 and mat2 must have the same dtype");
+    Tensor out = TF32Matmul::apply(x, weight.t(), cudnn_allows_tf32());
+    return bias.defined() ? out + bias : out;
+  }
   return bias.defined() ? addmm(bias, x, weight.t()) : matmul(x, weight.t());
 }
 
@@ -40,12 +86,12 @@ Tensor gru_cell_step(const Tensor& igates, const Tensor& hgates, const Tensor& h
 }
 
 namespace {
-Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? rows[0] : cat(rows, 0); }
+Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? rows[0] : ember::cat(rows, 0); }
 }  // namespace
 
 LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
                       const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
-                      const Tensor& w_hr, bool reverse) {
+                      const Tensor& w_hr, bool reverse, Tf32 tf32) {
   const auto steps = static_cast<int64_t>(batch_sizes.size());
   const bool lstm = mode == "LSTM";
   std::vector<int64_t> offsets(batch_sizes.size(), 0);
@@ -55,10 +101,10 @@ LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const 
   Tensor h = h0, c = c0;
   auto step = [&](int64_t t) {
     Tensor igates = input_gates.narrow(0, offsets[t], batch_sizes[t]);
-    Tensor hgates = project(h, w_hh, b_hh);
+    Tensor hgates = project(h, w_hh, b_hh, tf32);
     if (lstm) {
       auto [h_next, c_next] = lstm_cell_step(igates, hgates, c);
-      h = w_hr.defined() ? matmul(h_next, w_hr.t()) : h_next;
+      h = w_hr.defined() ? project(h_next, w_hr, Tensor(), tf32) : h_next;
       c = c_next;
     } else if (mode == "GRU") {
       h = gru_cell_step(igates, hgates, h);
@@ -98,8 +144,8 @@ LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const 
     for (int64_t t = steps - 1; t >= 0; --t) {
       const int64_t live = batch_sizes[t], have = h.size(0);
       if (live > have) {
-        h = cat({h, h0.narrow(0, have, live - have)}, 0);
-        if (lstm) c = cat({c, c0.narrow(0, have, live - have)}, 0);
+        h = ember::cat({h, h0.narrow(0, have, live - have)}, 0);
+        if (lstm) c = ember::cat({c, c0.narrow(0, have, live - have)}, 0);
       }
       step(t);
     }

@@ -10,8 +10,12 @@
 
 namespace ember::detail::nn {
 
-/// x W^T + b (b may be undefined): one matrix product over every row of x.
-Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias);
+/// x W^T + b (b may be undefined): one matrix product over every row of x. On a cuda
+/// float32 x the product (and its backward) rounds to TF32 exactly when `tf32` says so,
+/// whatever backends::cuda::matmul.allow_tf32 says (Note [Recurrent TF32]); elsewhere it
+/// is addmm/matmul.
+enum class Tf32 { kMatmulFlag, kCudnnFlag };
+Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, Tf32 tf32 = Tf32::kMatmulFlag);
 
 /// The gate math of one step, from the input part igates = x W_ih^T + b_ih and the hidden
 /// part hgates = h W_hh^T + b_hh of the pre-activations (PyTorch's gate orders).
@@ -31,6 +35,6 @@ struct LayerResult {
 };
 LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
                       const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
-                      const Tensor& w_hr, bool reverse);
+                      const Tensor& w_hr, bool reverse, Tf32 tf32);
 
 }  // namespace ember::detail::nn
