@@ -37,7 +37,7 @@ TEST_P(Packed, SortedPackingHasNoIndicesAndLengthsMayLiveOnADevice) {
   rnn::PackedSequence p = rnn::pack_padded_sequence(x, tensor({4, 2, 1}, TensorOptions(kInt64).device(dev_)));
   EXPECT_FALSE(p.sorted_indices().defined());
   EXPECT_FALSE(p.unsorted_indices().defined());
-  EXPECT_EQ(p.data().to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 6}));
+  EXPECT_EQ(p.data().to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 6, 9}));
   rnn::PackedSequence q = rnn::pack_sequence({x.narrow(1, 0, 1).reshape({4}), x.narrow(1, 1, 1).reshape({4}).narrow(0, 0, 2)});
   EXPECT_EQ(ints(q.batch_sizes()), (std::vector<int64_t>{2, 2, 1, 1}));
   Tensor padded = rnn::pad_sequence({x.narrow(0, 0, 1), x}, true, 7.0);
