@@ -229,7 +229,9 @@ TEST(RnnTf32, ModulesFollowTheCudnnFlagAndCellsTheMatmulFlag) {
     lstm->zero_grad();
     auto [out, state] = lstm->forward(x.to(device));
     out.sum().backward();
-    return std::vector<Tensor>{out.cpu(), lstm->weights(0, 1)[1].grad().cpu(), cell->forward(x[0].to(device)).cpu()};
+    // Detached: a graph kept alive would pin the parameters' gradient accumulators to this device.
+    return std::vector<Tensor>{out.detach().cpu(), lstm->weights(0, 1)[1].grad().cpu(),
+                               cell->forward(x[0].to(device)).detach().cpu()};
   };
   const Device cuda("cuda:0");
   const std::vector<Tensor> exact = outputs(cuda, false, false), cpu = outputs(Device(kCPU), true, true);
