@@ -266,6 +266,12 @@ std::shared_ptr<Module> RNN::clone() const {
   return copy;
 }
 
+namespace {
+std::vector<Tensor> lstm_state(const std::optional<std::pair<Tensor, Tensor>>& hx) {
+  return hx ? std::vector<Tensor>{hx->first, hx->second} : std::vector<Tensor>{Tensor(), Tensor()};
+}
+}  // namespace
+
 LSTM::LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first, double dropout,
            bool bidirectional, int64_t proj_size)
     : RNNBase("LSTM", input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, proj_size,
@@ -273,15 +279,13 @@ LSTM::LSTM(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bia
 
 std::pair<Tensor, std::pair<Tensor, Tensor>> LSTM::forward(const Tensor& input,
                                                            const std::optional<std::pair<Tensor, Tensor>>& hx) {
-  auto [out, state] = forward_tensor(input, hx ? std::vector<Tensor>{hx->first, hx->second}
-                                               : std::vector<Tensor>{Tensor(), Tensor()});
+  auto [out, state] = forward_tensor(input, lstm_state(hx));
   return {out, {state[0], state[1]}};
 }
 
 std::pair<utils::rnn::PackedSequence, std::pair<Tensor, Tensor>> LSTM::forward(
     const utils::rnn::PackedSequence& input, const std::optional<std::pair<Tensor, Tensor>>& hx) {
-  auto [out, state] = forward_packed(input, hx ? std::vector<Tensor>{hx->first, hx->second}
-                                               : std::vector<Tensor>{Tensor(), Tensor()});
+  auto [out, state] = forward_packed(input, lstm_state(hx));
   return {out, {state[0], state[1]}};
 }
 

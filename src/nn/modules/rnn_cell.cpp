@@ -43,6 +43,30 @@ Tensor batched_hidden(const RNNCellBase& cell, const Tensor& input, const Tensor
   return h;
 }
 
+struct CellInputs {
+  Tensor x;                    // the input, 2-D
+  std::vector<Tensor> states;  // h (and c), 2-D; zeros where not given
+  bool batched;
+};
+
+// PyTorch's checks of a cell's input and states (`names` in its messages), then both made
+// batched.
+CellInputs cell_inputs(const RNNCellBase& cell, const Tensor& input, const std::vector<Tensor>& hx,
+                       const std::vector<const char*>& names) {
+  check_dims(cell, input, "input");
+  for (size_t k = 0; k < hx.size(); ++k) {
+    if (hx[k].defined()) check_dims(cell, hx[k], names[k]);
+  }
+  CellInputs in;
+  in.batched = input.dim() == 2;
+  in.x = in.batched ? input : input.unsqueeze(0);
+  check_cell_input(cell, in.x);
+  for (size_t k = 0; k < hx.size(); ++k) {
+    in.states.push_back(batched_hidden(cell, in.x, hx[k], static_cast<int>(k), in.batched));
+  }
+  return in;
+}
+
 }  // namespace
 
 RNNCellBase::RNNCellBase(int64_t input_size, int64_t hidden_size, bool bias, int64_t gates, const char* name)
@@ -71,15 +95,10 @@ RNNCell::RNNCell(int64_t input_size, int64_t hidden_size, bool bias, const std::
 }
 
 Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
-  check_dims(*this, input, "input");
-  if (hx.defined()) check_dims(*this, hx, "hidden");
-  const bool batched = input.dim() == 2;
-  Tensor x = batched ? input : input.unsqueeze(0);
-  check_cell_input(*this, x);
-  Tensor h = batched_hidden(*this, x, hx, 0, batched);
-  Tensor out = detail::nn::rnn_cell_step(detail::nn::project(x, weight_ih, bias_ih),
-                                         detail::nn::project(h, weight_hh, bias_hh), nonlinearity == "relu");
-  return batched ? out : out.squeeze(0);
+  const CellInputs in = cell_inputs(*this, input, {hx}, {"hidden"});
+  Tensor out = detail::nn::rnn_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
+                                         detail::nn::project(in.states[0], weight_hh, bias_hh), nonlinearity == "relu");
+  return in.batched ? out : out.squeeze(0);
 }
 
 std::shared_ptr<Module> RNNCell::clone() const {
@@ -96,19 +115,13 @@ LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
     : RNNCellBase(input_size, hidden_size, bias, 4, "LSTMCell") {}
 
 std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::optional<std::pair<Tensor, Tensor>>& hx) {
-  check_dims(*this, input, "input");
-  if (hx) {
-    check_dims(*this, hx->first, "hx[0]");
-    check_dims(*this, hx->second, "hx[1]");
-  }
-  const bool batched = input.dim() == 2;
-  Tensor x = batched ? input : input.unsqueeze(0);
-  check_cell_input(*this, x);
-  Tensor h = batched_hidden(*this, x, hx ? hx->first : Tensor(), 0, batched);
-  Tensor c = batched_hidden(*this, x, hx ? hx->second : Tensor(), 1, batched);
-  auto [h_next, c_next] = detail::nn::lstm_cell_step(detail::nn::project(x, weight_ih, bias_ih),
-                                                     detail::nn::project(h, weight_hh, bias_hh), c);
-  if (!batched) return {h_next.squeeze(0), c_next.squeeze(0)};
+  const CellInputs in = cell_inputs(*this, input, hx ? std::vector<Tensor>{hx->first, hx->second}
+                                                      : std::vector<Tensor>{Tensor(), Tensor()},
+                                     {"hx[0]", "hx[1]"});
+  auto [h_next, c_next] = detail::nn::lstm_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
+                                                     detail::nn::project(in.states[0], weight_hh, bias_hh),
+                                                     in.states[1]);
+  if (!in.batched) return {h_next.squeeze(0), c_next.squeeze(0)};
   return {h_next, c_next};
 }
 
@@ -122,15 +135,11 @@ GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias)
     : RNNCellBase(input_size, hidden_size, bias, 3, "GRUCell") {}
 
 Tensor GRUCell::forward(const Tensor& input, const Tensor& hx) {
-  check_dims(*this, input, "input");
-  if (hx.defined()) check_dims(*this, hx, "hidden");
-  const bool batched = input.dim() == 2;
-  Tensor x = batched ? input : input.unsqueeze(0);
-  check_cell_input(*this, x);
-  Tensor h = batched_hidden(*this, x, hx, 0, batched);
-  Tensor out = detail::nn::gru_cell_step(detail::nn::project(x, weight_ih, bias_ih),
+  const CellInputs in = cell_inputs(*this, input, {hx}, {"hidden"});
+  const Tensor& h = in.states[0];
+  Tensor out = detail::nn::gru_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
                                          detail::nn::project(h, weight_hh, bias_hh), h);
-  return batched ? out : out.squeeze(0);
+  return in.batched ? out : out.squeeze(0);
 }
 
 std::shared_ptr<Module> GRUCell::clone() const {
