@@ -140,7 +140,14 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& data, const st
     std::vector<Tensor> outputs;
     for (int64_t direction = 0; direction < directions; ++direction) {
       const std::vector<Tensor>& w = weights(layer, direction);
-      const Tensor b_ih = bias ? w[2] : Tensor(), b_hh = bias ? w[3] : Tensor();
+      Tensor b_ih = bias ? w[2] : Tensor(), b_hh = bias ? w[3] : Tensor();
+      if (bias && mode != "GRU") {
+        // Both biases only ever meet in the gates' sum: add them once, to the input projection
+        // of every row, rather than to each step's recurrence (and sum b_hh's gradient once).
+        // The GRU's b_hn stays in the recurrence: it is inside the reset gate's product.
+        b_ih = b_ih + b_hh;
+        b_hh = Tensor();
+      }
       const Tensor w_hr = proj_size > 0 ? w.back() : Tensor();
       const int64_t index = layer * directions + direction;
       const auto tf32 = detail::nn::Tf32::kCudnnFlag;  // Note [Recurrent TF32]

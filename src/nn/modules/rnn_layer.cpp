@@ -94,13 +94,14 @@ LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const 
                       const Tensor& w_hr, bool reverse, Tf32 tf32) {
   const auto steps = static_cast<int64_t>(batch_sizes.size());
   const bool lstm = mode == "LSTM";
-  std::vector<int64_t> offsets(batch_sizes.size(), 0);
-  for (int64_t t = 1; t < steps; ++t) offsets[t] = offsets[t - 1] + batch_sizes[t - 1];
+  // One split for all steps: its backward is one cat of the steps' gradients, where a
+  // narrow per step would add T zero-padded copies of the whole projection's gradient.
+  const std::vector<Tensor> step_gates = input_gates.split(IntList(batch_sizes.begin(), batch_sizes.end()), 0);
 
   std::vector<Tensor> outputs(batch_sizes.size());
   Tensor h = h0, c = c0;
   auto step = [&](int64_t t) {
-    Tensor igates = input_gates.narrow(0, offsets[t], batch_sizes[t]);
+    const Tensor& igates = step_gates[static_cast<size_t>(t)];
     Tensor hgates = project(h, w_hh, b_hh, tf32);
     if (lstm) {
       auto [h_next, c_next] = lstm_cell_step(igates, hgates, c);
