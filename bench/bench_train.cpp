@@ -3,7 +3,7 @@
 // character model (4 pre-norm layers, width 128, 4 heads, context 128, batch 8, AdamW after
 // clip_grad_norm_), with LibTorch (CPU) timed side by side in the same run. The summary
 // gives ember / torch per step (below 1: ember is faster). The recurrent entries (wordlm_step,
-// lstm_forward_backward) are in wordlm_bench.h.
+// lstm_forward_backward, lstm_packed) are in wordlm_bench.h.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -198,6 +198,7 @@ BENCHMARK(wordlm_bench::ember_lstm_forward_backward)
     ->Name("ember_lstm_forward_backward")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(wordlm_bench::ember_lstm_packed)->Name("ember_lstm_packed")->Unit(benchmark::kMillisecond)->UseRealTime();
 #if EMBER_BENCH_WITH_TORCH
 BENCHMARK(torch_cnn_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(torch_mlp_step)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -207,6 +208,7 @@ BENCHMARK(wordlm_bench::torch_lstm_forward_backward)
     ->Name("torch_lstm_forward_backward")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(wordlm_bench::torch_lstm_packed)->Name("torch_lstm_packed")->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 int main(int argc, char** argv) {

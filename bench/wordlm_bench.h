@@ -3,7 +3,9 @@
 // with dropout 0.2 between them, dropout, Linear 200 -> 10000; bptt 35, batch 20; the hidden
 // state carried over detached; clip_grad_norm_ 0.25 and SGD lr 20, as pytorch/examples'
 // word_language_model), and an LSTM's forward and backward alone (the same LSTM, its output
-// summed), each beside LibTorch's torch::nn::LSTM in the same run.
+// summed), each beside LibTorch's torch::nn::LSTM in the same run; and the same LSTM on a packed
+// batch of the lengths 35, 34, ..., 16 (lstm_packed: compare with lstm_forward_backward, the
+// padded batch of the longest length, and with LibTorch's packed path).
 #pragma once
 
 #include <benchmark/benchmark.h>
@@ -60,7 +62,45 @@ inline void ember_lstm_forward_backward(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * kBptt * kBatch);
 }
 
+// Lengths kBptt, kBptt - 1, ...: a batch of mixed lengths, sorted as packing wants.
+inline std::vector<int64_t> mixed_lengths() {
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < kBatch; ++b) lengths.push_back(kBptt - b);
+  return lengths;
+}
+
+inline void ember_lstm_packed(benchmark::State& state) {
+  using namespace ember;
+  manual_seed(0);
+  nn::LSTM rnn(kWidth, kWidth, kLayers);
+  Tensor x = randn({kBptt, kBatch, kWidth}).requires_grad_(true);
+  const std::vector<int64_t> lengths = mixed_lengths();
+  for (auto _ : state) {
+    rnn.zero_grad();
+    x.mutable_grad() = Tensor();
+    rnn.forward(nn::utils::rnn::pack_padded_sequence(x, lengths)).first.data().sum().backward();
+  }
+  state.SetItemsProcessed(state.iterations() * kBptt * kBatch);
+}
+
 #if EMBER_BENCH_WITH_TORCH
+inline void torch_lstm_packed(benchmark::State& state) {
+  torch::manual_seed(0);
+  torch::nn::LSTM rnn(torch::nn::LSTMOptions(kWidth, kWidth).num_layers(kLayers));
+  torch::Tensor x = torch::randn({kBptt, kBatch, kWidth}).requires_grad_(true);
+  const std::vector<int64_t> lengths = mixed_lengths();
+  const torch::Tensor lengths_tensor = torch::tensor(lengths);
+  for (auto _ : state) {
+    rnn->zero_grad();
+    x.mutable_grad() = torch::Tensor();
+    std::get<0>(rnn->forward_with_packed_input(torch::nn::utils::rnn::pack_padded_sequence(x, lengths_tensor)))
+        .data()
+        .sum()
+        .backward();
+  }
+  state.SetItemsProcessed(state.iterations() * kBptt * kBatch);
+}
+
 inline void torch_wordlm_step(benchmark::State& state) {
   namespace tnn = torch::nn;
   torch::manual_seed(0);
