@@ -92,6 +92,33 @@ out, h = m(pack_padded_sequence(x, lengths, batch_first=True))
 padded, _ = pad_packed_sequence(out, batch_first=True, padding_value=-1.0)
 finish("gru_packed_sorted", m, [("x", x), ("lengths", lengths.double())], [("out", padded), ("h_n", h)])
 
+# -- one training step of examples/wordlm's model (pytorch/examples' RNNModel, dropout 0), tied
+class WordModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop = nn.Dropout(0.0)
+        self.encoder = nn.Embedding(12, 6)
+        self.rnn = nn.LSTM(6, 6, 2)
+        self.decoder = nn.Linear(6, 12)
+        self.decoder.weight = self.encoder.weight
+
+    def forward(self, x, hidden):
+        out, hidden = self.rnn(self.drop(self.encoder(x)), hidden)
+        return self.decoder(self.drop(out)).view(-1, 12), hidden
+
+
+m = WordModel()
+tokens = torch.randint(12, (5, 3))
+targets = torch.randint(12, (15,))
+h0, c0 = torch.randn(2, 3, 6), torch.randn(2, 3, 6)
+logits, (h, c) = m(tokens, (h0, c0))
+loss = nn.functional.cross_entropy(logits, targets)
+loss.backward()
+items = [(k, v.detach().clone()) for k, v in m.state_dict().items()]
+items += [("tokens", tokens.double()), ("targets", targets.double()), ("h0", h0), ("c0", c0), ("loss", loss.detach())]
+items += [("grad." + k, p.grad) for k, p in m.named_parameters()]
+cases.append(("wordlm_step", items))
+
 print("// Made by tests/rnn_expected.py from PyTorch 1.13 (/usr/bin/python3); do not edit.")
 print("// /usr/bin/python3 tests/rnn_expected.py > tests/rnn_expected.h")
 print("#pragma once\n\n#include <cstdint>\n#include <string>\n#include <utility>\n#include <vector>\n")

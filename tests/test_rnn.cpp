@@ -3,6 +3,7 @@
 // a cuda device (emulated without a GPU). The numbers are in rnn_expected.h, made by
 // rnn_expected.py (/usr/bin/python3 tests/rnn_expected.py > tests/rnn_expected.h).
 // Then gradcheck of the recurrence, the modules' parameters and repr, and their errors.
+#include "../examples/wordlm_model.h"
 #include "nn/modules/rnn_layer.h"
 #include "rnn_test_util.h"
 
@@ -107,6 +108,25 @@ TEST_P(Rnn, DropoutBetweenLayersOnlyWhileTraining) {
   m.train();
   auto [c, sc] = m.forward(x);
   EXPECT_FALSE(allclose(a, c));  // the second layer sees a dropped-out input
+}
+
+// examples/wordlm's model (tied, dropout 0) from PyTorch's weights: one step's loss and every
+// parameter's gradient are PyTorch's.
+TEST_P(Rnn, WordModelTrainingStepMatchesPyTorch) {
+  const Case& c = k_wordlm_step;
+  wordlm::Config config;
+  config.tokens = 12;
+  config.emsize = config.nhid = 6;
+  config.dropout = 0.0;
+  config.tied = true;
+  wordlm::RNNModel m(config);
+  load(m, c);
+  auto [logits, hidden] = m.forward(value(c, "tokens").to(kInt64), {value(c, "h0"), value(c, "c0")});
+  Tensor loss = nn::functional::cross_entropy(logits, value(c, "targets").to(kInt64));
+  expect_close(loss, value(c, "loss"), "loss");
+  loss.backward();
+  for (const auto& [key, p] : m.named_parameters()) expect_close(p.grad(), value(c, "grad." + key), key);
+  EXPECT_EQ(m.init_hidden(3).at(1).device(), dev_);  // made with new_zeros from a parameter
 }
 
 // gradcheck of one layer's recurrence with its weights as inputs, both directions, over a
