@@ -5,8 +5,10 @@
 // file held out for validation; the most frequent words plus <unk>; <eos> ends each line) with
 // truncated back-propagation through time (--bptt, the state carried over detached), gradient
 // clipping and SGD whose learning rate is divided by 4 when the validation loss stops
-// improving; then it samples a few sentences.
-//   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] ...
+// improving; then it samples a few sentences. With --packed it trains instead on whole lines
+// (up to --bptt + 1 words each, --batch-size lines a batch) packed with pack_padded_sequence, so
+// variable-length sequences run through the packed path; validation stays the same.
+//   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] [--packed] ...
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -30,6 +32,7 @@ struct Args : examples::CommonArgs {
   wordlm::Config model;
   int64_t epochs = 1, bptt = 35, log_interval = 200, max_batches = 0, sentences = 3;
   double clip = 0.25, temperature = 1.0;
+  bool packed = false;
   Args() {
     batch_size = 20;
     lr = 20;
@@ -42,7 +45,7 @@ struct Args : examples::CommonArgs {
                "wordlm: %s\nusage: wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--emsize 200] [--nhid 200] "
                "[--nlayers 2] [--vocab 10000] [--dropout 0.2] [--tied] [--lr 20] [--clip 0.25] [--epochs 1] "
                "[--max-batches N] [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] "
-               "[--temperature 1.0] [--seed 1111] [--data DIR] [--device cuda:0] [--disable-cuda] [--no-tf32]\n",
+               "[--temperature 1.0] [--packed] [--seed 1111] [--data DIR] [--device cuda:0] [--disable-cuda] [--no-tf32]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -66,6 +69,7 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--log-interval")) flags.read(args.log_interval);
     else if (flags.is("--sentences")) flags.read(args.sentences);
     else if (flags.is("--temperature")) flags.read(args.temperature);
+    else if (flags.is("--packed")) args.packed = true;
     else flags.unknown();
   }
   examples::check_common_flags(args, usage);
@@ -92,6 +96,15 @@ std::vector<std::string> words_of(const std::string& text) {
   return words;
 }
 
+// The lines of a text as word lists, each ending in <eos>.
+std::vector<std::vector<std::string>> lines_of(const std::string& text) {
+  std::vector<std::vector<std::string>> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(words_of(line));
+  return lines;
+}
+
 struct Vocabulary {
   std::vector<std::string> words;
   std::unordered_map<std::string, int64_t> index;
@@ -111,14 +124,18 @@ struct Vocabulary {
     unk = static_cast<int64_t>(words.size());
     words.push_back("<unk>");
   }
-  Tensor encode(const std::vector<std::string>& corpus) const {
-    std::vector<int64_t> ids;
-    ids.reserve(corpus.size());
+  std::vector<int64_t> ids(const std::vector<std::string>& corpus) const {
+    std::vector<int64_t> out;
+    out.reserve(corpus.size());
     for (const auto& w : corpus) {
       auto found = index.find(w);
-      ids.push_back(found == index.end() ? unk : found->second);
+      out.push_back(found == index.end() ? unk : found->second);
     }
-    return tensor(TensorData(ids), TensorOptions(kInt64)).reshape({static_cast<int64_t>(ids.size())});
+    return out;
+  }
+  Tensor encode(const std::vector<std::string>& corpus) const {
+    const std::vector<int64_t> out = ids(corpus);
+    return tensor(TensorData(out), TensorOptions(kInt64)).reshape({static_cast<int64_t>(out.size())});
   }
 };
 
@@ -144,6 +161,37 @@ double evaluate(wordlm::RNNModel& model, const Tensor& source, int64_t bptt) {
     count += len;
   }
   return total / static_cast<double>(count);
+}
+
+// Batch `b` of --packed training: lines b * batch, ... (those of two words or more), each cut to
+// bptt + 1 words; inputs and next-word targets packed alike (unsorted lengths).
+std::pair<nn::utils::rnn::PackedSequence, Tensor> packed_batch(const std::vector<std::vector<int64_t>>& lines,
+                                                              int64_t b, const Args& args, Device device) {
+  std::vector<std::vector<int64_t>> batch;
+  for (size_t i = static_cast<size_t>(b * args.batch_size);
+       i < lines.size() && static_cast<int64_t>(batch.size()) < args.batch_size; ++i) {
+    if (lines[i].size() < 2) continue;
+    const size_t n = std::min(lines[i].size(), static_cast<size_t>(args.bptt + 1));
+    batch.emplace_back(lines[i].begin(), lines[i].begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  std::vector<int64_t> lengths;
+  size_t longest = 0;
+  for (const auto& l : batch) {
+    lengths.push_back(static_cast<int64_t>(l.size() - 1));
+    longest = std::max(longest, l.size() - 1);
+  }
+  std::vector<int64_t> in(longest * batch.size(), 0), out(longest * batch.size(), 0);
+  for (size_t j = 0; j < batch.size(); ++j) {
+    for (size_t t = 0; t + 1 < batch[j].size(); ++t) {
+      in[t * batch.size() + j] = batch[j][t];
+      out[t * batch.size() + j] = batch[j][t + 1];
+    }
+  }
+  const IntList shape{static_cast<int64_t>(longest), static_cast<int64_t>(batch.size())};
+  Tensor inputs = tensor(TensorData(in), TensorOptions(kInt64)).reshape(shape).to(device);
+  Tensor targets = tensor(TensorData(out), TensorOptions(kInt64)).reshape(shape).to(device);
+  return {nn::utils::rnn::pack_padded_sequence(inputs, lengths, false, false),
+          nn::utils::rnn::pack_padded_sequence(targets, lengths, false, false).data()};
 }
 
 void generate(wordlm::RNNModel& model, const Vocabulary& vocab, const Args& args, Device device) {
@@ -183,6 +231,10 @@ int main(int argc, char** argv) {
     wordlm::Config config = args.model;
     config.tokens = static_cast<int64_t>(vocab.words.size());
     const Tensor train = batchify(vocab.encode(train_words), args.batch_size, device);
+    std::vector<std::vector<int64_t>> train_lines;
+    if (args.packed) {
+      for (const auto& line : lines_of(fortunes.train_text())) train_lines.push_back(vocab.ids(line));
+    }
     const Tensor valid = batchify(vocab.encode(words_of(fortunes.validation_text())), 10, device);
     std::printf("wordlm: %s on %s, %lld words of training text, %lld of validation, vocabulary %lld\n",
                 config.rnn_type.c_str(), device.str().c_str(), static_cast<long long>(train.numel()),
@@ -193,7 +245,8 @@ int main(int argc, char** argv) {
     const std::vector<Tensor> params = model->parameters();
     optim::SGD sgd(params, optim::SGDOptions(args.lr));
     double best = INFINITY;
-    const int64_t batches = (train.size(0) - 1 + args.bptt - 1) / args.bptt;
+    const int64_t batches = args.packed ? static_cast<int64_t>((train_lines.size() + args.batch_size - 1) / args.batch_size)
+                                        : (train.size(0) - 1 + args.bptt - 1) / args.bptt;
     const int64_t per_epoch = args.max_batches > 0 ? std::min(batches, args.max_batches) : batches;
     for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
       model->train();
@@ -203,17 +256,27 @@ int main(int argc, char** argv) {
       int64_t log_words = 0;
       wordlm::Hidden hidden = model->init_hidden(args.batch_size);
       for (int64_t b = 0; b < per_epoch; ++b) {
-        const int64_t i = b * args.bptt, len = std::min(args.bptt, train.size(0) - 1 - i);
-        hidden = wordlm::RNNModel::repackage(hidden);
         sgd.zero_grad();
-        auto [logits, next] = model->forward(train.narrow(0, i, len), hidden);
-        hidden = next;
-        Tensor loss = nn::functional::cross_entropy(logits, train.narrow(0, i + 1, len).reshape({-1}));
+        Tensor loss;
+        int64_t words = 0;
+        if (args.packed) {
+          auto [inputs, targets] = packed_batch(train_lines, b, args, device);
+          if (targets.numel() == 0) continue;
+          loss = nn::functional::cross_entropy(model->forward(inputs), targets);
+          words = targets.numel();
+        } else {
+          const int64_t i = b * args.bptt, len = std::min(args.bptt, train.size(0) - 1 - i);
+          hidden = wordlm::RNNModel::repackage(hidden);
+          auto [logits, next] = model->forward(train.narrow(0, i, len), hidden);
+          hidden = next;
+          loss = nn::functional::cross_entropy(logits, train.narrow(0, i + 1, len).reshape({-1}));
+          words = len * args.batch_size;
+        }
         loss.backward();
         nn::utils::clip_grad_norm_(params, args.clip);
         sgd.step();
         log_loss += loss.item<double>();
-        log_words += len * args.batch_size;
+        log_words += words;
         if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {
           const double seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - log_start).count();

@@ -71,6 +71,19 @@ class RNNModel : public ember::nn::Module {
     return {logits.reshape({-1, config_.tokens}), next};
   }
 
+  /// A packed batch of token sequences (each from its first word, zero initial state) ->
+  /// logits [sum of lengths, tokens], the rows in the packed order.
+  ember::Tensor forward(const ember::nn::utils::rnn::PackedSequence& input) {
+    using ember::nn::utils::rnn::PackedSequence;
+    PackedSequence emb(drop_->forward(encoder_->forward(input.data())), input.batch_sizes(), input.sorted_indices(),
+                       input.unsorted_indices());
+    ember::Tensor out;
+    if (auto* lstm = dynamic_cast<ember::nn::LSTM*>(rnn_.get())) out = lstm->forward(emb).first.data();
+    else if (auto* gru = dynamic_cast<ember::nn::GRU*>(rnn_.get())) out = gru->forward(emb).first.data();
+    else out = dynamic_cast<ember::nn::RNN&>(*rnn_).forward(emb).first.data();
+    return decoder_->forward(drop_->forward(out));
+  }
+
   /// The spec's device-agnostic initial state: zeros made from a parameter (new_zeros), on
   /// the model's device and dtype.
   Hidden init_hidden(int64_t batch) const {
