@@ -2,7 +2,8 @@
 // 64, for examples/train's CNN and an MLP, and (transformer_step) examples/charlm's
 // character model (4 pre-norm layers, width 128, 4 heads, context 128, batch 8, AdamW after
 // clip_grad_norm_), with LibTorch (CPU) timed side by side in the same run. The summary
-// gives ember / torch per step (below 1: ember is faster).
+// gives ember / torch per step (below 1: ember is faster). The recurrent entries (wordlm_step,
+// lstm_forward_backward, lstm_packed) are in wordlm_bench.h.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 
 #include "../examples/charlm_model.h"
 #include "peer_ratio_reporter.h"
+#include "wordlm_bench.h"
 #include "ember/data.h"
 #include "ember/ember.h"
 
@@ -191,10 +193,22 @@ void torch_mlp_step(benchmark::State& state) {
 BENCHMARK(ember_cnn_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(ember_mlp_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(ember_transformer_step)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(wordlm_bench::ember_wordlm_step)->Name("ember_wordlm_step")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(wordlm_bench::ember_lstm_forward_backward)
+    ->Name("ember_lstm_forward_backward")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(wordlm_bench::ember_lstm_packed)->Name("ember_lstm_packed")->Unit(benchmark::kMillisecond)->UseRealTime();
 #if EMBER_BENCH_WITH_TORCH
 BENCHMARK(torch_cnn_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(torch_mlp_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(torch_transformer_step)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(wordlm_bench::torch_wordlm_step)->Name("torch_wordlm_step")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(wordlm_bench::torch_lstm_forward_backward)
+    ->Name("torch_lstm_forward_backward")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(wordlm_bench::torch_lstm_packed)->Name("torch_lstm_packed")->Unit(benchmark::kMillisecond)->UseRealTime();
 #endif
 
 int main(int argc, char** argv) {
