@@ -231,6 +231,37 @@ TEST(RnnModules, ToADeviceKeepsParameterIdentityAndCloneCopies) {
   EXPECT_FALSE(copy->named_parameters()["weight_hr_l0"].is_same(w));
 }
 
+// clone() is a deep copy (Note [Deep copies]): the copy's recurrence reads the copy's own
+// parameters, the cells' members too, and building the copy draws no random numbers.
+TEST(RnnModules, CloneRunsOnItsOwnParametersAndLeavesTheGeneratorAlone) {
+  manual_seed(11);
+  nn::GRU gru(3, 4, 2, true, false, 0.0, true);
+  nn::LSTMCell cell(3, 4);
+  manual_seed(12);
+  Tensor expected_draw = randn({3});
+  manual_seed(12);
+  auto gru_copy = std::dynamic_pointer_cast<nn::GRU>(gru.clone());
+  auto cell_copy = std::dynamic_pointer_cast<nn::LSTMCell>(cell.clone());
+  EXPECT_TRUE(equal(randn({3}), expected_draw));
+  ASSERT_TRUE(gru_copy && cell_copy);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t direction = 0; direction < 2; ++direction)
+      for (size_t k = 0; k < 4; ++k) {
+        const std::string name = std::string(k == 0 ? "weight_ih" : k == 1 ? "weight_hh" : k == 2 ? "bias_ih" : "bias_hh") +
+                                 "_l" + std::to_string(layer) + (direction ? "_reverse" : "");
+        EXPECT_TRUE(gru_copy->weights(layer, direction)[k].is_same(gru_copy->named_parameters()[name])) << name;
+      }
+  EXPECT_TRUE(cell_copy->weight_ih.is_same(cell_copy->named_parameters()["weight_ih"]));
+  EXPECT_TRUE(cell_copy->bias_hh.is_same(cell_copy->named_parameters()["bias_hh"]));
+  Tensor x = randn({5, 2, 3});
+  EXPECT_TRUE(equal(gru_copy->forward(x).first, gru.forward(x).first));
+  {
+    NoGradGuard no_grad;
+    gru_copy->named_parameters()["weight_ih_l0"].fill_(0.0);
+  }
+  EXPECT_FALSE(equal(gru_copy->forward(x).first, gru.forward(x).first));
+}
+
 // Note [Recurrent TF32]: on a cuda device the modules follow backends::cudnn.allow_tf32 and
 // the cells backends::cuda::matmul.allow_tf32 (emulated devices round as TF32 would); the cpu
 // never rounds.

@@ -9,6 +9,7 @@
 #include "ember/nn.h"
 #include "ember/nn/init.h"
 #include "ember/ops.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/modules/rnn_layer.h"
 #include "nn/python_repr.h"
@@ -76,6 +77,11 @@ RNNBase::RNNBase(std::string mode_in, int64_t input_size, int64_t hidden_size, i
     }
   }
   reset_parameters();
+}
+
+void RNNBase::rebind_members(const MemberRemap& remap) {
+  for (auto& layer : weights_)
+    for (Tensor& weight : layer) remap(weight);
 }
 
 void RNNBase::reset_parameters() {
@@ -267,10 +273,10 @@ std::pair<utils::rnn::PackedSequence, Tensor> RNN::forward(const utils::rnn::Pac
 }
 
 std::shared_ptr<Module> RNN::clone() const {
-  auto copy = std::make_shared<RNN>(input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout,
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<RNN>(input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout,
                                     bidirectional);
-  copy_state_to(*copy);
-  return copy;
+  });
 }
 
 namespace {
@@ -297,10 +303,10 @@ std::pair<utils::rnn::PackedSequence, std::pair<Tensor, Tensor>> LSTM::forward(
 }
 
 std::shared_ptr<Module> LSTM::clone() const {
-  auto copy = std::make_shared<LSTM>(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<LSTM>(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
                                      proj_size);
-  copy_state_to(*copy);
-  return copy;
+  });
 }
 
 GRU::GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first, double dropout,
@@ -319,9 +325,9 @@ std::pair<utils::rnn::PackedSequence, Tensor> GRU::forward(const utils::rnn::Pac
 }
 
 std::shared_ptr<Module> GRU::clone() const {
-  auto copy = std::make_shared<GRU>(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] {
+    return std::make_shared<GRU>(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional);
+  });
 }
 
 }  // namespace ember::nn

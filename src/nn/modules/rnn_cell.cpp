@@ -5,6 +5,7 @@
 #include "ember/nn/init.h"
 #include "ember/nn/modules/rnn.h"
 #include "ember/ops.h"
+#include "nn/copy_module.h"
 #include "nn/modules/rnn_layer.h"
 
 namespace ember::nn {
@@ -80,6 +81,13 @@ RNNCellBase::RNNCellBase(int64_t input_size, int64_t hidden_size, bool bias, int
   reset_parameters();
 }
 
+void RNNCellBase::rebind_members(const MemberRemap& remap) {
+  remap(weight_ih);
+  remap(weight_hh);
+  remap(bias_ih);
+  remap(bias_hh);
+}
+
 void RNNCellBase::reset_parameters() {
   const double bound = 1.0 / std::sqrt(static_cast<double>(hidden_size));
   for (Tensor& p : parameters(false)) init::uniform_(p, -bound, bound);
@@ -102,9 +110,7 @@ Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
 }
 
 std::shared_ptr<Module> RNNCell::clone() const {
-  auto copy = std::make_shared<RNNCell>(input_size, hidden_size, bias, nonlinearity);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<RNNCell>(input_size, hidden_size, bias, nonlinearity); });
 }
 
 std::string RNNCell::extra_repr() const {
@@ -126,9 +132,7 @@ std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::opti
 }
 
 std::shared_ptr<Module> LSTMCell::clone() const {
-  auto copy = std::make_shared<LSTMCell>(input_size, hidden_size, bias);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<LSTMCell>(input_size, hidden_size, bias); });
 }
 
 GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias)
@@ -143,9 +147,7 @@ Tensor GRUCell::forward(const Tensor& input, const Tensor& hx) {
 }
 
 std::shared_ptr<Module> GRUCell::clone() const {
-  auto copy = std::make_shared<GRUCell>(input_size, hidden_size, bias);
-  copy_state_to(*copy);
-  return copy;
+  return detail::nn::clone_as(*this, [&] { return std::make_shared<GRUCell>(input_size, hidden_size, bias); });
 }
 
 }  // namespace ember::nn

@@ -51,6 +51,7 @@ class RNNBase : public Module {
   /// The forward pass of a packed batch; the returned states are in the caller's batch order.
   std::pair<utils::rnn::PackedSequence, std::vector<Tensor>> forward_packed(const utils::rnn::PackedSequence& input,
                                                                             std::vector<Tensor> state);
+  void rebind_members(const MemberRemap& remap) override;
 
  private:
   int64_t num_directions() const { return bidirectional ? 2 : 1; }
@@ -124,6 +125,7 @@ class RNNCellBase : public Module {
 
  protected:
   RNNCellBase(int64_t input_size, int64_t hidden_size, bool bias, int64_t gates, const char* name);
+  void rebind_members(const MemberRemap& remap) override;
 };
 
 /// torch.nn.RNNCell: input [N, input_size] or [input_size], hidden likewise; returns h'.
