@@ -256,8 +256,8 @@ void mutate(ember::nn::StateDict& sd, Choices& in) {
   const std::vector<std::string> keys = sd.keys();
   const std::string key = keys.empty() || in.below(8) == 0 ? "extra" : keys[in.below(keys.size())];
   const Tensor* current = sd.find(key);
-  const int64_t length = current != nullptr && current->dim() == 1 && in.below(3) != 0 ? current->size(0)
-                                                                                       : static_cast<int64_t>(in.below(4));
+  const bool list = current != nullptr && current->defined() && current->dim() == 1 && in.below(3) != 0;
+  const int64_t length = list ? current->size(0) : static_cast<int64_t>(in.below(4));
   std::vector<double> numbers;
   std::vector<int64_t> integers;
   for (int64_t i = 0; i < length && i < 8; ++i) {
@@ -279,8 +279,8 @@ void mutate(ember::nn::StateDict& sd, Choices& in) {
                            : tensor(std::vector<int64_t>(text.begin(), text.end()), TensorOptions(kInt64)).to(kUInt8);
       break;
     }
-    case 6: value = full({2, 2}, in.number(), TensorOptions(kFloat32)); break;
-    case 7: value = full({}, static_cast<double>(in.integer()), TensorOptions(kInt32)); break;
+    case 6: value = full({2, 2}, in.number(), TensorOptions(kFloat64)); break;
+    case 7: value = full({}, static_cast<int32_t>(in.integer()), TensorOptions(kInt32)); break;
     case 8: break;  // an undefined tensor
     case 9:  // dropped
       for (const auto& [k, t] : sd) {
