@@ -86,9 +86,10 @@ TEST(LRSchedulerHostile, CosineAnnealingTMaxInt64MinThroughLoadStateDict) {
   // T_max INT64_MAX at last_epoch INT64_MIN + 1: 1 + cos(pi * e / T_max) is 0 (PyTorch:
   // ZeroDivisionError), refused with nothing changed.
   sched.load_state_dict(with(with(sched.state_dict(), "T_max", int_value(kMax)), "last_epoch", int_value(kMin)));
-  expect_refused(sched, [&] { sched.step(); },
-                 "CosineAnnealingLR: the learning rate of param group 0 would become nan at epoch "
-                 "-9223372036854775807 (a scheduler never sets a non-finite learning rate; nothing was changed)");
+  expect_refused(
+      sched, [&] { sched.step(); },
+      "CosineAnnealingLR: the learning rate of param group 0 would become nan at epoch "
+      "-9223372036854775807 (a scheduler never sets a non-finite learning rate; nothing was changed)");
 }
 
 TEST(LRSchedulerHostile, StepLRIntegerEdgesDoNotOverflow) {
@@ -120,21 +121,25 @@ TEST(LRSchedulerHostile, LastEpochAtInt64MaxIsRefusedNotWrapped) {
   for (const auto& sched : all) {
     SCOPED_TRACE(sched->type_name());
     sched->load_state_dict(with(sched->state_dict(), "last_epoch", int_value(kMax)));
-    expect_refused(*sched, [&] { sched->step(); },
-                   std::string(sched->type_name()) + ": cannot step: last_epoch is 9223372036854775807, the largest int64");
+    expect_refused(
+        *sched, [&] { sched->step(); },
+        std::string(sched->type_name()) + ": cannot step: last_epoch is 9223372036854775807, the largest int64");
     sched->load_state_dict(with(with(sched->state_dict(), "last_epoch", int_value(0)), "_step_count", int_value(kMax)));
-    expect_refused(*sched, [&] { sched->step(); },
-                   std::string(sched->type_name()) + ": cannot step: _step_count is 9223372036854775807, the largest int64");
+    expect_refused(
+        *sched, [&] { sched->step(); },
+        std::string(sched->type_name()) + ": cannot step: _step_count is 9223372036854775807, the largest int64");
   }
   auto a = std::make_shared<optim::StepLR>(*opt, 3, 0.5);
   auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.9);
   optim::SequentialLR seq(*opt, List{a, b}, {2});
   seq.load_state_dict(with(seq.state_dict(), "last_epoch", int_value(kMax)));
-  expect_refused(seq, [&] { seq.step(); }, "SequentialLR: cannot step: last_epoch is 9223372036854775807, the largest int64");
+  expect_refused(
+      seq, [&] { seq.step(); }, "SequentialLR: cannot step: last_epoch is 9223372036854775807, the largest int64");
   optim::ReduceLROnPlateau plateau(*opt);
   plateau.load_state_dict(with(plateau.state_dict(), "last_epoch", int_value(kMax)));
-  expect_refused(plateau, [&] { plateau.step(1.0); },
-                 "ReduceLROnPlateau: cannot step: last_epoch is 9223372036854775807, the largest int64");
+  expect_refused(
+      plateau, [&] { plateau.step(1.0); },
+      "ReduceLROnPlateau: cannot step: last_epoch is 9223372036854775807, the largest int64");
 }
 
 TEST(LRSchedulerHostile, SequentialLRRefusesToUndoAnInt64MinEpoch) {
@@ -142,7 +147,9 @@ TEST(LRSchedulerHostile, SequentialLRRefusesToUndoAnInt64MinEpoch) {
   auto a = std::make_shared<optim::StepLR>(*opt, 3, 0.5);
   auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.9);
   b->load_state_dict(with(b->state_dict(), "last_epoch", int_value(kMin)));
-  EXPECT_EQ(error_of<ValueError>([&] { optim::SequentialLR(*opt, List{a, b}, {2}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              optim::SequentialLR(*opt, List{a, b}, {2});
+            }),
             "SequentialLR: cannot undo the ExponentialLR's initial step: its last_epoch is -9223372036854775808, the "
             "smallest int64");
   EXPECT_EQ(a->last_epoch(), 0);
@@ -183,34 +190,40 @@ TEST(LRSchedulerHostile, OneCycleLRZeroLengthPhaseIsRefusedAtConstruction) {
   EXPECT_EQ(error_of<ValueError>([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().pct_start(0.1)); }),
             "OneCycleLR: step 0 falls in phase 1 of 2, which starts and ends at step 0.0 (float division by zero)");
   expect_untouched(*opt);
-  EXPECT_EQ(error_of<ValueError>([&] {
-              optim::OneCycleLR(*opt, 0.1, 4, optim::OneCycleLROptions().pct_start(0.25).three_phase(true));
-            }),
+  EXPECT_EQ(error_of<ValueError>(
+                [&] { optim::OneCycleLR(*opt, 0.1, 4, optim::OneCycleLROptions().pct_start(0.25).three_phase(true)); }),
             "OneCycleLR: step 0 falls in phase 1 of 3, which starts and ends at step 0.0 (float division by zero)");
   expect_untouched(*opt);
   // pct_start 1: the second phase has no length; PyTorch fails at the step that reaches it
   // (total_steps), and so does ember, changing nothing.
   optim::OneCycleLR last(*opt, 0.1, 4, optim::OneCycleLROptions().pct_start(1.0));
   for (int i = 0; i < 3; ++i) last.step();
-  expect_refused(last, [&] { last.step(); },
-                 "OneCycleLR: step 4 falls in phase 2 of 2, which starts and ends at step 3.0 (float division by zero)");
+  expect_refused(
+      last, [&] { last.step(); },
+      "OneCycleLR: step 4 falls in phase 2 of 2, which starts and ends at step 3.0 (float division by zero)");
 }
 
 TEST(LRSchedulerHostile, OneCycleLRDivFactorsAreChecked) {
   auto opt = make_sgd();
-  auto make = [&](optim::OneCycleLROptions o) { return error_of<ValueError>([&] { optim::OneCycleLR(*opt, 0.1, 10, o); }); };
-  EXPECT_EQ(make(optim::OneCycleLROptions().div_factor(0)), "OneCycleLR: div_factor must not be 0 (float division by zero)");
+  auto make = [&](optim::OneCycleLROptions o) {
+    return error_of<ValueError>([&] { optim::OneCycleLR(*opt, 0.1, 10, o); });
+  };
+  EXPECT_EQ(make(optim::OneCycleLROptions().div_factor(0)),
+            "OneCycleLR: div_factor must not be 0 (float division by zero)");
   EXPECT_EQ(make(optim::OneCycleLROptions().final_div_factor(0)),
             "OneCycleLR: final_div_factor must not be 0 (float division by zero)");
   EXPECT_EQ(make(optim::OneCycleLROptions().div_factor(1e-310)),
             "OneCycleLR: the learning rates of the cycle must be finite, but param group 0 has max_lr 0.1, initial_lr "
             "(max_lr / div_factor) inf and min_lr (initial_lr / final_div_factor) inf");
-  EXPECT_EQ(error_of<ValueError>([&] { optim::OneCycleLR(*opt, {0.1, kNaN}, 10); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              optim::OneCycleLR(*opt, {0.1, kNaN}, 10);
+            }),
             "OneCycleLR: the learning rates of the cycle must be finite, but param group 1 has max_lr nan, initial_lr "
             "(max_lr / div_factor) nan and min_lr (initial_lr / final_div_factor) nan");
-  EXPECT_EQ(error_of<ValueError>([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().max_momentum(kInf)); }),
-            "OneCycleLR: the momentum of param group 0 would become inf at epoch 0 (a scheduler never sets a non-finite "
-            "momentum; nothing was changed)");
+  EXPECT_EQ(
+      error_of<ValueError>([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().max_momentum(kInf)); }),
+      "OneCycleLR: the momentum of param group 0 would become inf at epoch 0 (a scheduler never sets a non-finite "
+      "momentum; nothing was changed)");
   expect_untouched(*opt);
   // The weights after an optimizer step stay finite (with div_factor 0 they were -inf).
   Tensor w = opt->params(0)[0];
@@ -226,36 +239,56 @@ TEST(LRSchedulerHostile, OneCycleLRLoadRefusesABrokenSchedule) {
   const std::string head = "Error(s) in loading state_dict for OneCycleLR:\n\t";
   const std::string phases =
       "invalid value for _schedule_phases.end_step: expected 2 or 3 finite end steps, the last total_steps - 1";
-  expect_refused(sched, [&] { sched.load_state_dict(with(sd, "_schedule_phases.end_step", tensor({0.0, 0.0}, kFloat64))); },
-                 head + phases);
-  expect_refused(sched, [&] { sched.load_state_dict(with(sd, "_schedule_phases.end_step", tensor({kNaN, 9.0}, kFloat64))); },
-                 head + phases);
-  expect_refused(sched, [&] { sched.load_state_dict(with(sd, "max_lrs", tensor({kInf, 0.4}, kFloat64))); },
-                 head + "invalid value for max_lrs or min_lrs: expected finite numbers");
-  expect_refused(sched, [&] { sched.load_state_dict(with(sd, "base_lrs", tensor({0.1, kNaN}, kFloat64))); },
-                 head + "invalid value for base_lrs: expected finite numbers");
+  expect_refused(
+      sched,
+      [&] {
+        sched.load_state_dict(with(sd, "_schedule_phases.end_step", tensor({0.0, 0.0}, kFloat64)));
+      },
+      head + phases);
+  expect_refused(
+      sched,
+      [&] {
+        sched.load_state_dict(with(sd, "_schedule_phases.end_step", tensor({kNaN, 9.0}, kFloat64)));
+      },
+      head + phases);
+  expect_refused(
+      sched,
+      [&] {
+        sched.load_state_dict(with(sd, "max_lrs", tensor({kInf, 0.4}, kFloat64)));
+      },
+      head + "invalid value for max_lrs or min_lrs: expected finite numbers");
+  expect_refused(
+      sched,
+      [&] {
+        sched.load_state_dict(with(sd, "base_lrs", tensor({0.1, kNaN}, kFloat64)));
+      },
+      head + "invalid value for base_lrs: expected finite numbers");
   // A loaded schedule whose phase has no length fails at the step that reaches it.
-  nn::StateDict one = with(with(sd, "total_steps", int_value(1)), "_schedule_phases.end_step", tensor({0.0, 0.0}, kFloat64));
+  nn::StateDict one =
+      with(with(sd, "total_steps", int_value(1)), "_schedule_phases.end_step", tensor({0.0, 0.0}, kFloat64));
   sched.load_state_dict(one);
-  expect_refused(sched, [&] { sched.step(); },
-                 "OneCycleLR: step 1 falls in phase 2 of 2, which starts and ends at step 0.0 (float division by zero)");
+  expect_refused(
+      sched, [&] { sched.step(); },
+      "OneCycleLR: step 1 falls in phase 2 of 2, which starts and ends at step 0.0 (float division by zero)");
 }
 
 TEST(LRSchedulerHostile, NoSchedulerSetsANonFiniteLearningRate) {
   auto opt = make_sgd();
   optim::ExponentialLR exp(*opt, 1e200);
   exp.step();
-  expect_refused(exp, [&] { exp.step(); },
-                 "ExponentialLR: the learning rate of param group 0 would become inf at epoch 2 (a scheduler never sets "
-                 "a non-finite learning rate; nothing was changed)");
+  expect_refused(
+      exp, [&] { exp.step(); },
+      "ExponentialLR: the learning rate of param group 0 would become inf at epoch 2 (a scheduler never sets "
+      "a non-finite learning rate; nothing was changed)");
   EXPECT_EQ(exp.last_epoch(), 1);
 
   auto opt2 = make_sgd();
   optim::LambdaLR lambda(*opt2, [](int64_t e) { return e == 2 ? kNaN : 1.0; });
   lambda.step();
-  expect_refused(lambda, [&] { lambda.step(); },
-                 "LambdaLR: the learning rate of param group 0 would become nan at epoch 2 (a scheduler never sets a "
-                 "non-finite learning rate; nothing was changed)");
+  expect_refused(
+      lambda, [&] { lambda.step(); },
+      "LambdaLR: the learning rate of param group 0 would become nan at epoch 2 (a scheduler never sets a "
+      "non-finite learning rate; nothing was changed)");
 
   // LinearLR with total_iters 0, restarted by SequentialLR through its closed form: 0 / 0
   // (PyTorch's ZeroDivisionError).
@@ -263,18 +296,20 @@ TEST(LRSchedulerHostile, NoSchedulerSetsANonFiniteLearningRate) {
   auto a = std::make_shared<optim::ExponentialLR>(*opt3, 0.9);
   auto b = std::make_shared<optim::LinearLR>(*opt3, 0.5, 1.0, 0);
   optim::SequentialLR seq(*opt3, List{a, b}, {1});
-  expect_refused(seq, [&] { seq.step(); },
-                 "LinearLR: the learning rate of param group 0 would become nan at epoch 0 (a scheduler never sets a "
-                 "non-finite learning rate; nothing was changed)");
+  expect_refused(
+      seq, [&] { seq.step(); },
+      "LinearLR: the learning rate of param group 0 would become nan at epoch 0 (a scheduler never sets a "
+      "non-finite learning rate; nothing was changed)");
   EXPECT_EQ(seq.last_epoch(), 0);
 
   // ReduceLROnPlateau: factor -inf and min_lr -inf would reduce to -inf.
   auto opt4 = make_sgd();
   optim::ReduceLROnPlateau plateau(*opt4, "min", -kInf, 0, 1e-4, "rel", 0, -kInf);
   plateau.step(1.0);
-  expect_refused(plateau, [&] { plateau.step(2.0); },
-                 "ReduceLROnPlateau: the learning rate of param group 0 would become -inf at epoch 2 (a scheduler "
-                 "never sets a non-finite learning rate; nothing was changed)");
+  expect_refused(
+      plateau, [&] { plateau.step(2.0); },
+      "ReduceLROnPlateau: the learning rate of param group 0 would become -inf at epoch 2 (a scheduler "
+      "never sets a non-finite learning rate; nothing was changed)");
 }
 
 // ---- Item 19: StepLR's negative step_size and ReduceLROnPlateau's factor NaN, as PyTorch 2.x.
@@ -283,7 +318,7 @@ TEST(LRSchedulerHostile, StepLRNegativeStepSizeAsPyTorch) {
   // PyTorch 2.x (no check; Python's %): decays every 3 epochs. 1.13's values, the same code.
   auto opt = make_sgd();
   optim::StepLR sched(*opt, -3, 0.5);
-  const std::vector<std::vector<double>> expected = {{0.1, 0.05},   {0.1, 0.05},   {0.1, 0.05},    {0.05, 0.025},
+  const std::vector<std::vector<double>> expected = {{0.1, 0.05},   {0.1, 0.05},   {0.1, 0.05},     {0.05, 0.025},
                                                      {0.05, 0.025}, {0.05, 0.025}, {0.025, 0.0125}, {0.025, 0.0125}};
   EXPECT_EQ(sched.get_last_lr(), expected[0]);
   for (size_t i = 1; i < expected.size(); ++i) {
@@ -293,8 +328,9 @@ TEST(LRSchedulerHostile, StepLRNegativeStepSizeAsPyTorch) {
   // 0 can never step (PyTorch: ZeroDivisionError: integer modulo by zero at the first step).
   EXPECT_EQ(error_of<ValueError>([&] { optim::StepLR(*opt, 0); }),
             "StepLR: step_size must not be 0 (integer modulo by zero)");
-  expect_refused(sched, [&] { sched.load_state_dict(with(sched.state_dict(), "step_size", int_value(0))); },
-                 "Error(s) in loading state_dict for StepLR:\n\tinvalid value for step_size: must not be 0");
+  expect_refused(
+      sched, [&] { sched.load_state_dict(with(sched.state_dict(), "step_size", int_value(0))); },
+      "Error(s) in loading state_dict for StepLR:\n\tinvalid value for step_size: must not be 0");
   sched.load_state_dict(with(sched.state_dict(), "step_size", int_value(-2)));
 }
 
@@ -318,12 +354,14 @@ TEST(LRSchedulerHostile, OneCycleLRPastTheEndCountsWithoutOverflow) {
   // PyTorch 2.x counts the step it refuses: "Tried to step {last_epoch}" after moving it
   // (pytorch#92040; 1.13 printed one more). After a load of INT64_MAX that is 2^63.
   sched.load_state_dict(with(sched.state_dict(), "last_epoch", int_value(kMax)));
-  expect_refused(sched, [&] { sched.step(); },
-                 "Tried to step 9223372036854775808 times. The specified number of total steps is 3");
+  expect_refused(
+      sched, [&] { sched.step(); },
+      "Tried to step 9223372036854775808 times. The specified number of total steps is 3");
   sched.load_state_dict(with(with(sched.state_dict(), "total_steps", int_value(kMax)), "_schedule_phases.end_step",
                              tensor({1.0, 9223372036854775806.0}, kFloat64)));
-  expect_refused(sched, [&] { sched.step(); },
-                 "Tried to step 9223372036854775808 times. The specified number of total steps is 9223372036854775807");
+  expect_refused(
+      sched, [&] { sched.step(); },
+      "Tried to step 9223372036854775808 times. The specified number of total steps is 9223372036854775807");
 }
 
 }  // namespace

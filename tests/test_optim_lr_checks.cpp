@@ -26,11 +26,16 @@ Tensor param(int64_t n) { return ones({n}, TensorOptions().requires_grad(true));
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
 
 TEST(OptimLrChecks, ConstructionAndParamGroupsRefuseNonFinite) {
-  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(kInf)); }), "Invalid learning rate: inf");
-  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(-kInf)); }), "Invalid learning rate: -inf");
-  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(kNaN)); }), "Invalid learning rate: nan");
-  EXPECT_EQ(error_of<ValueError>([] { optim::Adam({param(2)}, optim::AdamOptions(kInf)); }), "Invalid learning rate: inf");
-  EXPECT_EQ(error_of<ValueError>([] { optim::AdamW({param(2)}, optim::AdamWOptions(kInf)); }), "Invalid learning rate: inf");
+  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(kInf)); }),
+            "Invalid learning rate: inf");
+  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(-kInf)); }),
+            "Invalid learning rate: -inf");
+  EXPECT_EQ(error_of<ValueError>([] { optim::SGD({param(2)}, optim::SGDOptions(kNaN)); }),
+            "Invalid learning rate: nan");
+  EXPECT_EQ(error_of<ValueError>([] { optim::Adam({param(2)}, optim::AdamOptions(kInf)); }),
+            "Invalid learning rate: inf");
+  EXPECT_EQ(error_of<ValueError>([] { optim::AdamW({param(2)}, optim::AdamWOptions(kInf)); }),
+            "Invalid learning rate: inf");
   optim::SGD sgd({param(2)}, optim::SGDOptions(0.1));
   EXPECT_EQ(error_of<ValueError>([&] { sgd.add_param_group({param(3)}, optim::SGDOptions(kInf)); }),
             "Invalid learning rate: inf");

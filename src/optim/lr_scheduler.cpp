@@ -227,8 +227,8 @@ void LRScheduler::update_lr(const int64_t* epoch) {
 void LRScheduler::check_finite(const std::vector<double>& values, int64_t epoch, const char* what) const {
   for (size_t g = 0; g < values.size(); ++g) {
     EMBER_CHECK(std::isfinite(values[g]), ValueError, type_name(), ": the ", what, " of param group ", g,
-                " would become ", python_float(values[g]), " at epoch ", epoch, " (a scheduler never sets a non-finite ",
-                what, "; nothing was changed)");
+                " would become ", python_float(values[g]), " at epoch ", epoch,
+                " (a scheduler never sets a non-finite ", what, "; nothing was changed)");
   }
 }
 

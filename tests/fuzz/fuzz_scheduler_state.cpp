@@ -269,8 +269,12 @@ void mutate(ember::nn::StateDict& sd, Choices& in) {
   switch (in.below(10)) {
     case 0: value = full({}, in.integer(), TensorOptions(kInt64)); break;
     case 1: value = full({}, in.number(), TensorOptions(kFloat64)); break;
-    case 2: value = numbers.empty() ? empty({0}, TensorOptions(kFloat64)) : tensor(numbers, TensorOptions(kFloat64)); break;
-    case 3: value = integers.empty() ? empty({0}, TensorOptions(kInt64)) : tensor(integers, TensorOptions(kInt64)); break;
+    case 2:
+      value = numbers.empty() ? empty({0}, TensorOptions(kFloat64)) : tensor(numbers, TensorOptions(kFloat64));
+      break;
+    case 3:
+      value = integers.empty() ? empty({0}, TensorOptions(kInt64)) : tensor(integers, TensorOptions(kInt64));
+      break;
     case 4: value = full({}, in.below(2) == 0, TensorOptions(kBool)); break;
     case 5: {
       static const char* const kTexts[] = {"min", "max", "rel", "abs", "cos", "linear", "", "\xff\x00x"};
