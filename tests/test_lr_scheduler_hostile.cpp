@@ -282,6 +282,14 @@ TEST(LRSchedulerHostile, NoSchedulerSetsANonFiniteLearningRate) {
       "a non-finite learning rate; nothing was changed)");
   EXPECT_EQ(exp.last_epoch(), 1);
 
+  // At construction: PyTorch 2.x's check lets start_factor NaN through; the optimizer
+  // keeps no initial_lr from the refused scheduler.
+  auto fresh = make_sgd();
+  EXPECT_EQ(error_of<ValueError>([&] { optim::LinearLR(*fresh, kNaN); }),
+            "LinearLR: the learning rate of param group 0 would become nan at epoch 0 (a scheduler never sets a "
+            "non-finite learning rate; nothing was changed)");
+  expect_untouched(*fresh);
+
   auto opt2 = make_sgd();
   optim::LambdaLR lambda(*opt2, [](int64_t e) { return e == 2 ? kNaN : 1.0; });
   lambda.step();

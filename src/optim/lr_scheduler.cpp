@@ -169,12 +169,19 @@ using ember::detail::optim::SchedulerStateReader;
 
 void LRScheduler::attach() {
   // PyTorch's __init__ with last_epoch = -1: group.setdefault("initial_lr", group["lr"]).
+  // A refused initial step (a non-finite first lr) leaves the optimizer as it was.
+  const std::vector<std::optional<double>> initial_lrs = optimizer_.initial_lr_;
   base_lrs_.clear();
   for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) {
     if (!optimizer_.initial_lr(g)) optimizer_.set_initial_lr(optimizer_.lr(g), g);
     base_lrs_.push_back(*optimizer_.initial_lr(g));
   }
-  initial_step();
+  try {
+    initial_step();
+  } catch (...) {
+    optimizer_.initial_lr_ = initial_lrs;
+    throw;
+  }
 }
 
 void LRScheduler::initial_step() {

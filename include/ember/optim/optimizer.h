@@ -12,6 +12,8 @@
 
 namespace ember::optim {
 
+class LRScheduler;
+
 /// The base of SGD, Adam and AdamW. step() gathers, per parameter group, the parameters
 /// that have a gradient (others are skipped, as in PyTorch) and hands them to the
 /// algorithm, which updates the whole group with one fused launch per device and dtype.
@@ -117,6 +119,7 @@ class Optimizer {
   static bool flag_of(const nn::StateDict& options, const std::string& key);
 
  private:
+  friend class LRScheduler;  // puts initial_lr_ back when a scheduler's initial step fails
   std::vector<std::vector<Tensor>> groups_;
   std::vector<std::optional<double>> initial_lr_;  // one per group
   std::unordered_map<const void*, ParamState> state_;
