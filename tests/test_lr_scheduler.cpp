@@ -421,7 +421,7 @@ TEST(LRScheduler, LoadErrorsChangeNothing) {
                     head + "invalid value for last_epoch: expected an integer (a 0-d integer tensor)");
   expect_load_error(t, with(sd, "base_lrs", tensor({0.1}, kFloat64)),
                     head + "invalid value for base_lrs: expected 2 values (one per parameter group), got 1");
-  expect_load_error(t, with(sd, "step_size", full({}, 0, kInt64)), head + "invalid value for step_size: must be positive, got 0");
+  expect_load_error(t, with(sd, "step_size", full({}, 0, kInt64)), head + "invalid value for step_size: must not be 0");
   expect_load_error(t, cases()[2].make().sched->state_dict(),
                     head + "Missing key(s) in state_dict: \"step_size\". ");
   expect_load_error(t, with(without(sd, "gamma"), "foo", ones({1})),

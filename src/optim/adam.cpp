@@ -12,7 +12,8 @@ namespace {
 
 void check_options(const AdamOptions& o) {
   using detail::python_float;
-  EMBER_CHECK(o.lr() >= 0.0, ValueError, "Invalid learning rate: ", python_float(o.lr()));
+  // PyTorch refuses lr < 0 (and NaN); inf too here, which one step turns the parameters into.
+  EMBER_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), ValueError, "Invalid learning rate: ", python_float(o.lr()));
   EMBER_CHECK(o.eps() >= 0.0, ValueError, "Invalid epsilon value: ", python_float(o.eps()));
   EMBER_CHECK(o.betas().first >= 0.0 && o.betas().first < 1.0, ValueError, "Invalid beta parameter at index 0: ",
               python_float(o.betas().first));
@@ -31,9 +32,10 @@ void Adam::add_param_group(std::vector<Tensor> params, AdamOptions options) {
   options_.push_back(options);
 }
 
+void Adam::check_group(size_t group) const { check_options(options_.at(group)); }
+
 void Adam::update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
-  const AdamOptions& o = options_[group];
-  check_options(o);
+  const AdamOptions& o = options_[group];  // checked by check_group
   detail::StepHyper hyper;
   hyper.rule = detail::UpdateRule::Adam;
   hyper.lr = o.lr();

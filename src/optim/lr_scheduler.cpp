@@ -17,10 +17,13 @@
 // ValueError without changing anything.
 #include "ember/optim/lr_scheduler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "nn/python_repr.h"
 #include "optim/scheduler_state.h"
 
 namespace ember::detail::optim {
@@ -126,6 +129,10 @@ nn::StateDict SchedulerStateReader::entries_under(const std::string& prefix) {
   return out;
 }
 
+bool all_finite(const std::vector<double>& values) {
+  return std::all_of(values.begin(), values.end(), [](double v) { return std::isfinite(v); });
+}
+
 void SchedulerStateReader::check(bool ok, const std::string& problem) {
   if (!ok) problems_.push_back(problem);
 }
@@ -156,46 +163,86 @@ std::vector<std::string> SchedulerStateReader::errors() const {
 namespace ember::optim {
 
 using ember::detail::cat;
+using ember::detail::python_float;
+using ember::detail::optim::all_finite;
 using ember::detail::optim::SchedulerStateReader;
 
 void LRScheduler::attach() {
   // PyTorch's __init__ with last_epoch = -1: group.setdefault("initial_lr", group["lr"]).
+  // A refused initial step (a non-finite first lr) leaves the optimizer as it was.
+  const std::vector<std::optional<double>> initial_lrs = optimizer_.initial_lr_;
   base_lrs_.clear();
   for (size_t g = 0; g < optimizer_.num_param_groups(); ++g) {
     if (!optimizer_.initial_lr(g)) optimizer_.set_initial_lr(optimizer_.lr(g), g);
     base_lrs_.push_back(*optimizer_.initial_lr(g));
   }
-  initial_step();
+  try {
+    initial_step();
+  } catch (...) {
+    optimizer_.initial_lr_ = initial_lrs;
+    throw;
+  }
 }
 
 void LRScheduler::initial_step() {
+  const int64_t step_count = step_count_;
   step_count_ = 0;
   is_initial_ = true;
   try {
     step();
   } catch (...) {
     is_initial_ = false;
+    step_count_ = step_count;
     throw;
   }
   is_initial_ = false;
 }
 
 void LRScheduler::step() {
-  ++step_count_;
-  update_lr(nullptr);
+  const int64_t step_count = step_count_;
+  step_count_ = advanced(step_count_, "_step_count");
+  try {
+    update_lr(nullptr);
+  } catch (...) {
+    step_count_ = step_count;
+    throw;
+  }
 }
 
 void LRScheduler::update_lr(const int64_t* epoch) {
+  // The values are computed and checked with last_epoch moved (get_lr reads it), and
+  // last_epoch is put back if that fails, so a refused step changes nothing.
+  const int64_t last_epoch = last_epoch_;
   std::vector<double> values;
-  if (epoch == nullptr) {
-    ++last_epoch_;
-    values = get_lr();
-  } else {
-    last_epoch_ = *epoch;
-    values = has_closed_form() ? closed_form_lr() : get_lr();
+  try {
+    if (epoch == nullptr) {
+      last_epoch_ = advanced(last_epoch_, "last_epoch");
+      values = get_lr();
+    } else {
+      last_epoch_ = *epoch;
+      values = has_closed_form() ? closed_form_lr() : get_lr();
+    }
+    check_finite(values, last_epoch_);
+  } catch (...) {
+    last_epoch_ = last_epoch;
+    throw;
   }
   for (size_t g = 0; g < values.size() && g < optimizer_.num_param_groups(); ++g) optimizer_.set_lr(values[g], g);
   last_lr_ = group_lrs();
+}
+
+void LRScheduler::check_finite(const std::vector<double>& values, int64_t epoch, const char* what) const {
+  for (size_t g = 0; g < values.size(); ++g) {
+    EMBER_CHECK(std::isfinite(values[g]), ValueError, type_name(), ": the ", what, " of param group ", g,
+                " would become ", python_float(values[g]), " at epoch ", epoch,
+                " (a scheduler never sets a non-finite ", what, "; nothing was changed)");
+  }
+}
+
+int64_t LRScheduler::advanced(int64_t counter, const char* name) const {
+  EMBER_CHECK(counter < std::numeric_limits<int64_t>::max(), ValueError, type_name(), ": cannot step: ", name, " is ",
+              counter, ", the largest int64");
+  return counter + 1;
 }
 
 std::vector<double> LRScheduler::get_lr() { return group_lrs(); }
@@ -220,11 +267,11 @@ void LRScheduler::check_state(SchedulerStateReader& reader) {
   load_state(reader, /*apply=*/false);  // checks only
   const auto groups = static_cast<int64_t>(optimizer_.num_param_groups());
   if (saves_base_state()) {
-    reader.numbers("base_lrs", groups);
+    reader.check(all_finite(reader.numbers("base_lrs", groups)), "invalid value for base_lrs: expected finite numbers");
     reader.check(reader.integer("_step_count") >= 0, "invalid value for _step_count: expected >= 0");
   }
   reader.integer("last_epoch");
-  reader.numbers("_last_lr", groups);
+  reader.check(all_finite(reader.numbers("_last_lr", groups)), "invalid value for _last_lr: expected finite numbers");
 }
 
 std::vector<std::string> LRScheduler::state_problems(const nn::StateDict& state_dict) {

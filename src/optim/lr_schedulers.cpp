@@ -18,6 +18,16 @@ namespace {
 
 constexpr double kPi = std::numbers::pi;
 
+// Python's ints do not overflow; int64 does at the edges a loaded state can reach
+// (INT64_MIN % -1, 2 * T_max, last_epoch - 1 - T_max), so those are computed in 128 bits.
+using Wide = __int128;
+
+// Python's a // b (floor division), b != 0.
+Wide floor_div(Wide a, Wide b) {
+  const Wide q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
 const char* const kStartFactorMessage =
     "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.";
 const char* const kEndFactorMessage = "Ending multiplicative factor expected to be between 0 and 1.";
@@ -28,21 +38,24 @@ const char* const kEndFactorMessage = "Ending multiplicative factor expected to 
 
 StepLR::StepLR(Optimizer& optimizer, int64_t step_size, double gamma)
     : LRScheduler(optimizer), step_size_(step_size), gamma_(gamma) {
-  // PyTorch divides by step_size unchecked (a ZeroDivisionError at the first step).
-  EMBER_CHECK(step_size > 0, ValueError, "StepLR: step_size must be positive, but got ", step_size);
+  // PyTorch 2.x takes any step_size; 0 is a ZeroDivisionError at its first step. A negative
+  // one works there through Python's % (decays every |step_size| epochs) and //.
+  EMBER_CHECK(step_size != 0, ValueError, "StepLR: step_size must not be 0 (integer modulo by zero)");
   attach();
 }
 
 std::vector<double> StepLR::get_lr() {
   std::vector<double> lrs = group_lrs();
-  if (last_epoch_ == 0 || last_epoch_ % step_size_ != 0) return lrs;
+  // Whether Python's last_epoch % step_size is 0 (the sign of a remainder does not matter).
+  if (last_epoch_ == 0 || Wide{last_epoch_} % step_size_ != 0) return lrs;
   for (double& lr : lrs) lr = lr * gamma_;
   return lrs;
 }
 
 std::vector<double> StepLR::closed_form_lr() const {
   std::vector<double> lrs;
-  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, static_cast<double>(last_epoch_ / step_size_)));
+  const auto periods = static_cast<double>(floor_div(last_epoch_, step_size_));
+  for (double base : base_lrs_) lrs.push_back(base * std::pow(gamma_, periods));
   return lrs;
 }
 
@@ -54,7 +67,7 @@ void StepLR::save_state(nn::StateDict& out) const {
 void StepLR::load_state(SchedulerStateReader& in, bool apply) {
   const int64_t step_size = in.integer("step_size");
   const double gamma = in.number("gamma");
-  in.check(!in.has("step_size") || step_size > 0, cat("invalid value for step_size: must be positive, got ", step_size));
+  in.check(!in.has("step_size") || step_size != 0, "invalid value for step_size: must not be 0");
   if (apply) step_size_ = step_size, gamma_ = gamma;
 }
 
@@ -157,7 +170,7 @@ std::vector<double> CosineAnnealingLR::get_lr() {
   if (step_count_ == 1 && last_epoch_ > 0) {
     for (size_t g = 0; g < lrs.size() && g < base_lrs_.size(); ++g)
       lrs[g] = eta_min_ + (base_lrs_[g] - eta_min_) * (1 + std::cos(e * kPi / T)) / 2;
-  } else if ((last_epoch_ - 1 - T_max_) % (2 * T_max_) == 0) {
+  } else if ((Wide{last_epoch_} - 1 - T_max_) % (2 * Wide{T_max_}) == 0) {
     for (size_t g = 0; g < lrs.size() && g < base_lrs_.size(); ++g)
       lrs[g] = lrs[g] + (base_lrs_[g] - eta_min_) * (1 - std::cos(kPi / T)) / 2;
   } else {
@@ -206,8 +219,9 @@ std::vector<double> LinearLR::get_lr() {
   }
   if (is_initial_ || last_epoch_ > total_iters_) return lrs;
   const double factor =
-      1.0 + (end_factor_ - start_factor_) / (static_cast<double>(total_iters_) * start_factor_ +
-                                             static_cast<double>(last_epoch_ - 1) * (end_factor_ - start_factor_));
+      1.0 + (end_factor_ - start_factor_) /
+                (static_cast<double>(total_iters_) * start_factor_ +
+                 static_cast<double>(Wide{last_epoch_} - 1) * (end_factor_ - start_factor_));
   for (double& lr : lrs) lr = lr * factor;
   return lrs;
 }

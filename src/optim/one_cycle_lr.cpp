@@ -1,5 +1,6 @@
 // OneCycleLR, as PyTorch 2.x's: its checks and messages, its phases and annealing.
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 #include "ember/errors.h"
@@ -9,11 +10,15 @@
 
 namespace ember::optim {
 
+using ember::detail::optim::all_finite;
 using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 using ember::detail::python_float;
 
 namespace {
+
+// PyTorch's last end_step, total_steps - 1 (an int there, a float here).
+double last_phase_end(int64_t total_steps) { return static_cast<double>(total_steps - 1); }
 
 // PyTorch's _format_param: one value for every group, or one each.
 std::vector<double> per_group(const char* name, const Optimizer& optimizer, const std::vector<double>& values,
@@ -40,9 +45,9 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_
   const double pct = options.pct_start_;
   const auto total = static_cast<double>(total_steps);
   if (options.three_phase_) {
-    phase_ends_ = {pct * total - 1, 2 * pct * total - 2, total - 1};
+    phase_ends_ = {pct * total - 1, 2 * pct * total - 2, last_phase_end(total_steps)};
   } else {
-    phase_ends_ = {pct * total - 1, total - 1};
+    phase_ends_ = {pct * total - 1, last_phase_end(total_steps)};
   }
   EMBER_CHECK(!(pct < 0 || pct > 1), ValueError, "Expected float between 0 and 1 pct_start, but got ",
               python_float(pct));
@@ -59,10 +64,24 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, std::vector<double> max_lrs, int64_
     base_momentums_ = per_group("base_momentum", optimizer, options.base_momentum_, options.base_momentum_list_);
   }
 
+  // PyTorch divides by both (ZeroDivisionError); its cycle would reach any non-finite end.
+  EMBER_CHECK(options.div_factor_ != 0, ValueError, "OneCycleLR: div_factor must not be 0 (float division by zero)");
+  EMBER_CHECK(options.final_div_factor_ != 0, ValueError,
+              "OneCycleLR: final_div_factor must not be 0 (float division by zero)");
   for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
     const double initial_lr = max_lrs_[g] / options.div_factor_;
-    optimizer.set_initial_lr(initial_lr, g);
+    base_lrs_.push_back(initial_lr);
     min_lrs_.push_back(initial_lr / options.final_div_factor_);
+    EMBER_CHECK(all_finite({max_lrs_[g], initial_lr, min_lrs_[g]}), ValueError,
+                "OneCycleLR: the learning rates of the cycle must be finite, but param group ", g, " has max_lr ",
+                python_float(max_lrs_[g]), ", initial_lr (max_lr / div_factor) ", python_float(initial_lr),
+                " and min_lr (initial_lr / final_div_factor) ", python_float(min_lrs_[g]));
+  }
+  // The initial step's values, before the optimizer is touched: a first phase of zero length
+  // (pct_start * total_steps == 1) is PyTorch's ZeroDivisionError at construction.
+  schedule(0, nullptr);
+  for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
+    optimizer.set_initial_lr(base_lrs_[g], g);
     if (cycle_momentum_) optimizer.set_momentum(max_momentums_[g], g);
   }
   attach();
@@ -77,16 +96,18 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 }
 
 void OneCycleLR::step() {
-  // PyTorch raises from get_lr, after last_epoch has moved; here nothing moves.
-  EMBER_CHECK(last_epoch_ + 1 <= total_steps_, ValueError, "Tried to step ", last_epoch_ + 1,
+  // PyTorch 2.x raises from get_lr once last_epoch has moved past total_steps, counting that
+  // step ("Tried to step 4 times" for total_steps 3; 1.13 said 5); here nothing moves. The
+  // count is unsigned: last_epoch may be INT64_MAX after a load (then >= total_steps > 0).
+  EMBER_CHECK(last_epoch_ < total_steps_, ValueError, "Tried to step ", static_cast<uint64_t>(last_epoch_) + 1,
               " times. The specified number of total steps is ", total_steps_);
   LRScheduler::step();
 }
 
-std::vector<double> OneCycleLR::get_lr() {
-  const auto step_num = static_cast<double>(last_epoch_);
+std::vector<double> OneCycleLR::schedule(int64_t step, std::vector<double>* momenta) const {
+  const auto step_num = static_cast<double>(step);
   const bool three = phase_ends_.size() == 3;
-  std::vector<double> lrs;
+  std::vector<double> lrs, moms;
   for (size_t g = 0; g < optimizer_.num_param_groups() && g < base_lrs_.size(); ++g) {
     // The phases' (start, end) lr and momentum, PyTorch's _schedule_phases.
     const double initial = base_lrs_[g], top = max_lrs_[g], bottom = min_lrs_[g];
@@ -97,14 +118,27 @@ std::vector<double> OneCycleLR::get_lr() {
     for (size_t i = 0; i < phase_ends_.size(); ++i) {
       const double end_step = phase_ends_[i];
       if (step_num <= end_step || i == phase_ends_.size() - 1) {
+        EMBER_CHECK(end_step != start_step, ValueError, "OneCycleLR: step ", step, " falls in phase ", i + 1, " of ",
+                    phase_ends_.size(), ", which starts and ends at step ", python_float(end_step),
+                    " (float division by zero)");
         const double pct = (step_num - start_step) / (end_step - start_step);
         lrs.push_back(anneal(lr_from[i], lr_to[i], pct));
-        if (cycle_momentum_) optimizer_.set_momentum(anneal(m_from[i], m_to[i], pct), g);
+        if (cycle_momentum_) moms.push_back(anneal(m_from[i], m_to[i], pct));
         break;
       }
       start_step = end_step;
     }
   }
+  check_finite(lrs, step);
+  check_finite(moms, step, use_beta1_ ? "beta1" : "momentum");
+  if (momenta != nullptr) *momenta = std::move(moms);
+  return lrs;
+}
+
+std::vector<double> OneCycleLR::get_lr() {
+  std::vector<double> momenta;
+  std::vector<double> lrs = schedule(last_epoch_, &momenta);  // checked before the momenta are set
+  for (size_t g = 0; g < momenta.size(); ++g) optimizer_.set_momentum(momenta[g], g);
   return lrs;
 }
 
@@ -141,8 +175,14 @@ void OneCycleLR::load_state(SchedulerStateReader& in, bool apply) {
   }
   in.check(!in.has("total_steps") || total_steps > 0,
            cat("invalid value for total_steps: expected a positive integer, got ", total_steps));
-  in.check(!in.has("_schedule_phases.end_step") || phase_ends.size() == 2 || phase_ends.size() == 3,
-           "invalid value for _schedule_phases.end_step: expected 2 or 3 phases");
+  // As the constructor makes them: 2 or 3 finite end steps, the last at total_steps - 1.
+  in.check(!in.has("_schedule_phases.end_step") ||
+               ((phase_ends.size() == 2 || phase_ends.size() == 3) && all_finite(phase_ends) &&
+                (!in.has("total_steps") || total_steps <= 0 || phase_ends.back() == last_phase_end(total_steps))),
+           "invalid value for _schedule_phases.end_step: expected 2 or 3 finite end steps, the last total_steps - 1");
+  in.check(all_finite(max_lrs) && all_finite(min_lrs), "invalid value for max_lrs or min_lrs: expected finite numbers");
+  in.check(all_finite(max_momentums) && all_finite(base_momentums),
+           "invalid value for max_momentums or base_momentums: expected finite numbers");
   in.check(!in.has("_anneal_func_type") || anneal == "cos" || anneal == "linear",
            cat("invalid value for _anneal_func_type: expected 'cos' or 'linear', got '", anneal, "'"));
   if (!apply) return;

@@ -1,12 +1,14 @@
 #include "ember/optim/optimizer.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
 #include "nn/clear_grad.h"
+#include "nn/python_repr.h"
 #include "runtime/backend.h"
 #include "runtime/context.h"
 
@@ -71,6 +73,7 @@ std::optional<double> Optimizer::initial_lr(size_t group) const {
 
 void Optimizer::set_initial_lr(double lr, size_t group) {
   params(group);
+  EMBER_CHECK(std::isfinite(lr), ValueError, "Invalid initial_lr: ", detail::python_float(lr));
   initial_lr_[group] = lr;
 }
 
@@ -90,8 +93,13 @@ const std::vector<Tensor>& Optimizer::params(size_t group) const {
   return groups_[group];
 }
 
+void Optimizer::check_finite_lr(double lr) {
+  EMBER_CHECK(std::isfinite(lr), ValueError, "Invalid learning rate: ", detail::python_float(lr));
+}
+
 void Optimizer::step() {
   NoGradGuard no_grad;
+  for (size_t g = 0; g < groups_.size(); ++g) check_group(g);
   for (size_t g = 0; g < groups_.size(); ++g) {
     std::vector<Tensor> params, grads;
     for (const Tensor& p : groups_[g]) {

@@ -78,6 +78,7 @@ nn::StateDict Optimizer::group_options(size_t group) const { return {{"lr", numb
 
 void Optimizer::load_group_options(size_t group, const nn::StateDict& options, bool apply) {
   const double value = number_of(options, "lr");
+  check_finite_lr(value);
   if (apply) set_lr(value, group);
 }
 

@@ -50,7 +50,8 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, std::string mode, dou
       threshold_mode_(std::move(threshold_mode)),
       threshold_(threshold),
       eps_(eps) {
-  EMBER_CHECK(factor < 1.0, ValueError, "Factor should be < 1.0.");
+  // PyTorch 2.x's check, `factor >= 1.0`: NaN passes (and then reduces nothing).
+  EMBER_CHECK(!(factor >= 1.0), ValueError, "Factor should be < 1.0.");
   EMBER_CHECK(min_lrs_.size() == optimizer.num_param_groups(), ValueError, "expected ", optimizer.num_param_groups(),
               " min_lrs, got ", min_lrs_.size());
   const std::string problem = mode_problem(mode_, threshold_mode_);
@@ -76,8 +77,12 @@ void ReduceLROnPlateau::step(double metric) {
   // PyTorch's step and _reduce_lr, computed first and then applied, so that an error
   // changes nothing.
   const size_t groups = optimizer_.num_param_groups();
+  const int64_t last_epoch = advanced(last_epoch_, "last_epoch");
   double best = best_;
-  int64_t bad = num_bad_epochs_, cooldown_counter = cooldown_counter_;
+  // 128 bits: a loaded num_bad_epochs may be INT64_MAX; one more then exceeds any patience
+  // and is reset, as Python's int does.
+  __int128 bad = num_bad_epochs_;
+  int64_t cooldown_counter = cooldown_counter_;
   if (is_better(metric, best)) {
     best = metric;
     bad = 0;
@@ -105,12 +110,13 @@ void ReduceLROnPlateau::step(double metric) {
     cooldown_counter = cooldown_;
     bad = 0;
   }
+  check_finite(lrs, last_epoch);
   for (size_t g = 0; g < groups; ++g) {
     if (lrs[g] != optimizer_.lr(g)) optimizer_.set_lr(lrs[g], g);
   }
-  ++last_epoch_;
+  last_epoch_ = last_epoch;
   best_ = best;
-  num_bad_epochs_ = bad;
+  num_bad_epochs_ = static_cast<int64_t>(bad);  // 0 or <= patience here
   cooldown_counter_ = cooldown_counter;
   min_lrs_ = std::move(min_lrs);
   last_lr_ = group_lrs();
@@ -144,7 +150,7 @@ void ReduceLROnPlateau::load_state(SchedulerStateReader& in, bool apply) {
   const std::string mode = in.text("mode"), threshold_mode = in.text("threshold_mode");
   const double threshold = in.number("threshold"), best = in.number("best");
   const int64_t bad = in.integer("num_bad_epochs");
-  in.check(!in.has("factor") || factor < 1.0, "invalid value for factor: Factor should be < 1.0.");
+  in.check(!in.has("factor") || !(factor >= 1.0), "invalid value for factor: Factor should be < 1.0.");
   if (in.has("mode") && in.has("threshold_mode")) {
     const std::string problem = mode_problem(mode, threshold_mode);
     in.check(problem.empty(), "invalid mode: " + problem);

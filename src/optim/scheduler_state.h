@@ -21,6 +21,9 @@ Tensor ints_tensor(const std::vector<int64_t>& values);
 Tensor floats_tensor(const std::vector<double>& values);
 Tensor text_tensor(const std::string& value);
 
+/// Whether every value is finite (what a learning rate must be).
+bool all_finite(const std::vector<double>& values);
+
 /// Reads a scheduler's state dict: each accessor marks its key used and returns its value,
 /// or records the key as missing or the value as a problem and returns a placeholder.
 class SchedulerStateReader {

@@ -1,5 +1,5 @@
 // SequentialLR, as PyTorch 2.x's (its checks, messages, initial undo and restarts).
-#include <algorithm>
+#include <limits>
 
 #include "ember/errors.h"
 #include "ember/optim/lr_scheduler.h"
@@ -33,27 +33,55 @@ SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRS
     EMBER_CHECK(optimizer.initial_lr(g).has_value(), ValueError, "param 'initial_lr' is not specified in param_groups[",
                 g, "]");
   }
+  // Undo the schedulers' initial steps (a scheduler listed twice, twice), reset the learning
+  // rates to their initial values and make the first scheduler's initial step; if any of it
+  // fails, all of it is put back.
+  std::vector<LRScheduler*> leaves;
+  collect_leaves(*this, leaves);
+  size_t undone = 0;
+  auto redo = [&] {
+    for (size_t i = 0; i < undone; ++i) ++leaves[i]->last_epoch_;
+  };
+  for (LRScheduler* s : leaves) {
+    if (s->last_epoch_ == std::numeric_limits<int64_t>::min()) {
+      redo();
+      throw ValueError(cat("SequentialLR: cannot undo the ", s->type_name(), "'s initial step: its last_epoch is ",
+                           s->last_epoch_, ", the smallest int64"));
+    }
+    --s->last_epoch_;
+    ++undone;
+  }
   last_epoch_ = 0;
-  // Reset the learning rates to their initial values and undo the schedulers' initial steps.
+  const std::vector<double> lrs = group_lrs();
   for (size_t g = 0; g < optimizer.num_param_groups(); ++g) optimizer.set_lr(*optimizer.initial_lr(g), g);
-  recursive_undo(*this);
-  // The initial step of the first scheduler only.
-  schedulers_[0]->initial_step();
+  try {
+    schedulers_[0]->initial_step();
+  } catch (...) {
+    redo();
+    for (size_t g = 0; g < optimizer.num_param_groups(); ++g) optimizer.set_lr(lrs[g], g);
+    throw;
+  }
   last_lr_ = schedulers_[0]->get_last_lr();
 }
 
-void SequentialLR::recursive_undo(LRScheduler& scheduler) {
+void SequentialLR::collect_leaves(LRScheduler& scheduler, std::vector<LRScheduler*>& out) {
   if (auto* sequential = dynamic_cast<SequentialLR*>(&scheduler)) {
-    for (const auto& s : sequential->schedulers_) recursive_undo(*s);
+    for (const auto& s : sequential->schedulers_) collect_leaves(*s, out);
   } else {
-    --scheduler.last_epoch_;
+    out.push_back(&scheduler);
   }
 }
 
 void SequentialLR::step() {
-  const int64_t epoch = last_epoch_ + 1;
-  const size_t idx = static_cast<size_t>(std::upper_bound(milestones_.begin(), milestones_.end(), epoch) -
-                                         milestones_.begin());
+  const int64_t epoch = advanced(last_epoch_, "last_epoch");
+  // Python's bisect_right, which a loaded state's milestones need not be sorted for.
+  size_t lo = 0, hi = milestones_.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (epoch < milestones_[mid]) hi = mid;
+    else lo = mid + 1;
+  }
+  const size_t idx = lo;
   LRScheduler& scheduler = *schedulers_[idx];
   if (idx > 0 && milestones_[idx - 1] == epoch) {
     const int64_t restart = 0;

@@ -1,5 +1,7 @@
 #include "ember/optim/sgd.h"
 
+#include <cmath>
+
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "nn/python_repr.h"
@@ -10,7 +12,8 @@ namespace {
 
 void check_options(const SGDOptions& o) {
   using detail::python_float;
-  EMBER_CHECK(o.lr() >= 0.0, ValueError, "Invalid learning rate: ", python_float(o.lr()));
+  // PyTorch refuses lr < 0 (and NaN); inf too here, which one step turns the parameters into.
+  EMBER_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), ValueError, "Invalid learning rate: ", python_float(o.lr()));
   EMBER_CHECK(o.momentum() >= 0.0, ValueError, "Invalid momentum value: ", python_float(o.momentum()));
   EMBER_CHECK(o.weight_decay() >= 0.0, ValueError, "Invalid weight_decay value: ", python_float(o.weight_decay()));
   EMBER_CHECK(!o.nesterov() || (o.momentum() > 0 && o.dampening() == 0), ValueError,
@@ -27,9 +30,10 @@ void SGD::add_param_group(std::vector<Tensor> params, SGDOptions options) {
   options_.push_back(options);
 }
 
+void SGD::check_group(size_t group) const { check_options(options_.at(group)); }
+
 void SGD::update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) {
-  const SGDOptions& o = options_[group];
-  check_options(o);  // options may have been changed through options()
+  const SGDOptions& o = options_[group];  // checked by check_group
   detail::StepHyper hyper;
   hyper.rule = detail::UpdateRule::SGD;
   hyper.lr = o.lr();

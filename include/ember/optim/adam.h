@@ -58,7 +58,10 @@ class Adam : public Optimizer {
   void add_param_group(std::vector<Tensor> params, AdamOptions options);
   AdamOptions& options(size_t group = 0) { return options_.at(group); }
   double lr(size_t group = 0) const override { return options_.at(group).lr(); }
-  void set_lr(double lr, size_t group = 0) override { options_.at(group).lr(lr); }
+  void set_lr(double lr, size_t group = 0) override {
+    check_finite_lr(lr);
+    options_.at(group).lr(lr);
+  }
   /// beta1, what OneCycleLR cycles (betas.second is kept).
   bool has_momentum() const override { return true; }
   bool momentum_is_beta1() const override { return true; }
@@ -70,6 +73,7 @@ class Adam : public Optimizer {
  protected:
   Adam(bool decoupled_weight_decay) : decoupled_(decoupled_weight_decay) {}
   void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
+  void check_group(size_t group) const override;
   const char* type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
   bool saves_step() const override { return true; }

@@ -19,7 +19,10 @@ namespace ember::optim {
 /// torch.optim.lr_scheduler.LRScheduler. Construction attaches the scheduler to the
 /// optimizer as PyTorch's does (each group's initial_lr is set if it has none; base_lrs are
 /// the groups' initial_lr) and makes the initial step, epoch 0. step() advances one epoch
-/// with the chainable form (get_lr() as PyTorch's, reading the groups' current lr).
+/// with the chainable form (get_lr() as PyTorch's, reading the groups' current lr). A step
+/// that would hand the optimizer a non-finite learning rate, or take last_epoch past INT64_MAX,
+/// is a ValueError that changes nothing; the integers a schedule computes with (epochs,
+/// periods) are exact for every int64, as Python's are.
 ///
 /// state_dict() is PyTorch's scheduler.state_dict() flattened to names -> tensors, so it
 /// goes through ember::save under a prefix beside the optimizer's (Note [Scheduler state
@@ -66,6 +69,13 @@ class LRScheduler {
   virtual std::vector<double> closed_form_lr() const { return {}; }
   /// The groups' current learning rates.
   std::vector<double> group_lrs() const;
+  /// ValueError unless every value is finite, naming the group, the value and the epoch:
+  /// no scheduler hands an optimizer a non-finite learning rate (or momentum), and a step
+  /// that would is refused before anything changes.
+  void check_finite(const std::vector<double>& values, int64_t epoch, const char* what = "learning rate") const;
+  /// counter + 1, or a ValueError where that would overflow int64 (Python's ints do not; a
+  /// counter loaded as INT64_MAX cannot step on).
+  int64_t advanced(int64_t counter, const char* name) const;
 
   /// The class's own entries of state_dict() (before the common ones), and reading them
   /// back: load_state(reader, false) only checks (through the reader), and is called again
@@ -89,7 +99,9 @@ class LRScheduler {
   void check_state(ember::detail::optim::SchedulerStateReader& reader);
 };
 
-/// StepLR: the lr of each group is multiplied by gamma every step_size epochs.
+/// StepLR: the lr of each group is multiplied by gamma every step_size epochs. As in PyTorch
+/// 2.x a negative step_size is accepted (Python's % and //: the chainable form then decays
+/// every |step_size| epochs); 0 is a ValueError (PyTorch's first step divides by it).
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& optimizer, int64_t step_size, double gamma = 0.1);
@@ -216,7 +228,9 @@ struct OneCycleLROptions {
 /// momentum (SGD) or beta1 (Adam, AdamW) moves inversely between max_momentum and
 /// base_momentum. PyTorch keeps max_lr, min_lr and the momenta in the param groups; ember
 /// keeps them in the scheduler (and its state_dict()). Stepping past total_steps is a
-/// ValueError that changes nothing.
+/// ValueError that changes nothing; so is a step in a phase of zero length (PyTorch's
+/// ZeroDivisionError: pct_start * total_steps == 1 fails at construction), and div_factor or
+/// final_div_factor 0, or a cycle whose learning rates are not finite, at construction.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, double max_lr, int64_t total_steps, OneCycleLROptions options = {});
@@ -230,6 +244,10 @@ class OneCycleLR : public LRScheduler {
   void save_state(nn::StateDict& out) const override;
   void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   double anneal(double start, double end, double pct) const;
+  /// The learning rates (and, with cycle_momentum, the momenta) of `step`, PyTorch's get_lr
+  /// without side effects. A step in a phase of zero length is PyTorch's ZeroDivisionError
+  /// and a non-finite value is refused: both are ValueErrors.
+  std::vector<double> schedule(int64_t step, std::vector<double>* momenta) const;
   int64_t total_steps_;
   std::vector<double> phase_ends_;  // PyTorch's _schedule_phases[i]["end_step"]: two or three phases
   std::string anneal_strategy_;
@@ -240,6 +258,8 @@ class OneCycleLR : public LRScheduler {
 /// ReduceLROnPlateau: step(metric) reduces each group's lr by `factor` (not below its
 /// min_lr; a change of eps or less is skipped) once the metric has not improved for more
 /// than `patience` steps, then waits `cooldown` steps. step() without a metric is a TypeError.
+/// As in PyTorch 2.x, only factor >= 1.0 is refused: factor NaN is accepted (and reduces
+/// nothing); a reduction to a non-finite learning rate is a ValueError that changes nothing.
 class ReduceLROnPlateau : public LRScheduler {
  public:
   ReduceLROnPlateau(Optimizer& optimizer, std::string mode = "min", double factor = 0.1, int64_t patience = 10,
@@ -284,7 +304,8 @@ class SequentialLR : public LRScheduler {
   void save_state(nn::StateDict& out) const override;
   void load_state(ember::detail::optim::SchedulerStateReader& in, bool apply) override;
   bool saves_base_state() const override { return false; }
-  void recursive_undo(LRScheduler& scheduler);
+  /// The schedulers PyTorch's recursive_undo steps back (nested SequentialLRs' own), in order.
+  void collect_leaves(LRScheduler& scheduler, std::vector<LRScheduler*>& out);
   std::vector<std::shared_ptr<LRScheduler>> schedulers_;
   std::vector<int64_t> milestones_;
 };

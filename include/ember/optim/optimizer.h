@@ -12,6 +12,8 @@
 
 namespace ember::optim {
 
+class LRScheduler;
+
 /// The base of SGD, Adam and AdamW. step() gathers, per parameter group, the parameters
 /// that have a gradient (others are skipped, as in PyTorch) and hands them to the
 /// algorithm, which updates the whole group with one fused launch per device and dtype.
@@ -29,7 +31,10 @@ class Optimizer {
 
   size_t num_param_groups() const noexcept { return groups_.size(); }
   const std::vector<Tensor>& params(size_t group = 0) const;
-  /// The learning rate of a group (what schedulers read and write).
+  /// The learning rate of a group (what schedulers read and write). Every place a learning
+  /// rate is set (options, add_param_group, set_lr, load_state_dict, initial_lr) refuses a
+  /// non-finite one with a ValueError ("Invalid learning rate: inf") and changes nothing:
+  /// PyTorch accepts inf, and one step then turns the parameters into inf or NaN.
   virtual double lr(size_t group = 0) const = 0;
   virtual void set_lr(double lr, size_t group = 0) = 0;
   /// PyTorch's param_group["initial_lr"]: the learning rate a group's schedule starts from,
@@ -71,6 +76,11 @@ class Optimizer {
   void add_group(std::vector<Tensor> params);
   /// Updates params[i] of `group` from grads[i] (PyTorch's _step over one group).
   virtual void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) = 0;
+  /// Checks a group's options (which options() may have changed); step() checks every group
+  /// before it updates any, so a bad option changes no parameter.
+  virtual void check_group(size_t /*group*/) const {}
+  /// The check of set_lr: ValueError "Invalid learning rate: <lr>" unless `lr` is finite.
+  static void check_finite_lr(double lr);
 
   /// Per-parameter state, kept across to() (keyed by the parameter's identity).
   struct ParamState {
@@ -109,6 +119,7 @@ class Optimizer {
   static bool flag_of(const nn::StateDict& options, const std::string& key);
 
  private:
+  friend class LRScheduler;  // puts initial_lr_ back when a scheduler's initial step fails
   std::vector<std::vector<Tensor>> groups_;
   std::vector<std::optional<double>> initial_lr_;  // one per group
   std::unordered_map<const void*, ParamState> state_;

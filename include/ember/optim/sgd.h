@@ -39,13 +39,17 @@ class SGD : public Optimizer {
   void add_param_group(std::vector<Tensor> params, SGDOptions options);
   SGDOptions& options(size_t group = 0) { return options_.at(group); }
   double lr(size_t group = 0) const override { return options_.at(group).lr(); }
-  void set_lr(double lr, size_t group = 0) override { options_.at(group).lr(lr); }
+  void set_lr(double lr, size_t group = 0) override {
+    check_finite_lr(lr);
+    options_.at(group).lr(lr);
+  }
   bool has_momentum() const override { return true; }
   double momentum(size_t group = 0) const override { return options_.at(group).momentum(); }
   void set_momentum(double momentum, size_t group = 0) override { options_.at(group).momentum(momentum); }
 
  protected:
   void update(size_t group, const std::vector<Tensor>& params, const std::vector<Tensor>& grads) override;
+  void check_group(size_t group) const override;
   const char* type_name() const override { return "SGD"; }
   std::vector<std::string> buffer_names() const override { return {"momentum_buffer"}; }
   nn::StateDict group_options(size_t group) const override;
