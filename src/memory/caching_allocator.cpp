@@ -178,7 +178,9 @@ bool CachingAllocator::get_free_block(AllocRequest& request) {
 
 bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   if (is_retry) ++stats_.num_alloc_retries;
-  if (use_expandable_) return alloc_expandable_block(request);
+  // A graph's private pool keeps fixed segments, as PyTorch's does: its lifetime is
+  // counted in segments (Note [Graph private pools]).
+  if (use_expandable_ && request.pool->owner == nullptr) return alloc_expandable_block(request);
   const size_t size = request.alloc_size;
   if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
   void* ptr = backend_.raw_alloc(device_, size);
@@ -206,7 +208,9 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
 bool CachingAllocator::release_available_cached_blocks(const AllocRequest& request) {
   // Only with max_split_size: oversize blocks never split, so free enough of them.
   // Expandable segments give back pages instead (release_cached_blocks).
-  if (config_.max_split_size == std::numeric_limits<size_t>::max() || use_expandable_) return false;
+  if (config_.max_split_size == std::numeric_limits<size_t>::max() ||
+      (use_expandable_ && request.pool->owner == nullptr))
+    return false;
   BlockPool& pool = *request.pool;
   const auto stream = reinterpret_cast<uintptr_t>(request.stream.native);
   const size_t wanted = std::max(request.size, config_.max_split_size);
