@@ -52,8 +52,7 @@ DeviceProperties get_device_properties(int device = -1);
 std::string get_device_name(int device = -1);
 
 /// Drains the device, clears a sticky error, frees the allocator's cache, and invalidates
-/// the device's non-default streams and events created before (cudaDeviceReset). CudaError,
-/// and nothing reset, while a graph capture is open on the device.
+/// the device's non-default streams and events created before (cudaDeviceReset).
 void reset_device(int device = -1);
 
 /// with torch.cuda.device(d): sets the current device, restores the previous one on exit.
