@@ -128,4 +128,33 @@ TEST(CudaGraphDevices, TheDefaultCaptureStreamSurvivesAResetOfItsDevice) {
   expect_device_usable(1);
 }
 
+// A capture_end that throws (here: on another stream than the capture's) leaves no
+// capture open: it ends the capture and discards its graph.
+TEST(CudaGraphDevices, ACaptureEndThatThrowsLeavesNoCaptureOpen) {
+  Tensor x = ember::full({4}, 1.0, on(0));
+  cuda::Stream side(0), other(0);
+  cuda::CUDAGraph g;
+  {
+    cuda::StreamGuard guard(side);
+    g.capture_begin();
+    Tensor y = x * 2.0;
+  }
+  {
+    cuda::StreamGuard guard(other);
+    EXPECT_THROW_MSG(g.capture_end(), CudaError, "Capture must end on the same stream it began on.");
+  }
+  EXPECT_THROW_MSG(g.replay(), CudaError, "Called CUDAGraph::replay without a preceding successful capture.");
+  expect_device_usable(0);
+  EXPECT_NO_THROW(cuda::reset_device(0));
+  // The graph may capture again.
+  cuda::Stream fresh(0);
+  Tensor z;
+  {
+    cuda::graph capture(g, {}, fresh);
+    z = x + 4.0;
+  }
+  g.replay();
+  EXPECT_EQ(values(z), std::vector<float>(4, 5.0f));
+}
+
 }  // namespace

@@ -173,9 +173,19 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
 
 void CUDAGraph::capture_end() {
   Impl& g = *impl_;
-  EMBER_CHECK(g.capturing && detail::current_device_index() == g.device &&
-                  current_stream(g.device) == *g.capture_stream,
-              CudaError, "Capture must end on the same stream it began on.");
+  EMBER_CHECK(g.capturing, CudaError, "Capture must end on the same stream it began on.");
+  if (detail::current_device_index() != g.device || current_stream(g.device) != *g.capture_stream) {
+    // Ended and discarded all the same: a capture left open (a Global one refuses every
+    // synchronization of the process) would outlive the error that reports it.
+    try {
+      finish_capture(g);
+    } catch (...) {
+      // Still open only if this thread may not end it (finish_capture's contract).
+    }
+    reset();
+    detail::fail<CudaError>("Capture must end on the same stream it began on. (The capture was ended and its "
+                            "graph discarded.)");
+  }
   finish_capture(g);
 }
 
