@@ -52,12 +52,13 @@ TEST(CudaGraphDevices, TheDefaultCaptureStreamIsOnePerDevice) {
   ASSERT_TRUE(kEmulated);
   Tensor a = ember::full({4}, 1.0, on(0));
   Tensor b = ember::full({4}, 1.0, on(1));
+  const Tensor one0 = ember::ones({4}, on(0)), one1 = ember::ones({4}, on(1));
   cuda::CUDAGraph g0, g1;
   Tensor out0, out1;
   {
     cuda::graph capture(g0);
     out0 = a * 2.0;
-    a.add_(1.0);
+    a.add_(one0);
   }
   {
     cuda::DeviceGuard device(1);
@@ -65,7 +66,7 @@ TEST(CudaGraphDevices, TheDefaultCaptureStreamIsOnePerDevice) {
     EXPECT_EQ(cuda::current_device(), 1);
     EXPECT_TRUE(cuda::is_current_stream_capturing());
     out1 = b * 5.0;
-    b.add_(1.0);  // captured: runs only on replays
+    b.add_(one1);  // captured: runs only on replays
   }
   EXPECT_EQ(cuda::current_device(), 0);
   cuda::synchronize(1);
@@ -84,6 +85,7 @@ TEST(CudaGraphDevices, TheDefaultCaptureStreamIsOnePerDevice) {
 // capture goes on and ends normally.
 TEST(CudaGraphDevices, ResetDeviceIsRefusedWhileACaptureIsOpenOnIt) {
   Tensor x = ember::full({4}, 1.0, on(0));
+  const Tensor one = ember::ones({4}, on(0));
   cuda::CUDAGraph g;
   Tensor y;
   {
@@ -92,7 +94,7 @@ TEST(CudaGraphDevices, ResetDeviceIsRefusedWhileACaptureIsOpenOnIt) {
     EXPECT_THROW_MSG(cuda::reset_device(0), CudaError,
                      "CUDA error: operation not permitted when stream is capturing (reset_device of cuda:0 while a "
                      "graph capture is open on it: end the capture first)");
-    y.add_(1.0);
+    y.add_(one);
   }
   g.replay();
   EXPECT_EQ(values(y), std::vector<float>(4, 3.0f));
