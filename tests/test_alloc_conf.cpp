@@ -31,7 +31,48 @@ TEST(AllocConf, EmptyMeansDefaults) {
     EXPECT_FALSE(config.expandable_segments);
     EXPECT_TRUE(config.caching_enabled);
     EXPECT_EQ(config.divisions_for(5 * MiB), 0u);
+    EXPECT_EQ(config.max_non_split_rounding_size, 20 * MiB);
+    EXPECT_FALSE(config.release_lock_on_malloc);
   }
+}
+
+// Issue 34 item 17: the keys PyTorch 2.x added made every allocation fail ("Unrecognized
+// key"). Their effect on the allocator is tested in test_alloc_conf_effects.cpp.
+TEST(AllocConf, PyTorch2Keys) {
+  AllocatorConfig config = parse_alloc_conf("max_non_split_rounding_mb:100,release_lock_on_cudamalloc:True");
+  EXPECT_EQ(config.max_non_split_rounding_size, 100 * MiB);
+  EXPECT_TRUE(config.release_lock_on_malloc);
+  EXPECT_FALSE(parse_alloc_conf("release_lock_on_cudamalloc:False").release_lock_on_malloc);
+  // ROCm's spellings, which PyTorch's CUDA build accepts too.
+  EXPECT_TRUE(parse_alloc_conf("release_lock_on_hipmalloc:True").release_lock_on_malloc);
+  EXPECT_TRUE(parse_alloc_conf("pinned_use_hip_host_register:True").pinned_use_host_register);
+  EXPECT_EQ(error_of("max_non_split_rounding_mb:20"),
+            "CachingAllocator option max_non_split_rounding_mb too small, must be > 20, but got 20");
+  EXPECT_EQ(error_of("max_non_split_rounding_mb:x"),
+            "Expected a non-negative integer for max_non_split_rounding_mb in PYTORCH_CUDA_ALLOC_CONF, but got 'x'");
+  EXPECT_EQ(error_of("release_lock_on_cudamalloc:1"),
+            "Expected a single True/False argument for release_lock_on_cudamalloc, but got '1'");
+}
+
+// PyTorch 2.x's tokenizer: one comma may end the value; a ',' where a key should be is an
+// unknown key.
+TEST(AllocConf, EmptyOptionsAreRefusedButOneTrailingCommaIsNot) {
+  EXPECT_EQ(parse_alloc_conf("max_split_size_mb:64,").max_split_size, 64 * MiB);
+  for (const char* conf : {",", ",,", ",max_split_size_mb:64", "max_split_size_mb:64,,", "max_split_size_mb:64,,backend:native",
+                           "max_split_size_mb:64, ,backend:native"}) {
+    EXPECT_THAT(error_of(conf), ::testing::StartsWith("Unrecognized key ',' in PYTORCH_CUDA_ALLOC_CONF (an empty option"))
+        << conf;
+  }
+}
+
+// Booleans are "True" or "False" only, as PyTorch 2.x's.
+TEST(AllocConf, BooleansArePyTorchsTwoSpellings) {
+  for (const char* value : {"true", "1", "false", "0", "TRUE", ""}) {
+    EXPECT_EQ(error_of(std::string("expandable_segments:") + value),
+              std::string("Expected a single True/False argument for expandable_segments, but got '") + value + "'");
+  }
+  EXPECT_TRUE(parse_alloc_conf("expandable_segments:True").expandable_segments);
+  EXPECT_FALSE(parse_alloc_conf("expandable_segments:False").expandable_segments);
 }
 
 TEST(AllocConf, AllOptionsTogether) {
@@ -56,7 +97,10 @@ TEST(AllocConf, RoundupListAssignsIntervals) {
 }
 
 TEST(AllocConf, UnknownKeyIsAValueError) {
-  EXPECT_THAT(error_of("max_split_size:100"), ::testing::StartsWith("Unrecognized key 'max_split_size' in PYTORCH_CUDA_ALLOC_CONF"));
+  EXPECT_EQ(error_of("max_split_size:100"),
+            "Unrecognized key 'max_split_size' in PYTORCH_CUDA_ALLOC_CONF (expected max_split_size_mb, "
+            "max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, expandable_segments, "
+            "release_lock_on_cudamalloc, backend, pinned_use_cuda_host_register or pinned_num_register_threads)");
   EXPECT_THAT(error_of("max_split_size_mb:100,foo:1"), ::testing::StartsWith("Unrecognized key 'foo'"));
 }
 

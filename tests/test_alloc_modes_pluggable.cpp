@@ -4,12 +4,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <future>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "ember/ember.h"
+#include "emulated_support.h"
 #include "memory/memory.h"
 #include "test_support.h"
 
@@ -34,6 +38,11 @@ struct Log {
   bool refuse = false;  // the next malloc returns nullptr
   bool throw_on_malloc = false;  // the next malloc throws
   bool throw_on_free = false;    // the next free throws (after freeing)
+  // While set: each free records whether its stream still had queued work, and the first
+  // such free fulfils `checked_free`.
+  bool check_stream_at_free = false;
+  std::vector<bool> stream_busy_at_free;
+  std::promise<void> checked_free;
 };
 Log& calls() {
   static Log instance;
@@ -53,6 +62,10 @@ ember::cuda::PluggableAllocator make_allocator() {
       [](void* ptr, size_t size, int device, ember::cuda::Stream stream) {
         std::lock_guard lock(calls().mutex);
         calls().frees.push_back({ptr, size, device, stream.id()});
+        if (calls().check_stream_at_free) {
+          calls().stream_busy_at_free.push_back(!stream.query());
+          if (calls().stream_busy_at_free.size() == 1) calls().checked_free.set_value();
+        }
         std::free(ptr);
         if (std::exchange(calls().throw_on_free, false)) throw std::runtime_error("user free failed");
       });
@@ -192,6 +205,53 @@ TEST(PluggableAllocator, AThrowingMallocPropagatesAndAThrowingFreeIsReported) {
   {
     Tensor a = ones({16}, TensorOptions().device(Device(kCUDA, 0)));  // still usable
     EXPECT_FLOAT_EQ(a.sum().item<float>(), 16.0f);
+  }
+}
+
+// Note [Pluggable frees wait for the device]: `x * 3 + 1` drops `x * 3` while `+ 1` is
+// queued behind a closed gate. The user's free must not run before that work has: it
+// records whether its stream was still busy. The gate opens once the free has run, or, when
+// the free waits for the device as it must, from a helper thread after a while (how long
+// does not change the outcome, only how long the test takes).
+TEST(PluggableAllocator, TheUsersFreeRunsOnlyOnceQueuedWorkNoLongerUsesTheMemory) {
+  const TensorOptions on0 = TensorOptions().device(Device(kCUDA, 0));
+  Tensor x = ones({1024}, on0);
+  cuda::synchronize();
+  std::promise<void> gate;
+  std::shared_future<void> opened = gate.get_future().share();
+  std::future<void> freed;
+  {
+    std::lock_guard lock(calls().mutex);
+    calls().checked_free = std::promise<void>();
+    freed = calls().checked_free.get_future();
+    calls().stream_busy_at_free.clear();
+    calls().check_stream_at_free = true;
+  }
+  std::thread opener([&] {
+    (void)freed.wait_for(std::chrono::milliseconds(300));
+    gate.set_value();
+  });
+  ember::testing::on_stream(cuda::current_stream(0), [opened] { opened.wait(); });
+  Tensor y = x * 3.0 + 1.0;
+  opener.join();
+  cuda::synchronize();
+  {
+    std::lock_guard lock(calls().mutex);
+    calls().check_stream_at_free = false;
+    ASSERT_EQ(calls().stream_busy_at_free.size(), 1u);  // the temporary's
+    EXPECT_FALSE(calls().stream_busy_at_free[0]);
+  }
+  EXPECT_FLOAT_EQ(y.sum().item<float>(), 4.0f * 1024);
+}
+
+// The loop: heap memory handed back while kernels still read it gave wrong sums
+// (or a crash in the stream's worker).
+TEST(PluggableAllocator, TemporariesFreedInALoopNeverCorruptResults) {
+  const TensorOptions on0 = TensorOptions().device(Device(kCUDA, 0));
+  Tensor x = ones({1 << 16}, on0);
+  for (int i = 0; i < 100; ++i) {
+    Tensor y = x * 3.0 + 1.0;
+    ASSERT_FLOAT_EQ(y.sum().item<float>(), 4.0f * (1 << 16)) << "iteration " << i;
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,7 @@ class FakeBackend final : public detail::Backend {
   void set_device(int) override {}
 
   void* raw_alloc(int device, size_t bytes) override {
+    if (on_raw_alloc) on_raw_alloc();  // outside the backend's mutex: it may call back in
     std::lock_guard lock(mutex_);
     if (bytes > capacity_ - used_[device]) return nullptr;
     uintptr_t address = next_address_[device];
@@ -155,6 +157,8 @@ class FakeBackend final : public detail::Backend {
   void check_error(int) override {}
   void reset(int device) override { synchronize_device(device); }
 
+  /// Called at the start of every raw_alloc, when set (tests of what may run meanwhile).
+  std::function<void()> on_raw_alloc;
   // Counters for tests (read after the threads that use the backend have joined).
   int64_t raw_allocs = 0;
   int64_t raw_frees = 0;

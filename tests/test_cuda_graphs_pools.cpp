@@ -208,4 +208,31 @@ TEST_F(GraphPools, ForkedStreamsAllocateFromTheCapturesPool) {
   EXPECT_EQ(on_fork.sum().item<float>(), 4.0f * 4096);
 }
 
+// Issue 34 item 1 in the native mode (test_cuda_graphs_expandable.cpp has it with
+// expandable segments): an output kept past its graph keeps the pool's segment through
+// empty_cache, and the pool goes with the output's block.
+TEST_F(GraphPools, AnOutputKeptPastItsGraphKeepsThePoolUntilItIsFreed) {
+  Tensor x = ember::ones({1 << 20}, on0());
+  Tensor keep;
+  cuda::MempoolId pool;
+  {
+    cuda::CUDAGraph g;
+    {
+      cuda::graph capture(g, {}, side_);
+      keep = x * 2.0;
+    }
+    pool = g.pool();
+    g.replay();
+  }
+  cuda::empty_cache();
+  EXPECT_EQ(segments_of(pool).size(), 1u);
+  EXPECT_EQ(keep.sum().item<float>(), 2.0f * (1 << 20));
+  keep = Tensor();
+  x = Tensor();
+  cuda::synchronize();
+  cuda::empty_cache();
+  EXPECT_TRUE(segments_of(pool).empty());
+  EXPECT_EQ(stat("reserved_bytes.all.current"), baseline_reserved_);
+}
+
 }  // namespace

@@ -18,9 +18,11 @@ namespace ember::cuda {
 /// A user's device memory functions, as PyTorch's CUDAPluggableAllocator: every device
 /// allocation calls `malloc_fn(size, device, stream)` with the current stream of the
 /// device, every free calls `free_fn(ptr, size, device, stream)` with the values of its
-/// allocation. free_fn runs in destructors: an exception it throws is printed to stderr as
-/// a warning and goes no further. Tensor::record_stream has
-/// no effect on this memory: the user's free decides when it may be reused. The stream
+/// allocation. Before calling free_fn, ember synchronizes the device, as cudaFree does:
+/// no work queued before the free (on any stream of the device) still uses the memory, so
+/// free_fn may hand it back at once, even heap memory of an emulated device. free_fn runs in
+/// destructors: an exception it throws is printed to stderr as a warning and goes no
+/// further. Tensor::record_stream has no effect on this memory. The stream
 /// sanitizer does not follow the user's reuse: memory handed to another stream without a
 /// synchronisation it sees may be reported as a race.
 class PluggableAllocator {

@@ -68,7 +68,7 @@ class CUDAGraph {
 };
 
 /// with torch.cuda.graph(g): synchronizes the device, empties the cache, makes `stream`
-/// (by default a side stream shared by all graph guards) current, and begins capturing
+/// (by default a side stream of the current device, one per device) current, and begins capturing
 /// into `g`; the end of the scope ends the capture and restores the current stream.
 /// Ending the capture may fail (work forked and never joined, an invalidated capture):
 /// the destructor then throws CudaError, unless the scope is already unwinding from an

@@ -104,11 +104,28 @@ void parse_roundup(std::string_view value, AllocatorConfig& config) {
   }
 }
 
+// PyTorch 2.x takes exactly these two spellings.
 bool parse_bool(std::string_view key, std::string_view value) {
-  if (value == "True" || value == "true" || value == "1") return true;
-  if (value == "False" || value == "false" || value == "0") return false;
+  if (value == "True") return true;
+  if (value == "False") return false;
   fail<ValueError>("Expected a single True/False argument for ", key, ", but got '", value, "'");
 }
+
+// max_split_size_mb and max_non_split_rounding_mb: MiB above the 20 MiB large segment.
+size_t parse_split_mib(std::string_view key, std::string_view value) {
+  size_t mib = parse_unsigned(key, value);
+  EMBER_CHECK(mib > kLargeBufferMiB, ValueError, "CachingAllocator option ", key, " too small, must be > ",
+              kLargeBufferMiB, ", but got ", mib);
+  // In bytes it must fit the int64 that memory_stats() reports it in.
+  EMBER_CHECK(mib <= static_cast<size_t>(std::numeric_limits<int64_t>::max()) / kMiB, ValueError, "Value '", value,
+              "' of ", key, " in PYTORCH_CUDA_ALLOC_CONF is out of range");
+  return mib * kMiB;
+}
+
+constexpr const char* kKnownKeys =
+    "max_split_size_mb, max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, "
+    "expandable_segments, release_lock_on_cudamalloc, backend, pinned_use_cuda_host_register or "
+    "pinned_num_register_threads";
 
 }  // namespace
 
@@ -122,21 +139,24 @@ size_t AllocatorConfig::divisions_for(size_t size) const noexcept {
 AllocatorConfig parse_alloc_conf(std::string_view conf) {
   AllocatorConfig config;
   if (trim(conf).empty()) return config;
-  for (std::string_view option : split_top_level(conf, ',')) {
-    if (option.empty()) continue;  // tolerate "a:1,," as PyTorch's tokenizer does
+  std::vector<std::string_view> options = split_top_level(conf, ',');
+  // PyTorch's tokenizer lets one comma end the value; any other empty option is a ','
+  // where a key should be.
+  if (options.size() > 1 && options.back().empty()) options.pop_back();
+  for (std::string_view option : options) {
+    EMBER_CHECK(!option.empty(), ValueError, "Unrecognized key ',' in PYTORCH_CUDA_ALLOC_CONF (an empty option in '",
+                conf, "'; expected ", kKnownKeys, ")");
     size_t colon = option.find(':');
     EMBER_CHECK(colon != std::string_view::npos, ValueError, "Expected 'key:value' in PYTORCH_CUDA_ALLOC_CONF, but got '",
                 option, "'");
     std::string_view key = trim(option.substr(0, colon));
     std::string_view value = trim(option.substr(colon + 1));
     if (key == "max_split_size_mb") {
-      size_t mib = parse_unsigned(key, value);
-      EMBER_CHECK(mib > kLargeBufferMiB, ValueError, "CachingAllocator option max_split_size_mb too small, must be > ",
-                  kLargeBufferMiB, ", but got ", mib);
-      // In bytes it must fit the int64 that memory_stats() reports it in.
-      EMBER_CHECK(mib <= static_cast<size_t>(std::numeric_limits<int64_t>::max()) / kMiB, ValueError, "Value '", value,
-                  "' of max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF is out of range");
-      config.max_split_size = mib * kMiB;
+      config.max_split_size = parse_split_mib(key, value);
+    } else if (key == "max_non_split_rounding_mb") {
+      config.max_non_split_rounding_size = parse_split_mib(key, value);
+    } else if (key == "release_lock_on_cudamalloc" || key == "release_lock_on_hipmalloc") {
+      config.release_lock_on_malloc = parse_bool(key, value);
     } else if (key == "roundup_power2_divisions") {
       parse_roundup(value, config);
     } else if (key == "garbage_collection_threshold") {
@@ -150,7 +170,7 @@ AllocatorConfig parse_alloc_conf(std::string_view conf) {
       EMBER_CHECK(value == "native" || value == "cudaMallocAsync", ValueError,
                   "Unknown allocator backend, options are native and cudaMallocAsync, but got '", value, "'");
       config.use_async_allocator = value == "cudaMallocAsync";
-    } else if (key == "pinned_use_cuda_host_register") {
+    } else if (key == "pinned_use_cuda_host_register" || key == "pinned_use_hip_host_register") {
       config.pinned_use_host_register = parse_bool(key, value);
     } else if (key == "pinned_num_register_threads") {
       size_t threads = parse_unsigned(key, value);
@@ -161,10 +181,7 @@ AllocatorConfig parse_alloc_conf(std::string_view conf) {
                   threads);
       config.pinned_num_register_threads = threads;
     } else {
-      fail<ValueError>("Unrecognized key '", key,
-                       "' in PYTORCH_CUDA_ALLOC_CONF (expected max_split_size_mb, roundup_power2_divisions, "
-                       "garbage_collection_threshold, expandable_segments, backend, pinned_use_cuda_host_register "
-                       "or pinned_num_register_threads)");
+      fail<ValueError>("Unrecognized key '", key, "' in PYTORCH_CUDA_ALLOC_CONF (expected ", kKnownKeys, ")");
     }
   }
   return config;

@@ -124,7 +124,7 @@ size_t CachingAllocator::allocation_size(size_t size) noexcept {
 
 void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;  // as PyTorch: no block for an empty tensor
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_);
   if (captures_underway_.empty()) [[likely]] {
     if (!deferred_event_blocks_.empty()) [[unlikely]] insert_deferred_events();
     if (!pending_events_.empty()) process_events();
@@ -144,9 +144,9 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   bool found = config_.caching_enabled && get_free_block(request);
   if (!found) {
     if (limit_set_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
-    found = alloc_block(request, false) ||
-            (release_available_cached_blocks(request) && alloc_block(request, false)) ||
-            (release_cached_blocks(), alloc_block(request, true));
+    found = alloc_block(request, false, lock) ||
+            (release_available_cached_blocks(request) && alloc_block(request, false, lock)) ||
+            (release_cached_blocks(), alloc_block(request, true, lock));
   }
   if (!found) throw_out_of_memory(request);
 
@@ -170,18 +170,35 @@ bool CachingAllocator::get_free_block(AllocRequest& request) {
   const size_t max_split = config_.max_split_size;
   // Oversize blocks are kept whole: not for small requests, nor for much smaller ones.
   if (request.size < max_split && it->size >= max_split) return false;
-  if (request.size >= max_split && it->size >= request.size + kLargeBuffer) return false;
+  if (request.size >= max_split && it->size >= request.size + config_.max_non_split_rounding_size) return false;
   request.block = it->block;
   pool.blocks.erase(it);
   return true;
 }
 
-bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
+bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry, std::unique_lock<std::mutex>& lock) {
   if (is_retry) ++stats_.num_alloc_retries;
-  if (use_expandable_) return alloc_expandable_block(request);
+  // A graph's private pool keeps fixed segments, as PyTorch's does: its lifetime is
+  // counted in segments (Note [Graph private pools]).
+  if (use_expandable_ && request.pool->owner == nullptr) return alloc_expandable_block(request);
   const size_t size = request.alloc_size;
   if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
-  void* ptr = backend_.raw_alloc(device_, size);
+  void* ptr = nullptr;
+  if (config_.release_lock_on_malloc) {
+    // release_lock_on_cudamalloc, as PyTorch: other threads' cached allocations and frees
+    // need not wait for a slow device allocation. Nothing of this request is in the
+    // allocator's state yet, so there is nothing for them to see half-made.
+    lock.unlock();
+    try {
+      ptr = backend_.raw_alloc(device_, size);
+    } catch (...) {
+      lock.lock();
+      throw;
+    }
+    lock.lock();
+  } else {
+    ptr = backend_.raw_alloc(device_, size);
+  }
   if (ptr == nullptr) return false;
   reserved_total_ += size;
   Block* block = new_block();
@@ -206,7 +223,9 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
 bool CachingAllocator::release_available_cached_blocks(const AllocRequest& request) {
   // Only with max_split_size: oversize blocks never split, so free enough of them.
   // Expandable segments give back pages instead (release_cached_blocks).
-  if (config_.max_split_size == std::numeric_limits<size_t>::max() || use_expandable_) return false;
+  if (config_.max_split_size == std::numeric_limits<size_t>::max() ||
+      (use_expandable_ && request.pool->owner == nullptr))
+    return false;
   BlockPool& pool = *request.pool;
   const auto stream = reinterpret_cast<uintptr_t>(request.stream.native);
   const size_t wanted = std::max(request.size, config_.max_split_size);

@@ -16,12 +16,16 @@
 //   records an event on each of those streams; the block returns to the cache only
 //   when the events have completed. Events are polled at the next malloc, never waited
 //   for on the hot path; only empty_cache and the out-of-memory path synchronize.
+// - A request of max_split_size or more takes a cached oversize block only when the block
+//   exceeds it by less than max_non_split_rounding_mb (20 MiB by default).
 // - When raw_alloc fails, cached blocks are released and the allocation retried once
 //   (num_alloc_retries); then OutOfMemoryError, after which the allocator is intact.
 // - With expandable_segments, the pools grow per stream by mapping pages into a reserved
 //   range instead of allocating segments (Note [Expandable segments] in
 //   memory/expandable_segment.h); empty_cache unmaps the free pages.
-// One mutex guards all state of one device; devices never contend with each other.
+// One mutex guards all state of one device; devices never contend with each other. With
+// release_lock_on_cudamalloc it is let go during a raw allocation (nothing of the request
+// is in the state yet).
 #pragma once
 
 #include <cstddef>
@@ -182,7 +186,8 @@ class CachingAllocator {
   size_t round_size(size_t bytes) const noexcept;
   static size_t allocation_size(size_t size) noexcept;
   bool get_free_block(AllocRequest& request);
-  bool alloc_block(AllocRequest& request, bool is_retry);
+  /// With release_lock_on_cudamalloc, lets go of `lock` (on mutex_) during raw_alloc.
+  bool alloc_block(AllocRequest& request, bool is_retry, std::unique_lock<std::mutex>& lock);
   bool release_available_cached_blocks(const AllocRequest& request);
   void release_cached_blocks();
   void release_whole_segments(BlockPool& pool);

@@ -11,7 +11,10 @@
 // captures that share the pool. Pools are keyed by MempoolId and counted: each capture
 // into a pool adds a use (begin_allocate_to_pool), each graph reset drops one
 // (release_pool). At none, empty_cache returns the pool's free segments, and the pool
-// disappears with its last segment. While any capture is underway the allocator neither
+// disappears with its last segment: a block still in use (a graph's output kept after
+// the graph) keeps its segment, so the pool lives until its last block is freed. That
+// count needs fixed segments, so a private pool never grows expandable ones, even with
+// expandable_segments:True (as PyTorch's private pools). While any capture is underway the allocator neither
 // queries events (a capture may refuse it) nor frees segments: blocks freed with streams
 // recorded on them wait in deferred_event_blocks_ until the captures are over.
 #include <algorithm>

@@ -2,6 +2,15 @@
 // memory/device_allocator.h), as PyTorch's CUDAPluggableAllocator: each allocation calls
 // the user's malloc with the device's current stream and remembers size, device and
 // stream for the free; the memory API's statistics and snapshots raise PyTorch's errors.
+//
+// Note [Pluggable frees wait for the device]
+// The caching allocator never hands memory back while queued work may still use it; a
+// user's free would, if called as soon as the host drops a tensor: `y = x * 3 + 1` drops
+// `x * 3` while `+ 1` is still queued. cudaFree waits for the device, so PyTorch's users'
+// frees (cudaFree, mostly) are safe there; a free of heap memory on an emulated device, or
+// one that caches, is not. So ember gives every user's free cudaFree's guarantee itself: it
+// synchronizes the device first. A device that failed (a sticky error) is drained all the
+// same before the error is raised, so the free still runs, after a warning.
 #include <cstdio>
 #include <exception>
 #include <mutex>
@@ -13,6 +22,7 @@
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "memory/device_allocator.h"
+#include "runtime/backend.h"
 
 namespace ember::detail {
 namespace {
@@ -46,13 +56,19 @@ class PluggableDeviceAllocator final : public DeviceMemoryAllocator {
     Allocation allocation = std::move(it->second);
     allocations_.erase(it);
     lock.unlock();
+    // Note [Pluggable frees wait for the device]
+    try {
+      undecorated_backend().synchronize_device(device_);
+    } catch (const std::exception& e) {
+      report_failed_free(allocation.size, "synchronize before the free", e.what());
+    }
     // A free runs in destructors; a user's exception is reported, not let out.
     try {
       functions_.free_fn(ptr, allocation.size, device_, std::move(allocation.stream));
     } catch (const std::exception& e) {
-      report_failed_free(allocation.size, e.what());
+      report_failed_free(allocation.size, "free", e.what());
     } catch (...) {
-      report_failed_free(allocation.size, "an exception that is not a std::exception");
+      report_failed_free(allocation.size, "free", "an exception that is not a std::exception");
     }
   }
 
@@ -71,9 +87,9 @@ class PluggableDeviceAllocator final : public DeviceMemoryAllocator {
   nlohmann::json trace_json() const override { unsupported("snapshot"); }
 
  private:
-  void report_failed_free(size_t size, const char* what) const noexcept {
-    std::fprintf(stderr, "ember: warning: the pluggable allocator's free of %zu bytes on device %d threw: %s\n", size,
-                 device_, what);
+  void report_failed_free(size_t size, const char* step, const char* what) const noexcept {
+    std::fprintf(stderr, "ember: warning: the pluggable allocator's %s of %zu bytes on device %d threw: %s\n", step,
+                 size, device_, what);
   }
   struct Allocation {
     size_t size;

@@ -9,6 +9,7 @@
 #include "ember/cuda_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <mutex>
 
@@ -20,6 +21,9 @@
 #include "ops/graph_rng.h"
 #include "runtime/backend.h"
 #include "runtime/context.h"
+#include "runtime/env.h"
+#include "runtime/registry.h"
+#include "runtime/stream_state.h"
 
 namespace ember::cuda {
 namespace {
@@ -82,6 +86,7 @@ void finish_capture(CUDAGraph::Impl& g) {
     auto [status, id] = backend.capture_status(native);
     if (status != detail::CaptureStatus::None && id == g.capture_id) throw;  // still open
     g.capturing = false;
+    detail::open_capture_counter(g.device).fetch_sub(1, std::memory_order_acq_rel);
     (void)detail::rng_capture_epilogue(g.capture_id);
     detail::end_allocate_to_pool(g.device, g.pool);
     detail::release_pool(g.device, g.pool);
@@ -89,6 +94,7 @@ void finish_capture(CUDAGraph::Impl& g) {
     throw;
   }
   g.capturing = false;
+  detail::open_capture_counter(g.device).fetch_sub(1, std::memory_order_acq_rel);
   g.wholegraph_increment = detail::rng_capture_epilogue(g.capture_id);
   detail::end_allocate_to_pool(g.device, g.pool);
   g.exec = exec;
@@ -135,15 +141,29 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
   backend.begin_capture(native, mode);
+  detail::open_capture_counter(device).fetch_add(1, std::memory_order_acq_rel);
   const uint64_t capture_id = backend.capture_status(native).second;
+  bool routed = false;
   try {
     detail::begin_allocate_to_pool(device, pool_id, capture_id);
+    routed = true;
+    detail::rng_capture_prologue(device, capture_id, g.seed_extragraph.data_ptr<int64_t>(),
+                                 g.offset_extragraph.data_ptr<int64_t>());
   } catch (...) {
-    backend.destroy_graph(backend.end_capture(native));
+    // Nothing of the capture may outlive the failure: a backend left capturing refuses
+    // every later synchronization of the process.
+    if (routed) {
+      detail::end_allocate_to_pool(device, pool_id);
+      detail::release_pool(device, pool_id);
+    }
+    try {
+      backend.destroy_graph(backend.end_capture(native));
+    } catch (...) {
+      // Ended all the same (the failure was the capture's, not the end's).
+    }
+    detail::open_capture_counter(device).fetch_sub(1, std::memory_order_acq_rel);
     throw;
   }
-  detail::rng_capture_prologue(device, capture_id, g.seed_extragraph.data_ptr<int64_t>(),
-                               g.offset_extragraph.data_ptr<int64_t>());
   g.capturing = true;
   g.device = device;
   g.capture_stream = stream;
@@ -153,9 +173,19 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
 
 void CUDAGraph::capture_end() {
   Impl& g = *impl_;
-  EMBER_CHECK(g.capturing && detail::current_device_index() == g.device &&
-                  current_stream(g.device) == *g.capture_stream,
-              CudaError, "Capture must end on the same stream it began on.");
+  EMBER_CHECK(g.capturing, CudaError, "Capture must end on the same stream it began on.");
+  if (detail::current_device_index() != g.device || current_stream(g.device) != *g.capture_stream) {
+    // Ended and discarded all the same: a capture left open (a Global one refuses every
+    // synchronization of the process) would outlive the error that reports it.
+    try {
+      finish_capture(g);
+    } catch (...) {
+      // Still open only if this thread may not end it (finish_capture's contract).
+    }
+    reset();
+    detail::fail<CudaError>("Capture must end on the same stream it began on. (The capture was ended and its "
+                            "graph discarded.)");
+  }
   finish_capture(g);
 }
 
@@ -205,10 +235,17 @@ MempoolId CUDAGraph::pool() const {
 
 namespace {
 
-// torch.cuda.graph's default_capture_stream: one side stream, made on first use.
-Stream default_capture_stream() {
-  static const Stream stream;  // NOLINT: made once, like the class attribute it mirrors
-  return stream;
+// torch.cuda.graph's default_capture_stream, but one per device: PyTorch's one stream for
+// all devices made a guard under another device capture nothing (its stream made the first
+// device current, so that device's work ran eagerly; pytorch#87894). Made on first use on
+// each device, and made again after a reset of the device has invalidated it.
+Stream default_capture_stream(int device) {
+  static std::mutex mutex;
+  static std::array<std::optional<Stream>, detail::kMaxDevices> streams;  // NOLINT: as the class attribute
+  std::lock_guard lock(mutex);
+  std::optional<Stream>& stream = streams[static_cast<size_t>(device)];
+  if (!stream || stream->state()->generation() != detail::device_generation(device)) stream.emplace(device);
+  return *stream;
 }
 
 }  // namespace
@@ -216,7 +253,7 @@ Stream default_capture_stream() {
 graph::graph(CUDAGraph& cuda_graph, MempoolId pool, std::optional<Stream> stream,
              const std::string& capture_error_mode)
     : graph_(cuda_graph), uncaught_(std::uncaught_exceptions()), previous_device_(current_device()) {
-  Stream capture_stream = stream ? *stream : default_capture_stream();
+  Stream capture_stream = stream ? *stream : default_capture_stream(current_device());
   synchronize();
   empty_cache();
   previous_stream_ = current_stream(capture_stream.device_index());

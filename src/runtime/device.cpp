@@ -78,6 +78,10 @@ bool can_device_access_peer(int device, int peer_device) {
 
 void reset_device(int device) {
   int index = detail::resolve_index(device);
+  // The open capture's streams would become invalid under it, so nothing could end it.
+  EMBER_CHECK(detail::open_capture_counter(index).load(std::memory_order_acquire) == 0, CudaError,
+              "CUDA error: operation not permitted when stream is capturing (reset_device of cuda:", index,
+              " while a graph capture is open on it: end the capture first)");
   detail::backend().reset(index);  // drains and clears the sticky error
   // The cache goes back to the device before the streams and events it still holds
   // (for deferred frees) become invalid.

@@ -146,6 +146,12 @@ std::atomic<uint64_t>& generation_counter(int device) {
   return g_generations[device];
 }
 
+std::atomic<int>& open_capture_counter(int device) {
+  static std::atomic<int> open_captures[kMaxDevices];
+  EMBER_ASSERT(device >= 0 && device < kMaxDevices);
+  return open_captures[device];
+}
+
 uint64_t device_generation(int device) { return generation_counter(device).load(std::memory_order_acquire); }
 
 }  // namespace ember::detail

@@ -49,4 +49,9 @@ ContextLossHook context_loss_hook() noexcept;
 /// Bumped by reset_device(); streams and events remember the value they were made under.
 std::atomic<uint64_t>& generation_counter(int device);
 
+/// Graph captures open on `device`, kept by CUDAGraph from the backend's begin_capture to
+/// the end of that capture: reset_device() refuses while any is open (a reset under an open
+/// capture left the backend capturing for good, refusing every later synchronization).
+std::atomic<int>& open_capture_counter(int device);
+
 }  // namespace ember::detail
