@@ -178,6 +178,11 @@ bool CachingAllocator::get_free_block(AllocRequest& request) {
 
 bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry) {
   if (is_retry) ++stats_.num_alloc_retries;
+  // A capture's first allocations reach cudaMalloc (or cuMemCreate + cuMemMap), which a
+  // Global-mode thread may not call while capturing: safe here, since nothing waits on the
+  // capture, so the thread turns Relaxed around it, as PyTorch's allocator does
+  // (Note [Capture modes] in backends/emulated/emulated_capture.h).
+  CaptureModeGuard relaxed(backend_, CaptureMode::Relaxed);
   if (use_expandable_) return alloc_expandable_block(request);
   const size_t size = request.alloc_size;
   if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
