@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 #include <vector>
 
 #include "ember/cuda.h"
@@ -43,6 +44,18 @@ TEST(DriverSmoke, AllocateFreeAndEmptyTheCache) {
   EXPECT_EQ(cuda::memory_allocated(0), before);
   cuda::empty_cache();
   cuda::synchronize();
+}
+
+TEST(DriverSmoke, AllocationFromAFreshThread) {
+  SKIP_WITHOUT_DRIVER();
+  // A thread with no context bound yet: the virtual-memory calls of expandable segments
+  // (cuMemAddressReserve, cuMemMap) need the primary context bound first (finding 3).
+  float total = 0;
+  std::thread([&] {
+    Tensor y = ones({16 << 20}, cuda0());  // 64 MiB: a new segment in every allocator mode
+    total = y.sum().item<float>();
+  }).join();
+  EXPECT_EQ(total, float(16 << 20));
 }
 
 TEST(DriverSmoke, MatmulThroughTemporaries) {
