@@ -8,6 +8,7 @@
 #include "data/worker_error.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "runtime/backend.h"
 
 namespace ember::data::detail {
 namespace {
@@ -18,6 +19,9 @@ void pin_loop(BatchChannel& channel, int device) {
   std::exception_ptr setup_error;
   try {
     cuda::set_device(device);
+    // Pinning allocates host memory and queries events beside the user's graph captures:
+    // Relaxed, so that it never invalidates one (PyTorch's pin thread does the same).
+    ember::detail::backend().exchange_capture_mode(ember::detail::CaptureMode::Relaxed);
   } catch (...) {
     setup_error = std::current_exception();
   }

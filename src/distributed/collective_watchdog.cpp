@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ember/errors.h"
+#include "runtime/backend.h"
 
 namespace ember::detail::distributed {
 
@@ -41,6 +42,10 @@ std::string CollectiveWatchdog::failure() const {
 std::exception_ptr CollectiveWatchdog::error_locked() const { return std::make_exception_ptr(DistributedError(failure_)); }
 
 void CollectiveWatchdog::run() {
+  // The watchdog queries the collectives' events while a user may be capturing a graph on
+  // another thread: in the default Global mode a query would invalidate that capture, so
+  // this thread is Relaxed (as PyTorch's NCCL watchdog).
+  if (Backend* backend = backend_or_null()) backend->exchange_capture_mode(CaptureMode::Relaxed);
   // Polls as PyTorch's watchdog does (every 100 ms), more often for short timeouts.
   auto poll = std::clamp<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds(1),
                                                     std::chrono::milliseconds(100));

@@ -68,6 +68,9 @@ class BackendPlanFactory final : public PlanFactory {
  public:
   explicit BackendPlanFactory(Backend& backend) : backend_(backend) {}
   std::shared_ptr<const Plan> create(const PlanKey& key, int device) override {
+    // cuFFT allocates while planning, which a Global-mode thread may not do during a
+    // capture: the first transform of a shape inside a capture makes its plan Relaxed.
+    CaptureModeGuard relaxed(backend_, CaptureMode::Relaxed);
     std::shared_ptr<const Plan> plan = backend_.create_fft_plan(key, device);
     EMBER_CHECK(plan != nullptr, DeviceError, "fft: the ", backend_.name(),
                 " cuda backend does not support FFT (it makes no FFT plans)");

@@ -11,6 +11,16 @@
 // ordered after the allocation stream and the recorded streams, not after others.
 // Statistics are the pool's: reserved and used (allocated = active) bytes, current and
 // peak; every other counter stays zero. Snapshots and history raise PyTorch's errors.
+//
+// Note [Async allocator during capture]
+// As PyTorch's CUDAMallocAsyncAllocator, graph capture needs no private pool: an
+// allocation on a capturing stream is cudaMallocAsync captured as an allocation node,
+// whose memory the graph owns at a fixed address (the driver instantiates graphs with
+// cudaGraphInstantiateFlagAutoFreeOnLaunch, so a replay may run while the last one's
+// outputs are still held), and its free, inside the capture or after it, is an ordinary
+// cudaFreeAsync. Memory allocated outside any capture cannot be freed by a graph, so its
+// frees while a capture is open on the device wait until the last capture ends.
+// Pool ids are accepted and ignored (every capture shares the device's graph memory).
 #include <limits>
 #include <mutex>
 #include <unordered_map>
@@ -63,7 +73,8 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
                              format_size(limit_));
     }
     used_ += nbytes;
-    allocations_.insert_or_assign(ptr, Allocation{nbytes, stream->native(), stream->generation(), {}});
+    const bool captured = captures_ > 0 && backend_.capture_status(stream->native()).first != CaptureStatus::None;
+    allocations_.insert_or_assign(ptr, Allocation{nbytes, stream->native(), stream->generation(), {}, captured});
     return ptr;
   }
 
@@ -72,35 +83,23 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     std::lock_guard lock(mutex_);
     auto it = allocations_.find(ptr);
     EMBER_ASSERT(it != allocations_.end());  // "ptr not found in ptr_info"
-    const Allocation& allocation = it->second;
-    if (sanitizer::enabled()) [[unlikely]] {
-      // The pool reuses the block only after the free, which is ordered after the
-      // allocation stream and the recorded streams (Note [Freed blocks]).
-      std::vector<const void*> waited;
-      for (const Recorded& use : allocation.recorded) waited.push_back(use.stream);
-      sanitizer::on_deallocation(ptr, allocation.size, allocation.stream, waited);
+    if (captures_ > 0 && !it->second.captured) {  // Note [Async allocator during capture]
+      deferred_.push_back(ptr);
+      return;
     }
-    try {
-      // A reset since the allocation drained the device and invalidated its streams
-      // (Note [Stream pool]): the free then follows nothing and goes on the default stream.
-      BackendStream* stream =
-          allocation.generation == device_generation(device_) ? allocation.stream : backend_.default_stream(device_);
-      std::vector<std::pair<BackendStream*, int>> waits;
-      for (const Recorded& use : allocation.recorded)
-        if (use.generation == device_generation(use.device)) waits.emplace_back(use.stream, use.device);
-      if (waits.empty()) {
-        backend_.stream_free(device_, ptr, stream);
-      } else {
-        BackendStream* unifier = unifying_stream();
-        order_after(stream, device_, unifier);
-        for (const auto& [waited, device] : waits) order_after(waited, device, unifier);
-        backend_.stream_free(device_, ptr, unifier);
-      }
-    } catch (...) {
-      // A device with a sticky error: the memory goes back with the device's reset.
-    }
-    used_ -= it->second.size;
-    allocations_.erase(it);
+    free_locked(it);
+  }
+
+  void begin_allocate_to_pool(cuda::MempoolId /*pool*/, uint64_t /*capture_id*/) override {
+    std::lock_guard lock(mutex_);
+    ++captures_;
+  }
+
+  void end_allocate_to_pool(cuda::MempoolId /*pool*/) noexcept override {
+    std::lock_guard lock(mutex_);
+    if (--captures_ > 0) return;
+    for (void* ptr : deferred_) free_locked(allocations_.find(ptr));
+    deferred_.clear();
   }
 
   void record_stream(void* ptr, StreamState* stream) override {
@@ -157,6 +156,7 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     BackendStream* stream;  // the allocation stream
     uint64_t generation;    // the device's reset generation when that stream was made
     std::vector<Recorded> recorded;
+    bool captured = false;  // made on a capturing stream: graph memory
   };
 
   // mutex_ held. A pooled stream of the device, kept for every multi-stream free.
@@ -177,12 +177,48 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     backend_.destroy_event(event);
   }
 
+  // mutex_ held: frees an allocation on its stream (Note [Stream-ordered frees]).
+  void free_locked(std::unordered_map<void*, Allocation>::iterator it) noexcept {
+    void* ptr = it->first;
+    const Allocation& allocation = it->second;
+    if (sanitizer::enabled()) [[unlikely]] {
+      // The pool reuses the block only after the free, which is ordered after the
+      // allocation stream and the recorded streams (Note [Freed blocks]).
+      std::vector<const void*> waited;
+      for (const Recorded& use : allocation.recorded) waited.push_back(use.stream);
+      sanitizer::on_deallocation(ptr, allocation.size, allocation.stream, waited);
+    }
+    try {
+      // A reset since the allocation drained the device and invalidated its streams
+      // (Note [Stream pool]): the free then follows nothing and goes on the default stream.
+      BackendStream* stream =
+          allocation.generation == device_generation(device_) ? allocation.stream : backend_.default_stream(device_);
+      std::vector<std::pair<BackendStream*, int>> waits;
+      for (const Recorded& use : allocation.recorded)
+        if (use.generation == device_generation(use.device)) waits.emplace_back(use.stream, use.device);
+      if (waits.empty()) {
+        backend_.stream_free(device_, ptr, stream);
+      } else {
+        BackendStream* unifier = unifying_stream();
+        order_after(stream, device_, unifier);
+        for (const auto& [waited, device] : waits) order_after(waited, device, unifier);
+        backend_.stream_free(device_, ptr, unifier);
+      }
+    } catch (...) {
+      // A device with a sticky error: the memory goes back with the device's reset.
+    }
+    used_ -= it->second.size;
+    allocations_.erase(it);
+  }
+
   Backend& backend_;
   const int device_;
   std::mutex mutex_;
   std::unordered_map<void*, Allocation> allocations_;
   size_t used_ = 0;  // bytes handed out, for the memory fraction
   size_t limit_ = std::numeric_limits<size_t>::max();
+  int captures_ = 0;             // open captures of this device (begin/end_allocate_to_pool)
+  std::vector<void*> deferred_;  // frees waiting for the last capture to end
   std::shared_ptr<StreamState> unifier_;
 };
 

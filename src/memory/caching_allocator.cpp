@@ -178,6 +178,11 @@ bool CachingAllocator::get_free_block(AllocRequest& request) {
 
 bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry, std::unique_lock<std::mutex>& lock) {
   if (is_retry) ++stats_.num_alloc_retries;
+  // A capture's first allocations reach cudaMalloc (or cuMemCreate + cuMemMap), which a
+  // Global-mode thread may not call while capturing: safe here, since nothing waits on the
+  // capture, so the thread turns Relaxed around it, as PyTorch's allocator does
+  // (Note [Capture modes] in backends/emulated/emulated_capture.h).
+  CaptureModeGuard relaxed(backend_, CaptureMode::Relaxed);
   // A graph's private pool keeps fixed segments, as PyTorch's does: its lifetime is
   // counted in segments (Note [Graph private pools]).
   if (use_expandable_ && request.pool->owner == nullptr) return alloc_expandable_block(request);

@@ -37,7 +37,7 @@ void* CachingHostAllocator::malloc(size_t bytes) {
   const size_t size = std::bit_ceil(bytes);
   const size_t size_class = std::bit_width(size) - 1;
   std::lock_guard lock(mutex_);
-  if (!pending_.empty()) process_events();
+  if (!pending_.empty() && !backend_.any_capture_open()) process_events();  // Note [Pinned reuse during capture]
   Block* block = nullptr;
   if (auto& cached = free_blocks_[size_class]; !cached.empty()) {
     block = cached.back();
@@ -124,7 +124,7 @@ void CachingHostAllocator::record_stream(void* ptr, StreamRef stream) {
 
 void CachingHostAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
-  if (!pending_.empty()) process_events();
+  if (!pending_.empty() && !backend_.any_capture_open()) process_events();
   release_free_blocks();
 }
 
@@ -144,6 +144,12 @@ std::map<std::string, int64_t> CachingHostAllocator::stats() const {
   return out;
 }
 
+// Note [Pinned reuse during capture]
+// Querying an event while a graph is being captured can invalidate the capture: always
+// when the event was recorded in it, and, from a thread in Global mode, whenever any
+// Global capture is open. So while any capture is open the pending events are left
+// alone and their blocks wait; a malloc meanwhile takes a cached block or new memory
+// (PyTorch's fix, pytorch#146924).
 void CachingHostAllocator::process_events() {
   // Events complete roughly in record order; a later one may be done before an
   // earlier one on another stream, so scan all rather than stop at the first.

@@ -197,6 +197,30 @@ class Backend {
   virtual std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept {
     return {CaptureStatus::None, 0};
   }
+  /// Sets the calling thread's capture mode and returns its previous one
+  /// (cudaThreadExchangeStreamCaptureMode; Note [Capture modes] in
+  /// backends/emulated/emulated_capture.h). A thread starts in Global. The default, for
+  /// backends without capture, stores nothing and returns Global. Never throws.
+  virtual CaptureMode exchange_capture_mode(CaptureMode mode) noexcept { return CaptureMode::Global; }
+  /// True while some capture is open on any device of this process (ended captures,
+  /// failed ends included, no longer count). Default: false. Never throws.
+  virtual bool any_capture_open() const noexcept { return false; }
+};
+
+/// Switches the calling thread to `mode` for the scope (PyTorch's CUDAStreamCaptureModeGuard):
+/// Relaxed around calls CUDA refuses during a capture but that are safe where they are made
+/// (the allocator's cudaMalloc, library handle and plan creation).
+class CaptureModeGuard {
+ public:
+  CaptureModeGuard(Backend& backend, CaptureMode mode)
+      : backend_(backend), previous_(backend.exchange_capture_mode(mode)) {}
+  ~CaptureModeGuard() { backend_.exchange_capture_mode(previous_); }
+  CaptureModeGuard(const CaptureModeGuard&) = delete;
+  CaptureModeGuard& operator=(const CaptureModeGuard&) = delete;
+
+ private:
+  Backend& backend_;
+  CaptureMode previous_;
 };
 
 /// The cuda backend, selected at first use (emulated if asked for, else driver if a GPU

@@ -105,6 +105,10 @@ class SanitizingBackend final : public Backend {
   std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override {
     return upstream_.capture_status(stream);
   }
+  CaptureMode exchange_capture_mode(CaptureMode mode) noexcept override {
+    return upstream_.exchange_capture_mode(mode);
+  }
+  bool any_capture_open() const noexcept override { return upstream_.any_capture_open(); }
 
  private:
   /// Checks the accesses (throwing or warning on a race), then records them.

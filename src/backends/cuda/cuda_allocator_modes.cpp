@@ -87,9 +87,16 @@ void DriverBackend::trim_pool(int device) {
 }
 
 // cudaHostRegister for pinned_use_cuda_host_register: the memory can be used by any device.
+// Failing for lack of resources (or support) is "cannot": false, and the pinned allocator
+// falls back to pinned_alloc, as the hook's contract says; a range registered twice is a
+// caller's bug and throws, as on the emulated devices.
 bool DriverBackend::host_register(void* ptr, size_t bytes) {
-  check_cuda(cudaHostRegister(ptr, bytes, cudaHostRegisterDefault));
-  return true;
+  DeviceScope scope(device_with_context());  // as pinned_alloc
+  cudaError_t err = cudaHostRegister(ptr, bytes, cudaHostRegisterDefault);
+  if (err == cudaSuccess) return true;
+  if (err == cudaErrorHostMemoryAlreadyRegistered || is_kernel_error(err)) throw_cuda_error(err);
+  (void)cudaGetLastError();
+  return false;
 }
 
 void DriverBackend::host_unregister(void* ptr) {

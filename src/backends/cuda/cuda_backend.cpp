@@ -129,7 +129,20 @@ std::pair<size_t, size_t> DriverBackend::mem_get_info(int device) {
   return {free, total};
 }
 
+int DriverBackend::device_with_context() const noexcept {
+  // Pinned memory works with every device (unified addressing): allocate it under a device
+  // whose context exists, never creating one on GPU 0 for a thread that did not use it
+  // (PyTorch's getDeviceIndexWithPrimaryContext, pytorch#21081).
+  int current = 0;
+  if (cudaGetDevice(&current) != cudaSuccess) (void)cudaGetLastError();
+  if (primary_context_active(current)) return current;
+  for (int d = 0; d < device_count_; ++d)
+    if (primary_context_active(d)) return d;
+  return current;
+}
+
 void* DriverBackend::pinned_alloc(size_t bytes) {
+  DeviceScope scope(device_with_context());
   void* ptr = nullptr;
   cudaError_t err = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
   if (err == cudaErrorMemoryAllocation) {
@@ -168,14 +181,20 @@ void DriverBackend::enable_peer_access(int device, int peer) {
     int can = 0;
     check_cuda(cudaDeviceCanAccessPeer(&can, from, to));
     if (can == 0) continue;  // the copy still works, staged through the host
-    DeviceScope scope(from);
-    cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
-    if (err == cudaErrorPeerAccessAlreadyEnabled) {
-      (void)cudaGetLastError();
-    } else {
-      check_cuda(err);
+    {
+      DeviceScope scope(from);
+      cudaError_t err = cudaDeviceEnablePeerAccess(to, 0);
+      if (err == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();
+      } else {
+        check_cuda(err);
+      }
     }
+    // Expandable segments of `to`, mapped with cuMemMap, need a grant of their own.
+    grant_mapped_ranges(to, from);
+    peer_access_.insert({from, to});
   }
+  // Pairs that cannot reach each other directly are marked too: their copies go through the host.
   peer_enabled_.insert({device, peer});
   peer_enabled_.insert({peer, device});
 }
@@ -242,7 +261,18 @@ void DriverBackend::reset(int device) {
   ++generations_[device];
   live_allocations_[device].clear();
   pools_configured_.erase(device);  // the reset default pool has the driver's attributes again
+  // The reset took the device's cuMemMap'ed memory with it: the expandable segments'
+  // later unmaps of those ranges have nothing left to do (and must not throw).
+  for (auto it = mapped_handles_.begin(); it != mapped_handles_.end();) {
+    if (it->second.device != device) {
+      ++it;
+      continue;
+    }
+    stale_ranges_.insert(it->first);
+    it = mapped_handles_.erase(it);
+  }
   std::erase_if(peer_enabled_, [&](const auto& pair) { return pair.first == device || pair.second == device; });
+  std::erase_if(peer_access_, [&](const auto& pair) { return pair.first == device || pair.second == device; });
   bump_blas_generation(device);
 }
 

@@ -17,6 +17,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <set>
 #include <unordered_map>
@@ -107,21 +108,37 @@ class DriverBackend final : public Backend {
   void launch_graph(BackendGraph* graph, BackendStream* stream) override;
   void destroy_graph(BackendGraph* graph) noexcept override;
   std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override;
+  CaptureMode exchange_capture_mode(CaptureMode mode) noexcept override;
+  bool any_capture_open() const noexcept override { return open_captures_.load(std::memory_order_acquire) > 0; }
 
  private:
   uint64_t generation(int device) const;
-  /// Enables peer access both ways between two devices, once.
+  /// Enables peer access both ways between two devices, once, with the grants of
+  /// grant_mapped_ranges.
   void enable_peer_access(int device, int peer);
+  /// Grants `peer` access to every mapped range of `owner` (cuMemSetAccess); mutex_ held.
+  void grant_mapped_ranges(int owner, int peer);
+  /// The calling thread's device if its primary context exists, else one whose does (else
+  /// the current one): where pinned memory is allocated and registered.
+  int device_with_context() const noexcept;
   /// The device owning a device pointer (UVA); -1 for host memory.
   static int pointer_device(const void* ptr);
 
   int device_count_;
+  std::atomic<int> open_captures_{0};  // begun and not yet ended, by any thread
   std::vector<DriverStream> default_streams_;
   mutable std::mutex mutex_;  // guards the members below
   std::vector<uint64_t> generations_;
   std::vector<std::unordered_set<void*>> live_allocations_;  // per device, for reset
-  std::set<std::pair<int, int>> peer_enabled_;
-  std::unordered_map<void*, unsigned long long> mapped_handles_;  // map_memory range -> cuMemCreate handle
+  std::set<std::pair<int, int>> peer_enabled_;  // pairs set up by enable_peer_access (both ways)
+  std::set<std::pair<int, int>> peer_access_;   // of them, {from, to} where `from` reads `to` directly
+  struct MappedRange {
+    unsigned long long handle;  // from cuMemCreate
+    int device;
+    size_t bytes;
+  };
+  std::unordered_map<void*, MappedRange> mapped_handles_;  // by the start of each map_memory range
+  std::unordered_set<void*> stale_ranges_;  // mapped ranges a device reset destroyed, not yet unmapped
   std::set<int> pools_configured_;                                 // devices whose default pool is set up
 };
 

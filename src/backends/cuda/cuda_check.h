@@ -37,16 +37,40 @@ bool launch_blocking() noexcept;
 /// CUDA_LAUNCH_BLOCKING also the kernel's own error, at the call that caused it.
 void check_launch(cudaStream_t stream);
 
-/// Makes `device` current for the scope and restores the previous device after it.
+/// Turns the calling thread's capture mode Relaxed for the scope
+/// (cudaThreadExchangeStreamCaptureMode), around calls that allocate and that CUDA would
+/// otherwise refuse while a capture is open (Note [Capture modes] in
+/// backends/emulated/emulated_capture.h).
+class RelaxedCaptureScope {
+ public:
+  RelaxedCaptureScope() noexcept { (void)cudaThreadExchangeStreamCaptureMode(&previous_); }
+  ~RelaxedCaptureScope() { (void)cudaThreadExchangeStreamCaptureMode(&previous_); }
+  RelaxedCaptureScope(const RelaxedCaptureScope&) = delete;
+  RelaxedCaptureScope& operator=(const RelaxedCaptureScope&) = delete;
+
+ private:
+  cudaStreamCaptureMode previous_ = cudaStreamCaptureModeRelaxed;
+};
+
+/// True when `device`'s primary context exists (cuDevicePrimaryCtxGetState): making the
+/// device current then creates nothing. True when the driver cannot tell.
+bool primary_context_active(int device) noexcept;
+
+/// Makes `device` current for the scope (Note [Driver device scope]).
 class DeviceScope {
  public:
-  explicit DeviceScope(int device);
+  struct NoThrow {};
+  /// `bind_context`: call cudaSetDevice even when `device` looks current, so that the
+  /// thread has the primary context bound before driver API (cuMem*) calls.
+  explicit DeviceScope(int device, bool bind_context = false);
+  /// For destructors: failures are ignored.
+  DeviceScope(int device, NoThrow) noexcept;
   ~DeviceScope();
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
-  int previous_ = -1;
+  int previous_ = -1;  // the device to restore; -1: none
 };
 
 }  // namespace ember::detail::driver

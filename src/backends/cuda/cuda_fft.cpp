@@ -2,10 +2,9 @@
 //
 // Note [cuFFT work areas]
 // Plans are made with cufftSetAutoAllocation(0), so a cached plan holds no device memory
-// of its own. Each execution takes a work area of the plan's size from the device's
-// caching allocator, on the launch stream, and returns it right after enqueueing the
-// transform: the caching allocator reuses a block only for work queued later on the same
-// stream, so the area stays valid until the transform has run (PyTorch does the same).
+// of its own. Each execution takes a work area of the plan's size as a Workspace (Note
+// [Driver temporaries]), on the launch stream, returned right after the transform is
+// enqueued (PyTorch does the same).
 // A cuFFT handle carries one stream and one work area at a time, so setting them and
 // enqueueing the execution happen under the plan's mutex: two host threads may share a
 // cached plan.
@@ -18,9 +17,9 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
+#include "backends/cuda/cuda_workspace.h"
 #include "ember/errors.h"
 #include "kernels/fft_plan.h"
-#include "memory/memory.h"
 
 namespace ember::detail::driver {
 namespace {
@@ -61,19 +60,6 @@ Layout advanced_layout(const IntList& sizes, const IntList& strides, int64_t dis
   return layout;
 }
 
-// A work area from the caching allocator, returned when the scope ends, after the
-// execution that uses it is enqueued (Note [cuFFT work areas]).
-struct WorkArea {
-  WorkArea(Allocator& allocator, size_t bytes) : allocator(allocator), ptr(bytes > 0 ? allocator.allocate(bytes) : nullptr) {}
-  ~WorkArea() {
-    if (ptr) allocator.deallocate(ptr);
-  }
-  WorkArea(const WorkArea&) = delete;
-  WorkArea& operator=(const WorkArea&) = delete;
-  Allocator& allocator;
-  void* ptr;
-};
-
 class CufftPlan final : public fft::Plan {
  public:
   CufftPlan(PlanKey key, int device) : Plan(std::move(key)), device_(device) {
@@ -99,8 +85,8 @@ class CufftPlan final : public fft::Plan {
   void execute(void* in, void* out, cudaStream_t stream) const {
     std::lock_guard<std::mutex> lock(mutex_);
     check_cufft(cufftSetStream(handle_, stream), "cufftSetStream");
-    WorkArea work(cuda_allocator(device_), work_size_);
-    check_cufft(cufftSetWorkArea(handle_, work.ptr), "cufftSetWorkArea");
+    Workspace work(device_, work_size_);  // Note [Driver temporaries]
+    check_cufft(cufftSetWorkArea(handle_, work.get()), "cufftSetWorkArea");
     const PlanKey& k = key();
     const bool dbl = k.precision == kFloat64;
     switch (k.kind) {

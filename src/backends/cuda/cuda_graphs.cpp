@@ -27,6 +27,7 @@ void DriverBackend::begin_capture(BackendStream* stream, CaptureMode mode) {
   DriverStream& s = as_driver(stream);
   DeviceScope scope(s.device);
   check_cuda(cudaStreamBeginCapture(s.handle, to_cuda(mode)));
+  open_captures_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 BackendGraph* DriverBackend::end_capture(BackendStream* stream) {
@@ -35,13 +36,20 @@ BackendGraph* DriverBackend::end_capture(BackendStream* stream) {
   cudaGraph_t graph = nullptr;
   // A failed end (an invalidated or unjoined capture) returns no graph as documented;
   // one it returned all the same is destroyed, not leaked.
+  const bool was_capturing = capture_status(stream).first != CaptureStatus::None;
   const cudaError_t ended = cudaStreamEndCapture(s.handle, &graph);
+  // Most failures end the capture too (an invalidated one); a wrong-thread end does not.
+  if (was_capturing && capture_status(stream).first == CaptureStatus::None)
+    open_captures_.fetch_sub(1, std::memory_order_acq_rel);
   if (ended != cudaSuccess) {
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     throw_cuda_error(ended);
   }
   cudaGraphExec_t exec = nullptr;
-  cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+  // AutoFreeOnLaunch, as PyTorch: a graph with allocation nodes (backend:cudaMallocAsync,
+  // Note [Async allocator during capture]) may then be replayed while the outputs of its
+  // last replay are still held; without it the second replay fails.
+  cudaError_t err = cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagAutoFreeOnLaunch);
   if (err != cudaSuccess) {
     (void)cudaGraphDestroy(graph);
     throw_cuda_error(err);
@@ -59,18 +67,32 @@ void DriverBackend::launch_graph(BackendGraph* graph, BackendStream* stream) {
 void DriverBackend::destroy_graph(BackendGraph* graph) noexcept {
   auto* g = static_cast<DriverGraph*>(graph);
   if (g == nullptr) return;
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  (void)cudaSetDevice(g->device);
-  (void)cudaGraphExecDestroy(g->exec);
-  (void)cudaGraphDestroy(g->graph);
-  (void)cudaGetLastError();  // a destructor reports nothing
-  if (previous >= 0) (void)cudaSetDevice(previous);
+  {
+    DeviceScope scope(g->device, DeviceScope::NoThrow{});
+    (void)cudaGraphExecDestroy(g->exec);
+    (void)cudaGraphDestroy(g->graph);
+    (void)cudaGetLastError();  // a destructor reports nothing
+  }
   delete g;
+}
+
+CaptureMode DriverBackend::exchange_capture_mode(CaptureMode mode) noexcept {
+  cudaStreamCaptureMode native = to_cuda(mode);
+  if (cudaThreadExchangeStreamCaptureMode(&native) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return CaptureMode::Global;
+  }
+  switch (native) {
+    case cudaStreamCaptureModeThreadLocal: return CaptureMode::ThreadLocal;
+    case cudaStreamCaptureModeRelaxed: return CaptureMode::Relaxed;
+    default: return CaptureMode::Global;
+  }
 }
 
 std::pair<CaptureStatus, uint64_t> DriverBackend::capture_status(BackendStream* stream) noexcept {
   DriverStream& s = as_driver(stream);
+  // Handle 0 names the legacy stream of the current device: ask under the stream's own.
+  DeviceScope scope(s.device, DeviceScope::NoThrow{});
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   unsigned long long id = 0;
   if (cudaStreamGetCaptureInfo(s.handle, &status, &id) != cudaSuccess) {

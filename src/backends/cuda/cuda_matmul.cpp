@@ -4,8 +4,8 @@
 // cuBLAS is column-major: a row-major C = A @ B is computed as the column-major
 // C^T = B^T A^T, which needs no data movement when each operand is row- or
 // column-major in memory (a transpose flag covers the latter). Any other strides, and
-// an output that is not row-major, go through a contiguous temporary in stream-ordered
-// memory. Batches use cublasGemmStridedBatchedEx with the operands' batch strides
+// an output that is not row-major, go through a contiguous temporary (a Workspace, Note
+// [Driver temporaries]). Batches use cublasGemmStridedBatchedEx with the operands' batch strides
 // (0 for a broadcast operand). float32 honours call.allow_tf32 through the compute
 // type (CUBLAS_COMPUTE_32F_FAST_TF32 vs CUBLAS_COMPUTE_32F).
 //
@@ -18,11 +18,13 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <deque>
 #include <optional>
 #include <vector>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cuda_workspace.h"
 #include "ember/errors.h"
 #include "kernels/dtype_dispatch.h"
 
@@ -46,6 +48,8 @@ class BlasHandles {
     uint64_t generation = blas_generations[device].load();
     if (entry.handle != nullptr && entry.generation != generation) entry.handle = nullptr;  // died with the reset
     if (entry.handle == nullptr) {
+      // cublasCreate allocates its workspace: the first matmul of a thread may be inside a capture.
+      RelaxedCaptureScope relaxed;
       check_cublas(cublasCreate(&entry.handle), "cublasCreate(&handle)");
       entry.generation = generation;
     }
@@ -110,14 +114,14 @@ BlasTypes blas_types(DType dtype, bool allow_tf32) {
   fail<TypeError>("\"addmm_cuda\" not implemented for '", scalar_type_name(dtype), "'");
 }
 
-/// A contiguous (batch, rows, cols) temporary in stream-ordered memory.
-TensorArg make_temporary(const TensorArg& like, cudaStream_t stream) {
+/// A contiguous (batch, rows, cols) temporary shaped like `like`, kept in `temporaries`.
+TensorArg make_temporary(const TensorArg& like, int device, std::deque<Workspace>& temporaries) {
   TensorArg temp;
   temp.dtype = like.dtype;
   temp.sizes = like.sizes;
   temp.strides = {like.sizes[1] * like.sizes[2], like.sizes[2], 1};
   size_t bytes = static_cast<size_t>(like.numel()) * itemsize(like.dtype);
-  check_cuda(cudaMallocAsync(&temp.data, std::max<size_t>(bytes, 1), stream));
+  temp.data = temporaries.emplace_back(device, std::max<size_t>(bytes, 1)).get();
   return temp;
 }
 
@@ -159,12 +163,13 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
     return launch_fill(fill, stream);
   }
 
-  std::vector<void*> temporaries;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device));  // the launch's, made current by DriverBackend::launch
+  std::deque<Workspace> temporaries;  // returned after the last use is enqueued
   auto operand = [&](const TensorArg& arg) {
     auto layout = gemm_layout(arg.sizes[1], arg.sizes[2], arg.strides[1], arg.strides[2]);
     if (layout) return std::pair{arg, *layout};
-    TensorArg temp = make_temporary(arg, stream);
-    temporaries.push_back(temp.data);
+    TensorArg temp = make_temporary(arg, device, temporaries);
     copy_into(temp, arg, stream);
     return std::pair{temp, *gemm_layout(arg.sizes[1], arg.sizes[2], temp.strides[1], temp.strides[2])};
   };
@@ -174,16 +179,11 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
   auto c_layout = gemm_layout(m, n, out.strides[1], out.strides[2]);
   bool c_direct = c_layout && c_layout->op == CUBLAS_OP_N && (batch == 1 || out.strides[0] != 0);
   if (!c_direct) {
-    c = make_temporary(out, stream);
-    temporaries.push_back(c.data);
+    c = make_temporary(out, device, temporaries);
     c_layout = gemm_layout(m, n, c.strides[1], c.strides[2]);
   }
 
-  cublasHandle_t handle = blas_handle([] {
-    int device = 0;
-    check_cuda(cudaGetDevice(&device));
-    return device;
-  }());
+  cublasHandle_t handle = blas_handle(device);
   check_cublas(cublasSetStream(handle, stream), "cublasSetStream(handle, stream)");
   // An operand with batch size 1 is broadcast over the batch (stride 0).
   auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
@@ -195,7 +195,6 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
                    CUBLAS_GEMM_DEFAULT),
                "cublasGemmStridedBatchedEx(...)");
   if (!c_direct) copy_into(out, c, stream);
-  for (void* temp : temporaries) check_cuda(cudaFreeAsync(temp, stream));
   check_launch(stream);
 }
 

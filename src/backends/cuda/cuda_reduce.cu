@@ -15,6 +15,7 @@
 // accumulate in double and integers in int64 as on the CPU, and Max/Min propagate NaN.
 // The output is stored through store_as, so its dtype may differ from the input's.
 #include "backends/cuda/cuda_loops.cuh"
+#include "backends/cuda/cuda_workspace.h"
 #include "kernels/loop_shape.h"
 #include "kernels/reducers.h"
 
@@ -157,14 +158,13 @@ void reduce_all(const KernelCall& call, cudaStream_t stream, const Op& op) {
     check_launch(stream);
     return;
   }
-  // The partials live in stream-ordered memory: freed on the same stream after pass 2.
-  Acc* partial = nullptr;
-  check_cuda(cudaMallocAsync(reinterpret_cast<void**>(&partial), sizeof(Acc) * blocks, stream));
+  // The partials are a Workspace (Note [Driver temporaries]), returned after pass 2 is enqueued.
+  Workspace partials(call.device, sizeof(Acc) * blocks);
+  auto* partial = static_cast<Acc*>(partials.get());
   reduce_all_kernel<In, Acc><<<blocks, kThreads, 0, stream>>>(shape.numel, in_ptr, calc, partial, nullptr, out.dtype, op);
   check_launch(stream);
   reduce_partials_kernel<Acc><<<1, kThreads, 0, stream>>>(blocks, partial, out_ptr, out.dtype, shape.numel, op);
   check_launch(stream);
-  check_cuda(cudaFreeAsync(partial, stream));
 }
 
 template <typename In, typename Acc, typename Op>

@@ -25,12 +25,9 @@ void DriverBackend::destroy_stream(BackendStream* stream) noexcept {
     current = s->generation == generations_[s->device];
   }
   if (own && current) {
-    int previous = -1;
-    (void)cudaGetDevice(&previous);
-    (void)cudaSetDevice(s->device);
+    DeviceScope scope(s->device, DeviceScope::NoThrow{});
     (void)cudaStreamDestroy(s->handle);  // returns at once; queued work still completes
     (void)cudaGetLastError();  // a destructor reports nothing; the error stays sticky if it was
-    if (previous >= 0) (void)cudaSetDevice(previous);
   }
   if (own) delete s;
 }
@@ -83,12 +80,9 @@ void DriverBackend::destroy_event(BackendEvent* event) noexcept {
     current = e->generation == generations_[e->device];
   }
   if (current) {
-    int previous = -1;
-    (void)cudaGetDevice(&previous);
-    (void)cudaSetDevice(e->device);
+    DeviceScope scope(e->device, DeviceScope::NoThrow{});
     (void)cudaEventDestroy(e->handle);
     (void)cudaGetLastError();
-    if (previous >= 0) (void)cudaSetDevice(previous);
   }
   delete e;
 }

@@ -6,6 +6,8 @@
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include <vector>
+
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cuda_check.h"
 #include "ember/errors.h"
@@ -83,7 +85,7 @@ CUmemAllocationProp device_memory(int device) {
 bool DriverBackend::supports_virtual_memory(int device) {
   const VirtualMemoryApi& cu = api();
   if (!cu.complete()) return false;
-  DeviceScope scope(device);
+  DeviceScope scope(device, /*bind_context=*/true);  // Note [Driver device scope]
   int supported = 0;
   if (cu.get_attribute(&supported, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, device) != CUDA_SUCCESS)
     return false;
@@ -95,7 +97,7 @@ bool DriverBackend::supports_virtual_memory(int device) {
 }
 
 void* DriverBackend::reserve_address_range(int device, size_t bytes) {
-  DeviceScope scope(device);
+  DeviceScope scope(device, /*bind_context=*/true);  // Note [Driver device scope]
   CUdeviceptr ptr = 0;
   CUresult result = api().address_reserve(&ptr, bytes, 0, 0, 0);
   if (result == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
@@ -105,7 +107,7 @@ void* DriverBackend::reserve_address_range(int device, size_t bytes) {
 
 bool DriverBackend::map_memory(int device, void* ptr, size_t bytes) {
   const VirtualMemoryApi& cu = api();
-  DeviceScope scope(device);
+  DeviceScope scope(device, /*bind_context=*/true);  // Note [Driver device scope]
   CUmemAllocationProp prop = device_memory(device);
   CUmemGenericAllocationHandle handle = 0;
   CUresult result = cu.create(&handle, bytes, &prop, 0);
@@ -117,31 +119,53 @@ bool DriverBackend::map_memory(int device, void* ptr, size_t bytes) {
     (void)cu.release(handle);
     check_cu(result, "cuMemMap");
   }
-  CUmemAccessDesc access{};
-  access.location = prop.location;
-  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-  result = cu.set_access(address, bytes, &access, 1);
+  // cudaDeviceEnablePeerAccess does not cover cuMemMap'ed memory: the owner and every
+  // device with peer access to it get their own grant (enable_peer_access grants the
+  // ranges mapped before it).
+  std::lock_guard lock(mutex_);
+  std::vector<CUmemAccessDesc> access(1);
+  access[0].location = prop.location;
+  access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  for (auto [from, to] : peer_access_) {
+    if (to != device) continue;
+    CUmemAccessDesc peer = access[0];
+    peer.location.id = from;
+    access.push_back(peer);
+  }
+  result = cu.set_access(address, bytes, access.data(), access.size());
   if (result != CUDA_SUCCESS) {
     (void)cu.unmap(address, bytes);
     (void)cu.release(handle);
     check_cu(result, "cuMemSetAccess");
   }
-  std::lock_guard lock(mutex_);
-  mapped_handles_[ptr] = handle;
+  mapped_handles_[ptr] = MappedRange{handle, device, bytes};
   return true;
 }
 
+void DriverBackend::grant_mapped_ranges(int owner, int peer) {
+  // mutex_ held. Each range of `owner` becomes readable and writable from `peer`.
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = peer;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  for (const auto& [ptr, range] : mapped_handles_) {
+    if (range.device != owner) continue;
+    check_cu(api().set_access(reinterpret_cast<CUdeviceptr>(ptr), range.bytes, &access, 1), "cuMemSetAccess");
+  }
+}
+
 void DriverBackend::unmap_memory(int device, void* ptr, size_t bytes) {
-  DeviceScope scope(device);
+  DeviceScope scope(device, /*bind_context=*/true);  // Note [Driver device scope]
   // cuMemUnmap does not wait for work that still uses the memory, unlike cudaFree.
   check_cuda(cudaDeviceSynchronize());
   CUmemGenericAllocationHandle handle = 0;
   {
     std::lock_guard lock(mutex_);
+    if (stale_ranges_.erase(ptr) != 0) return;  // gone with a device reset
     auto it = mapped_handles_.find(ptr);
     EMBER_CHECK(it != mapped_handles_.end(), CudaError, "CUDA error: invalid argument (unmap of ", ptr,
                 ", which is not a mapped range of cuda:", device, ")");
-    handle = it->second;
+    handle = it->second.handle;
   }
   check_cu(api().unmap(reinterpret_cast<CUdeviceptr>(ptr), bytes), "cuMemUnmap");
   {
@@ -152,7 +176,7 @@ void DriverBackend::unmap_memory(int device, void* ptr, size_t bytes) {
 }
 
 void DriverBackend::release_address_range(int device, void* ptr, size_t bytes) {
-  DeviceScope scope(device);
+  DeviceScope scope(device, /*bind_context=*/true);  // Note [Driver device scope]
   check_cu(api().address_free(reinterpret_cast<CUdeviceptr>(ptr), bytes), "cuMemAddressFree");
 }
 

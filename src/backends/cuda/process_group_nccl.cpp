@@ -225,6 +225,10 @@ class NcclGroup final : public ProcessGroup {
     ready.record(current);
     side_->wait_event(ready);
     {
+      // The watchdog's abort runs on its own thread: never while NCCL is enqueueing on the
+      // same communicator, and nothing is enqueued on an aborted one.
+      std::lock_guard comm_lock(comm_mutex_);
+      EMBER_CHECK(!aborted_, DistributedError, op, ": the process group failed earlier: ", watchdog_->failure());
       driver::DeviceScope scope(device);
       enqueue(comm_, driver::as_driver(side_->state()->native()).handle);
     }
@@ -250,6 +254,7 @@ class NcclGroup final : public ProcessGroup {
     device_ = device;
     side_.emplace(device);
     watchdog_.emplace(rank(), setup_.timeout, [this](const std::string&) {
+      std::lock_guard comm_lock(comm_mutex_);
       aborted_ = true;
       ncclCommAbort(comm_);  // the stuck kernels return; the communicator is gone
     });
@@ -280,6 +285,7 @@ class NcclGroup final : public ProcessGroup {
   GroupSetup setup_;
   ncclUniqueId id_{};
   std::mutex mutex_;
+  std::mutex comm_mutex_;  // held while enqueueing on comm_ and while aborting it
   ncclComm_t comm_ = nullptr;
   int device_ = -1;
   std::optional<cuda::Stream> side_;

@@ -101,7 +101,39 @@ bool DeviceMemory::map(void* ptr, size_t bytes) {
     return false;
   }
   mapped_.emplace(ptr, bytes);
+  granted_[ptr] = 0;
+  mapped_count_.store(mapped_.size(), std::memory_order_release);
   used_ += bytes;
+  return true;
+}
+
+void DeviceMemory::grant_access(void* ptr, int peer) {
+  std::lock_guard lock(mutex_);
+  const uint64_t bit = uint64_t{1} << (peer & 63);
+  if (ptr == nullptr) {
+    for (auto& [start, peers] : granted_) peers |= bit;
+  } else if (auto it = granted_.find(ptr); it != granted_.end()) {
+    it->second |= bit;
+  }
+}
+
+bool DeviceMemory::owns(const void* ptr) const {
+  std::lock_guard lock(mutex_);
+  const auto* p = static_cast<const char*>(ptr);
+  for (const auto& [start, block] : blocks_)
+    if (p >= static_cast<const char*>(start) && p < static_cast<const char*>(start) + block.bytes) return true;
+  for (const auto& [start, length] : reservations_)
+    if (p >= static_cast<const char*>(start) && p < static_cast<const char*>(start) + length) return true;
+  return false;
+}
+
+bool DeviceMemory::accessible_from(const void* ptr, size_t bytes, int peer) const {
+  std::lock_guard lock(mutex_);
+  const auto* begin = static_cast<const char*>(ptr);
+  for (const auto& [start, length] : mapped_) {
+    const auto* first = static_cast<const char*>(start);
+    if (begin < first + length && first < begin + bytes && (granted_.at(start) >> (peer & 63) & 1) == 0) return false;
+  }
   return true;
 }
 
@@ -113,6 +145,8 @@ bool DeviceMemory::unmap(void* ptr, size_t bytes) {
   mprotect(ptr, bytes, PROT_NONE);
   used_ -= bytes;
   mapped_.erase(it);
+  granted_.erase(ptr);
+  mapped_count_.store(mapped_.size(), std::memory_order_release);
   return true;
 }
 

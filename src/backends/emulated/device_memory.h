@@ -7,7 +7,9 @@
 // host cannot provide the memory (recorded, for the OutOfMemoryError message).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -43,6 +45,15 @@ class DeviceMemory {
   bool unmap(void* ptr, size_t bytes);
   /// False when `ptr` is not a reservation or some of it is still mapped.
   bool release_reservation(void* ptr, size_t bytes);
+  /// cuMemSetAccess: device `peer` may access the mapped range at `ptr` (nullptr: every
+  /// mapped range). The owner always may.
+  void grant_access(void* ptr, int peer);
+  /// False when [ptr, ptr + bytes) overlaps a mapped range that `peer` was not granted.
+  bool accessible_from(const void* ptr, size_t bytes, int peer) const;
+  /// True when `ptr` lies in an allocation or a reservation of this device.
+  bool owns(const void* ptr) const;
+  /// True while some range is mapped: the cheap test before accessible_from.
+  bool any_mapped() const noexcept { return mapped_count_.load(std::memory_order_acquire) > 0; }
   size_t capacity() const noexcept { return capacity_; }
 
  private:
@@ -57,6 +68,8 @@ class DeviceMemory {
   std::unordered_map<void*, Block> blocks_;
   std::unordered_map<void*, size_t> reservations_;  // start -> length
   std::unordered_map<void*, size_t> mapped_;        // mapped range start -> length
+  std::unordered_map<void*, uint64_t> granted_;     // mapped range start -> peers granted, by bit
+  std::atomic<size_t> mapped_count_{0};             // mapped_.size()
 };
 
 /// Page-locked host memory, emulated: heap memory that is tracked so that it can be told

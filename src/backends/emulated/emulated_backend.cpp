@@ -63,7 +63,11 @@ cuda::DeviceProperties EmulatedBackend::properties(int index) const {
 
 // ---- memory -------------------------------------------------------------------------
 
-void* EmulatedBackend::raw_alloc(int index, size_t bytes) { return device(index).memory.allocate(bytes); }
+void* EmulatedBackend::raw_alloc(int index, size_t bytes) {
+  Device& dev = device(index);
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaMalloc");
+  return dev.memory.allocate(bytes);
+}
 
 void EmulatedBackend::raw_free(int index, void* ptr) {
   if (ptr == nullptr) return;
@@ -91,7 +95,44 @@ bool EmulatedBackend::supports_virtual_memory(int index) {
 
 void* EmulatedBackend::reserve_address_range(int index, size_t bytes) { return device(index).memory.reserve(bytes); }
 
-bool EmulatedBackend::map_memory(int index, void* ptr, size_t bytes) { return device(index).memory.map(ptr, bytes); }
+bool EmulatedBackend::map_memory(int index, void* ptr, size_t bytes) {
+  Device& dev = device(index);
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cuMemCreate");
+  if (!dev.memory.map(ptr, bytes)) return false;
+  // The owner and every device with peer access to it (cuMemSetAccess).
+  std::lock_guard lock(peer_mutex_);
+  for (auto [from, to] : peer_access_)
+    if (to == index) dev.memory.grant_access(ptr, from);
+  return true;
+}
+
+// Note [Emulated peer access]
+// As on CUDA, a copy between two devices enables peer access between them (the driver
+// does at the first such copy, cudaDeviceEnablePeerAccess), and that access does not
+// cover memory mapped with cuMemMap (expandable segments): each range needs its own
+// grant (cuMemSetAccess), given when peer access is enabled for the ranges mapped then,
+// and by map_memory for later ones. Touching a range without a grant is an illegal
+// address; here the copy raises it at once instead of as a sticky error.
+void EmulatedBackend::check_peer_copy(int index, const void* dst, const void* src, size_t bytes) {
+  for (int other = 0; other < device_count(); ++other) {
+    if (other == index) continue;
+    DeviceMemory& memory = device(other).memory;
+    if (!memory.owns(dst) && !memory.owns(src)) continue;
+    {
+      std::lock_guard lock(peer_mutex_);
+      if (peer_access_.insert({index, other}).second) {
+        peer_access_.insert({other, index});
+        memory.grant_access(nullptr, index);
+        device(index).memory.grant_access(nullptr, other);
+      }
+    }
+    if (!memory.any_mapped()) continue;
+    for (const void* ptr : {dst, src})
+      EMBER_CHECK(memory.accessible_from(ptr, bytes, index), CudaError,
+                  "CUDA error: an illegal memory access was encountered (a copy on cuda:", index, " touched ", ptr,
+                  ", memory of cuda:", other, " mapped without an access grant to cuda:", index, ")");
+  }
+}
 
 void EmulatedBackend::unmap_memory(int index, void* ptr, size_t bytes) {
   synchronize_device(index);  // cuMemUnmap of memory in use waits for it, as cudaFree does
@@ -106,6 +147,7 @@ void EmulatedBackend::release_address_range(int index, void* ptr, size_t bytes) 
 }
 
 bool EmulatedBackend::host_register(void* ptr, size_t bytes) {
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaHostRegister");
   EMBER_CHECK(pinned_.register_range(ptr, bytes), CudaError,
               "CUDA error: part or all of the requested memory range is already mapped (cudaHostRegister of ", bytes,
               " bytes at ", ptr, ")");
@@ -296,6 +338,7 @@ void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind ki
     if (stream.capture() != nullptr) captures_.refuse(stream, "a copy between pageable host memory and a capturing stream");
     captures_.check_unsafe_call(stream.device(), "a copy between pageable host memory and a device");
   }
+  if (kind == CopyKind::DeviceToDevice && devices_.size() > 1) check_peer_copy(stream.device(), dst, src, bytes);
   if (kind == CopyKind::HostToDevice && !host_pinned) {
     // cudaMemcpyAsync from pageable memory returns once the source has been consumed:
     // snapshot it, so the caller may reuse its buffer at once.
@@ -326,7 +369,10 @@ bool EmulatedBackend::can_access_peer(int index, int peer) {
 
 void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(); }
 
-std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int /*device*/) {
+std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int index) {
+  device(index);
+  // cufftMakePlan allocates and synchronizes: unsafe during a capture, as cudaMalloc.
+  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cufftMakePlan");
   return cpu::create_fft_plan(key);
 }
 
@@ -351,6 +397,10 @@ void EmulatedBackend::destroy_graph(BackendGraph* graph) noexcept { delete stati
 
 std::pair<CaptureStatus, uint64_t> EmulatedBackend::capture_status(BackendStream* native) noexcept {
   return captures_.status(cast(native));
+}
+
+CaptureMode EmulatedBackend::exchange_capture_mode(CaptureMode mode) noexcept {
+  return Captures::exchange_thread_mode(mode);
 }
 
 void EmulatedBackend::reset(int index) {

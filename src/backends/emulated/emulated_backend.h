@@ -5,11 +5,37 @@
 // queue]). Events are positions in a stream with the host time the worker reached them.
 // Kernels run detail::cpu::run on the worker. With CUDA_LAUNCH_BLOCKING=1 (read when the
 // backend is made) every enqueue waits for its work and raises its error at once.
+//
+// Note [Emulated strictness]
+// The emulated devices refuse what CUDA refuses where a driver-backend bug of that kind
+// could otherwise pass CI: capture-unsafe calls per capture and thread mode (Note
+// [Capture modes]: allocation, mapping, FFT plans, frees, synchronization, event queries,
+// pageable copies, pinned allocation and registration), graph isolation (Note [Emulated
+// stream capture]), cudaFreeAsync in a capture (Note [Emulated graph memory]), and
+// expandable segments touched from a device without an access grant (Note [Emulated peer
+// access]). Where they are still more permissive than CUDA, and why:
+// - Kernels read and write any host address: an out-of-bounds index or an operand on
+//   another device does not fault (an unmapped page of a reservation does, as a host
+//   segfault rather than a sticky error). The op layer checks devices and indices first.
+// - Host code may read device memory (device_memory_is_host_addressable): Gloo's host
+//   tasks need it; the driver backend says false, so code above asks before relying on it.
+// - No cuBLAS handles: their creation inside a capture (which the driver backend guards
+//   with a Relaxed scope) has nothing to refuse here.
+// - Every pair of devices can access each other (can_access_peer); real GPUs may lack P2P,
+//   and the driver then stages copies through the host.
+// - No contexts: a thread need not bind one before driver API calls (the driver's device
+//   scope binds it), and touching device 0 costs no memory (Note [Driver device scope]).
+// - Graphs always behave as instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch, the
+//   flag the driver uses; a relaunch with unfreed graph allocations is not refused.
+// - Illegal peer accesses raise at the copy, not later as a sticky error.
+// - Launch limits (grid sizes, cuBLAS's 32-bit dimensions) are not checked.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/emulated/device_memory.h"
@@ -122,6 +148,8 @@ class EmulatedBackend final : public Backend {
   void launch_graph(BackendGraph* graph, BackendStream* stream) override;
   void destroy_graph(BackendGraph* graph) noexcept override;
   std::pair<CaptureStatus, uint64_t> capture_status(BackendStream* stream) noexcept override;
+  CaptureMode exchange_capture_mode(CaptureMode mode) noexcept override;
+  bool any_capture_open() const noexcept override { return captures_.any(); }
 
   /// Runs `fn` on `stream` (cudaLaunchHostFunc); an exception it throws becomes the
   /// device's sticky error, exactly like a failing kernel.
@@ -150,12 +178,21 @@ class EmulatedBackend final : public Backend {
   void submitted(EmulatedStream& stream, uint64_t seq);
   /// Waits for every stream of `device` without raising.
   void drain_device(int device);
+  /// A copy between devices: enables peer access between them (as the driver does at the
+  /// first such copy) and refuses expandable-segment memory not granted to the copying
+  /// device (Note [Emulated peer access]).
+  void check_peer_copy(int device, const void* dst, const void* src, size_t bytes);
 
   const bool launch_blocking_;
   std::vector<std::unique_ptr<Device>> devices_;
   PinnedMemory pinned_;
   Captures captures_;
   mutable std::mutex streams_mutex_;
+  std::mutex peer_mutex_;
+  std::set<std::pair<int, int>> peer_access_;  // {from, to}: `from` reads `to`; guarded by peer_mutex_
+  std::mutex graph_memory_mutex_;
+  // Graph allocations the user has not freed yet (Note [Emulated graph memory]).
+  std::unordered_map<void*, std::shared_ptr<void>> graph_memory_;  // guarded by graph_memory_mutex_
 };
 
 }  // namespace ember::detail::emulated

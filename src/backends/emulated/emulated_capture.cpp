@@ -16,6 +16,10 @@ constexpr const char* kMerge = "CUDA error: operation would result in a merge of
 constexpr const char* kUnmatched = "CUDA error: capture was not ended in the same stream as it began";
 constexpr const char* kUnjoined = "CUDA error: capturing stream has unjoined work";
 constexpr const char* kIsolation = "CUDA error: dependency created on uncaptured work in another stream";
+// The calling thread's capture mode (cudaThreadExchangeStreamCaptureMode), shared by
+// every emulated backend of the process as CUDA's is by every context.
+thread_local CaptureMode thread_mode = CaptureMode::Global;
+
 constexpr const char* kWrongThread =
     "CUDA error: attempt to terminate a thread-local capture sequence from another thread";
 
@@ -72,7 +76,13 @@ EmulatedGraph* Captures::end(EmulatedStream& stream) {
     EMBER_CHECK(m.joined >= m.count, CudaError, kUnjoined, " (a stream joined the capture through an event and ",
                 m.count - m.joined, " of its captured operations are not waited for by the origin stream)");
   }
-  auto items = std::make_shared<const std::vector<WorkItem>>(std::move(owner->items));
+  // The items keep the graph's memory alive: replays still queued use it after the graph dies.
+  struct Body {
+    std::vector<WorkItem> items;
+    std::vector<std::shared_ptr<void>> memory;
+  };
+  auto body = std::make_shared<Body>(Body{std::move(owner->items), std::move(owner->memory)});
+  std::shared_ptr<const std::vector<WorkItem>> items(body, &body->items);
   return new EmulatedGraph(capture->device, std::move(items));
 }
 
@@ -83,6 +93,15 @@ bool Captures::append(EmulatedStream& stream, WorkItem&& item) {
   EMBER_CHECK(!capture->invalidated, CudaError, kInvalidated);
   capture->items.push_back(std::move(item));
   ++capture->member(&stream)->count;
+  return true;
+}
+
+bool Captures::add_memory(EmulatedStream& stream, std::shared_ptr<void> memory) {
+  std::lock_guard lock(mutex_);
+  EmulatedCapture* capture = stream.capture();
+  if (capture == nullptr) return false;
+  EMBER_CHECK(!capture->invalidated, CudaError, kInvalidated);
+  capture->memory.push_back(std::move(memory));
   return true;
 }
 
@@ -145,13 +164,24 @@ bool Captures::wait(EmulatedStream& stream, EmulatedEvent& event) {
   return true;  // inside one capture, issue order already orders the items
 }
 
+CaptureMode Captures::exchange_thread_mode(CaptureMode mode) noexcept {
+  CaptureMode previous = thread_mode;
+  thread_mode = mode;
+  return previous;
+}
+
 void Captures::check_unsafe_call(int device, const char* what, bool involves_device) {
   std::lock_guard lock(mutex_);
   const auto me = std::this_thread::get_id();
+  const CaptureMode caller = thread_mode;
   std::vector<EmulatedCapture*> refusing;
   for (const auto& capture : open_captures_) {
-    bool refuses = capture->mode == CaptureMode::Global ||
-                   (capture->mode == CaptureMode::ThreadLocal && capture->thread == me) ||
+    const bool own = capture->thread == me;
+    // cudaThreadExchangeStreamCaptureMode's table: a Relaxed thread is refused nothing, a
+    // ThreadLocal one only by its own non-Relaxed captures, a Global one also by other
+    // threads' Global captures.
+    bool refuses = (caller != CaptureMode::Relaxed && own && capture->mode != CaptureMode::Relaxed) ||
+                   (caller == CaptureMode::Global && !own && capture->mode == CaptureMode::Global) ||
                    (involves_device && capture->device == device);
     if (refuses) refusing.push_back(capture.get());
   }

@@ -14,12 +14,27 @@
 // The items copy their kernel calls whole (operands, payloads): they reference device
 // memory that the caller keeps valid (the graph's private memory pool, static inputs).
 //
+// Note [Emulated graph memory]
+// cudaMallocAsync on a capturing stream adds an allocation node: the memory belongs to the
+// graph, at an address fixed for every replay, and is not the default pool's (CUDA keeps
+// graph memory apart). Here it is taken from the device at once and held by the capture,
+// then by its graph (and each queued replay), and by its user until cudaFreeAsync; it
+// goes back to the device when neither holds it. A free of it inside the capture (a free
+// node) ends the user's hold only. Graphs behave as instantiated with
+// cudaGraphInstantiateFlagAutoFreeOnLaunch (the driver's flag): a replay while the previous
+// replay's allocations are still held reuses them. cudaFreeAsync on a capturing stream of
+// memory not allocated in a graph is refused, and invalidates the capture.
+//
 // Note [Capture modes]
-// cudaStreamCaptureMode decides which threads' potentially unsafe calls (here: device
+// While a capture is open, CUDA refuses "potentially unsafe" calls (here: device memory
+// allocation and frees, virtual-memory mapping, cuFFT plan creation, device
 // synchronization, event query and synchronization, copies to or from pageable memory,
-// raw frees, pinned allocations) are refused while a capture is open: under Global, any
-// thread's while some Global capture is open and the calling thread's while its own
-// ThreadLocal capture is open; Relaxed captures refuse nothing. A refused call throws
+// pinned allocation, host registration). Whether a call is refused depends on two modes:
+// the capture's (cudaStreamBeginCapture) and the calling thread's, which starts as Global
+// and is changed by cudaThreadExchangeStreamCaptureMode (Backend::exchange_capture_mode).
+// A thread in Relaxed mode is refused nothing; in ThreadLocal, only while a capture it
+// began itself, not in Relaxed mode, is open; in Global, also while another thread's
+// Global capture is open. Relaxed captures refuse no thread. A refused call throws
 // CudaError "operation not permitted when stream is capturing" and invalidates the
 // captures that refused it. Calls that would wait on the capture itself (synchronizing
 // or querying a capturing stream or an event recorded in a capture) are refused in
@@ -58,6 +73,7 @@ struct EmulatedCapture {
   bool invalidated = false;
   std::vector<Member> members;  // the origin stream first
   std::vector<WorkItem> items;
+  std::vector<std::shared_ptr<void>> memory;  // its stream_alloc's (Note [Emulated graph memory])
 
   Member* member(const EmulatedStream* stream) noexcept;
 };
@@ -92,6 +108,9 @@ class Captures {
   /// Hands `item` to the capture of `stream`; false when the stream is not capturing.
   bool append(EmulatedStream& stream, WorkItem&& item);
   bool append_kernel(EmulatedStream& stream, const KernelCall& call);
+  /// Makes the capture of `stream` own `memory` (a graph allocation) for the graph's life;
+  /// false when the stream is not capturing.
+  bool add_memory(EmulatedStream& stream, std::shared_ptr<void> memory);
   /// Refuses `what` on the capturing `stream` (always throws CudaError).
   [[noreturn]] void refuse(EmulatedStream& stream, const char* what);
   /// Records `event` on the capturing `stream`; false when the stream is not capturing.
@@ -99,6 +118,8 @@ class Captures {
   /// The capture side of `stream` waiting on `event`; false when it has none (an
   /// ordinary wait follows).
   bool wait(EmulatedStream& stream, EmulatedEvent& event);
+  /// Sets the calling thread's capture mode, returning the previous one (Note [Capture modes]).
+  static CaptureMode exchange_thread_mode(CaptureMode mode) noexcept;
   /// Refuses a potentially unsafe call of the calling thread on `device` (Note [Capture
   /// modes]); `involves_device` adds every capture open on `device`.
   void check_unsafe_call(int device, const char* what, bool involves_device = false);

@@ -10,17 +10,46 @@ bool EmulatedBackend::supports_stream_ordered_allocation(int index) {
   return true;
 }
 
-void* EmulatedBackend::stream_alloc(int index, size_t bytes, BackendStream* stream) {
-  return device(index).pool.allocate(bytes, stream);
+void* EmulatedBackend::stream_alloc(int index, size_t bytes, BackendStream* native) {
+  Device& dev = device(index);
+  EmulatedStream& stream = cast(native);
+  if (stream.capture() == nullptr) [[likely]]
+    return dev.pool.allocate(bytes, native);
+  // An allocation node (Note [Emulated graph memory]).
+  void* ptr = dev.memory.allocate(bytes);
+  if (ptr == nullptr) return nullptr;
+  std::shared_ptr<void> memory(ptr, [&dev](void* p) { dev.memory.release(p); });
+  if (!captures_.add_memory(stream, memory)) return dev.pool.allocate(bytes, native);  // the capture just ended
+  std::lock_guard lock(graph_memory_mutex_);
+  graph_memory_[ptr] = std::move(memory);
+  return ptr;
 }
 
-void EmulatedBackend::stream_free(int index, void* ptr, BackendStream* stream) {
-  StreamOrderedPool& pool = device(index).pool;
+void EmulatedBackend::stream_free(int index, void* ptr, BackendStream* native) {
+  Device& dev = device(index);
+  EmulatedStream& stream = cast(native);
+  std::shared_ptr<void> graph_held;
+  {
+    std::lock_guard lock(graph_memory_mutex_);
+    if (auto it = graph_memory_.find(ptr); it != graph_memory_.end()) {
+      graph_held = std::move(it->second);
+      graph_memory_.erase(it);
+    }
+  }
+  if (graph_held != nullptr) {
+    // Graph memory: the user's hold ends where the stream reaches the free; inside a
+    // capture (a free node) the graph holds it anyway.
+    if (stream.capture() == nullptr) launch_host_function(native, [held = std::move(graph_held)] {});
+    return;
+  }
+  if (stream.capture() != nullptr) [[unlikely]]
+    captures_.refuse(stream, "cudaFreeAsync in a capture of memory not allocated in a graph");
+  StreamOrderedPool& pool = dev.pool;
   uint64_t generation = 0;
-  EMBER_CHECK(pool.free(ptr, stream, generation), CudaError, "CUDA error: invalid argument (cudaFreeAsync of ", ptr,
+  EMBER_CHECK(pool.free(ptr, native, generation), CudaError, "CUDA error: invalid argument (cudaFreeAsync of ", ptr,
               ", which is not allocated from the pool of cuda:", index, ")");
   // The point other streams may reuse the block from: when this stream reaches it.
-  launch_host_function(stream, [&pool, ptr, generation] { pool.reached(ptr, generation); });
+  launch_host_function(native, [&pool, ptr, generation] { pool.reached(ptr, generation); });
 }
 
 Backend::PoolUsage EmulatedBackend::pool_usage(int index) { return device(index).pool.usage(); }
