@@ -199,6 +199,7 @@ BENCHMARK(torch_transformer_step)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
   PeerRatioReporter reporter("ember / torch per training step (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
