@@ -50,6 +50,7 @@ TEST(DataLoader, DropLastDropsTheShortBatch) {
 // PyTorch's (`list(DataLoader(range(3), batch_size=4, drop_last=True))` is []), whatever the
 // workers, the order, pinning or the epoch; nothing is loaded.
 TEST(DataLoader, AnEpochWithoutAFullBatchEndsAtOnce) {
+  ensure_cuda();  // emulated devices when there is no GPU: the pin-memory thread runs too
   ProbeDataset ds(3);
   const bool pin = cuda::is_available();
   for (int workers : {0, 2}) {
