@@ -131,7 +131,8 @@ constexpr const char* kModelFlags = "--context, --width, --layers and --heads as
 data::CharVocabulary vocabulary_of(const std::string& checkpoint, const Tensor& saved) {
   std::string chars;
   for (int64_t c : saved.to(kInt64).to_vector<int64_t>()) {
-    if (c < 0 || c > 255) throw ValueError(checkpoint + ": " + kVocabularyKey + " holds " + std::to_string(c) + ", not a byte");
+    if (c < 0 || c > 255)
+      throw ValueError(checkpoint + ": " + kVocabularyKey + " holds " + std::to_string(c) + ", not a byte");
     chars += static_cast<char>(c);
   }
   return data::CharVocabulary::from_chars(chars);
@@ -183,8 +184,8 @@ int main(int argc, char** argv) {
 
     // The checkpoint's metadata first: a file of another program is refused before the
     // corpus or its tensors are read.
-    const int64_t first_step =
-        args.resume ? examples::metadata_integer(args.checkpoint, "step", 0, std::numeric_limits<int64_t>::max()) : 0;
+    constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
+    const int64_t first_step = args.resume ? examples::metadata_integer(args.checkpoint, "step", 0, kMaxStep) : 0;
     // The corpus and, from a checkpoint, the state to resume.
     data::Fortunes fortunes(args.data);
     data::CharVocabulary vocabulary = fortunes.vocabulary();
@@ -213,7 +214,8 @@ int main(int argc, char** argv) {
     config.vocab_size = vocabulary.size();
     auto net = std::make_shared<charlm::CharLM>(config);
     if (args.resume) {
-      examples::load_checkpoint_part(args.checkpoint, "model", kModelFlags, [&] { net->load_state_dict(model_state); });
+      examples::load_checkpoint_part(args.checkpoint, "model", kModelFlags,
+                                     [&] { net->load_state_dict(model_state); });
     }
     net->to(device);
     if (lead) {
@@ -291,8 +293,8 @@ int main(int argc, char** argv) {
                             std::to_string(train_options.batch_size()) + " windows a rank, more than the " +
                             std::to_string(windows) + " training windows of a rank"
                       : " is more than the " + std::to_string(windows) + " training windows") +
-            " (" + std::to_string(train_tokens.numel()) + " characters, --context " + std::to_string(args.model.context) +
-            "): not one full batch to train on");
+            " (" + std::to_string(train_tokens.numel()) + " characters, --context " +
+            std::to_string(args.model.context) + "): not one full batch to train on");
     }
     manual_seed(args.seed + 1 + static_cast<uint64_t>(first_step));  // dropout's generator, on every device alike
 

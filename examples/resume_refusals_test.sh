@@ -70,6 +70,9 @@ expect "$charlm" "charlm: $lm: its model state does not fit this run (--context,
   --data "$dir/corpus" --steps 3 --batch-size 2 --context 8 --width 32 --layers 1 --heads 2 --checkpoint "$lm" --resume
 meta "$dir/lm-original.safetensors" "$lm" step=1e3
 expect "$charlm" "charlm: $lm: metadata step='1e3' is not an integer" --data "$dir/corpus" --checkpoint "$lm" --resume
+meta - "$ck" step=1  # charlm's metadata, no tensor
+expect "$charlm" "charlm: $ck has no vocabulary.chars: it is not a checkpoint of charlm" \
+  --data "$dir/corpus" --checkpoint "$ck" --resume
 # charlm's tensors with train's metadata: train refuses them as another model (needs its data).
 meta "$dir/lm-original.safetensors" "$dir/lm-as-train.safetensors" epoch=1
 
