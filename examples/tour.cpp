@@ -382,7 +382,7 @@ void distributed_data_parallel() {
 }
 
 constexpr const char* kUsage =
-    "usage: tour [--disable-cuda]\n"
+    "usage: tour [--disable-cuda] [--help]\n"
     "       ember-run --nproc-per-node=2 tour   (the last section on 2 ranks)\n"
     "A walk through PyTorch's \"CUDA semantics\" note, section by section; --disable-cuda\n"
     "runs only its device-agnostic sections, on the cpu.\n";
