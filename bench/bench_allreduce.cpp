@@ -35,6 +35,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "bench_args.h"
 #include "ember/ember.h"
 #include "rank_launch.h"
 
@@ -152,6 +153,8 @@ std::pair<double, double> median_min(std::vector<double> samples) {
   return {samples[samples.size() / 2], samples.front()};
 }
 
+constexpr const char* kUsage = "usage: bench_allreduce [--rounds=N] [--max-bytes=B] [--help]\n";
+
 std::string human(int64_t bytes) {
   if (bytes >= (1 << 20)) return std::to_string(bytes >> 20) + " MiB";
   if (bytes >= (1 << 10)) return std::to_string(bytes >> 10) + " KiB";
@@ -168,6 +171,7 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--rounds=", 9) == 0) rounds = std::max(1, std::atoi(argv[i] + 9));
     else if (std::strncmp(argv[i], "--max-bytes=", 12) == 0) max_bytes = std::atoll(argv[i] + 12);
     else if (std::strcmp(argv[i], "--rank-worker") == 0) worker = true;
+    else other_argument("bench_allreduce", argv[i], kUsage);
   }
   if (worker) return rank_worker(max_bytes);
 

@@ -125,6 +125,7 @@ BENCHMARK(torch_deep_chain)->UseRealTime()->Unit(benchmark::kMillisecond)->Itera
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
   PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

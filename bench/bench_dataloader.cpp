@@ -137,6 +137,7 @@ BENCHMARK(ember_emulated_train_loop)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchm
 int main(int argc, char** argv) {
   ember::cuda::emulate(1, size_t{1} << 30);
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
   LoaderReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

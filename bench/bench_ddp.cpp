@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_args.h"
 #include "ember/ember.h"
 #include "rank_launch.h"
 
@@ -126,6 +127,8 @@ int rank_worker(int repetitions, int steps) {
   return 0;
 }
 
+constexpr const char* kUsage = "usage: bench_ddp [--repetitions=N] [--steps=N] [--help]\n";
+
 double hidden(double local, double ddp, double all_reduce) {
   return all_reduce > 0 ? std::clamp((local + all_reduce - ddp) / all_reduce, 0.0, 1.0) : 0.0;
 }
@@ -139,6 +142,7 @@ int main(int argc, char** argv) {
     if (std::strncmp(argv[i], "--repetitions=", 14) == 0) repetitions = std::max(1, std::atoi(argv[i] + 14));
     else if (std::strncmp(argv[i], "--steps=", 8) == 0) steps = std::max(1, std::atoi(argv[i] + 8));
     else if (std::strcmp(argv[i], "--rank-worker") == 0) worker = true;
+    else other_argument("bench_ddp", argv[i], kUsage);
   }
   if (worker) return rank_worker(repetitions, steps);
 

@@ -25,6 +25,7 @@
 
 #include "../examples/charlm_model.h"
 #include "../examples/train_model.h"
+#include "bench_args.h"
 #include "ember/ember.h"
 
 namespace cuda = ember::cuda;
@@ -272,19 +273,22 @@ void training_cases() {
 
 }  // namespace
 
+constexpr const char* kUsage = "usage: bench_gpu [--emulated] [--only NAME[,NAME...]] [--help]\n";
+
 int main(int argc, char** argv) {
   bool emulated = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--emulated")) {
       emulated = true;
-    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+    } else if (!std::strcmp(argv[i], "--only")) {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_gpu: --only needs a value\n%s", kUsage);
+        return 2;
+      }
       std::stringstream names(argv[++i]);
       for (std::string name; std::getline(names, name, ',');) g_only.insert(name);
-    } else if (!std::strncmp(argv[i], "--benchmark", 11)) {
-      // Google Benchmark's flags (gpu-run passes them to every bench_*): not used here.
     } else {
-      std::fprintf(stderr, "usage: bench_gpu [--emulated] [--only NAME[,NAME...]]\n");
-      return 2;
+      other_argument("bench_gpu", argv[i], kUsage);
     }
   }
   try {

@@ -161,6 +161,7 @@ BENCHMARK(torch_matmul)->Arg(1024)->UseRealTime();
 int main(int argc, char** argv) {
   ember::cuda::emulate(1, size_t{1} << 30);
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
   PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -213,6 +213,7 @@ BENCHMARK(wordlm_bench::torch_lstm_packed)->Name("torch_lstm_packed")->Unit(benc
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
   PeerRatioReporter reporter("ember / torch per training step (real time; < 1 means ember is faster)");
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();

@@ -27,6 +27,7 @@ except ImportError:
     sys.exit("torch_gpu.py: PyTorch is not installed")
 
 from charlm_torch_model import CharLM  # bench/, beside this script
+from train_torch_model import TrainCnn
 
 p = argparse.ArgumentParser()
 p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -219,20 +220,6 @@ def _():
             y = y * 1.0001
         y.sum().backward()
     return time_us(chain, iters=10), "forward + backward"
-
-
-class TrainCnn(nn.Module):
-    """examples/train's Network, as bench_gpu mirrors it: with its input standardisation."""
-
-    def __init__(self):
-        super().__init__()
-        self.features = nn.Sequential(nn.Conv2d(1, 16, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),
-                                      nn.Conv2d(16, 32, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2))
-        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(32 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.25),
-                                        nn.Linear(128, 10))
-
-    def forward(self, x):
-        return self.classifier(self.features((x - 0.2860) / 0.3530))
 
 
 def make_mlp():

@@ -6,7 +6,7 @@
 //          [--data /usr/share/games/fortunes] [--context 128] [--width 128] [--layers 4] [--heads 4]
 //          [--dropout 0.1] [--weight-decay 0.1] [--warmup 100] [--clip 1.0] [--log-every 100]
 //          [--eval-batches 20] [--samples 3] [--sample-length 300] [--temperature 0.8] [--top-k 20]
-//          [--ddp] [--data-parallel]
+//          [--ddp] [--data-parallel] [--help]
 //
 // The model is examples/charlm_model.h's (4 pre-norm layers of width 128 with 4 heads by
 // default, tied embeddings, dropout, causal attention). Training draws random windows of
@@ -40,12 +40,14 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "charlm_model.h"
 #include "ember/ember.h"
+#include "example_checkpoint.h"
 #include "example_flags.h"
 #include "example_setup.h"
 
@@ -78,21 +80,20 @@ struct Args : examples::CommonArgs {
   }
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "charlm: " << problem << "\n"
-            << "usage: charlm [--steps N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
-            << "              [--checkpoint FILE] [--resume] [--stop-after STEP] [--no-tf32] [--seed N]\n"
-            << "              [--workers N] [--data DIR] [--context N] [--width N] [--layers N] [--heads N]\n"
-            << "              [--dropout X] [--weight-decay X] [--warmup STEPS] [--clip X] [--log-every STEPS]\n"
-            << "              [--eval-batches N] [--samples N] [--sample-length N] [--temperature X] [--top-k N]\n"
-            << "              [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n";
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: charlm [--steps N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
+    "              [--checkpoint FILE] [--resume] [--stop-after STEP] [--no-tf32] [--seed N]\n"
+    "              [--workers N] [--data DIR] [--context N] [--width N] [--layers N] [--heads N]\n"
+    "              [--dropout X] [--weight-decay X] [--warmup STEPS] [--clip X] [--log-every STEPS]\n"
+    "              [--eval-batches N] [--samples N] [--sample-length N] [--temperature X] [--top-k N]\n"
+    "              [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel] [--help]\n";
+
+[[noreturn]] void usage(const std::string& problem) { examples::refuse("charlm", problem, kUsage); }
 
 Args parse(int argc, char** argv) {
   Args args;
   args.model.dropout = 0.1;
-  examples::Flags flags(argc, argv, usage);
+  examples::Flags flags(argc, argv, usage, kUsage);
   while (flags.next()) {
     if (examples::read_common_flag(flags, args)) continue;
     if (flags.is("--steps")) flags.read(args.steps);
@@ -121,6 +122,20 @@ Args parse(int argc, char** argv) {
   if (!(args.temperature > 0)) usage("--temperature must be positive");
   examples::check_common_flags(args, usage);
   return args;
+}
+
+// What a checkpoint's model must have been made with to load.
+constexpr const char* kModelFlags = "--context, --width, --layers and --heads as it was saved with";
+
+// A checkpoint's "vocabulary.chars": byte values, each once.
+data::CharVocabulary vocabulary_of(const std::string& checkpoint, const Tensor& saved) {
+  std::string chars;
+  for (int64_t c : saved.to(kInt64).to_vector<int64_t>()) {
+    if (c < 0 || c > 255)
+      throw ValueError(checkpoint + ": " + kVocabularyKey + " holds " + std::to_string(c) + ", not a byte");
+    chars += static_cast<char>(c);
+  }
+  return data::CharVocabulary::from_chars(chars);
 }
 
 Device choose_device(const Args& args) {
@@ -167,24 +182,28 @@ int main(int argc, char** argv) {
     }
     manual_seed(args.seed);
 
+    // The checkpoint's metadata first: a file of another program is refused before the
+    // corpus or its tensors are read.
+    constexpr int64_t kMaxStep = std::numeric_limits<int64_t>::max();
+    const int64_t first_step = args.resume ? examples::metadata_integer(args.checkpoint, "step", 0, kMaxStep) : 0;
     // The corpus and, from a checkpoint, the state to resume.
     data::Fortunes fortunes(args.data);
     data::CharVocabulary vocabulary = fortunes.vocabulary();
     nn::StateDict model_state, optimizer_state, scheduler_state;
-    int64_t first_step = 0;
     if (args.resume) {
+      bool has_vocabulary = false;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind(kOptimizerPrefix, 0) == 0) optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
         else if (key.rfind(kSchedulerPrefix, 0) == 0) scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
         else if (key == kVocabularyKey) {
-          std::string chars;
-          for (int64_t c : t.to(kInt64).to_vector<int64_t>()) chars += static_cast<char>(c);
-          vocabulary = data::CharVocabulary::from_chars(chars);
+          vocabulary = vocabulary_of(args.checkpoint, t);
+          has_vocabulary = true;
         } else {
           model_state.insert(key, t);
         }
       }
-      first_step = std::stoll(load_metadata(args.checkpoint).at("step"));
+      if (!has_vocabulary)
+        throw ValueError(args.checkpoint + " has no " + kVocabularyKey + ": it is not a checkpoint of charlm");
     }
     const Tensor train_tokens = vocabulary.encode(fortunes.train_text());
     const Tensor val_tokens = vocabulary.encode(fortunes.validation_text());
@@ -194,7 +213,10 @@ int main(int argc, char** argv) {
     charlm::Config config = args.model;
     config.vocab_size = vocabulary.size();
     auto net = std::make_shared<charlm::CharLM>(config);
-    if (!model_state.empty()) net->load_state_dict(model_state);
+    if (args.resume) {
+      examples::load_checkpoint_part(args.checkpoint, "model", kModelFlags,
+                                     [&] { net->load_state_dict(model_state); });
+    }
     net->to(device);
     if (lead) {
       int64_t count = 0;
@@ -235,8 +257,14 @@ int main(int argc, char** argv) {
     optimizer.add_param_group(no_decay, optim::AdamWOptions(args.lr).betas({0.9, 0.95}).weight_decay(0.0));
     const int64_t warmup = args.warmup, steps = args.steps;
     optim::LambdaLR scheduler(optimizer, [warmup, steps](int64_t s) { return schedule(s, warmup, steps); });
-    if (!optimizer_state.empty()) optimizer.load_state_dict(optimizer_state);
-    if (!scheduler_state.empty()) scheduler.load_state_dict(scheduler_state);
+    if (!optimizer_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "optimizer", kModelFlags,
+                                     [&] { optimizer.load_state_dict(optimizer_state); });
+    }
+    if (!scheduler_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "scheduler", "LambdaLR",
+                                     [&] { scheduler.load_state_dict(scheduler_state); });
+    }
 
     // Fixed validation batches: the same windows at every progress line.
     std::vector<data::Example> val_batches;
@@ -256,6 +284,18 @@ int main(int argc, char** argv) {
       train_options.shuffle(false).sampler(*ddp_sampler).batch_size(args.batch_size / ddp_rank.world);
     }
     data::DataLoader train_loader(train_set, train_options);
+    // With drop_last, windows fewer than a batch make empty epochs: refuse rather than loop
+    // over them forever waiting for a step.
+    if (train_loader.size() == 0) {
+      const size_t windows = ddp_sampler ? ddp_sampler->size() : train_set.size();
+      usage("--batch-size " + std::to_string(args.batch_size) +
+            (args.ddp ? " over " + std::to_string(ddp_rank.world) + " ranks is " +
+                            std::to_string(train_options.batch_size()) + " windows a rank, more than the " +
+                            std::to_string(windows) + " training windows of a rank"
+                      : " is more than the " + std::to_string(windows) + " training windows") +
+            " (" + std::to_string(train_tokens.numel()) + " characters, --context " +
+            std::to_string(args.model.context) + "): not one full batch to train on");
+    }
     manual_seed(args.seed + 1 + static_cast<uint64_t>(first_step));  // dropout's generator, on every device alike
 
     auto save_checkpoint = [&](int64_t step) {
@@ -325,7 +365,7 @@ int main(int argc, char** argv) {
         std::cout << "----\n" << vocabulary.decode(out.slice(1, 1, out.size(1))) << "\n";
       }
     }
-  } catch (const Error& err) {
+  } catch (const std::exception& err) {  // ember's errors, and any other a library throws
     std::cerr << "charlm: " << err.what() << "\n";
     return 1;
   }

@@ -1,27 +1,41 @@
-// The command-line reading examples/train and examples/charlm share: `--flag value` and
-// bare `--flag` options, each value read whole into its type, and one `usage(problem)` per
-// program for every mistake ("--steps: expected an integer, got 'x'", "--lr needs a
-// value", "unknown option --x"); and the flags both programs take.
+// The command-line reading the example programs share: `--flag value` and bare `--flag`
+// options, each value read whole into its type, and one `usage(problem)` per program for
+// every mistake ("--steps: expected an integer, got 'x'", "--lr needs a value", "unknown
+// option --x"), which prints the problem and the usage to stderr and exits 2; `--help` and
+// `-h` print the usage to stdout and exit 0. And the flags train and charlm both take.
 #pragma once
 
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <system_error>
 
 namespace examples {
 
+/// What each program's `usage(problem)` does: "PROGRAM: problem" and the usage on stderr, exit 2.
+[[noreturn]] inline void refuse(const char* program, const std::string& problem, const char* usage_text) {
+  std::cerr << program << ": " << problem << "\n" << usage_text;
+  std::exit(2);
+}
+
 class Flags {
  public:
   using Usage = void (*)(const std::string& problem);  // prints the problem and exits
 
-  Flags(int argc, char** argv, Usage usage) : argc_(argc), argv_(argv), usage_(usage) {}
+  /// `usage_text` is what --help prints, the text `usage` prints after a problem.
+  Flags(int argc, char** argv, Usage usage, const char* usage_text)
+      : argc_(argc), argv_(argv), usage_(usage), usage_text_(usage_text) {}
 
-  /// Moves to the next option; false after the last.
+  /// Moves to the next option; false after the last. --help and -h print the usage and exit 0.
   bool next() {
     if (++i_ >= argc_) return false;
     flag_ = argv_[i_];
+    if (flag_ == "--help" || flag_ == "-h") {
+      std::cout << usage_text_;
+      std::exit(0);
+    }
     return true;
   }
   /// Whether the current option is `name`.
@@ -63,6 +77,7 @@ class Flags {
   const int argc_;
   char** const argv_;
   const Usage usage_;
+  const char* const usage_text_;
   int i_ = 0;
   std::string flag_;
 };

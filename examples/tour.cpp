@@ -1,15 +1,16 @@
 // The main job: a walk through PyTorch's "CUDA semantics" note, section by section,
 // run with ember. On a machine without a GPU it turns on 4 emulated devices.
 //
-//   tour [--disable-cuda]
+//   tour [--disable-cuda] [--help]
 //   ember-run --nproc-per-node=2 tour   (the last section on 2 ranks)
 #include <ember/ember.h>
 
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <string>
+
+#include "example_flags.h"
 
 using namespace ember;
 
@@ -380,10 +381,23 @@ void distributed_data_parallel() {
   dist::destroy_process_group();
 }
 
+constexpr const char* kUsage =
+    "usage: tour [--disable-cuda] [--help]\n"
+    "       ember-run --nproc-per-node=2 tour   (the last section on 2 ranks)\n"
+    "A walk through PyTorch's \"CUDA semantics\" note, section by section; --disable-cuda\n"
+    "runs only its device-agnostic sections, on the cpu.\n";
+
+[[noreturn]] void usage(const std::string& problem) { examples::refuse("tour", problem, kUsage); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool disable_cuda = argc > 1 && std::strcmp(argv[1], "--disable-cuda") == 0;
+  bool disable_cuda = false;
+  examples::Flags flags(argc, argv, usage, kUsage);
+  while (flags.next()) {
+    if (flags.is("--disable-cuda")) disable_cuda = true;
+    else flags.unknown();
+  }
   if (disable_cuda) {
     device_agnostic(true);
     device_agnostic_training(Device(kCPU));

@@ -4,7 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
-//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1] [--cuda-graphs]
+//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1] [--cuda-graphs] [--help]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -44,12 +44,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "ember/data.h"
 #include "ember/ember.h"
+#include "example_checkpoint.h"
 #include "example_flags.h"
 #include "example_setup.h"
 #include "train_model.h"
@@ -80,19 +82,18 @@ struct Args : examples::CommonArgs {
   }
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "train: " << problem << "\n"
-            << "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
-            << "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
-            << "             [--data DIR] [--limit BATCHES] [--eval-limit BATCHES] [--memory-snapshot FILE]\n"
-            << "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
-            << "             [--lr-step EPOCHS] [--lr-gamma X] [--cuda-graphs]\n";
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: train [--epochs N] [--batch-size N] [--lr X] [--device DEV] [--disable-cuda]\n"
+    "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
+    "             [--data DIR] [--limit BATCHES] [--eval-limit BATCHES] [--memory-snapshot FILE]\n"
+    "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
+    "             [--lr-step EPOCHS] [--lr-gamma X] [--cuda-graphs] [--help]\n";
+
+[[noreturn]] void usage(const std::string& problem) { examples::refuse("train", problem, kUsage); }
 
 Args parse(int argc, char** argv) {
   Args args;
-  examples::Flags flags(argc, argv, usage);
+  examples::Flags flags(argc, argv, usage, kUsage);
   while (flags.next()) {
     if (examples::read_common_flag(flags, args)) continue;
     if (flags.is("--epochs")) flags.read(args.epochs);
@@ -163,6 +164,12 @@ int main(int argc, char** argv) {
       if (!device.is_cuda()) usage("--memory-snapshot records a cuda device's allocator; the device is " + device.str());
       cuda::record_memory_history(true);
     }
+    // The checkpoint's metadata first: a file of another program is refused before the data
+    // or its tensors are read. Epochs are counted as --epochs is, in an int; the loop's 64
+    // bits count on past INT_MAX without overflow.
+    int64_t first_epoch = 1;
+    if (args.resume)
+      first_epoch = examples::metadata_integer(args.checkpoint, "epoch", 0, std::numeric_limits<int>::max()) + 1;
     manual_seed(args.seed);
     data::FashionMNIST train_set(args.data, /*train=*/true);
     data::FashionMNIST test_set(args.data, /*train=*/false);
@@ -183,7 +190,6 @@ int main(int argc, char** argv) {
     data::DataLoader test_loader(test_set, data::DataLoaderOptions().batch_size(1000).num_workers(args.workers).pin_memory(pin));
 
     auto net = std::make_shared<Network>();
-    int first_epoch = 1;
     // From the checkpoint, loaded once the optimizer and the scheduler exist.
     nn::StateDict optimizer_state, scheduler_state;
     if (args.resume) {
@@ -197,8 +203,8 @@ int main(int argc, char** argv) {
           model_state.insert(key, t);
         }
       }
-      net->load_state_dict(model_state);
-      first_epoch = std::stoi(load_metadata(args.checkpoint).at("epoch")) + 1;
+      examples::load_checkpoint_part(args.checkpoint, "model", "train's network",
+                                     [&] { net->load_state_dict(model_state); });
       if (lead) {
         std::cout << "resumed from " << args.checkpoint << " after epoch " << first_epoch - 1
                   << (optimizer_state.empty() ? " (no optimizer state in it: Adam starts afresh)" : "")
@@ -243,14 +249,20 @@ int main(int argc, char** argv) {
     // rate, the scheduler's its epoch and base learning rates.
     std::unique_ptr<optim::StepLR> scheduler;
     if (args.lr_step > 0) scheduler = std::make_unique<optim::StepLR>(optimizer, args.lr_step, args.lr_gamma);
-    if (!optimizer_state.empty()) optimizer.load_state_dict(optimizer_state);  // to the parameters' device
-    if (scheduler && !scheduler_state.empty()) scheduler->load_state_dict(scheduler_state);
+    if (!optimizer_state.empty()) {  // to the parameters' device
+      examples::load_checkpoint_part(args.checkpoint, "optimizer", "Adam over train's network",
+                                     [&] { optimizer.load_state_dict(optimizer_state); });
+    }
+    if (scheduler && !scheduler_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "scheduler", "StepLR, --lr-step",
+                                     [&] { scheduler->load_state_dict(scheduler_state); });
+    }
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
     manual_seed(args.seed + 1);
 
-    for (int epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
+    for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
       Tensor total_loss = zeros({}, device);  // summed on the device: no sync per step
       int64_t images = 0, steps = 0;
@@ -320,7 +332,7 @@ int main(int argc, char** argv) {
         save(checkpoint, args.checkpoint, {{"epoch", std::to_string(epoch)}});
       }
     }
-  } catch (const Error& err) {
+  } catch (const std::exception& err) {  // ember's errors, and any other a library throws
     std::cerr << "train: " << err.what() << "\n";
     return 1;
   }

@@ -1,4 +1,5 @@
-// DataLoader: order whatever the number of workers, PyTorch's shuffled orders, drop_last,
+// DataLoader: order whatever the number of workers, PyTorch's shuffled orders, drop_last
+// (an epoch without a full batch is empty),
 // worker errors at their batch's position, timeouts, early exit and destruction, persistent
 // workers, samplers given by reference, and pinned batches on cuda devices. Expected
 // shuffled orders come from PyTorch 1.13 (DataLoader(range(10), shuffle=True,
@@ -43,6 +44,36 @@ TEST(DataLoader, DropLastDropsTheShortBatch) {
   }
   ProbeDataset exact(8);
   EXPECT_EQ(DataLoader(exact, DataLoaderOptions().batch_size(4).drop_last(true)).size(), 2u);
+}
+
+// drop_last over fewer samples than a batch: every epoch is empty and ends at once, as
+// PyTorch's (`list(DataLoader(range(3), batch_size=4, drop_last=True))` is []), whatever the
+// workers, the order, pinning or the epoch; nothing is loaded.
+TEST(DataLoader, AnEpochWithoutAFullBatchEndsAtOnce) {
+  ensure_cuda();  // emulated devices when there is no GPU: the pin-memory thread runs too
+  ProbeDataset ds(3);
+  const bool pin = cuda::is_available();
+  for (int workers : {0, 2}) {
+    for (bool shuffle : {false, true}) {
+      for (bool persistent : {false, true}) {
+        if (persistent && workers == 0) continue;
+        SCOPED_TRACE(::testing::Message() << workers << " workers, shuffle " << shuffle << ", persistent "
+                                          << persistent);
+        DataLoader loader(ds, DataLoaderOptions().batch_size(4).drop_last(true).num_workers(workers).shuffle(shuffle)
+                                  .persistent_workers(persistent).pin_memory(pin));
+        EXPECT_EQ(loader.size(), 0u);
+        for (int epoch = 0; epoch < 3; ++epoch) {
+          EXPECT_TRUE(loader.begin() == loader.end());
+          EXPECT_EQ(epoch_targets(loader), Batches{});
+        }
+      }
+    }
+  }
+  EXPECT_EQ(ds.calls(), 0u);
+  ProbeDataset none(0);  // an empty dataset, in order, is an empty epoch too
+  DataLoader empty_loader(none, DataLoaderOptions().batch_size(2).num_workers(1));
+  EXPECT_EQ(empty_loader.size(), 0u);
+  EXPECT_EQ(epoch_targets(empty_loader), Batches{});
 }
 
 TEST(DataLoader, BatchesArriveInOrderWhenWorkersFinishOutOfOrder) {
