@@ -40,19 +40,17 @@ struct Args : examples::CommonArgs {
   }
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "wordlm: %s\nusage: wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--emsize 200] [--nhid 200] "
-               "[--nlayers 2] [--vocab 10000] [--dropout 0.2] [--tied] [--lr 20] [--clip 0.25] [--epochs 1] "
-               "[--max-batches N] [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] "
-               "[--temperature 1.0] [--packed] [--seed 1111] [--data DIR] [--device cuda:0] [--disable-cuda] [--no-tf32]\n",
-               problem.c_str());
-  std::exit(2);
-}
+constexpr const char* kUsage =
+    "usage: wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--emsize 200] [--nhid 200] [--nlayers 2] [--vocab 10000]\n"
+    "              [--dropout 0.2] [--tied] [--lr 20] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
+    "              [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] [--temperature 1.0]\n"
+    "              [--packed] [--seed 1111] [--data DIR] [--device cuda:0] [--disable-cuda] [--no-tf32]\n";
+
+[[noreturn]] void usage(const std::string& problem) { examples::refuse("wordlm", problem, kUsage); }
 
 Args parse(int argc, char** argv) {
   Args args;
-  examples::Flags flags(argc, argv, usage);
+  examples::Flags flags(argc, argv, usage, kUsage);
   while (flags.next()) {
     if (read_common_flag(flags, args)) continue;
     if (flags.is("--model")) flags.read(args.model.rnn_type);
