@@ -143,9 +143,12 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
 
   bool found = config_.caching_enabled && get_free_block(request);
   if (!found) {
-    if (limit_set_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
+    // Nothing is given back to the device while a capture is open (as PyTorch's): a capture
+    // refuses cudaFree, and a shared private pool's cached blocks may be an earlier graph's.
+    const bool capturing = !captures_underway_.empty();
+    if (!capturing && limit_set_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
     found = alloc_block(request, false, lock) ||
-            (release_available_cached_blocks(request) && alloc_block(request, false, lock)) ||
+            (!capturing && release_available_cached_blocks(request) && alloc_block(request, false, lock)) ||
             (release_cached_blocks(), alloc_block(request, true, lock));
   }
   if (!found) throw_out_of_memory(request);
@@ -189,18 +192,23 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry, std::un
   const size_t size = request.alloc_size;
   if (limit_set_ && (size > allowed_maximum_ || reserved_total_ > allowed_maximum_ - size)) return false;
   void* ptr = nullptr;
-  if (config_.release_lock_on_malloc) {
+  if (config_.release_lock_on_malloc && request.pool->owner == nullptr) {
     // release_lock_on_cudamalloc, as PyTorch: other threads' cached allocations and frees
-    // need not wait for a slow device allocation. Nothing of this request is in the
-    // allocator's state yet, so there is nothing for them to see half-made.
+    // need not wait for a slow device allocation. Only for the shared pools: a graph's
+    // private pool could be released by another thread meanwhile (this segment is not
+    // counted in it yet). The bytes are reserved before the lock is let go, so that two
+    // threads cannot both pass the memory-fraction check above.
+    reserved_total_ += size;
     lock.unlock();
     try {
       ptr = backend_.raw_alloc(device_, size);
     } catch (...) {
       lock.lock();
+      reserved_total_ -= size;
       throw;
     }
     lock.lock();
+    reserved_total_ -= size;
   } else {
     ptr = backend_.raw_alloc(device_, size);
   }

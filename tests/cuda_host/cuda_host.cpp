@@ -509,6 +509,14 @@ using ember_cuda_host::last_error;
 using ember_cuda_host::pending_error;
 using ember_cuda_host::sticky_error;
 
+// The host layer never captures; the calling thread's mode is kept so that an exchange
+// hands back what was set, as CUDA's does.
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
+  std::swap(current, *mode);
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetLastError() {
   cudaError_t e = last_error != cudaSuccess ? last_error : sticky_error;
   last_error = cudaSuccess;

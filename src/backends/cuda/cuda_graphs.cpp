@@ -80,7 +80,7 @@ CaptureMode DriverBackend::exchange_capture_mode(CaptureMode mode) noexcept {
   cudaStreamCaptureMode native = to_cuda(mode);
   if (cudaThreadExchangeStreamCaptureMode(&native) != cudaSuccess) {
     (void)cudaGetLastError();
-    return CaptureMode::Global;
+    return mode;  // nothing changed: restoring `mode` later leaves the thread as it is
   }
   switch (native) {
     case cudaStreamCaptureModeThreadLocal: return CaptureMode::ThreadLocal;

@@ -19,6 +19,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -254,8 +255,12 @@ class NcclGroup final : public ProcessGroup {
     device_ = device;
     side_.emplace(device);
     watchdog_.emplace(rank(), setup_.timeout, [this](const std::string&) {
-      std::lock_guard comm_lock(comm_mutex_);
-      aborted_ = true;
+      aborted_ = true;  // no enqueue starts after this
+      // An enqueue in progress can itself be blocked behind the stuck collective (a full
+      // launch queue, a connection being set up): after a bounded wait the abort goes ahead,
+      // since it is what unblocks that enqueue.
+      std::unique_lock comm_lock(comm_mutex_, std::defer_lock);
+      (void)comm_lock.try_lock_for(std::chrono::seconds(5));
       ncclCommAbort(comm_);  // the stuck kernels return; the communicator is gone
     });
   }
@@ -285,7 +290,7 @@ class NcclGroup final : public ProcessGroup {
   GroupSetup setup_;
   ncclUniqueId id_{};
   std::mutex mutex_;
-  std::mutex comm_mutex_;  // held while enqueueing on comm_ and while aborting it
+  std::timed_mutex comm_mutex_;  // held while enqueueing on comm_ and (within a bound) while aborting it
   ncclComm_t comm_ = nullptr;
   int device_ = -1;
   std::optional<cuda::Stream> side_;
