@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ember/errors.h"
+#include "fuzz_driver.h"
 #include "memory/alloc_conf.h"
 
 namespace {
@@ -162,35 +163,9 @@ class Mutator {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t seed = 1, iterations = 10000;
-  double seconds = 0;
-  std::vector<std::string> replay;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--seed" && i + 1 < argc) seed = std::stoull(argv[++i]);
-    else if (arg == "--iterations" && i + 1 < argc) iterations = std::stoull(argv[++i]);
-    else if (arg == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
-    else replay.push_back(arg);
-  }
-  if (!replay.empty()) {
-    for (const std::string& path : replay) {
-      std::ifstream in(path, std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    }
-    std::cout << "fuzz_alloc_conf: replayed " << replay.size() << " inputs\n";
-    return 0;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  Mutator mutator(seed);
-  uint64_t done = 0;
-  for (; done < iterations; ++done) {
-    if (seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
-    const std::string input = mutator.next();
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
-  }
-  std::cout << "fuzz_alloc_conf: seed " << seed << ", " << done << " of " << iterations << " inputs ("
-            << accepted_count << " accepted, the others refused), no failure\n";
-  return 0;
+  return fuzz::run(
+      "fuzz_alloc_conf", argc, argv,
+      [](uint64_t seed) { return [mutator = Mutator(seed)](uint64_t) mutable { return mutator.next(); }; },
+      [] { return std::to_string(accepted_count) + " accepted, the others refused"; });
 }
 #endif

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "fuzz_driver.h"
 
 namespace {
 
@@ -219,35 +220,15 @@ class Mutator {
 }  // namespace
 
 int main(int argc, char** argv) {
-  uint64_t seed = 1, iterations = 10000;
-  double seconds = 0;
-  std::vector<std::string> replay;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--seed" && i + 1 < argc) seed = std::stoull(argv[++i]);
-    else if (arg == "--iterations" && i + 1 < argc) iterations = std::stoull(argv[++i]);
-    else if (arg == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
-    else replay.push_back(arg);
-  }
-  if (!replay.empty()) {
-    for (const std::string& path : replay) {
-      const std::string bytes = read_bytes(path);
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    }
-    std::cout << "fuzz_checkpoint: replayed " << replay.size() << " inputs\n";
-    return 0;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  Mutator mutator(seed, seed_files());
-  uint64_t done = 0;
-  for (; done < iterations; ++done) {
-    if (seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
-    const std::string input = mutator.next();
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
-    if (done % 16 == 0) fuzz_save(mutator.random_text(), mutator.random_text(), mutator.random_text());
-  }
-  std::cout << "fuzz_checkpoint: seed " << seed << ", " << done << " of " << iterations << " inputs (" << loaded_count
-            << " loaded, the others refused), no failure\n";
-  return 0;
+  return fuzz::run(
+      "fuzz_checkpoint", argc, argv,
+      [](uint64_t seed) {
+        return [mutator = Mutator(seed, seed_files())](uint64_t index) mutable {
+          std::string input = mutator.next();
+          if (index % 16 == 0) fuzz_save(mutator.random_text(), mutator.random_text(), mutator.random_text());
+          return input;
+        };
+      },
+      [] { return std::to_string(loaded_count) + " loaded, the others refused"; });
 }
 #endif

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "fuzz_driver.h"
 
 namespace {
 
@@ -338,38 +339,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
 #ifndef EMBER_LIBFUZZER
 int main(int argc, char** argv) {
-  uint64_t seed = 1, iterations = 10000;
-  double seconds = 0;
-  std::vector<std::string> replay;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--seed" && i + 1 < argc) seed = std::stoull(argv[++i]);
-    else if (arg == "--iterations" && i + 1 < argc) iterations = std::stoull(argv[++i]);
-    else if (arg == "--seconds" && i + 1 < argc) seconds = std::stod(argv[++i]);
-    else replay.push_back(arg);
-  }
-  if (!replay.empty()) {
-    for (const std::string& path : replay) {
-      std::ifstream file(path, std::ios::binary);
-      if (!file) fail("cannot read " + path);
-      const std::string bytes((std::istreambuf_iterator<char>(file)), {});
-      LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-    }
-    std::cout << "fuzz_scheduler_state: replayed " << replay.size() << " inputs\n";
-    return 0;
-  }
-  const auto start = std::chrono::steady_clock::now();
-  std::mt19937_64 rng(seed);
-  uint64_t done = 0;
-  for (; done < iterations; ++done) {
-    if (seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > seconds) break;
-    std::string input(std::uniform_int_distribution<size_t>(0, 256)(rng), '\0');
-    for (char& c : input) c = static_cast<char>(rng());
-    LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(input.data()), input.size());
-  }
-  std::cout << "fuzz_scheduler_state: seed " << seed << ", " << done << " of " << iterations << " inputs ("
-            << built_count << " pairs built, " << loaded_count << " state dicts loaded, " << steps_count
-            << " steps taken, the others refused), no failure\n";
-  return 0;
+  return fuzz::run(
+      "fuzz_scheduler_state", argc, argv,
+      [](uint64_t seed) {
+        return [rng = std::mt19937_64(seed)](uint64_t) mutable {
+          std::string input(std::uniform_int_distribution<size_t>(0, 256)(rng), '\0');
+          for (char& c : input) c = static_cast<char>(rng());
+          return input;
+        };
+      },
+      [] {
+        return std::to_string(built_count) + " pairs built, " + std::to_string(loaded_count) +
+               " state dicts loaded, " + std::to_string(steps_count) + " steps taken, the others refused";
+      });
 }
 #endif
