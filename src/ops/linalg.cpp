@@ -5,6 +5,7 @@
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
+#include "ops/matmul_precision.h"
 
 namespace ember {
 
@@ -191,4 +192,18 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const { return ember::index_select(*this, dim, index); }
 
+namespace detail {
+
+Tensor matmul_2d_with_tf32(const Tensor& a, const Tensor& b, bool allow_tf32) {
+  EMBER_CHECK(a.dim() == 2 && b.dim() == 2 && a.size(1) == b.size(0), ValueError,
+              "mat1 and mat2 shapes cannot be multiplied (", a.size(0), "x", a.size(-1), " and ", b.size(0), "x",
+              b.size(-1), ")");
+  Tensor out = empty_on({1, a.size(0), b.size(1)}, a.dtype(), a.device());
+  KernelCall call{OpKind::Matmul, {make_arg(out)}, {make_arg(a.unsqueeze(0)), make_arg(b.unsqueeze(0))}};
+  call.allow_tf32 = allow_tf32 && a.is_cuda() && a.dtype() == kFloat32;
+  launch(a.device(), call);
+  return out.view({a.size(0), b.size(1)});
+}
+
+}  // namespace detail
 }  // namespace ember

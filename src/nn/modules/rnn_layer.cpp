@@ -7,6 +7,7 @@
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
+#include "ops/matmul_precision.h"
 #include "runtime/backend_flags.h"
 
 namespace ember::detail::nn {
@@ -23,9 +24,9 @@ namespace ember::detail::nn {
 // The contract: on cuda devices RNN, LSTM and GRU follow backends::cudnn.allow_tf32 (PyTorch
 // runs them through cuDNN, whose descriptor takes that flag), the cells follow
 // backends::cuda::matmul.allow_tf32 (PyTorch's cells are at::linear). matmul reads the matmul
-// flag, so the modules' products go through TF32Matmul, a custom Function that launches the
-// Matmul kernel with the decision taken once, at the forward, and makes its backward products
-// with the same decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by
+// flag, so the modules' products go through TF32Matmul, a custom Function over the op layer's
+// matmul_2d_with_tf32 (ops/matmul_precision.h) with the decision taken once, at the forward,
+// and its backward products made with the same decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by
 // rounding as TF32 would; a cpu tensor never asks for it.
 namespace {
 
@@ -43,13 +44,8 @@ struct TF32Matmul : autograd::Function<TF32Matmul> {
     if (ctx->needs_input_grad(1)) grad_b = apply(saved[0].t(), grads[0], allow_tf32);
     return {grad_a, grad_b, Tensor()};
   }
-  // a [n, k] @ b [k, m]: one Matmul launch, any strides.
   static Tensor product(const Tensor& a, const Tensor& b, bool allow_tf32) {
-    Tensor out = empty_on({1, a.size(0), b.size(1)}, a.dtype(), a.device());
-    KernelCall call{OpKind::Matmul, {make_arg(out)}, {make_arg(a.unsqueeze(0)), make_arg(b.unsqueeze(0))}};
-    call.allow_tf32 = allow_tf32;
-    launch(a.device(), call);
-    return out.view({a.size(0), b.size(1)});
+    return detail::matmul_2d_with_tf32(a, b, allow_tf32);
   }
 };
 
