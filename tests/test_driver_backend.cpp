@@ -9,9 +9,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "ember/cuda.h"
+#include "ember/ember.h"
 #include "ember/errors.h"
 #include "kernels/kernel_call.h"
 #include "kernels/random.h"
@@ -36,6 +39,29 @@ TEST(DriverFactory, WithoutGpuReturnsNullSilently) {
     EXPECT_GT(backend->device_count(), 0);
     EXPECT_STREQ(backend->name(), "driver");
   }
+}
+
+// True when the process has mapped libcublas (read from /proc/self/maps).
+bool cublas_is_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line))
+    if (line.find("/libcublas.so") != std::string::npos) return true;
+  return false;
+}
+
+// Note [cuBLAS opened on first use]: a process whose matmuls run on the cpu or on emulated
+// devices never maps cuBLAS (its start-up costs ~0.4 s); the first matmul on an NVIDIA GPU
+// opens it.
+TEST(DriverFactory, CublasIsOpenedByTheFirstMatmulOnAGpuOnly) {
+  const bool gpu = make_driver_backend() != nullptr;
+  Tensor a = ones({4, 3}), b = ones({3, 2});
+  EXPECT_EQ(matmul(a, b).sum().item<float>(), 24.0f);
+  if (cuda::is_available()) {
+    Device device("cuda:0");
+    EXPECT_EQ(matmul(a.to(device), b.to(device)).sum().item<float>(), 24.0f);
+  }
+  EXPECT_EQ(cublas_is_mapped(), gpu && cuda::is_available());
 }
 
 // The reason completes "No CUDA device is available: ...", which ember-info and the errors

@@ -8,7 +8,7 @@
 // stream>>>(args)` becomes a call of ember_cuda_host::launch(...) with the kernel call as a
 // lambda, and each `__shared__` declaration a reference to guarded storage (below). The CUDA
 // names the kernels use come from this header, reached through the fake <cuda_runtime_api.h>
-// and <cublas_v2.h> of tests/cuda_host/include, which shadow the real ones.
+// of tests/cuda_host/include, which shadows the real one.
 // Chosen over __host__ __device__ bodies because it leaves the driver's device code exactly
 // as nvcc sees it (no execution-context parameter threaded through every kernel) and new
 // kernels are covered without being written for it. The driver's namespace is renamed to

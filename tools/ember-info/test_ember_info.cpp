@@ -114,6 +114,13 @@ TEST(EmberInfo, VersionsAndBuild) {
   for (const auto& [name, version] : report.at("libraries").items()) names.push_back(name);
   EXPECT_EQ(names, (std::vector<std::string>{"CUDA runtime", "CUDA driver", "cuBLAS", "cuFFT", "NCCL", "OpenBLAS",
                                              "FFTW", "Gloo"}));
+#if EMBER_TEST_DRIVER_BUILT
+  // Versions the CUDA libraries report without a GPU; cuBLAS is opened for the question
+  // (Note [cuBLAS opened on first use]).
+  for (const char* library : {"CUDA runtime", "cuBLAS", "cuFFT", "NCCL"})
+    EXPECT_THAT(report.at("libraries").at(library).get<std::string>(), ::testing::MatchesRegex("[0-9]+\\.[0-9]+.*"))
+        << library;
+#endif
   EXPECT_THAT(report.at("libraries").at("OpenBLAS").get<std::string>(), StartsWith("OpenBLAS 0."));
   EXPECT_THAT(report.at("libraries").at("FFTW").get<std::string>(), StartsWith("fftw-3."));
   EXPECT_THAT(report.at("libraries").at("Gloo").get<std::string>(), StartsWith("0."));

@@ -39,10 +39,6 @@ void throw_cuda_error(cudaError_t err) {
   fail<CudaError>("CUDA error: ", cudaGetErrorString(err), cuda_error_hint(err));
 }
 
-void throw_cublas_error(cublasStatus_t status, const char* call) {
-  fail<CudaError>("CUDA error: ", cublasGetStatusString(status), " when calling `", call, "`");
-}
-
 bool launch_blocking() noexcept {
   // Read once, as the CUDA runtime reads it once at context creation; parsed like the
   // emulated backend and PyTorch (a non-zero integer).

@@ -7,7 +7,6 @@
 // (not under CUDA_LAUNCH_BLOCKING=1, where the failing call itself reports them).
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 namespace ember::detail::driver {
@@ -17,17 +16,11 @@ bool is_kernel_error(cudaError_t err) noexcept;
 /// The hint lines that follow "CUDA error: ..." for `err` (empty for most errors).
 const char* cuda_error_hint(cudaError_t err) noexcept;
 [[noreturn]] void throw_cuda_error(cudaError_t err);
-[[noreturn]] void throw_cublas_error(cublasStatus_t status, const char* call);
 
 /// Throws CudaError when `err` is not cudaSuccess (clearing the non-sticky error state).
 inline void check_cuda(cudaError_t err) {
   if (err != cudaSuccess) [[unlikely]]
     throw_cuda_error(err);
-}
-
-inline void check_cublas(cublasStatus_t status, const char* call) {
-  if (status != CUBLAS_STATUS_SUCCESS) [[unlikely]]
-    throw_cublas_error(status, call);
 }
 
 /// CUDA_LAUNCH_BLOCKING=1 (read once): every launch waits and raises its own errors.

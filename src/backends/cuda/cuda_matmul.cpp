@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "backends/cuda/cuda_blas_library.h"
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cuda_workspace.h"
@@ -38,7 +39,7 @@ class BlasHandles {
  public:
   ~BlasHandles() {
     for (auto& entry : entries_) {
-      if (entry.handle != nullptr) (void)cublasDestroy(entry.handle);
+      if (entry.handle != nullptr) (void)blas_library().destroy(entry.handle);  // opened: it made the handle
     }
   }
   cublasHandle_t get(int device) {
@@ -50,7 +51,7 @@ class BlasHandles {
     if (entry.handle == nullptr) {
       // cublasCreate allocates its workspace: the first matmul of a thread may be inside a capture.
       RelaxedCaptureScope relaxed;
-      check_cublas(cublasCreate(&entry.handle), "cublasCreate(&handle)");
+      check_cublas(blas_library().create(&entry.handle), "cublasCreate(&handle)");
       entry.generation = generation;
     }
     return entry.handle;
@@ -184,10 +185,11 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
   }
 
   cublasHandle_t handle = blas_handle(device);
-  check_cublas(cublasSetStream(handle, stream), "cublasSetStream(handle, stream)");
+  const BlasLibrary& blas = blas_library();
+  check_cublas(blas.set_stream(handle, stream), "cublasSetStream(handle, stream)");
   // An operand with batch size 1 is broadcast over the batch (stride 0).
   auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
-  check_cublas(cublasGemmStridedBatchedEx(
+  check_cublas(blas.gemm_strided_batched_ex(
                    handle, b_layout.op, a_layout.op, checked_int(n, "n"), checked_int(m, "m"), checked_int(k, "k"),
                    types.one, b.data, types.data, checked_int(b_layout.ld, "ldb"), batch_stride(b), a.data,
                    types.data, checked_int(a_layout.ld, "lda"), batch_stride(a), types.zero, c.data, types.data,

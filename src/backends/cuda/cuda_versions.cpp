@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "backends/cuda/cuda_blas_library.h"
 #include "runtime/build_info.h"
 
 namespace ember::detail {
@@ -36,9 +37,12 @@ std::vector<LibraryVersion> cuda_library_versions() {
   versions.push_back({"CUDA driver", cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0
                                          ? std::optional(cuda_version_string(driver))
                                          : std::nullopt});
-  versions.push_back({"cuBLAS", library_version([](libraryPropertyType type, int* value) {
-                         return cublasGetProperty(type, value) == CUBLAS_STATUS_SUCCESS;
-                       })});
+  // cuBLAS is opened here if no matmul has opened it (Note [cuBLAS opened on first use]).
+  const driver::BlasLibrary* blas = driver::blas_library_if_available();
+  versions.push_back({"cuBLAS", blas == nullptr ? std::nullopt
+                                                : library_version([blas](libraryPropertyType type, int* value) {
+                                                    return blas->get_property(type, value) == CUBLAS_STATUS_SUCCESS;
+                                                  })});
   versions.push_back({"cuFFT", library_version([](libraryPropertyType type, int* value) {
                         return cufftGetProperty(type, value) == CUFFT_SUCCESS;
                       })});
