@@ -170,6 +170,43 @@ TEST_P(Rnn, ModuleGradcheckThroughInputsAndStates) {
   EXPECT_TRUE(autograd::gradcheck(fn, {randn({2, 3, 2}, opts), randn({4, 2, 2}, opts), randn({4, 2, 3}, opts)}));
 }
 
+// Note [Fused cells]: a recorded backward (create_graph) composes the gate math from ops, so
+// second derivatives through the fused LSTM and GRU cells equal those of the same math
+// written out with ops here.
+TEST_P(Rnn, FusedCellsHaveTheComposedMathsSecondDerivatives) {
+  manual_seed(17);
+  auto opts = TensorOptions(kFloat64).device(dev_).requires_grad(true);
+  for (const bool lstm : {true, false}) {
+    const int64_t gates = lstm ? 4 : 3;
+    std::vector<Tensor> in{randn({2, gates * 3}, opts), randn({2, gates * 3}, opts), randn({2, 3}, opts)};
+    Tensor w = randn({2, 3}, TensorOptions(kFloat64).device(dev_));
+    auto second = [&](bool fused) {
+      Tensor loss;
+      if (fused && lstm) {
+        auto [h, c] = detail::nn::lstm_cell_step(in[0], in[1], in[2]);
+        loss = (h * w).sum() + (c * c).sum();
+      } else if (fused) {
+        loss = (detail::nn::gru_cell_step(in[0], in[1], in[2]) * w).sum();
+      } else if (lstm) {
+        std::vector<Tensor> g = (in[0] + in[1]).chunk(4, 1);
+        Tensor c = sigmoid(g[1]) * in[2] + sigmoid(g[0]) * tanh(g[2]);
+        loss = (sigmoid(g[3]) * tanh(c) * w).sum() + (c * c).sum();
+      } else {
+        std::vector<Tensor> i = in[0].chunk(3, 1), h = in[1].chunk(3, 1);
+        Tensor r = sigmoid(i[0] + h[0]), z = sigmoid(i[1] + h[1]), n = tanh(i[2] + r * h[2]);
+        loss = (((in[2] - n) * z + n) * w).sum();
+      }
+      std::vector<Tensor> first = autograd::grad({loss}, in, {}, std::nullopt, /*create_graph=*/true);
+      Tensor probe = (first[0] * first[0]).sum() + (first[1] * in[1]).sum() + (first[2] * first[2]).sum();
+      return autograd::grad({probe}, in);
+    };
+    std::vector<Tensor> fused = second(true), composed = second(false);
+    for (size_t k = 0; k < in.size(); ++k)
+      EXPECT_TRUE(allclose(fused[k].cpu(), composed[k].cpu(), 1e-10, 1e-12))
+          << (lstm ? "LSTM" : "GRU") << " input " << k << " on " << dev_;
+  }
+}
+
 EMBER_ON_DEVICES(Rnn, "cpu", "cuda:0");
 
 // ---- construction, parameters, repr, moves ------------------------------------------------

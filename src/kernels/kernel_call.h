@@ -127,6 +127,8 @@ enum class OpKind : uint8_t {
   Triangle,   // out = in0 where column - row >= s0 (flag: triu) or <= s0 (tril) over in0's last
               // two dims (in0 at least 2-D, any batch dims and strides), else 0; out has in0's
               // sizes and dtype
+  // The fused recurrent cells (contracts in src/kernels/rnn_cell_kernels.h).
+  LstmCell, LstmCellBackward, GruCell, GruCellBackward,
 };
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;

@@ -64,6 +64,10 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::ForeachMul: return "foreach_mul_";
     case OpKind::LogSumExp: return "logsumexp";
     case OpKind::Triangle: return "triangle";
+    case OpKind::LstmCell: return "_thnn_fused_lstm_cell";
+    case OpKind::LstmCellBackward: return "_thnn_fused_lstm_cell_backward";
+    case OpKind::GruCell: return "_thnn_fused_gru_cell";
+    case OpKind::GruCellBackward: return "_thnn_fused_gru_cell_backward";
   }
   return "op";
 }

@@ -91,6 +91,8 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::Gelu: case OpKind::GeluBackward: return host::launch_gelu(call, nullptr);
     case OpKind::LogSumExp: return host::launch_logsumexp(call, nullptr);
     case OpKind::Triangle: return host::launch_triangle(call, nullptr);
+    case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
+      return host::launch_rnn_cell(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }

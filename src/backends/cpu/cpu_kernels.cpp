@@ -71,6 +71,8 @@ void run(const KernelCall& call) {
     case OpKind::ForeachMul: return run_foreach_mul(call);
     case OpKind::LogSumExp: return run_logsumexp(call);
     case OpKind::Triangle: return run_triangle(call);
+    case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
+      return run_rnn_cell(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

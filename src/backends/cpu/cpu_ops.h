@@ -30,6 +30,7 @@ void run_layer_norm_backward(const KernelCall& call);  // cpu_layer_norm.cpp
 void run_gelu(const KernelCall& call);         // cpu_gelu.cpp: gelu and its backward
 void run_logsumexp(const KernelCall& call);    // cpu_softmax.cpp
 void run_triangle(const KernelCall& call);     // cpu_triangle.cpp: triu, tril
+void run_rnn_cell(const KernelCall& call);     // cpu_rnn_cell.cpp: fused LSTM and GRU cells, backward
 
 /// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
 [[noreturn]] void not_implemented(const char* name, DType dtype);

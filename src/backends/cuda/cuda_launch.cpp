@@ -74,6 +74,9 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::ForeachMul: launch_foreach_mul(call, handle); break;
     case OpKind::LogSumExp: launch_logsumexp(call, handle); break;
     case OpKind::Triangle: launch_triangle(call, handle); break;
+    case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
+      launch_rnn_cell(call, handle);
+      break;
   }
 }
 

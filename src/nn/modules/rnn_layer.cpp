@@ -5,9 +5,11 @@
 
 #include "ember/autograd.h"
 #include "ember/errors.h"
+#include "ember/factories.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
 #include "ops/matmul_precision.h"
+#include "ops/nn/rnn_cell_fused.h"
 #include "runtime/backend_flags.h"
 
 namespace ember::detail::nn {
@@ -66,7 +68,79 @@ Tensor rnn_cell_step(const Tensor& igates, const Tensor& hgates, bool relu) {
   return relu ? ember::relu(pre) : ember::tanh(pre);
 }
 
+// Note [Fused cells]
+// The LSTM and GRU gate math of a step is one kernel (PyTorch's _thnn_fused_lstm_cell and
+// _thnn_fused_gru_cell, ops/nn/rnn_cell_fused.h) and its backward one more, joined by these
+// custom Functions: gates in, new state out, the activated gates kept for the backward.
+// As PyTorch's derivatives.yaml does, a backward that is itself recorded (create_graph, so
+// grad mode is on inside it) is composed of element-wise ops instead of the fused backward
+// kernel (_thnn_differentiable_lstm_cell_backward and ..._gru_...), so second derivatives
+// through a recurrent step hold. Dtypes the kernels do not take (float16, bfloat16) compose
+// the forward from element-wise ops too.
+namespace {
+
+Tensor or_zeros(const Tensor& grad, const Tensor& like) { return grad.defined() ? grad : zeros_like(like); }
+
+struct FusedLstmCell : autograd::Function<FusedLstmCell> {
+  static std::vector<Tensor> forward(autograd::AutogradContext* ctx, const Tensor& igates, const Tensor& hgates,
+                                     const Tensor& cx) {
+    auto [hy, cy, workspace] = lstm_cell_fused(igates, hgates, cx);
+    ctx->save_for_backward({cx, cy.detach(), workspace, igates, hgates});
+    return {hy, cy};
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    const std::vector<Tensor> saved = ctx->get_saved_variables();
+    if (is_grad_enabled()) return differentiable_backward(grads, saved[3], saved[4], saved[0]);
+    auto [grad_gates, grad_cx] = lstm_cell_fused_backward(grads[0], grads[1], saved[0], saved[1], saved[2]);
+    return {grad_gates, grad_gates, grad_cx};
+  }
+  // The gate math again, from the saved inputs, as ops that record their own graph.
+  static std::vector<Tensor> differentiable_backward(const std::vector<Tensor>& grads, const Tensor& igates,
+                                                     const Tensor& hgates, const Tensor& cx) {
+    std::vector<Tensor> gates = (igates + hgates).chunk(4, 1);  // i, f, g, o
+    Tensor i = sigmoid(gates[0]), f = sigmoid(gates[1]), g = ember::tanh(gates[2]), o = sigmoid(gates[3]);
+    Tensor tanh_c = ember::tanh(f * cx + i * g);
+    Tensor grad_hy = or_zeros(grads[0], cx), grad_cy = or_zeros(grads[1], cx);
+    Tensor grad_c = grad_hy * o * (1.0 - tanh_c * tanh_c) + grad_cy;
+    Tensor grad_gates = ember::cat({grad_c * g * i * (1.0 - i), grad_c * cx * f * (1.0 - f),
+                                    grad_c * i * (1.0 - g * g), grad_hy * tanh_c * o * (1.0 - o)},
+                                   1);
+    return {grad_gates, grad_gates, grad_c * f};
+  }
+};
+
+struct FusedGruCell : autograd::Function<FusedGruCell> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& igates, const Tensor& hgates, const Tensor& hx) {
+    auto [hy, workspace] = gru_cell_fused(igates, hgates, hx);
+    ctx->save_for_backward({workspace, igates, hgates, hx});
+    return hy;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    const std::vector<Tensor> saved = ctx->get_saved_variables();
+    if (is_grad_enabled()) return differentiable_backward(grads[0], saved[1], saved[2], saved[3]);
+    auto [grad_igates, grad_hgates, grad_hx] = gru_cell_fused_backward(grads[0], saved[0]);
+    return {grad_igates, grad_hgates, grad_hx};
+  }
+  static std::vector<Tensor> differentiable_backward(const Tensor& grad, const Tensor& igates, const Tensor& hgates,
+                                                     const Tensor& hx) {
+    std::vector<Tensor> i = igates.chunk(3, 1), h = hgates.chunk(3, 1);  // r, z, n
+    Tensor r = sigmoid(i[0] + h[0]), z = sigmoid(i[1] + h[1]);
+    Tensor n = ember::tanh(i[2] + r * h[2]);
+    Tensor grad_hy = or_zeros(grad, hx);
+    Tensor grad_n = grad_hy * (1.0 - z) * (1.0 - n * n);
+    Tensor grad_z = grad_hy * (hx - n) * z * (1.0 - z);
+    Tensor grad_r = grad_n * h[2] * r * (1.0 - r);
+    return {ember::cat({grad_r, grad_z, grad_n}, 1), ember::cat({grad_r, grad_z, grad_n * r}, 1), grad_hy * z};
+  }
+};
+
+}  // namespace
+
 std::pair<Tensor, Tensor> lstm_cell_step(const Tensor& igates, const Tensor& hgates, const Tensor& c) {
+  if (rnn_cell_fusable(igates)) {
+    std::vector<Tensor> hc = FusedLstmCell::apply(igates, hgates, c);
+    return {hc[0], hc[1]};
+  }
   std::vector<Tensor> gates = (igates + hgates).chunk(4, 1);  // i, f, g, o
   Tensor c_next = sigmoid(gates[1]) * c + sigmoid(gates[0]) * ember::tanh(gates[2]);
   Tensor h_next = sigmoid(gates[3]) * ember::tanh(c_next);
@@ -74,6 +148,7 @@ std::pair<Tensor, Tensor> lstm_cell_step(const Tensor& igates, const Tensor& hga
 }
 
 Tensor gru_cell_step(const Tensor& igates, const Tensor& hgates, const Tensor& h) {
+  if (rnn_cell_fusable(igates)) return FusedGruCell::apply(igates, hgates, h);
   std::vector<Tensor> i = igates.chunk(3, 1), g = hgates.chunk(3, 1);  // r, z, n
   Tensor r = sigmoid(i[0] + g[0]);
   Tensor z = sigmoid(i[1] + g[1]);
