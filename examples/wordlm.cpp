@@ -8,11 +8,18 @@
 // improving; then it samples a few sentences. With --packed it trains instead on whole lines
 // (up to --bptt + 1 words each, --batch-size lines a batch) packed with pack_padded_sequence, so
 // variable-length sequences run through the packed path; validation stays the same.
+// --optimizer adamw trains with AdamW instead (--lr 1e-3 unless given; the same annealing).
+// --checkpoint FILE saves the model, the optimizer (its learning rate too), the epoch, the best
+// validation loss and the vocabulary's fingerprint after every epoch; --resume continues
+// from it at the next epoch, refusing a file of another program, model or vocabulary.
 //   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] [--packed] ...
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <memory>
 #include <map>
 #include <sstream>
 #include <string>
@@ -20,6 +27,7 @@
 #include <vector>
 
 #include "ember/ember.h"
+#include "example_checkpoint.h"
 #include "example_flags.h"
 #include "example_setup.h"
 #include "wordlm_model.h"
@@ -33,6 +41,8 @@ struct Args : examples::CommonArgs {
   int64_t epochs = 1, bptt = 35, log_interval = 200, max_batches = 0, sentences = 3;
   double clip = 0.25, temperature = 1.0;
   bool packed = false;
+  std::string optimizer = "sgd";
+  bool lr_given = false;  // else 20 for SGD, 1e-3 for AdamW
   Args() {
     batch_size = 20;
     lr = 20;
@@ -42,9 +52,10 @@ struct Args : examples::CommonArgs {
 
 constexpr const char* kUsage =
     "usage: wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--emsize 200] [--nhid 200] [--nlayers 2] [--vocab 10000]\n"
-    "              [--dropout 0.2] [--tied] [--lr 20] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
+    "              [--dropout 0.2] [--tied] [--lr 20 (SGD), 1e-3 (AdamW)] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
     "              [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] [--temperature 1.0]\n"
-    "              [--packed] [--seed 1111] [--data DIR] [--device cuda:0] [--disable-cuda] [--no-tf32]\n";
+    "              [--packed] [--optimizer sgd|adamw] [--checkpoint FILE [--resume]] [--seed 1111] [--data DIR]\n"
+    "              [--device cuda:0] [--disable-cuda] [--no-tf32]\n";
 
 [[noreturn]] void usage(const std::string& problem) { examples::refuse("wordlm", problem, kUsage); }
 
@@ -52,6 +63,11 @@ Args parse(int argc, char** argv) {
   Args args;
   examples::Flags flags(argc, argv, usage, kUsage);
   while (flags.next()) {
+    if (flags.is("--lr")) {
+      flags.read(args.lr);
+      args.lr_given = true;
+      continue;
+    }
     if (read_common_flag(flags, args)) continue;
     if (flags.is("--model")) flags.read(args.model.rnn_type);
     else if (flags.is("--emsize")) flags.read(args.model.emsize);
@@ -68,14 +84,19 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--sentences")) flags.read(args.sentences);
     else if (flags.is("--temperature")) flags.read(args.temperature);
     else if (flags.is("--packed")) args.packed = true;
+    else if (flags.is("--optimizer")) flags.read(args.optimizer);
     else flags.unknown();
   }
   examples::check_common_flags(args, usage);
-  // Not written yet for this example (issue 36 lists them): say so rather than ignore them.
-  if (args.ddp || args.data_parallel || !args.checkpoint.empty())
-    usage("--ddp, --data-parallel and --checkpoint are not supported by wordlm yet");
+  // The model's forward takes a hidden state beside its input, which DistributedDataParallel
+  // and DataParallel (one tensor in, one out) do not carry: say so rather than ignore them.
+  if (args.ddp || args.data_parallel) usage("--ddp and --data-parallel are not supported by wordlm");
+  if (args.optimizer != "sgd" && args.optimizer != "adamw")
+    usage("--optimizer must be sgd or adamw, not '" + args.optimizer + "'");
+  if (!args.lr_given) args.lr = args.optimizer == "adamw" ? 1e-3 : 20.0;
   if (args.batch_size <= 0 || args.bptt <= 0 || args.epochs <= 0 || args.model.tokens < 2)
     usage("--batch-size, --bptt and --epochs must be positive and --vocab at least 2");
+  if (args.epochs > (int64_t{1} << 62)) usage("--epochs must be at most 2^62");
   if (args.temperature < 1e-3) usage("--temperature has to be greater or equal 1e-3");
   if (args.data.empty()) args.data = data::Fortunes::kDefaultRoot;
   return args;
@@ -130,6 +151,16 @@ struct Vocabulary {
       out.push_back(found == index.end() ? unk : found->second);
     }
     return out;
+  }
+  // FNV-1a over the words in order (each ended by a 0 byte): the checkpoint's vocabulary
+  // check, as the ids a model was trained with are the words' positions here.
+  uint64_t fingerprint() const {
+    uint64_t h = 14695981039346656037ull;
+    for (const auto& w : words) {
+      for (unsigned char c : w) h = (h ^ c) * 1099511628211ull;
+      h *= 1099511628211ull;
+    }
+    return h;
   }
   Tensor encode(const std::vector<std::string>& corpus) const {
     const std::vector<int64_t> out = ids(corpus);
@@ -223,6 +254,15 @@ int main(int argc, char** argv) {
       backends::cudnn.allow_tf32 = false;
     }
     manual_seed(args.seed);
+    // The checkpoint's metadata first: a file of another program is refused before the corpus
+    // or its tensors are read.
+    int64_t first_epoch = 1;
+    if (args.resume) {
+      // At most 2^62 epochs, so that first_epoch + --epochs cannot overflow.
+      first_epoch = examples::metadata_integer(args.checkpoint, "epoch", 1, int64_t{1} << 62) + 1;
+      if (load_metadata(args.checkpoint).count("wordlm_vocabulary") == 0)
+        throw ValueError(args.checkpoint + " has no 'wordlm_vocabulary' in its metadata: it is not a checkpoint of wordlm");
+    }
     data::Fortunes fortunes(args.data);
     const std::vector<std::string> train_words = words_of(fortunes.train_text());
     const Vocabulary vocab(train_words, args.model.tokens);
@@ -241,12 +281,49 @@ int main(int argc, char** argv) {
     auto model = std::make_shared<wordlm::RNNModel>(config);
     model->to(device);
     const std::vector<Tensor> params = model->parameters();
-    optim::SGD sgd(params, optim::SGDOptions(args.lr));
+    std::unique_ptr<optim::Optimizer> optimizer;
+    if (args.optimizer == "adamw") optimizer = std::make_unique<optim::AdamW>(params, optim::AdamWOptions(args.lr));
+    else optimizer = std::make_unique<optim::SGD>(params, optim::SGDOptions(args.lr));
     double best = INFINITY;
+    const std::string model_flags = "the same --model, --emsize, --nhid, --nlayers, --vocab, --tied and --optimizer";
+    if (args.resume) {
+      const auto metadata = load_metadata(args.checkpoint);
+      const std::string saved_vocabulary = metadata.at("wordlm_vocabulary");
+      if (saved_vocabulary != std::to_string(vocab.fingerprint()))
+        throw ValueError(args.checkpoint + ": its vocabulary (fingerprint " + saved_vocabulary +
+                         ") is not this run's (" + std::to_string(vocab.fingerprint()) +
+                         "): the same --vocab and --data are needed");
+      const auto best_text = metadata.find("best_valid_loss");
+      if (best_text != metadata.end() && best_text->second != "inf") {
+        const char* begin = best_text->second.data();
+        const auto [end, error] = std::from_chars(begin, begin + best_text->second.size(), best);
+        if (error != std::errc() || end != begin + best_text->second.size())
+          throw ValueError(args.checkpoint + ": metadata best_valid_loss='" + best_text->second + "' is not a number");
+      }
+      nn::StateDict model_state, optimizer_state;
+      for (const auto& [key, t] : load(args.checkpoint)) {
+        if (key.rfind("optimizer.", 0) == 0) optimizer_state.insert(key.substr(10), t);
+        else model_state.insert(key, t);
+      }
+      examples::load_checkpoint_part(args.checkpoint, "model", model_flags, [&] { model->load_state_dict(model_state); });
+      examples::load_checkpoint_part(args.checkpoint, "optimizer", model_flags,
+                                     [&] { optimizer->load_state_dict(optimizer_state); });
+      std::printf("resumed from %s after epoch %lld (lr %.4g)\n", args.checkpoint.c_str(),
+                  static_cast<long long>(first_epoch - 1), optimizer->lr());
+    }
+    auto save_checkpoint = [&](int64_t epoch) {
+      nn::StateDict checkpoint = model->state_dict();
+      for (const auto& [key, t] : optimizer->state_dict()) checkpoint.insert("optimizer." + key, t);
+      char best_text[32];
+      std::snprintf(best_text, sizeof best_text, "%.17g", best);
+      save(checkpoint, args.checkpoint,
+           {{"epoch", std::to_string(epoch)}, {"wordlm_vocabulary", std::to_string(vocab.fingerprint())},
+            {"best_valid_loss", best_text}});
+    };
     const int64_t batches = args.packed ? static_cast<int64_t>((train_lines.size() + args.batch_size - 1) / args.batch_size)
                                         : (train.size(0) - 1 + args.bptt - 1) / args.bptt;
     const int64_t per_epoch = args.max_batches > 0 ? std::min(batches, args.max_batches) : batches;
-    for (int64_t epoch = 1; epoch <= args.epochs; ++epoch) {
+    for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       model->train();
       const auto epoch_start = std::chrono::steady_clock::now();
       auto log_start = epoch_start;
@@ -254,7 +331,7 @@ int main(int argc, char** argv) {
       int64_t log_words = 0;
       wordlm::Hidden hidden = model->init_hidden(args.batch_size);
       for (int64_t b = 0; b < per_epoch; ++b) {
-        sgd.zero_grad();
+        optimizer->zero_grad();
         Tensor loss;
         int64_t words = 0;
         if (args.packed) {
@@ -272,7 +349,7 @@ int main(int argc, char** argv) {
         }
         loss.backward();
         nn::utils::clip_grad_norm_(params, args.clip);
-        sgd.step();
+        optimizer->step();
         log_loss += loss.item<double>();
         log_words += words;
         if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {
@@ -283,7 +360,7 @@ int main(int argc, char** argv) {
           std::printf("| epoch %3lld | %5lld/%5lld batches | lr %.2f | ms/batch %7.2f | loss %5.2f | ppl %8.2f | "
                       "words/s %8.0f\n",
                       static_cast<long long>(epoch), static_cast<long long>(b + 1), static_cast<long long>(per_epoch),
-                      sgd.lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
+                      optimizer->lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
                       static_cast<double>(log_words) / seconds);
           std::fflush(stdout);
           log_loss = 0;
@@ -297,7 +374,8 @@ int main(int argc, char** argv) {
                   static_cast<long long>(epoch), seconds, val_loss, std::exp(val_loss));
       std::fflush(stdout);
       if (val_loss < best) best = val_loss;
-      else sgd.set_lr(sgd.lr() / 4.0);  // no improvement: anneal, as pytorch/examples
+      else optimizer->set_lr(optimizer->lr() / 4.0);  // no improvement: anneal, as pytorch/examples
+      if (!args.checkpoint.empty()) save_checkpoint(epoch);
     }
     generate(*model, vocab, args, device);
   } catch (const Error& e) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # wordlm trains a tiny model for a few batches, padded and --packed, on the cpu and on a cuda
-# device (emulated without a GPU), and prints a validation perplexity and a sample; it refuses
-# the flags it does not support yet. Skipped (77) without Debian's fortunes.
+# device (emulated without a GPU), and prints a validation perplexity and a sample; it saves and
+# resumes a checkpoint, and refuses foreign checkpoints and the flags it does not support.
+# Skipped (77) without Debian's fortunes.
 set -euo pipefail
 wordlm="$1"
 [ -d /usr/share/games/fortunes ] || exit 77
@@ -13,5 +14,25 @@ for mode in "" --packed; do
     grep -q "| sample 1 |" <<<"$out" || { echo "no sample ($mode $device):"; echo "$out"; exit 1; }
   done
 done
-if "$wordlm" --checkpoint x.safetensors 2>/dev/null; then echo "--checkpoint was accepted"; exit 1; fi
+# --checkpoint after each epoch, --resume at the next one; a checkpoint of another vocabulary
+# or optimizer is refused (exit 1, the file named), and so are the flags it does not support.
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+ck=$dir/wordlm.safetensors
+OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --checkpoint "$ck" >/dev/null
+out=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --checkpoint "$ck" --resume)
+grep -q "resumed from $ck after epoch 1" <<<"$out" || { echo "no resume line:"; echo "$out"; exit 1; }
+grep -q "end of epoch   2" <<<"$out" || { echo "the resumed run is not epoch 2:"; echo "$out"; exit 1; }
+refused() {  # refused EXIT "stderr text" ARGS...
+  local want_rc=$1 want=$2 rc=0
+  shift 2
+  OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "$@" >/dev/null 2>"$dir/err" || rc=$?
+  if [[ $rc != "$want_rc" ]] || ! grep -qF -- "$want" "$dir/err"; then
+    echo "wordlm $*: exit $rc (wanted $want_rc and '$want'):"; cat "$dir/err"; exit 1
+  fi
+}
+refused 1 "$ck: its vocabulary" "${small[@]/300/299}" --checkpoint "$ck" --resume
+refused 1 "$ck: its optimizer state does not fit this run" "${small[@]}" --optimizer adamw --checkpoint "$ck" --resume
+refused 2 "--ddp and --data-parallel are not supported by wordlm" --ddp
+refused 2 "--optimizer must be sgd or adamw, not 'adam'" --optimizer adam
 echo ok
