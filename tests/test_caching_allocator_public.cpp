@@ -62,6 +62,24 @@ TEST(MemoryApi, StatsFollowAllocationsPerDevice) {
   EXPECT_THROW(cuda::memory_allocated(7), IndexError);
 }
 
+// The spec's older names return the reserved figures; each warns once (PyTorch's
+// FutureWarning text), on its first call only.
+TEST(MemoryApi, MemoryCachedIsTheDeprecatedNameOfMemoryReserved) {
+  detail::Allocator& device1 = detail::cuda_allocator(1);
+  void* p = device1.allocate(3 * MiB);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(cuda::memory_cached(1), cuda::memory_reserved(1));
+  EXPECT_EQ(cuda::memory_cached(1), cuda::memory_reserved(1));
+  EXPECT_EQ(cuda::max_memory_cached(1), cuda::max_memory_reserved(1));
+  EXPECT_EQ(cuda::max_memory_cached(1), cuda::max_memory_reserved(1));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "FutureWarning: `torch.cuda.memory_cached` has been renamed to `torch.cuda.memory_reserved`\n"
+            "FutureWarning: `torch.cuda.max_memory_cached` has been renamed to `torch.cuda.max_memory_reserved`\n");
+  EXPECT_GE(cuda::memory_cached(1), 3 * MiB);
+  device1.deallocate(p);
+  EXPECT_THROW(cuda::memory_cached(7), IndexError);
+}
+
 TEST(MemoryApi, AllocationsBindToTheCurrentStream) {
   cuda::Stream side(0);
   detail::Allocator& device0 = detail::cuda_allocator(0);

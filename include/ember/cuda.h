@@ -98,6 +98,12 @@ size_t memory_allocated(int device = -1);
 size_t max_memory_allocated(int device = -1);
 size_t memory_reserved(int device = -1);
 size_t max_memory_reserved(int device = -1);
+/// The spec's older names (PyTorch keeps them, deprecated): memory_reserved() and
+/// max_memory_reserved(). The first call of each writes "FutureWarning:
+/// `torch.cuda.memory_cached` has been renamed to `torch.cuda.memory_reserved`" (PyTorch's
+/// text; max_ likewise) to stderr once per process.
+size_t memory_cached(int device = -1);
+size_t max_memory_cached(int device = -1);
 void reset_peak_memory_stats(int device = -1);
 void reset_accumulated_memory_stats(int device = -1);
 void empty_cache();

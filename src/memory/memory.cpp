@@ -8,6 +8,7 @@
 #include "memory/memory.h"
 
 #include <atomic>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -197,6 +198,26 @@ size_t memory_reserved(int device) {
 
 size_t max_memory_reserved(int device) {
   return static_cast<size_t>(cache_of(device).stats().reserved_bytes[detail::kAggregate].peak);
+}
+
+namespace {
+// PyTorch's FutureWarning for a renamed function, once per process (Python shows a warning
+// once per call site; one program's first call is what a user sees).
+void warn_renamed_once(std::atomic<bool>& warned, const char* old_name, const char* new_name) {
+  if (!warned.exchange(true))
+    std::fprintf(stderr, "FutureWarning: `torch.cuda.%s` has been renamed to `torch.cuda.%s`\n", old_name, new_name);
+}
+std::atomic<bool> memory_cached_warned{false}, max_memory_cached_warned{false};
+}  // namespace
+
+size_t memory_cached(int device) {
+  warn_renamed_once(memory_cached_warned, "memory_cached", "memory_reserved");
+  return memory_reserved(device);
+}
+
+size_t max_memory_cached(int device) {
+  warn_renamed_once(max_memory_cached_warned, "max_memory_cached", "max_memory_reserved");
+  return max_memory_reserved(device);
 }
 
 void reset_peak_memory_stats(int device) { cache_of(device).reset_peak_stats(); }
