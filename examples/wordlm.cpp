@@ -357,7 +357,7 @@ int main(int argc, char** argv) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - log_start).count();
           const int64_t n = (b + 1) % args.log_interval == 0 ? args.log_interval : (b + 1) % args.log_interval;
           const double mean = log_loss / static_cast<double>(n);
-          std::printf("| epoch %3lld | %5lld/%5lld batches | lr %.2f | ms/batch %7.2f | loss %5.2f | ppl %8.2f | "
+          std::printf("| epoch %3lld | %5lld/%5lld batches | lr %.4g | ms/batch %7.2f | loss %5.2f | ppl %8.2f | "
                       "words/s %8.0f\n",
                       static_cast<long long>(epoch), static_cast<long long>(b + 1), static_cast<long long>(per_epoch),
                       optimizer->lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
