@@ -52,9 +52,11 @@ std::tuple<Tensor, Tensor> lstm_cell_fused_backward(const Tensor& grad_hy, const
   const IntList state = cy.sizes();
   const char* name = "_thnn_fused_lstm_cell_backward";
   Tensor grad_gates = fresh(workspace.sizes(), workspace), grad_cx = fresh(state, workspace);
+  // The operands live in locals until the launch: a KernelCall holds only their pointers.
+  const Tensor gh = operand(grad_hy, cy, state, name), gc = operand(grad_cy, cy, state, name);
+  const Tensor c0 = operand(cx, cy, state, name), c1 = cy.contiguous(), saved = workspace.contiguous();
   KernelCall call{OpKind::LstmCellBackward, {make_arg(grad_gates), make_arg(grad_cx)},
-                  {make_arg(operand(grad_hy, cy, state, name)), make_arg(operand(grad_cy, cy, state, name)),
-                   make_arg(operand(cx, cy, state, name)), make_arg(cy.contiguous()), make_arg(workspace.contiguous())}};
+                  {make_arg(gh), make_arg(gc), make_arg(c0), make_arg(c1), make_arg(saved)}};
   run(cy.device(), call);
   return {grad_gates, grad_cx};
 }
@@ -77,9 +79,11 @@ std::tuple<Tensor, Tensor, Tensor> gru_cell_fused_backward(const Tensor& grad_hy
   const int64_t batch = workspace.size(0), hidden = workspace.size(1) / 5;
   Tensor grad_igates = fresh({batch, 3 * hidden}, workspace), grad_hgates = fresh({batch, 3 * hidden}, workspace);
   Tensor grad_hx = fresh({batch, hidden}, workspace);
+  // The operands live in locals until the launch: a KernelCall holds only their pointers.
+  const Tensor gh = operand(grad_hy, workspace, {batch, hidden}, "_thnn_fused_gru_cell_backward");
+  const Tensor saved = workspace.contiguous();
   KernelCall call{OpKind::GruCellBackward, {make_arg(grad_igates), make_arg(grad_hgates), make_arg(grad_hx)},
-                  {make_arg(operand(grad_hy, workspace, {batch, hidden}, "_thnn_fused_gru_cell_backward")),
-                   make_arg(workspace.contiguous())}};
+                  {make_arg(gh), make_arg(saved)}};
   run(workspace.device(), call);
   return {grad_igates, grad_hgates, grad_hx};
 }
