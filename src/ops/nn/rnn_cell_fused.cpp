@@ -27,23 +27,33 @@ void run(Device device, KernelCall& call) {
   launch(device, call);
 }
 
+// A cell's gates {B, G*H} and its state {B, H}, checked and made contiguous (G gates a unit).
+struct CellOperands {
+  Tensor igates, hgates, state;
+  int64_t batch, hidden;
+};
+CellOperands cell_operands(const Tensor& igates, const Tensor& hgates, const Tensor& state, int64_t gates,
+                           const char* name) {
+  EMBER_CHECK(igates.dim() == 2 && igates.size(1) % gates == 0, ValueError, name,
+              ": expected input gates of size [B, ", gates, "H], got ", igates.dim(), "-D of ",
+              igates.dim() == 2 ? igates.size(1) : igates.numel(), igates.dim() == 2 ? " columns" : " elements");
+  const int64_t batch = igates.size(0), hidden = igates.size(1) / gates;
+  Tensor ig = operand(igates, igates, {batch, gates * hidden}, name);
+  return {ig, operand(hgates, ig, {batch, gates * hidden}, name), operand(state, ig, {batch, hidden}, name), batch,
+          hidden};
+}
+
 }  // namespace
 
 bool rnn_cell_fusable(const Tensor& gates) { return gates.dtype() == kFloat32 || gates.dtype() == kFloat64; }
 
-std::tuple<Tensor, Tensor, Tensor> lstm_cell_fused(const Tensor& igates_in, const Tensor& hgates_in,
-                                                   const Tensor& cx_in) {
-  EMBER_CHECK(igates_in.dim() == 2 && igates_in.size(1) % 4 == 0, ValueError,
-              "_thnn_fused_lstm_cell: expected input gates of size [B, 4H], got ", igates_in.dim(), "-D");
-  const int64_t batch = igates_in.size(0), hidden = igates_in.size(1) / 4;
-  Tensor igates = operand(igates_in, igates_in, {batch, 4 * hidden}, "_thnn_fused_lstm_cell");
-  Tensor hgates = operand(hgates_in, igates, {batch, 4 * hidden}, "_thnn_fused_lstm_cell");
-  Tensor cx = operand(cx_in, igates, {batch, hidden}, "_thnn_fused_lstm_cell");
-  Tensor hy = fresh({batch, hidden}, igates), cy = fresh({batch, hidden}, igates);
-  Tensor workspace = fresh({batch, 4 * hidden}, igates);
+std::tuple<Tensor, Tensor, Tensor> lstm_cell_fused(const Tensor& igates, const Tensor& hgates, const Tensor& cx) {
+  const CellOperands in = cell_operands(igates, hgates, cx, 4, "_thnn_fused_lstm_cell");
+  Tensor hy = fresh({in.batch, in.hidden}, in.igates), cy = fresh({in.batch, in.hidden}, in.igates);
+  Tensor workspace = fresh({in.batch, 4 * in.hidden}, in.igates);
   KernelCall call{OpKind::LstmCell, {make_arg(hy), make_arg(cy), make_arg(workspace)},
-                  {make_arg(igates), make_arg(hgates), make_arg(cx)}};
-  run(igates.device(), call);
+                  {make_arg(in.igates), make_arg(in.hgates), make_arg(in.state)}};
+  run(in.igates.device(), call);
   return {hy, cy, workspace};
 }
 
@@ -61,17 +71,12 @@ std::tuple<Tensor, Tensor> lstm_cell_fused_backward(const Tensor& grad_hy, const
   return {grad_gates, grad_cx};
 }
 
-std::tuple<Tensor, Tensor> gru_cell_fused(const Tensor& igates_in, const Tensor& hgates_in, const Tensor& hx_in) {
-  EMBER_CHECK(igates_in.dim() == 2 && igates_in.size(1) % 3 == 0, ValueError,
-              "_thnn_fused_gru_cell: expected input gates of size [B, 3H], got ", igates_in.dim(), "-D");
-  const int64_t batch = igates_in.size(0), hidden = igates_in.size(1) / 3;
-  Tensor igates = operand(igates_in, igates_in, {batch, 3 * hidden}, "_thnn_fused_gru_cell");
-  Tensor hgates = operand(hgates_in, igates, {batch, 3 * hidden}, "_thnn_fused_gru_cell");
-  Tensor hx = operand(hx_in, igates, {batch, hidden}, "_thnn_fused_gru_cell");
-  Tensor hy = fresh({batch, hidden}, igates), workspace = fresh({batch, 5 * hidden}, igates);
+std::tuple<Tensor, Tensor> gru_cell_fused(const Tensor& igates, const Tensor& hgates, const Tensor& hx) {
+  const CellOperands in = cell_operands(igates, hgates, hx, 3, "_thnn_fused_gru_cell");
+  Tensor hy = fresh({in.batch, in.hidden}, in.igates), workspace = fresh({in.batch, 5 * in.hidden}, in.igates);
   KernelCall call{OpKind::GruCell, {make_arg(hy), make_arg(workspace)},
-                  {make_arg(igates), make_arg(hgates), make_arg(hx)}};
-  run(igates.device(), call);
+                  {make_arg(in.igates), make_arg(in.hgates), make_arg(in.state)}};
+  run(in.igates.device(), call);
   return {hy, workspace};
 }
 
