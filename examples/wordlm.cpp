@@ -11,7 +11,8 @@
 // --optimizer adamw trains with AdamW instead (--lr 1e-3 unless given; the same annealing).
 // --checkpoint FILE saves the model, the optimizer (its learning rate too), the epoch, the best
 // validation loss and the vocabulary's fingerprint after every epoch; --resume continues
-// from it at the next epoch, refusing a file of another program, model or vocabulary.
+// from it at the next epoch, as a whole run would have gone on (dropout's generator is seeded
+// per epoch), refusing a file of another program, model or vocabulary.
 //   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] [--packed] ...
 #include <algorithm>
 #include <charconv>
@@ -324,6 +325,9 @@ int main(int argc, char** argv) {
                                         : (train.size(0) - 1 + args.bptt - 1) / args.bptt;
     const int64_t per_epoch = args.max_batches > 0 ? std::min(batches, args.max_batches) : batches;
     for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
+      // Dropout's generator seeded per epoch: a run resumed after epoch N repeats a whole run's
+      // epoch N + 1 exactly (the model, the optimizer and the learning rate come from the file).
+      manual_seed(args.seed + static_cast<uint64_t>(epoch));
       model->train();
       const auto epoch_start = std::chrono::steady_clock::now();
       auto log_start = epoch_start;

@@ -23,6 +23,10 @@ OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --checkpoint "$ck"
 out=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --checkpoint "$ck" --resume)
 grep -q "resumed from $ck after epoch 1" <<<"$out" || { echo "no resume line:"; echo "$out"; exit 1; }
 grep -q "end of epoch   2" <<<"$out" || { echo "the resumed run is not epoch 2:"; echo "$out"; exit 1; }
+# The resumed epoch 2 is the whole run's epoch 2, to the printed digits.
+whole=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --epochs 2 | grep "^| epoch   2 \|end of epoch   2" | sed 's/ms\/batch.*loss/loss/; s/time: *[0-9.]*s//; s/words\/s.*//')
+resumed=$(grep "^| epoch   2 \|end of epoch   2" <<<"$out" | sed 's/ms\/batch.*loss/loss/; s/time: *[0-9.]*s//; s/words\/s.*//')
+[[ -n "$whole" && "$whole" == "$resumed" ]] || { echo "resumed epoch 2 differs from the whole run's:"; echo "$whole"; echo "$resumed"; exit 1; }
 refused() {  # refused EXIT "stderr text" ARGS...
   local want_rc=$1 want=$2 rc=0
   shift 2
