@@ -59,7 +59,9 @@ class AdaptiveLogSoftmax : public ember::testing::OnDevice {
     EXPECT_EQ(got.device(), expected.device()) << what;
     const std::vector<double> g = got.cpu().contiguous().reshape({-1}).to(kFloat64).to_vector<double>();
     const std::vector<double> e = expected.cpu().contiguous().reshape({-1}).to_vector<double>();
-    for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], e[i], 1e-10 * (1 + std::abs(e[i]))) << what << " [" << i << "]";
+    for (size_t i = 0; i < g.size(); ++i) {
+      ASSERT_NEAR(g[i], e[i], 1e-10 * (1 + std::abs(e[i]))) << what << " [" << i << "]";
+    }
   }
 
   /// The gradients of x and of every parameter equal the case's "<prefix>.<name>"; a
@@ -148,7 +150,8 @@ TEST_P(AdaptiveLogSoftmax, ShapeAndTargetErrorsUsePyTorchsMessagesAndChangeNothi
             "0D or 1D target tensor expected, multi-target not supported");
   EXPECT_EQ(forward_error(randn({3}, opts), tensor(6, index)),
             "Target values should be in [0, 5], but values in range [6, 6] were found.");
-  EXPECT_EQ(error_of<TypeError>([&] { module(randn({2, 3}, opts), tensor({0, 1}, TensorOptions(kInt32).device(dev_))); }),
+  const Tensor int32_target = tensor({0, 1}, TensorOptions(kInt32).device(dev_));
+  EXPECT_EQ(error_of<TypeError>([&] { module(randn({2, 3}, opts), int32_target); }),
             "AdaptiveLogSoftmaxWithLoss: expected target of dtype int64 (class indices), but got torch.int32");
   // A wrong feature count is the head's error, naming it.
   EXPECT_THROW_MSG(module(randn({2, 4}, opts), tensor({0, 1}, index)), ValueError,
@@ -164,10 +167,11 @@ TEST_P(AdaptiveLogSoftmax, ShapeAndTargetErrorsUsePyTorchsMessagesAndChangeNothi
 TEST_P(AdaptiveLogSoftmax, AnEmptyBatchGivesAnEmptyOutputAndANanLoss) {
   ALSM module(3, 6, {3});
   module.to(dev_);
-  nn::ASMoutput out = module(empty({0, 3}, TensorOptions(kFloat32).device(dev_)), empty({0}, TensorOptions(kInt64).device(dev_)));
+  const Tensor no_rows = empty({0, 3}, TensorOptions(kFloat32).device(dev_));
+  nn::ASMoutput out = module(no_rows, empty({0}, TensorOptions(kInt64).device(dev_)));
   EXPECT_EQ(out.output.sizes(), IntList({0}));
   EXPECT_TRUE(std::isnan(out.loss.item<float>()));  // PyTorch's mean of nothing
-  EXPECT_EQ(module.predict(empty({0, 3}, TensorOptions(kFloat32).device(dev_))).sizes(), IntList({0}));
+  EXPECT_EQ(module.predict(no_rows).sizes(), IntList({0}));
 }
 
 TEST_P(AdaptiveLogSoftmax, AZeroWidthTailGivesItsClustersAUniformDistribution) {

@@ -50,8 +50,8 @@ class Tf32Table : public ember::testing::OnDevice {
     if (dev_.is_cpu()) {
       EXPECT_TRUE(equal(tf32, full)) << what << ": the cpu rounded to TF32";
     } else {
-      EXPECT_FALSE(equal(tf32, full)) << what << ": the " << (matmul ? "matmul" : "cudnn") << " flag changed nothing on "
-                                      << dev_;
+      EXPECT_FALSE(equal(tf32, full)) << what << ": the " << (matmul ? "matmul" : "cudnn")
+                                      << " flag changed nothing on " << dev_;
       EXPECT_TRUE(allclose(tf32, full, 1e-2, 1e-2)) << what;  // TF32 is close, not wrong
     }
   }

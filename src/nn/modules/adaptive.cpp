@@ -95,9 +95,9 @@ AdaptiveLogSoftmaxWithLoss::AdaptiveLogSoftmaxWithLoss(int64_t in_features, int6
   tail = register_module("tail", std::make_shared<ModuleList>());
   for (int64_t i = 0; i < n_clusters; ++i) {
     const double hidden = python_floor_divide(static_cast<double>(in_features), std::pow(div_value, i + 1));
-    EMBER_CHECK(std::isfinite(hidden) && std::abs(hidden) < 9.0e18, ValueError, "AdaptiveLogSoftmaxWithLoss: div_value=",
-                div_value, " gives cluster ", i, " no hidden size (in_features // div_value ** ", i + 1, " is ",
-                hidden, ")");
+    EMBER_CHECK(std::isfinite(hidden) && std::abs(hidden) < 9.0e18, ValueError,
+                "AdaptiveLogSoftmaxWithLoss: div_value=", div_value, " gives cluster ", i,
+                " no hidden size (in_features // div_value ** ", i + 1, " is ", hidden, ")");
     const auto hsz = static_cast<int64_t>(hidden);
     const int64_t osz = cutoffs[i + 1] - cutoffs[i];
     tail->push_back(std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
