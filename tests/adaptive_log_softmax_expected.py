@@ -3,7 +3,8 @@
 # Each case is a list of named tensors: the module's state_dict as PyTorch made it (its keys are
 # the module's), the inputs and targets, forward's output and loss, log_prob, predict, and the
 # gradients of loss + sum(output * probe) ("grad.<input>", "grad.<key>"; a parameter whose
-# gradient PyTorch leaves None has no entry) and of sum(log_prob * probe_lp) ("lp_grad.<...>").
+# gradient PyTorch leaves None has no entry), of sum(log_prob * probe_lp) ("lp_grad.<...>") and,
+# through the first gradient, of sum((d loss / d x)^2) ("gg.<...>").
 import torch
 import torch.nn as nn
 
@@ -50,6 +51,9 @@ def case(name, module, x, target, extra=()):
     for kind in ("head", "tail", "mixed"):
         rows = predict_rows(module, pool, kind)
         items += [("predict_x_" + kind, rows), ("predict_" + kind, module.predict(rows).double())]
+    # Double backward: the gradients of sum((d loss / d x)^2) ("gg.<...>").
+    gx, = torch.autograd.grad(module(x, target).loss, [x], create_graph=True)
+    items += grads("gg.", module, [("x", x)], gx.pow(2).sum())
     items += list(extra)
     cases.append((name, items))
 

@@ -76,6 +76,7 @@ class AdaptiveLogSoftmax : public ember::testing::OnDevice {
       }
     }
     module.zero_grad();
+    x.mutable_grad() = Tensor();
   }
 
   /// forward(x<suffix>, target<suffix>): output and loss, and the gradients of
@@ -89,8 +90,8 @@ class AdaptiveLogSoftmax : public ember::testing::OnDevice {
     expect_grads(module, c, "grad" + suffix, x);
   }
 
-  /// The whole case: forward, log_prob and its gradients, predict on the case's input and
-  /// on rows that take each of predict's paths.
+  /// The whole case: forward, log_prob and their gradients, double backward, predict on the
+  /// case's input and on rows that take each of predict's paths.
   void expect_case(ALSM& module, const Case& c) const {
     load(module, c);
     expect_forward(module, c, "");
@@ -99,6 +100,10 @@ class AdaptiveLogSoftmax : public ember::testing::OnDevice {
     expect_close(lp, value(c, "log_prob"), "log_prob");
     (lp * value(c, "probe_lp")).sum().backward();
     expect_grads(module, c, "lp_grad", x);
+    // Double backward: through the first gradient (create_graph), as PyTorch's.
+    const Tensor gx = autograd::grad({module(x, target(c, "target")).loss}, {x}, {}, std::nullopt, true)[0];
+    gx.pow(2).sum().backward();
+    expect_grads(module, c, "gg", x);
     for (const char* kind : {"", "_head", "_tail", "_mixed"}) {
       const std::string k(kind);
       Tensor rows = k.empty() ? value(c, "x") : value(c, "predict_x" + k);
@@ -340,6 +345,24 @@ TEST(AdaptiveLogSoftmaxModule, CutoffsAreCheckedWithPyTorchsMessage) {
   EXPECT_EQ(ALSM(8, 20, {19}).n_clusters, 1);  // n_classes - 1 is the largest allowed
   EXPECT_EQ(ALSM(8, 20, {1, 2, 3}).shortlist_size, 1);
   EXPECT_THROW(ALSM(8, 20, {5}, 0.0), ValueError);  // 8 // 0.0: no hidden size
+}
+
+}  // namespace
+
+namespace {
+
+TEST(AdaptiveLogSoftmaxGradients, FiniteDifferencesAgree) {
+  manual_seed(5);
+  ALSM module(6, 12, {3, 7}, 2.0, true);
+  module.to(kFloat64);
+  const Tensor target = tensor({0, 4, 11, 2, 8}, TensorOptions(kInt64));
+  Tensor x = randn({5, 6}, TensorOptions(kFloat64)).requires_grad_(true);
+  EXPECT_TRUE(autograd::gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        nn::ASMoutput out = module(in[0], target);
+        return std::vector<Tensor>{out.output, out.loss, module.log_prob(in[0])};
+      },
+      {x}));
 }
 
 }  // namespace
