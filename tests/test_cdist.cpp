@@ -49,7 +49,7 @@ class Cdist : public OnDevice {
 TEST_P(Cdist, EveryKindOfPMatchesPyTorchWithBroadcastBatches) {
   auto [x1, x2] = small_inputs();
   const std::vector<std::pair<double, const Case*>> cases = {
-      {0.0, &k_cdist_p_zero}, {0.5, &k_cdist_p_half},       {1.0, &k_cdist_p_one}, {1.5, &k_cdist_p_one_and_half},
+      {0.0, &k_cdist_p_zero}, {0.5, &k_cdist_p_half},  {1.0, &k_cdist_p_one},      {1.5, &k_cdist_p_one_and_half},
       {2.0, &k_cdist_p_two},  {3.0, &k_cdist_p_three}, {kInfinity, &k_cdist_p_inf}};
   for (const auto& [p, c] : cases) {
     expect_case(x1, x2, p, kDirect, *c, "p=" + std::to_string(p));
@@ -98,8 +98,8 @@ TEST_P(Cdist, CloseRowsFarFromTheOriginKeepTheirDistance) {
   std::vector<double> v1 = distance_values(120, 5, 7, 0x1p-10, 1000.0), v2 = distance_values(12, 3, 5, 0x1p-10, 1000.0);
   Tensor x1 = from_values(v1, {30, 4}, dev_, kFloat32), x2 = from_values(v2, {3, 4}, dev_, kFloat32);
   const std::vector<double> pytorch_first_row = {0.004026470337517247, 0.005258950006967289, 0.006019935549774391};
-  const std::vector<double> reference = cdist(x1.to(kFloat64), x2.to(kFloat64), 2.0, kDirect).cpu().reshape({-1})
-                                            .to_vector<double>();
+  const std::vector<double> reference =
+      cdist(x1.to(kFloat64), x2.to(kFloat64), 2.0, kDirect).cpu().reshape({-1}).to_vector<double>();
   for (size_t i = 0; i < 3; ++i) EXPECT_NEAR(reference[i], pytorch_first_row[i], 1e-15);
   const bool saved = backends::cuda::matmul.allow_tf32;
   for (bool tf32 : {false, true}) {
@@ -149,10 +149,14 @@ TEST_P(Cdist, GradientAtZeroDistanceIsZeroForEveryP) {
 
 TEST_P(Cdist, BatchesBroadcastAndEmptyInputsGiveEmptiesOrZeros) {
   manual_seed(3);
-  Tensor a = randn({2, 1, 3, 4}, TensorOptions(kFloat64).device(dev_)), b = randn({5, 4, 4}, TensorOptions(kFloat64).device(dev_));
+  Tensor a = randn({2, 1, 3, 4}, TensorOptions(kFloat64).device(dev_)),
+         b = randn({5, 4, 4}, TensorOptions(kFloat64).device(dev_));
   Tensor d = cdist(a, b, 1.0);
   EXPECT_EQ(d.sizes(), (IntList{2, 5, 3, 4}));
   EXPECT_TRUE(allclose(d[1][3], cdist(a[1][0], b[3], 1.0), 1e-14, 1e-14));
+  // Strided inputs: the same numbers as contiguous ones.
+  Tensor t = randn({4, 30}, TensorOptions(kFloat64).device(dev_));
+  EXPECT_TRUE(allclose(cdist(t.t(), b[0]), cdist(t.t().contiguous(), b[0]), 1e-14, 1e-14));
 
   EXPECT_EQ(cdist(zeros({0, 4}, TensorOptions(dev_)), zeros({5, 4}, TensorOptions(dev_))).sizes(), (IntList{0, 5}));
   Tensor no_columns = zeros({3, 0}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
@@ -194,8 +198,8 @@ TEST_P(Cdist, GradcheckOnBothPaths) {
       Tensor a = randn({2, 3, 4}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
       Tensor b = randn({5, 4}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
       try {
-        autograd::gradcheck([&](const std::vector<Tensor>& x) { return std::vector<Tensor>{cdist(x[0], x[1], p, mode)}; },
-                            {a, b});
+        autograd::gradcheck(
+            [&](const std::vector<Tensor>& x) { return std::vector<Tensor>{cdist(x[0], x[1], p, mode)}; }, {a, b});
       } catch (const Error& e) {
         ADD_FAILURE() << "p=" << p << " " << mode << ": " << e.what();
       }
@@ -235,13 +239,33 @@ TEST(CdistTf32, TheMatmulFlagReachesTheProductPathOnCudaDevicesOnly) {
   EXPECT_TRUE(equal(direct_on.second, direct_off.second));
 }
 
+// PyTorch's rule for the default mode: the product path for p == 2 once P or R passes 25
+// rows, seen through the TF32 flag, which reaches that path only.
+TEST(CdistTf32, TheDefaultModeTakesTheProductPathPast25Rows) {
+  ensure_cuda();
+  manual_seed(8);
+  const bool saved = backends::cuda::matmul.allow_tf32;
+  auto flag_matters = [&](int64_t p_rows, int64_t r_rows, double p) {
+    Tensor a = randn({p_rows, 64}, TensorOptions(Device("cuda:0"))),
+           b = randn({r_rows, 64}, TensorOptions(Device("cuda:0")));
+    backends::cuda::matmul.allow_tf32 = true;
+    Tensor on = cdist(a, b, p);
+    backends::cuda::matmul.allow_tf32 = false;
+    return !equal(on, cdist(a, b, p));
+  };
+  EXPECT_FALSE(flag_matters(25, 25, 2.0));
+  EXPECT_TRUE(flag_matters(26, 3, 2.0));
+  EXPECT_TRUE(flag_matters(3, 26, 2.0));
+  EXPECT_FALSE(flag_matters(26, 26, 1.0));
+  backends::cuda::matmul.allow_tf32 = saved;
+}
+
 TEST(CdistErrors, PyTorchsMessages) {
   Tensor a = zeros({3, 4}), b = zeros({5, 4});
   EXPECT_THROW_MSG(cdist(a, b, 2.0, "foo"), ValueError, "foo is not a valid value for compute_mode");
   EXPECT_THROW_MSG(cdist(zeros({4}), b), ValueError, "cdist only supports at least 2D tensors, X1 got: 1D");
   EXPECT_THROW_MSG(cdist(a, zeros({4})), ValueError, "cdist only supports at least 2D tensors, X2 got: 1D");
-  EXPECT_THROW_MSG(cdist(a, zeros({5, 3})), ValueError,
-                   "X1 and X2 must have the same number of columns. X1: 4 X2: 3");
+  EXPECT_THROW_MSG(cdist(a, zeros({5, 3})), ValueError, "X1 and X2 must have the same number of columns. X1: 4 X2: 3");
   EXPECT_THROW_MSG(cdist(a.to(kInt64), b.to(kInt64)), TypeError,
                    "cdist only supports floating-point dtypes, X1 got: Long");
   EXPECT_THROW_MSG(cdist(a, b.to(kInt64)), TypeError, "cdist only supports floating-point dtypes, X2 got: Long");

@@ -33,28 +33,39 @@ class Tensordot : public OnDevice {
 };
 
 TEST_P(Tensordot, DimListsMatchPyTorch) {
-  expect_case({3, 4, 5}, {4, 3, 2}, [](Tensor a, Tensor b) { return tensordot(a, b, {1, 0}, {0, 1}); },
-              k_tensordot_lists, "lists");
+  expect_case(
+      {3, 4, 5}, {4, 3, 2},
+      [](Tensor a, Tensor b) {
+        return tensordot(a, b, {1, 0}, {0, 1});
+      },
+      k_tensordot_lists, "lists");
   EXPECT_EQ(tensordot(zeros({3, 4, 5}), zeros({4, 3, 2}), {1, 0}, {0, 1}).sizes(), (IntList{5, 2}));
 }
 
 TEST_P(Tensordot, IntDimsMatchPyTorch) {
-  expect_case({2, 3, 4}, {3, 4, 5}, [](Tensor a, Tensor b) { return tensordot(a, b, 2); }, k_tensordot_int, "int");
+  expect_case(
+      {2, 3, 4}, {3, 4, 5}, [](Tensor a, Tensor b) { return tensordot(a, b, 2); }, k_tensordot_int, "int");
 }
 
 TEST_P(Tensordot, ZeroDimsIsTheOuterProduct) {
-  expect_case({2, 3}, {4}, [](Tensor a, Tensor b) { return tensordot(a, b, 0); }, k_tensordot_outer, "outer");
+  expect_case(
+      {2, 3}, {4}, [](Tensor a, Tensor b) { return tensordot(a, b, 0); }, k_tensordot_outer, "outer");
 }
 
 TEST_P(Tensordot, NegativeDimsCountFromTheEnd) {
-  expect_case({2, 3, 4}, {4, 5}, [](Tensor a, Tensor b) { return tensordot(a, b, {-1}, {-2}); },
-              k_tensordot_negative, "negative");
+  expect_case(
+      {2, 3, 4}, {4, 5}, [](Tensor a, Tensor b) { return tensordot(a, b, {-1}, {-2}); }, k_tensordot_negative,
+      "negative");
 }
 
 // a [3, 1, 2] with b [5, 2, 2] over dims (1, 2): a's size-1 dim against b's 2 sums b's away.
 TEST_P(Tensordot, SizeOneContractedDimsBroadcast) {
-  expect_case({3, 1, 2}, {5, 2, 2}, [](Tensor a, Tensor b) { return tensordot(a, b, {1, 2}, {1, 2}); },
-              k_tensordot_broadcast, "broadcast");
+  expect_case(
+      {3, 1, 2}, {5, 2, 2},
+      [](Tensor a, Tensor b) {
+        return tensordot(a, b, {1, 2}, {1, 2});
+      },
+      k_tensordot_broadcast, "broadcast");
 }
 
 TEST_P(Tensordot, Gradcheck) {
@@ -62,7 +73,9 @@ TEST_P(Tensordot, Gradcheck) {
   Tensor a = randn({2, 3, 4}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
   Tensor b = randn({4, 2, 5}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
   EXPECT_TRUE(autograd::gradcheck(
-      [](const std::vector<Tensor>& x) { return std::vector<Tensor>{tensordot(x[0], x[1], {2, 0}, {0, 1})}; },
+      [](const std::vector<Tensor>& x) {
+        return std::vector<Tensor>{tensordot(x[0], x[1], {2, 0}, {0, 1})};
+      },
       {a, b}));
 }
 
@@ -100,8 +113,9 @@ TEST(TensordotErrors, PyTorchsMessages) {
   EXPECT_THROW_MSG(tensordot(a, b, {0}, {0, 1}), ValueError, "both dimension lists should have same length");
   EXPECT_THROW_MSG(tensordot(a, b, {1}, {0}), ValueError,
                    "contracted dimensions need to match, but first has size 4 in dim 1 and second has size 5 in dim 0");
-  EXPECT_THROW_MSG(tensordot(a, b, {-1}, {-2}), ValueError,
-                   "contracted dimensions need to match, but first has size 4 in dim -1 and second has size 5 in dim -2");
+  EXPECT_THROW_MSG(
+      tensordot(a, b, {-1}, {-2}), ValueError,
+      "contracted dimensions need to match, but first has size 4 in dim -1 and second has size 5 in dim -2");
   EXPECT_THROW_MSG(tensordot(a, b, {5}, {0}), IndexError,
                    "Dimension out of range (expected to be in range of [-2, 1], but got 5)");
   EXPECT_THROW_MSG(tensordot(zeros({4, 4}), zeros({4, 4}), {0, 0}, {0, 1}), ValueError,

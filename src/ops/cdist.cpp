@@ -110,10 +110,9 @@ std::pair<Tensor, Tensor> product_path_backward(const Tensor& grad, const Tensor
   Tensor x1_rows = x1.reshape({B * P, M}), grad_x1_rows = grad_x1.reshape({B * P, M});
   Tensor marked_grad = where(marked, grad, 0.0).reshape({B * P, R}), dist_rows = dist.reshape({B * P, R});
   for_each_marked_chunk(rows, P, R, M, x1.device(), [&](const Tensor& rows_t, const Tensor& batches) {
-    auto [ga, gb] = detail::cdist_block_backward(marked_grad.index_select(0, rows_t).unsqueeze(1),
-                                                 x1_rows.index_select(0, rows_t).unsqueeze(1),
-                                                 x2.index_select(0, batches), dist_rows.index_select(0, rows_t).unsqueeze(1),
-                                                 2.0);
+    auto [ga, gb] = detail::cdist_block_backward(
+        marked_grad.index_select(0, rows_t).unsqueeze(1), x1_rows.index_select(0, rows_t).unsqueeze(1),
+        x2.index_select(0, batches), dist_rows.index_select(0, rows_t).unsqueeze(1), 2.0);
     grad_x1_rows.index_add_(0, rows_t, ga.squeeze(1));
     grad_x2.index_add_(0, batches, gb);
   });
@@ -170,15 +169,15 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& co
   const int64_t mode = compute_mode_number(compute_mode);
   EMBER_CHECK(x1.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
   EMBER_CHECK(x2.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
-  EMBER_CHECK(x1.size(-1) == x2.size(-1), ValueError, "X1 and X2 must have the same number of columns. X1: ",
-              x1.size(-1), " X2: ", x2.size(-1));
-  EMBER_CHECK(is_floating_point(x1.dtype()), TypeError, "cdist only supports floating-point dtypes, X1 got: ",
-              detail::scalar_type_name(x1.dtype()));
-  EMBER_CHECK(is_floating_point(x2.dtype()), TypeError, "cdist only supports floating-point dtypes, X2 got: ",
-              detail::scalar_type_name(x2.dtype()));
+  EMBER_CHECK(x1.size(-1) == x2.size(-1), ValueError,
+              "X1 and X2 must have the same number of columns. X1: ", x1.size(-1), " X2: ", x2.size(-1));
+  EMBER_CHECK(is_floating_point(x1.dtype()), TypeError,
+              "cdist only supports floating-point dtypes, X1 got: ", detail::scalar_type_name(x1.dtype()));
+  EMBER_CHECK(is_floating_point(x2.dtype()), TypeError,
+              "cdist only supports floating-point dtypes, X2 got: ", detail::scalar_type_name(x2.dtype()));
   EMBER_CHECK(p >= 0, ValueError, "cdist only supports non-negative p values");
-  EMBER_CHECK(x1.is_cuda() == x2.is_cuda(), DeviceError, "X1 and X2 must have the same device type. X1: ",
-              device_type_name(x1), " X2: ", device_type_name(x2));
+  EMBER_CHECK(x1.is_cuda() == x2.is_cuda(), DeviceError,
+              "X1 and X2 must have the same device type. X1: ", device_type_name(x1), " X2: ", device_type_name(x2));
   EMBER_CHECK(!x1.is_cuda() || x1.get_device() == x2.get_device(), DeviceError, "device of X1 (", x1.get_device(),
               ") must match device of X2 (", x2.get_device(), ")");
   EMBER_CHECK(x1.dtype() == kFloat32 || x1.dtype() == kFloat64, TypeError, "\"cdist\" not implemented for '",

@@ -56,8 +56,8 @@ Tensor cdist_block(const Tensor& a, const Tensor& b, double p) {
   return diff.abs().pow(p).sum(-1).pow(1.0 / p);
 }
 
-std::pair<Tensor, Tensor> cdist_block_backward(const Tensor& grad, const Tensor& a, const Tensor& b,
-                                               const Tensor& dist, double p) {
+std::pair<Tensor, Tensor> cdist_block_backward(const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& dist,
+                                               double p) {
   if (p == 0.0) return {zeros_like(a), zeros_like(b)};
   Tensor diff = a.unsqueeze(2) - b.unsqueeze(1);
   Tensor coefficient;  // d dist / d diff times the gradient, per pair and column
@@ -97,9 +97,9 @@ std::pair<Tensor, Tensor> cdist_direct_backward(const Tensor& grad, const Tensor
   if (B * P <= cdist_rows_per_block(R, M)) return cdist_block_backward(grad, x1, x2, dist, p);
   Tensor grad_x1 = zeros_like(x1), grad_x2 = zeros_like(x2);
   for_each_block(B, P, R, M, [&](int64_t b0, int64_t nb, int64_t i0, int64_t ni) {
-    auto [ga, gb] = cdist_block_backward(grad.narrow(0, b0, nb).narrow(1, i0, ni),
-                                         x1.narrow(0, b0, nb).narrow(1, i0, ni), x2.narrow(0, b0, nb),
-                                         dist.narrow(0, b0, nb).narrow(1, i0, ni), p);
+    auto [ga, gb] =
+        cdist_block_backward(grad.narrow(0, b0, nb).narrow(1, i0, ni), x1.narrow(0, b0, nb).narrow(1, i0, ni),
+                             x2.narrow(0, b0, nb), dist.narrow(0, b0, nb).narrow(1, i0, ni), p);
     grad_x1.narrow(0, b0, nb).narrow(1, i0, ni).copy_(ga);
     grad_x2.narrow(0, b0, nb).add_(gb);
   });

@@ -18,8 +18,8 @@ Tensor cdist_block(const Tensor& a, const Tensor& b, double p);
 /// cdist_block(a, b, p), the gradients for a [B, c, M] and b [B, R, M]. Where a distance is 0
 /// its pair contributes nothing (not NaN); p = inf gives each column at the maximum the whole
 /// gradient; p < 1 gives a zero difference nothing.
-std::pair<Tensor, Tensor> cdist_block_backward(const Tensor& grad, const Tensor& a, const Tensor& b,
-                                               const Tensor& dist, double p);
+std::pair<Tensor, Tensor> cdist_block_backward(const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& dist,
+                                               double p);
 
 /// cdist_block over x1 [B, P, M] and x2 [B, R, M] whole, block by block: [B, P, R].
 Tensor cdist_direct(const Tensor& x1, const Tensor& x2, double p);

@@ -72,8 +72,8 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const 
 
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
   EMBER_CHECK(dims >= 0, ValueError, "tensordot expects dims >= 0, but got dims=", dims);
-  EMBER_CHECK(dims <= std::min(a.dim(), b.dim()), ValueError, "tensordot expects dims < ndim_a or ndim_b, but got dims=",
-              dims);
+  EMBER_CHECK(dims <= std::min(a.dim(), b.dim()), ValueError,
+              "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);
   IntList dims_a, dims_b;
   for (int64_t i = 0; i < dims; ++i) {
     dims_a.push_back(i - dims);
