@@ -19,37 +19,53 @@
 namespace ember {
 
 // Note [cdist's matrix-product path]
-// PyTorch's Euclidean path computes |x|^2 + |y|^2 - 2 x.y with one matrix product. Where a
-// distance is small next to the rows' norms the subtraction cancels the leading digits and
-// what is left is the product's rounding error: PyTorch returns 0 for distinct close rows and
-// non-zero distances between identical rows (pytorch#42479, #37734, #57690; TF32 makes it
-// worse). ember's path does two things about it:
+// PyTorch's Euclidean path computes |x|^2 + |y|^2 - 2 x.y with one matrix product of augmented
+// operands ([-2x, |x|^2, 1] and [y, 1, |y|^2]). Where a distance is small next to the rows'
+// norms the subtraction cancels the leading digits and what is left is the product's rounding
+// error: PyTorch returns 0 for distinct close rows and non-zero distances between identical
+// rows (pytorch#42479, #37734, #57690; TF32 makes it worse). ember's path keeps the one
+// product and adds three things:
 //  - it centres both inputs on their joint mean first (differences are unchanged; the norms
-//    shrink from the data's distance to the origin to its spread), and
-//  - it marks each entry whose squared distance is at most tau * (|x|^2 + |y|^2) (centred
-//    norms) and recomputes the marked entries directly from the rows' differences
-//    (cdist_block), in the forward and in the backward.
-// tau is at least 4 u_in + 4 (M + 1) u, twice the worst-case relative error of the product
-// for two identical rows (u the unit roundoff of the dtype, u_in that of the product's inputs:
-// TF32's, 2^-11, on a cuda device with backends::cuda::matmul.allow_tf32), so identical rows
-// are always recomputed and come out exactly 0 apart; and at least a floor per precision
-// (2^-20 float64, 2^-10 float32, 2^-5 TF32), so a squared distance kept from the product
-// carries a relative error of about u_in sqrt(M) / floor at most. Finding the marked rows reads a
-// [B, P] count back to the host: this path synchronises with the device once per call (PyTorch's
-// does not). The rest of the backward is PyTorch's _euclidean_dist_backward (two matrix
-// products, which follow the TF32 flag as PyTorch's do); the direct path's backward multiplies
-// no matrices, as PyTorch's kernel does not.
+//    shrink from the data's distance to the origin to its spread);
+//  - its product gives shifted = |x|^2 + (1 - tau) |y|^2 - 2 x.y, the squared distance less
+//    tau |y|^2, so a row of x1 holds an entry whose squared distance is at most
+//    tau (|x|^2 + |y|^2) exactly when its smallest shifted entry is at most tau |x|^2: one
+//    reduction marks those rows, which are recomputed directly from the rows' differences
+//    (cdist_block), in the forward and in the backward;
+//  - under TF32 each norm enters the product as two columns (norm_columns), so TF32's
+//    rounding of its inputs reaches the norms only at 2^-22 of their size.
+// tau is at least 4 u_in + 4 (M + 1) u, about twice the worst-case relative error of the
+// product for two identical rows (u the unit roundoff of the dtype, u_in that of the product's
+// inputs: TF32's, 2^-11, on a cuda device with backends::cuda::matmul.allow_tf32), so
+// identical rows are always recomputed and come out exactly 0 apart; and at least a floor per
+// precision (2^-20 float64, 2^-10 float32, 2^-5 TF32), so a squared distance kept from the
+// product carries a relative error of about u_in sqrt(M) / floor at most. Marking reads a
+// [B, P] mask back to the host: this path synchronises with the device once per call
+// (PyTorch's does not). The rest of the backward is PyTorch's _euclidean_dist_backward (two
+// matrix products, which follow the TF32 flag as PyTorch's do); the direct path's backward
+// multiplies no matrices, as PyTorch's kernel does not.
 namespace {
 
 constexpr double kUnitRoundoffFloat64 = 0x1p-53, kUnitRoundoffFloat32 = 0x1p-24, kUnitRoundoffTf32 = 0x1p-11;
 
+bool product_uses_tf32(const Tensor& x) { return x.dtype() == kFloat32 && x.is_cuda() && detail::matmul_allows_tf32(); }
+
 double cancellation_threshold(const Tensor& x, int64_t M) {
-  const bool float64 = x.dtype() == kFloat64;
-  const bool tf32 = !float64 && x.is_cuda() && detail::matmul_allows_tf32();
+  const bool float64 = x.dtype() == kFloat64, tf32 = product_uses_tf32(x);
   const double u = float64 ? kUnitRoundoffFloat64 : kUnitRoundoffFloat32;
   const double u_in = tf32 ? kUnitRoundoffTf32 : u;
   const double floor = float64 ? 0x1p-20 : tf32 ? 0x1p-5 : 0x1p-10;
   return std::max(floor, 4 * u_in + 4 * static_cast<double>(M + 1) * u);
+}
+
+// The columns that carry a norm through the product: the norm itself, or under TF32 the two
+// halves of Veltkamp's split (hi holds 11 significant bits, which TF32 keeps exactly; lo the
+// rest), so the norm loses 2^-22 of itself to TF32's rounding instead of PyTorch's 2^-11.
+std::vector<Tensor> norm_columns(const Tensor& norm, bool tf32) {
+  if (!tf32) return {norm};
+  Tensor scaled = norm * 8193.0;  // 2^13 + 1
+  Tensor hi = scaled - (scaled - norm);
+  return {hi, norm - hi};
 }
 
 // The rows (flat indices into [B * P]) the product path marked, in chunks that bound the
@@ -72,19 +88,34 @@ std::pair<Tensor, Tensor> centred(const Tensor& x1, const Tensor& x2) {
 
 struct ProductPath {
   Tensor dist;                // [B, P, R]
-  Tensor marked;              // bool [B, P, R]: recomputed directly
-  std::vector<int64_t> rows;  // the flat rows holding a marked entry
+  Tensor marked;              // bool [B, P, 1]: the rows recomputed directly
+  std::vector<int64_t> rows;  // the same rows, as flat indices into [B * P]
 };
 
 ProductPath product_path(const Tensor& x1, const Tensor& x2) {
   const int64_t B = x1.size(0), P = x1.size(1), R = x2.size(1), M = x1.size(2);
+  const double tau = cancellation_threshold(x1, M);
   auto [c1, c2] = centred(x1, x2);
-  Tensor norms = (c1 * c1).sum(-1).unsqueeze(2) + (c2 * c2).sum(-1).unsqueeze(1);
-  Tensor squared = (norms - matmul(c1, c2.transpose(1, 2)) * 2.0).clamp(0.0);
-  ProductPath out{squared.sqrt(), squared.le(norms * cancellation_threshold(x1, M)), {}};
-  const std::vector<int64_t> counts = out.marked.to(kInt64).sum(-1).reshape({-1}).cpu().to_vector<int64_t>();
-  for (size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0) out.rows.push_back(static_cast<int64_t>(i));
+  Tensor n1 = (c1 * c1).sum(-1, true), n2 = (c2 * c2).sum(-1, true);
+  // One product of PyTorch's augmented operands gives shifted = squared - tau |y|^2 =
+  // |x|^2 + (1 - tau) |y|^2 - 2 x.y, so a row holds an entry that lost its digits exactly when
+  // its smallest shifted entry is at most tau |x|^2: one reduction finds the rows.
+  const bool tf32 = product_uses_tf32(x1);
+  std::vector<Tensor> lhs{c1 * -2.0}, rhs{c2}, lhs_norm = norm_columns(n1, tf32),
+                                               rhs_norm = norm_columns(n2 * (1.0 - tau), tf32);
+  for (const Tensor& n : lhs_norm) {
+    lhs.push_back(n);
+    rhs.push_back(ones_like(n2));
+  }
+  for (const Tensor& n : rhs_norm) {
+    lhs.push_back(ones_like(n1));
+    rhs.push_back(n);
+  }
+  Tensor shifted = matmul(cat(lhs, -1), cat(rhs, -1).transpose(1, 2));
+  ProductPath out{(shifted + (n2 * tau).transpose(1, 2)).clamp(0.0).sqrt(), shifted.min(-1, true).le(n1 * tau), {}};
+  const std::vector<int64_t> marked = out.marked.reshape({-1}).to(kInt64).cpu().to_vector<int64_t>();
+  for (size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i] != 0) out.rows.push_back(static_cast<int64_t>(i));
   }
   if (out.rows.empty()) return out;
   Tensor direct = zeros({B * P, R}, TensorOptions(x1.dtype()).device(x1.device()));
@@ -102,16 +133,16 @@ std::pair<Tensor, Tensor> product_path_backward(const Tensor& grad, const Tensor
                                                 const std::vector<int64_t>& rows) {
   const int64_t B = x1.size(0), P = x1.size(1), R = x2.size(1), M = x1.size(2);
   auto [c1, c2] = centred(x1, x2);
-  // PyTorch's _euclidean_dist_backward over the entries the product kept.
-  Tensor ratio = (grad / dist).masked_fill(dist.eq(0.0), 0.0).masked_fill(marked, 0.0);
+  // PyTorch's _euclidean_dist_backward over the rows the product kept.
+  Tensor ratio = where(marked, 0.0, (grad / dist).masked_fill(dist.eq(0.0), 0.0));
   Tensor grad_x1 = c1 * ratio.sum(-1, true) - matmul(ratio, c2);
   Tensor grad_x2 = c2 * ratio.sum(1).unsqueeze(-1) - matmul(ratio.transpose(1, 2), c1);
   if (rows.empty()) return {grad_x1, grad_x2};
   Tensor x1_rows = x1.reshape({B * P, M}), grad_x1_rows = grad_x1.reshape({B * P, M});
-  Tensor marked_grad = where(marked, grad, 0.0).reshape({B * P, R}), dist_rows = dist.reshape({B * P, R});
+  Tensor grad_rows = grad.reshape({B * P, R}), dist_rows = dist.reshape({B * P, R});
   for_each_marked_chunk(rows, P, R, M, x1.device(), [&](const Tensor& rows_t, const Tensor& batches) {
     auto [ga, gb] = detail::cdist_block_backward(
-        marked_grad.index_select(0, rows_t).unsqueeze(1), x1_rows.index_select(0, rows_t).unsqueeze(1),
+        grad_rows.index_select(0, rows_t).unsqueeze(1), x1_rows.index_select(0, rows_t).unsqueeze(1),
         x2.index_select(0, batches), dist_rows.index_select(0, rows_t).unsqueeze(1), 2.0);
     grad_x1_rows.index_add_(0, rows_t, ga.squeeze(1));
     grad_x2.index_add_(0, batches, gb);
