@@ -167,11 +167,12 @@ TEST_P(Cdist, BatchesBroadcastAndEmptyInputsGiveEmptiesOrZeros) {
   EXPECT_EQ(no_columns.grad().sizes(), (IntList{3, 0}));
 }
 
-// Large enough to be made in several blocks (Note [cdist's blocks]): a run of rows at a time
-// (R * M = 2^19 elements, 8 rows a block) and a batch at a time (2^20 elements, 4 rows: one batch of 4).
+// Large enough to be made in several blocks of 2^20 elements (Note [cdist's blocks]): a run of
+// rows at a time (R * M = 2^17 elements, 8 rows a block) and a batch at a time (2^18, 4 rows:
+// one batch of 4).
 TEST_P(Cdist, BlocksOfLargeInputsGiveTheWholeResultAndGradient) {
   manual_seed(5);
-  for (const auto& [b, p, r, m] : std::vector<std::array<int64_t, 4>>{{1, 9, 1024, 512}, {2, 4, 1024, 1024}}) {
+  for (const auto& [b, p, r, m] : std::vector<std::array<int64_t, 4>>{{1, 9, 512, 256}, {2, 4, 512, 512}}) {
     Tensor x1 = randn({b, p, m}, TensorOptions(kFloat32).device(dev_)).requires_grad_();
     Tensor x2 = randn({b, r, m}, TensorOptions(kFloat32).device(dev_)).requires_grad_();
     Tensor w = randn({b, p, r}, TensorOptions(kFloat32).device(dev_));
@@ -237,6 +238,22 @@ TEST(CdistTf32, TheMatmulFlagReachesTheProductPathOnCudaDevicesOnly) {
   EXPECT_TRUE(allclose(cuda_off.first, cpu_off.first, 1e-5, 1e-5));
   EXPECT_TRUE(equal(direct_on.first, direct_off.first));
   EXPECT_TRUE(equal(direct_on.second, direct_off.second));
+}
+
+// The direct path's peak memory stays far below the [P, R, M] difference it would make at once
+// (64 MiB here), forward and backward (Note [cdist's blocks]).
+TEST(CdistMemory, TheDirectPathWorksInBlocks) {
+  ensure_cuda();
+  const Device device("cuda:0");
+  Tensor x1 = randn({256, 64}, TensorOptions(device)).requires_grad_(), x2 = randn({1024, 64}, TensorOptions(device));
+  cuda::synchronize();
+  const size_t before = cuda::memory_allocated(0);
+  cuda::reset_peak_memory_stats(0);
+  Tensor d = cdist(x1, x2, 3.0);
+  d.sum().backward();
+  cuda::synchronize();
+  const size_t full = size_t{256} * 1024 * 64 * sizeof(float);
+  EXPECT_LT(cuda::max_memory_allocated(0) - before, full / 2);
 }
 
 // PyTorch's rule for the default mode: the product path for p == 2 once P or R passes 25

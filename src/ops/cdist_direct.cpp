@@ -17,7 +17,7 @@ namespace ember::detail {
 // block's differences instead of keeping them.
 namespace {
 
-constexpr int64_t kBlockElements = int64_t{1} << 22;
+constexpr int64_t kBlockElements = int64_t{1} << 20;
 
 Tensor sign(const Tensor& t) { return t.gt(0.0).to(t.dtype()) - t.lt(0.0).to(t.dtype()); }
 
