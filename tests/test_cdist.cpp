@@ -84,6 +84,29 @@ TEST_P(Cdist, EntriesThatLostTheirDigitsGetTheDirectValueAndGradient) {
   expect_values(g_product[1], g_direct[1].cpu().reshape({-1}).to_vector<double>(), "grad x2", 1e-9);
 }
 
+// An inf or a NaN in a row: PyTorch's product path gives NaN for some of that row's entries
+// where its direct path gives inf; ember's gives the direct path's numbers, and the other rows
+// stay finite.
+TEST_P(Cdist, NonFiniteRowsGiveTheDirectPathsValues) {
+  auto [x1, x2] = large_inputs();
+  Tensor a = x1.detach().clone();
+  a[2][1].fill_(std::numeric_limits<double>::infinity());
+  a[3][0].fill_(std::numeric_limits<double>::quiet_NaN());
+  const std::vector<double> product = cdist(a, x2.detach()).cpu().reshape({-1}).to_vector<double>();
+  const std::vector<double> direct = cdist(a, x2.detach(), 2.0, kDirect).cpu().reshape({-1}).to_vector<double>();
+  for (size_t i = 0; i < product.size(); ++i) {
+    if (std::isnan(direct[i])) {
+      EXPECT_TRUE(std::isnan(product[i])) << "entry " << i;
+    } else if (std::isinf(direct[i])) {
+      EXPECT_EQ(product[i], direct[i]) << "entry " << i;
+    } else {
+      EXPECT_NEAR(product[i], direct[i], 1e-12 * (1 + direct[i])) << "entry " << i;
+    }
+  }
+  EXPECT_TRUE(std::isinf(product[2 * 4]));
+  EXPECT_TRUE(std::isfinite(product[4 * 4]));
+}
+
 // pytorch#42479: PyTorch 1.13's product path gives 0 here; its direct path 109.
 TEST_P(Cdist, DistantRowsFarFromTheOriginKeepTheirDistance) {
   Tensor a = tensor(TensorData({512695.0}), TensorOptions(kFloat32)).reshape({1, 1}).to(dev_);

@@ -83,6 +83,8 @@ void for_each_marked_chunk(const std::vector<int64_t>& rows, int64_t P, int64_t 
 
 std::pair<Tensor, Tensor> centred(const Tensor& x1, const Tensor& x2) {
   Tensor centre = (x1.sum(1, true) + x2.sum(1, true)) / static_cast<double>(x1.size(1) + x2.size(1));
+  // An inf or NaN input must not spread through the centre to every row: that column stays put.
+  centre = where((centre - centre).eq(0.0), centre, 0.0);
   return {x1 - centre, x2 - centre};
 }
 
@@ -112,10 +114,13 @@ ProductPath product_path(const Tensor& x1, const Tensor& x2) {
     rhs.push_back(n);
   }
   Tensor shifted = matmul(cat(lhs, -1), cat(rhs, -1).transpose(1, 2));
-  ProductPath out{(shifted + (n2 * tau).transpose(1, 2)).clamp(0.0).sqrt(), shifted.min(-1, true).le(n1 * tau), {}};
-  const std::vector<int64_t> marked = out.marked.reshape({-1}).to(kInt64).cpu().to_vector<int64_t>();
-  for (size_t i = 0; i < marked.size(); ++i) {
-    if (marked[i] != 0) out.rows.push_back(static_cast<int64_t>(i));
+  Tensor smallest = shifted.min(-1, true);
+  // A row with an inf or NaN entry is recomputed too, so it gives the direct path's inf or NaN.
+  Tensor marked = (smallest.le(n1 * tau).to(kInt64) + (smallest - smallest).ne(0.0).to(kInt64)).gt(0);
+  ProductPath out{(shifted + (n2 * tau).transpose(1, 2)).clamp(0.0).sqrt(), marked, {}};
+  const std::vector<int64_t> row_marks = out.marked.reshape({-1}).to(kInt64).cpu().to_vector<int64_t>();
+  for (size_t i = 0; i < row_marks.size(); ++i) {
+    if (row_marks[i] != 0) out.rows.push_back(static_cast<int64_t>(i));
   }
   if (out.rows.empty()) return out;
   Tensor direct = zeros({B * P, R}, TensorOptions(x1.dtype()).device(x1.device()));
