@@ -68,6 +68,13 @@ TEST_P(Tensordot, SizeOneContractedDimsBroadcast) {
       k_tensordot_broadcast, "broadcast");
 }
 
+TEST_P(Tensordot, EmptyContractionsAndScalars) {
+  const TensorOptions opts = TensorOptions(kFloat64).device(dev_);
+  EXPECT_TRUE(equal(tensordot(ones({3, 0}, opts), ones({0, 4}, opts), 1), zeros({3, 4}, opts)));
+  EXPECT_TRUE(equal(tensordot(full({}, 2.0, opts), ones({3}, opts), 0), full({3}, 2.0, opts)));
+  EXPECT_EQ(tensordot(ones({2, 3}, opts), ones({3, 2}, opts), {1, 0}, {0, 1}).sizes(), IntList{});
+}
+
 TEST_P(Tensordot, Gradcheck) {
   manual_seed(2);
   Tensor a = randn({2, 3, 4}, TensorOptions(kFloat64).device(dev_)).requires_grad_();
