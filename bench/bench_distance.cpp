@@ -44,6 +44,11 @@ void ember_cdist_direct_backward_1024x1024x64(benchmark::State& state) {
   auto x1 = ember::randn({1024, 64}).requires_grad_(), x2 = ember::randn({1024, 64}).requires_grad_();
   cdist_case(state, x1, x2, 2.0, true, "donot_use_mm_for_euclid_dist");
 }
+// cdist(x, x): every row has a distance of 0 to itself, which the product path recomputes.
+void ember_cdist_self_1024x64(benchmark::State& state) {
+  auto x = ember::randn({1024, 64});
+  cdist_case(state, x, x, 2.0, false, "use_mm_for_euclid_dist_if_necessary");
+}
 void ember_tensordot_64x16x64_16x64x1024(benchmark::State& state) {
   auto a = ember::randn({64, 16, 64}), b = ember::randn({16, 64, 1024});
   for (auto _ : state) benchmark::DoNotOptimize(ember::tensordot(a, b, 2));
@@ -54,6 +59,7 @@ BENCHMARK(ember_cdist_direct_1024x1024x64)->UseRealTime();
 BENCHMARK(ember_cdist_p1_1024x1024x64)->UseRealTime();
 BENCHMARK(ember_cdist_mm_backward_1024x1024x64)->UseRealTime();
 BENCHMARK(ember_cdist_direct_backward_1024x1024x64)->UseRealTime();
+BENCHMARK(ember_cdist_self_1024x64)->UseRealTime();
 BENCHMARK(ember_tensordot_64x16x64_16x64x1024)->UseRealTime();
 
 #if EMBER_BENCH_WITH_TORCH
@@ -89,6 +95,10 @@ void torch_cdist_direct_backward_1024x1024x64(benchmark::State& state) {
   auto x1 = torch::randn({1024, 64}).requires_grad_(), x2 = torch::randn({1024, 64}).requires_grad_();
   torch_cdist_case(state, x1, x2, 2.0, true, "donot_use_mm_for_euclid_dist");
 }
+void torch_cdist_self_1024x64(benchmark::State& state) {
+  auto x = torch::randn({1024, 64});
+  torch_cdist_case(state, x, x, 2.0, false, "use_mm_for_euclid_dist_if_necessary");
+}
 void torch_tensordot_64x16x64_16x64x1024(benchmark::State& state) {
   auto a = torch::randn({64, 16, 64}), b = torch::randn({16, 64, 1024});
   for (auto _ : state) benchmark::DoNotOptimize(torch::tensordot(a, b, {1, 2}, {0, 1}));
@@ -99,6 +109,7 @@ BENCHMARK(torch_cdist_direct_1024x1024x64)->UseRealTime();
 BENCHMARK(torch_cdist_p1_1024x1024x64)->UseRealTime();
 BENCHMARK(torch_cdist_mm_backward_1024x1024x64)->UseRealTime();
 BENCHMARK(torch_cdist_direct_backward_1024x1024x64)->UseRealTime();
+BENCHMARK(torch_cdist_self_1024x64)->UseRealTime();
 BENCHMARK(torch_tensordot_64x16x64_16x64x1024)->UseRealTime();
 #endif
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <any>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -68,17 +69,65 @@ std::vector<Tensor> norm_columns(const Tensor& norm, bool tf32) {
   return {hi, norm - hi};
 }
 
-// The rows (flat indices into [B * P]) the product path marked, in chunks that bound the
-// recomputation's memory (Note [cdist's blocks]): fn(rows, their batches).
+// The entries the product path marked (flat indices into [B * P * R]), in chunks that bound
+// the recomputation's memory (Note [cdist's blocks]): fn(entries, their x1 rows as flat indices
+// into [B * P], their x2 rows as flat indices into [B * R]).
 template <typename F>
-void for_each_marked_chunk(const std::vector<int64_t>& rows, int64_t P, int64_t R, int64_t M, Device device, F&& fn) {
-  const auto chunk = static_cast<size_t>(detail::cdist_rows_per_block(R, M));
-  for (size_t start = 0; start < rows.size(); start += chunk) {
-    std::vector<int64_t> row(rows.begin() + start, rows.begin() + std::min(rows.size(), start + chunk));
-    std::vector<int64_t> batch(row.size());
-    for (size_t i = 0; i < row.size(); ++i) batch[i] = row[i] / P;
-    fn(tensor(TensorData(row), kInt64).to(device), tensor(TensorData(batch), kInt64).to(device));
+void for_each_entry_chunk(const std::vector<int64_t>& entries, int64_t P, int64_t R, int64_t M, Device device, F&& fn) {
+  const auto chunk = static_cast<size_t>(detail::cdist_rows_per_block(1, M));
+  for (size_t start = 0; start < entries.size(); start += chunk) {
+    std::vector<int64_t> entry(entries.begin() + start, entries.begin() + std::min(entries.size(), start + chunk));
+    std::vector<int64_t> row1(entry.size()), row2(entry.size());
+    for (size_t k = 0; k < entry.size(); ++k) {
+      row1[k] = entry[k] / R;
+      row2[k] = row1[k] / P * R + entry[k] % R;
+    }
+    fn(tensor(TensorData(entry), kInt64).to(device), tensor(TensorData(row1), kInt64).to(device),
+       tensor(TensorData(row2), kInt64).to(device));
   }
+}
+
+// Per entry of `shifted`: 0 kept, 1 lost its digits (shifted <= threshold), 2 not finite (NaN
+// and +inf fail `< inf`; their distance is not finite either).
+Tensor lost_digits(const Tensor& shifted, const Tensor& threshold) {
+  Tensor margin = shifted - threshold;
+  return where(margin.lt(std::numeric_limits<double>::infinity()), margin.le(0.0).to(kUInt8), 2);
+}
+
+// Sets t's entries `entries` (flat indices, each at most once) to the values values(chunk)
+// gives, chunk by chunk. Where those entries are finite, in place and exactly: each is set to 0
+// by adding its own negation (x + -x == 0), then given its value; else through a mask.
+template <typename F>
+void overwrite(Tensor& t, const std::vector<int64_t>& entries, bool finite, int64_t P, int64_t R, int64_t M,
+               F&& values) {
+  Tensor flat = t.view({-1}), replacement, marks;
+  if (!finite) {
+    replacement = zeros_like(flat);
+    marks = zeros({flat.numel()}, TensorOptions(kInt64).device(t.device()));
+  }
+  for_each_entry_chunk(entries, P, R, M, t.device(), [&](const Tensor& e, const Tensor& r1, const Tensor& r2) {
+    Tensor v = values(e, r1, r2);
+    if (finite) {
+      flat.index_add_(0, e, -flat.index_select(0, e));
+      flat.index_add_(0, e, v);
+    } else {
+      replacement.index_add_(0, e, v);
+      marks.index_add_(0, e, ones({e.size(0)}, TensorOptions(kInt64).device(t.device())));
+    }
+  });
+  if (!finite) t = where(marks.gt(0).view(t.sizes()), replacement.view(t.sizes()), t);
+}
+
+// The flat indices of `codes`' non-zero entries; `non_finite` set when one of them is 2.
+std::vector<int64_t> nonzero_on_host(const Tensor& codes, bool* non_finite = nullptr) {
+  const std::vector<uint8_t> marks = codes.reshape({-1}).to(kUInt8).cpu().to_vector<uint8_t>();
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < marks.size(); ++i) {
+    if (marks[i] == 0) continue;
+    out.push_back(static_cast<int64_t>(i));
+    if (marks[i] == 2 && non_finite != nullptr) *non_finite = true;
+  }
+  return out;
 }
 
 std::pair<Tensor, Tensor> centred(const Tensor& x1, const Tensor& x2) {
@@ -89,9 +138,9 @@ std::pair<Tensor, Tensor> centred(const Tensor& x1, const Tensor& x2) {
 }
 
 struct ProductPath {
-  Tensor dist;                // [B, P, R]
-  Tensor marked;              // bool [B, P, 1]: the rows recomputed directly
-  std::vector<int64_t> rows;  // the same rows, as flat indices into [B * P]
+  Tensor dist;                   // [B, P, R]
+  std::vector<int64_t> entries;  // those recomputed directly, as flat indices into [B * P * R]
+  bool finite = true;            // whether the recomputed distances are all finite
 };
 
 ProductPath product_path(const Tensor& x1, const Tensor& x2) {
@@ -100,8 +149,8 @@ ProductPath product_path(const Tensor& x1, const Tensor& x2) {
   auto [c1, c2] = centred(x1, x2);
   Tensor n1 = (c1 * c1).sum(-1, true), n2 = (c2 * c2).sum(-1, true);
   // One product of PyTorch's augmented operands gives shifted = squared - tau |y|^2 =
-  // |x|^2 + (1 - tau) |y|^2 - 2 x.y, so a row holds an entry that lost its digits exactly when
-  // its smallest shifted entry is at most tau |x|^2: one reduction finds the rows.
+  // |x|^2 + (1 - tau) |y|^2 - 2 x.y, so an entry lost its digits exactly when shifted is at
+  // most tau |x|^2, and a row holds one when its smallest shifted entry does.
   const bool tf32 = product_uses_tf32(x1);
   std::vector<Tensor> lhs{c1 * -2.0}, rhs{c2}, lhs_norm = norm_columns(n1, tf32),
                                                rhs_norm = norm_columns(n2 * (1.0 - tau), tf32);
@@ -114,45 +163,54 @@ ProductPath product_path(const Tensor& x1, const Tensor& x2) {
     rhs.push_back(n);
   }
   Tensor shifted = matmul(cat(lhs, -1), cat(rhs, -1).transpose(1, 2));
-  Tensor smallest = shifted.min(-1, true);
-  // A row with an inf or NaN entry is recomputed too, so it gives the direct path's inf or NaN.
-  Tensor marked = (smallest.le(n1 * tau).to(kInt64) + (smallest - smallest).ne(0.0).to(kInt64)).gt(0);
-  ProductPath out{(shifted + (n2 * tau).transpose(1, 2)).clamp(0.0).sqrt(), marked, {}};
-  const std::vector<int64_t> row_marks = out.marked.reshape({-1}).to(kInt64).cpu().to_vector<int64_t>();
-  for (size_t i = 0; i < row_marks.size(); ++i) {
-    if (row_marks[i] != 0) out.rows.push_back(static_cast<int64_t>(i));
+  Tensor threshold = n1 * tau;
+  ProductPath out{(shifted + (n2 * tau).transpose(1, 2)).clamp(0.0).sqrt(), {}, true};
+  const std::vector<int64_t> rows = nonzero_on_host(lost_digits(shifted.min(-1, true), threshold));
+  if (rows.empty()) return out;
+  // Only the marked rows' entries are read back (all of them for cdist(x, x), a [P, R] mask).
+  Tensor shifted_rows = shifted.reshape({B * P, R}), threshold_rows = threshold.reshape({B * P, 1});
+  if (static_cast<int64_t>(rows.size()) < B * P) {
+    Tensor rows_t = tensor(TensorData(rows), kInt64).to(x1.device());
+    shifted_rows = shifted_rows.index_select(0, rows_t);
+    threshold_rows = threshold_rows.index_select(0, rows_t);
   }
-  if (out.rows.empty()) return out;
-  Tensor direct = zeros({B * P, R}, TensorOptions(x1.dtype()).device(x1.device()));
-  Tensor x1_rows = x1.reshape({B * P, M});
-  for_each_marked_chunk(out.rows, P, R, M, x1.device(), [&](const Tensor& rows, const Tensor& batches) {
-    Tensor block = detail::cdist_block(x1_rows.index_select(0, rows).unsqueeze(1), x2.index_select(0, batches), 2.0);
-    direct.index_add_(0, rows, block.squeeze(1));
+  bool non_finite = false;
+  for (int64_t k : nonzero_on_host(lost_digits(shifted_rows, threshold_rows), &non_finite)) {
+    out.entries.push_back(rows[static_cast<size_t>(k / R)] * R + k % R);
+  }
+  out.finite = !non_finite;
+  Tensor x1_rows = x1.reshape({B * P, M}), x2_rows = x2.reshape({B * R, M});
+  overwrite(out.dist, out.entries, out.finite, P, R, M, [&](const Tensor&, const Tensor& r1, const Tensor& r2) {
+    return detail::cdist_block(x1_rows.index_select(0, r1).unsqueeze(1), x2_rows.index_select(0, r2).unsqueeze(1), 2.0)
+        .reshape({-1});
   });
-  out.dist = where(out.marked, direct.view({B, P, R}), out.dist);
   return out;
 }
 
 std::pair<Tensor, Tensor> product_path_backward(const Tensor& grad, const Tensor& x1, const Tensor& x2,
-                                                const Tensor& dist, const Tensor& marked,
-                                                const std::vector<int64_t>& rows) {
+                                                const Tensor& dist, const std::vector<int64_t>& entries, bool finite) {
   const int64_t B = x1.size(0), P = x1.size(1), R = x2.size(1), M = x1.size(2);
   auto [c1, c2] = centred(x1, x2);
-  // PyTorch's _euclidean_dist_backward over the rows the product kept.
-  Tensor ratio = where(marked, 0.0, (grad / dist).masked_fill(dist.eq(0.0), 0.0));
+  // PyTorch's _euclidean_dist_backward over the entries the product kept.
+  Tensor ratio = (grad / dist).masked_fill(dist.eq(0.0), 0.0);
+  overwrite(ratio, entries, finite, P, R, M, [&](const Tensor& e, const Tensor&, const Tensor&) {
+    return zeros({e.size(0)}, TensorOptions(ratio.dtype()).device(ratio.device()));
+  });
   Tensor grad_x1 = c1 * ratio.sum(-1, true) - matmul(ratio, c2);
   Tensor grad_x2 = c2 * ratio.sum(1).unsqueeze(-1) - matmul(ratio.transpose(1, 2), c1);
-  if (rows.empty()) return {grad_x1, grad_x2};
-  Tensor x1_rows = x1.reshape({B * P, M}), grad_x1_rows = grad_x1.reshape({B * P, M});
-  Tensor grad_rows = grad.reshape({B * P, R}), dist_rows = dist.reshape({B * P, R});
-  for_each_marked_chunk(rows, P, R, M, x1.device(), [&](const Tensor& rows_t, const Tensor& batches) {
+  if (entries.empty()) return {grad_x1, grad_x2};
+  Tensor x1_rows = x1.reshape({B * P, M}), x2_rows = x2.reshape({B * R, M});
+  Tensor grad_x1_rows = grad_x1.reshape({B * P, M}), grad_x2_rows = grad_x2.reshape({B * R, M});
+  Tensor grad_flat = grad.reshape({-1}), dist_flat = dist.reshape({-1});
+  for_each_entry_chunk(entries, P, R, M, x1.device(), [&](const Tensor& entries_t, const Tensor& r1, const Tensor& r2) {
+    const int64_t n = entries_t.size(0);
     auto [ga, gb] = detail::cdist_block_backward(
-        grad_rows.index_select(0, rows_t).unsqueeze(1), x1_rows.index_select(0, rows_t).unsqueeze(1),
-        x2.index_select(0, batches), dist_rows.index_select(0, rows_t).unsqueeze(1), 2.0);
-    grad_x1_rows.index_add_(0, rows_t, ga.squeeze(1));
-    grad_x2.index_add_(0, batches, gb);
+        grad_flat.index_select(0, entries_t).view({n, 1, 1}), x1_rows.index_select(0, r1).unsqueeze(1),
+        x2_rows.index_select(0, r2).unsqueeze(1), dist_flat.index_select(0, entries_t).view({n, 1, 1}), 2.0);
+    grad_x1_rows.index_add_(0, r1, ga.squeeze(1));
+    grad_x2_rows.index_add_(0, r2, gb.squeeze(1));
   });
-  return {grad_x1_rows.view(x1.sizes()), grad_x2};
+  return {grad_x1_rows.view(x1.sizes()), grad_x2_rows.view(x2.sizes())};
 }
 
 // x1 [B, P, M], x2 [B, R, M] -> [B, P, R]; the node's name is ember's, its gradients PyTorch's.
@@ -164,8 +222,8 @@ struct CdistBackward : autograd::Function<CdistBackward> {
     if (use_mm) {
       ProductPath path = product_path(x1, x2);
       dist = path.dist;
-      ctx->saved_data["marked"] = path.marked;
-      ctx->saved_data["rows"] = std::move(path.rows);
+      ctx->saved_data["entries"] = std::move(path.entries);
+      ctx->saved_data["finite"] = path.finite;
     } else {
       dist = detail::cdist_direct(x1, x2, p);
     }
@@ -179,8 +237,9 @@ struct CdistBackward : autograd::Function<CdistBackward> {
     const Tensor grad = grads[0].defined() ? grads[0] : zeros_like(dist);
     std::pair<Tensor, Tensor> g;
     if (std::any_cast<bool>(ctx->saved_data["use_mm"])) {
-      g = product_path_backward(grad, x1, x2, dist, std::any_cast<Tensor>(ctx->saved_data["marked"]),
-                                std::any_cast<const std::vector<int64_t>&>(ctx->saved_data["rows"]));
+      g = product_path_backward(grad, x1, x2, dist,
+                                std::any_cast<const std::vector<int64_t>&>(ctx->saved_data["entries"]),
+                                std::any_cast<bool>(ctx->saved_data["finite"]));
     } else {
       g = detail::cdist_direct_backward(grad, x1, x2, dist, std::any_cast<double>(ctx->saved_data["p"]));
     }
