@@ -105,6 +105,11 @@ TEST_P(Cdist, NonFiniteRowsGiveTheDirectPathsValues) {
   }
   EXPECT_TRUE(std::isinf(product[2 * 4]));
   EXPECT_TRUE(std::isfinite(product[4 * 4]));
+  // A finite row's gradient is the direct path's.
+  Tensor b = a.clone().requires_grad_(), c = a.clone().requires_grad_();
+  cdist(b, x2.detach()).sum().backward();
+  cdist(c, x2.detach(), 2.0, kDirect).sum().backward();
+  expect_values(b.grad()[0], c.grad()[0].cpu().to_vector<double>(), "grad of row 0", 1e-12);
 }
 
 // pytorch#42479: PyTorch 1.13's product path gives 0 here; its direct path 109.

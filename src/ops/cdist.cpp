@@ -29,10 +29,11 @@ namespace ember {
 //  - it centres both inputs on their joint mean first (differences are unchanged; the norms
 //    shrink from the data's distance to the origin to its spread);
 //  - its product gives shifted = |x|^2 + (1 - tau) |y|^2 - 2 x.y, the squared distance less
-//    tau |y|^2, so a row of x1 holds an entry whose squared distance is at most
-//    tau (|x|^2 + |y|^2) exactly when its smallest shifted entry is at most tau |x|^2: one
-//    reduction marks those rows, which are recomputed directly from the rows' differences
-//    (cdist_block), in the forward and in the backward;
+//    tau |y|^2, so an entry's squared distance is at most tau (|x|^2 + |y|^2) exactly when its
+//    shifted value is at most tau |x|^2: one reduction finds the rows holding such an entry,
+//    and only those rows' entries are compared and read back; the entries found (and any that
+//    is not finite) are recomputed directly from the rows' differences (cdist_block), in the
+//    forward and in the backward;
 //  - under TF32 each norm enters the product as two columns (norm_columns), so TF32's
 //    rounding of its inputs reaches the norms only at 2^-22 of their size.
 // tau is at least 4 u_in + 4 (M + 1) u, about twice the worst-case relative error of the
@@ -40,9 +41,9 @@ namespace ember {
 // inputs: TF32's, 2^-11, on a cuda device with backends::cuda::matmul.allow_tf32), so
 // identical rows are always recomputed and come out exactly 0 apart; and at least a floor per
 // precision (2^-20 float64, 2^-10 float32, 2^-5 TF32), so a squared distance kept from the
-// product carries a relative error of about u_in sqrt(M) / floor at most. Marking reads a
-// [B, P] mask back to the host: this path synchronises with the device once per call
-// (PyTorch's does not). The rest of the backward is PyTorch's _euclidean_dist_backward (two
+// product carries a relative error of about u_in sqrt(M) / floor at most. Marking reads masks
+// back to the host ([B, P], then the marked rows' entries): this path synchronises with the
+// device once or twice per call (PyTorch's does not). The rest of the backward is PyTorch's _euclidean_dist_backward (two
 // matrix products, which follow the TF32 flag as PyTorch's do); the direct path's backward
 // multiplies no matrices, as PyTorch's kernel does not.
 namespace {
