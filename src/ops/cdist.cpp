@@ -43,9 +43,9 @@ namespace ember {
 // precision (2^-20 float64, 2^-10 float32, 2^-5 TF32), so a squared distance kept from the
 // product carries a relative error of about u_in sqrt(M) / floor at most. Marking reads masks
 // back to the host ([B, P], then the marked rows' entries): this path synchronises with the
-// device once or twice per call (PyTorch's does not). The rest of the backward is PyTorch's _euclidean_dist_backward (two
-// matrix products, which follow the TF32 flag as PyTorch's do); the direct path's backward
-// multiplies no matrices, as PyTorch's kernel does not.
+// device once or twice per call (PyTorch's does not). The rest of the backward is PyTorch's
+// _euclidean_dist_backward (two matrix products, which follow the TF32 flag as PyTorch's do);
+// the direct path's backward multiplies no matrices, as PyTorch's kernel does not.
 namespace {
 
 constexpr double kUnitRoundoffFloat64 = 0x1p-53, kUnitRoundoffFloat32 = 0x1p-24, kUnitRoundoffTf32 = 0x1p-11;
