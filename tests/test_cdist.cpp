@@ -305,6 +305,27 @@ TEST(CdistTf32, TheDefaultModeTakesTheProductPathPast25Rows) {
   backends::cuda::matmul.allow_tf32 = saved;
 }
 
+// The product path reads its masks back to the host, which a capturing stream refuses: under
+// graph capture cdist takes the direct path, and the replay gives the direct path's values.
+TEST(CdistCapture, AProductPathShapeIsCapturedThroughTheDirectPath) {
+  ensure_cuda();
+  Tensor a = randn({40, 8}, TensorOptions(Device("cuda:0"))), b = randn({30, 8}, TensorOptions(Device("cuda:0")));
+  Tensor expected = cdist(a, b, 2.0, "donot_use_mm_for_euclid_dist");
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  cuda::CUDAGraph graph;
+  Tensor out;
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    out = cdist(a, b);  // 40 > 25 rows: the product path outside a capture
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  graph.replay();
+  EXPECT_TRUE(equal(out, expected));
+}
+
 TEST(CdistErrors, PyTorchsMessages) {
   Tensor a = zeros({3, 4}), b = zeros({5, 4});
   EXPECT_THROW_MSG(cdist(a, b, 2.0, "foo"), ValueError, "foo is not a valid value for compute_mode");

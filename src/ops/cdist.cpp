@@ -15,7 +15,10 @@
 #include "kernels/dtype_dispatch.h"
 #include "ops/cdist_direct.h"
 #include "ops/launch.h"
+#include "runtime/backend.h"
 #include "runtime/backend_flags.h"
+#include "runtime/context.h"
+#include "runtime/stream_state.h"
 
 namespace ember {
 
@@ -43,8 +46,9 @@ namespace ember {
 // precision (2^-20 float64, 2^-10 float32, 2^-5 TF32), so a squared distance kept from the
 // product carries a relative error of about u_in sqrt(M) / floor at most. Marking reads masks
 // back to the host ([B, P], then the marked rows' entries): this path synchronises with the
-// device once or twice per call (PyTorch's does not). The rest of the backward is PyTorch's
-// _euclidean_dist_backward (two matrix products, which follow the TF32 flag as PyTorch's do);
+// device once or twice per call (PyTorch's does not); on a stream under graph capture, where
+// that is not allowed, cdist takes the direct path (device_stream_capturing). The rest of the
+// backward is PyTorch's _euclidean_dist_backward (two matrix products, which follow the TF32 flag as PyTorch's do);
 // the direct path's backward multiplies no matrices, as PyTorch's kernel does not.
 namespace {
 
@@ -259,6 +263,17 @@ int64_t compute_mode_number(const std::string& mode) {
 
 const char* device_type_name(const Tensor& t) { return t.is_cuda() ? "cuda" : "cpu"; }
 
+// The product path reads masks back to the host, which a stream under graph capture does not
+// allow; there cdist takes the direct path, whose blocks are sized on the host (exact, without
+// TF32's rounding).
+bool device_stream_capturing(const Tensor& x) {
+  if (!x.is_cuda()) return false;
+  detail::Backend* backend = detail::backend_or_null();
+  if (backend == nullptr) return false;
+  detail::StreamState* stream = detail::current_stream_state(x.get_device());
+  return backend->capture_status(stream->native()).first != detail::CaptureStatus::None;
+}
+
 }  // namespace
 
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
@@ -293,7 +308,8 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& co
   // Batch dims broadcast outside the Function: expand's backward sums the gradient back.
   Tensor a = x1.expand(shape1).reshape({B, P, M}), b = x2.expand(shape2).reshape({B, R, M});
   const bool nonempty = B * P * R * M > 0;
-  const bool use_mm = nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25)));
+  const bool use_mm = nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))) &&
+                      !device_stream_capturing(x1);
   return CdistBackward::apply(a, b, p, use_mm).reshape(out_shape);
 }
 
