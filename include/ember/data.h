@@ -86,6 +86,10 @@ class SequentialSampler : public Sampler {
 class RandomSampler : public Sampler {
  public:
   RandomSampler(size_t size, uint64_t seed);
+  /// Each epoch's permutation seeded by a draw from `generator` (PyTorch's
+  /// RandomSampler(data, generator=g)): restoring the generator's state (get_state/set_state)
+  /// repeats the orders from there. Not PyTorch's numbers (ember's generators are Philox).
+  RandomSampler(size_t size, Generator generator);
   size_t size() const override { return size_; }
   std::vector<size_t> indices() override;
   /// The generator (PyTorch's CPU generator: mt19937 seeded with the seed's low 32 bits).
@@ -94,6 +98,7 @@ class RandomSampler : public Sampler {
  private:
   size_t size_;
   std::mt19937 generator_;
+  std::optional<Generator> source_;  // reseeds generator_ every epoch when given
 };
 
 /// This rank's share of the indices, partitioned as PyTorch's DistributedSampler: the
@@ -141,6 +146,8 @@ class DataLoaderOptions {
   DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }
   /// Seeds the shuffling generator.
   DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  /// Shuffles with draws from `g` instead (PyTorch's generator= argument; RandomSampler(n, g)).
+  DataLoaderOptions& generator(Generator g) { generator_ = std::move(g); return *this; }
 
   int64_t batch_size() const noexcept { return batch_size_; }
   bool shuffle() const noexcept { return shuffle_; }
@@ -153,6 +160,7 @@ class DataLoaderOptions {
   bool persistent_workers() const noexcept { return persistent_workers_; }
   std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   uint64_t seed() const noexcept { return seed_; }
+  const std::optional<Generator>& generator() const noexcept { return generator_; }
 
  private:
   int64_t batch_size_ = 1;
@@ -165,6 +173,7 @@ class DataLoaderOptions {
   bool persistent_workers_ = false;
   std::chrono::milliseconds timeout_{0};
   uint64_t seed_ = 0;
+  std::optional<Generator> generator_;
 };
 
 namespace detail {

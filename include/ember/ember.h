@@ -12,6 +12,7 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/fft.h"
+#include "ember/generator.h"
 #include "ember/linalg_distance.h"  // cdist, tensordot
 #include "ember/nn.h"
 #include "ember/nn/modules/adaptive.h"  // adaptive log-softmax

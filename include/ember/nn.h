@@ -53,7 +53,8 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
                   std::optional<int64_t> divisor_override = std::nullopt);
 /// Zeroes elements with probability p (a Philox mask: the same on every backend for the
 /// same seed) and scales the rest by 1 / (1 - p); the input itself when !training.
-Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
+Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
+               std::optional<Generator> generator = std::nullopt);
 /// Batch normalisation over dim 1 of (N, C, ...) input. Training uses the batch statistics
 /// and updates defined running stats in place with `momentum` (unbiased variance), as PyTorch.
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

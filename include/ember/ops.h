@@ -123,8 +123,9 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
 /// A copy of `a` with src's elements added at `index` along `dim` (Tensor::scatter_add_).
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src);
 /// `num_samples` category indices (int64) drawn from each row of `probs` (1-D or 2-D,
-/// non-negative weights, not necessarily normalised) with the default generator; the same
+/// non-negative weights, not necessarily normalised) with `generator` or the default one; the same
 /// numbers on every backend for a seed. Without replacement no category repeats in a row.
-Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false);
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                   std::optional<Generator> generator = std::nullopt);
 
 }  // namespace ember

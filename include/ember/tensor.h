@@ -14,6 +14,7 @@
 
 #include "ember/device.h"
 #include "ember/dtype.h"
+#include "ember/generator.h"
 #include "ember/scalar.h"
 #include "ember/tensor_data.h"
 #include "ember/tensor_options.h"
@@ -170,8 +171,9 @@ class Tensor {
   // ---- in place ------------------------------------------------------------
   Tensor& fill_(const Scalar& value);
   Tensor& zero_();
-  Tensor& normal_(double mean = 0.0, double std = 1.0);
-  Tensor& uniform_(double from = 0.0, double to = 1.0);
+  /// Draw from `generator` when given, else from the device's default generator.
+  Tensor& normal_(double mean = 0.0, double std = 1.0, std::optional<Generator> generator = std::nullopt);
+  Tensor& uniform_(double from = 0.0, double to = 1.0, std::optional<Generator> generator = std::nullopt);
   Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& mul_(const Tensor& other);
@@ -200,7 +202,8 @@ class Tensor {
   /// Adds src's elements into this tensor at `index` along `dim`, in place.
   Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
   Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
-  Tensor multinomial(int64_t num_samples, bool replacement = false) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false,
+                     std::optional<Generator> generator = std::nullopt) const;
 
   // ---- new_* factories: keep this tensor's device and dtype ------------------
   Tensor new_empty(const IntList& shape) const;

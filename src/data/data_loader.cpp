@@ -55,7 +55,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   if (options_.sampler() != nullptr) {
     sampler_ = options_.sampler();
   } else if (options_.shuffle()) {
-    own_random_ = std::make_unique<RandomSampler>(dataset_->size(), options_.seed());
+    own_random_ = options_.generator() ? std::make_unique<RandomSampler>(dataset_->size(), *options_.generator())
+                                       : std::make_unique<RandomSampler>(dataset_->size(), options_.seed());
     sampler_ = own_random_.get();
   } else {
     own_sequential_ = std::make_unique<SequentialSampler>(dataset_->size());

@@ -13,6 +13,8 @@
 
 #include "ember/data.h"
 #include "ember/errors.h"
+#include "kernels/philox.h"
+#include "ops/fork_rng.h"
 
 namespace ember::data {
 
@@ -40,7 +42,18 @@ std::vector<size_t> SequentialSampler::indices() {
 
 RandomSampler::RandomSampler(size_t size, uint64_t seed) : size_(size), generator_(detail::torch_generator(seed)) {}
 
+RandomSampler::RandomSampler(size_t size, Generator generator) : size_(size), source_(std::move(generator)) {
+  EMBER_CHECK(source_->device().is_cpu(), DeviceError,
+              "RandomSampler: the generator must be a cpu generator, got one on ", source_->device());
+}
+
 std::vector<size_t> RandomSampler::indices() {
+  if (source_) {
+    // Two words of the generator's Philox stream seed this epoch's permutation.
+    auto [seed, offset] = ember::detail::reserve_random(Device(DeviceType::CPU), 4, source_);
+    std::seed_seq words{ember::detail::philox_word(seed, offset), ember::detail::philox_word(seed, offset + 1)};
+    generator_.seed(words);
+  }
   std::vector<size_t> r = detail::randperm(size_, generator_);
   // The trailing permutation PyTorch draws and discards (Note [Sampler permutations]).
   for (size_t i = 0; i + 1 < size_; ++i) generator_();

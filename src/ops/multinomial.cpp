@@ -14,7 +14,7 @@
 
 namespace ember {
 
-Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, std::optional<Generator> generator) {
   EMBER_CHECK(is_floating_point(probs.dtype()), TypeError,
               "multinomial only supports floating-point dtypes for input, got: ",
               detail::scalar_type_name(probs.dtype()));
@@ -41,7 +41,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
                   "invalid multinomial distribution (sum of probabilities <= 0)");
     }
     // Four counters a draw, as uniform_ reserves for doubles.
-    auto [seed, offset] = detail::reserve_random(probs.device(), 4 * static_cast<uint64_t>(rows * num_samples));
+    auto [seed, offset] =
+        detail::reserve_random(probs.device(), 4 * static_cast<uint64_t>(rows * num_samples), generator);
     detail::KernelCall call{detail::OpKind::Multinomial, {detail::make_arg(out), detail::make_arg(work)}, {}};
     call.flag = replacement;
     call.seed = seed;
@@ -51,8 +52,8 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement) {
   return probs.dim() == 1 ? out.reshape({num_samples}) : out;
 }
 
-Tensor Tensor::multinomial(int64_t num_samples, bool replacement) const {
-  return ember::multinomial(*this, num_samples, replacement);
+Tensor Tensor::multinomial(int64_t num_samples, bool replacement, std::optional<Generator> generator) const {
+  return ember::multinomial(*this, num_samples, replacement, std::move(generator));
 }
 
 }  // namespace ember

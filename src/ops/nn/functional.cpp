@@ -21,13 +21,13 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 
 Tensor relu(const Tensor& input) { return ember::relu(input); }
 
-Tensor dropout(const Tensor& input, double p, bool training) {
+Tensor dropout(const Tensor& input, double p, bool training, std::optional<Generator> generator) {
   EMBER_CHECK(p >= 0.0 && p <= 1.0, ValueError, "dropout probability has to be between 0 and 1, but got ", p);
   if (!training || p == 0.0) return input;
   if (p == 1.0) return input * 0;
   // Keep an element where its Philox uniform is below 1 - p (torch.bernoulli(1 - p)).
   const DType draw = input.dtype() == kFloat64 ? kFloat64 : kFloat32;
-  Tensor u = empty(input.sizes(), TensorOptions(draw).device(input.device())).uniform_(0.0, 1.0);
+  Tensor u = empty(input.sizes(), TensorOptions(draw).device(input.device())).uniform_(0.0, 1.0, std::move(generator));
   return where(u.lt(1.0 - p), input * (1.0 / (1.0 - p)), 0);
 }
 

@@ -1,0 +1,291 @@
+// Generators (include/ember/generator.h): ember::Generator, each device's default generator,
+// seeding and states, and the random ops, samplers and DataLoader that take a generator. Run
+// on the cpu and on two emulated cuda devices. PyTorch's facts used: a fresh generator's seed
+// is 67280421310721 (torch.Generator().initial_seed() in PyTorch 1.13, /usr/bin/python3), a
+// CUDA generator's state is 16 bytes (seed, offset), a draw with a generator leaves the
+// default generator where it was, and the error texts of torch's generator checks.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ember/ember.h"
+
+using namespace ember;
+
+namespace {
+
+constexpr size_t MiB = size_t{1} << 20;
+const bool kEmulated = [] {
+  cuda::emulate(2, 64 * MiB);
+  return true;
+}();
+
+template <typename E>
+void expect_error(const std::function<void()>& call, const std::string& message) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const E& e) {
+    EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+  }
+}
+
+std::vector<float> values(const Tensor& t) { return t.cpu().to(kFloat32).to_vector<float>(); }
+
+TEST(Generator, AFreshGeneratorHasPyTorchsDefaultSeed) {
+  Generator g;
+  EXPECT_EQ(g.initial_seed(), 67280421310721ull);
+  EXPECT_TRUE(g.device().is_cpu());
+  EXPECT_EQ(&g.manual_seed(7), &g);
+  EXPECT_EQ(g.initial_seed(), 7u);
+  const uint64_t fresh = g.seed();
+  EXPECT_EQ(g.initial_seed(), fresh);
+  Generator on_cuda(Device("cuda:1"));
+  EXPECT_EQ(on_cuda.device(), Device("cuda:1"));
+  EXPECT_EQ(on_cuda.initial_seed(), 67280421310721ull);
+}
+
+TEST(Generator, ASeedGivesTheSameNumbersOnEveryDevice) {
+  ASSERT_TRUE(kEmulated);
+  Generator cpu_gen, cuda_gen(Device("cuda:0"));
+  cpu_gen.manual_seed(11);
+  cuda_gen.manual_seed(11);
+  Tensor a = randn({64}, {}, cpu_gen);
+  Tensor b = randn({64}, TensorOptions().device("cuda:0"), cuda_gen);
+  EXPECT_EQ(values(a), values(b));
+  // The same seed again: the same stream from its start.
+  cpu_gen.manual_seed(11);
+  EXPECT_EQ(values(randn({64}, {}, cpu_gen)), values(a));
+}
+
+TEST(Generator, DrawingFromAGeneratorLeavesTheDefaultGeneratorWhereItWas) {
+  manual_seed(5);
+  Tensor expected = rand({16});
+  Tensor expected_cuda = rand({16}, TensorOptions().device("cuda:0"));
+  manual_seed(5);
+  Generator g(Device("cuda:0"));
+  Generator h;
+  rand({100}, TensorOptions().device("cuda:0"), g);
+  Tensor x = empty({100});
+  x.uniform_(0, 1, h).normal_(0, 1, h);
+  EXPECT_EQ(values(rand({16})), values(expected));
+  EXPECT_EQ(values(rand({16}, TensorOptions().device("cuda:0"))), values(expected_cuda));
+}
+
+TEST(Generator, CopiesShareOneState) {
+  Generator g;
+  g.manual_seed(3);
+  Generator copy = g;
+  EXPECT_TRUE(copy == g);
+  Tensor first = rand({8}, {}, copy);
+  Tensor second = rand({8}, {}, g);  // continues after the copy's draw
+  g.manual_seed(3);
+  EXPECT_EQ(values(rand({8}, {}, g)), values(first));
+  EXPECT_EQ(values(rand({8}, {}, g)), values(second));
+  EXPECT_FALSE(Generator() == g);
+}
+
+TEST(Generator, StateRoundTripsAndThroughACheckpoint) {
+  Generator g(Device("cuda:1"));
+  g.manual_seed(42);
+  rand({10}, TensorOptions().device("cuda:1"), g);
+  Tensor state = g.get_state();
+  EXPECT_EQ(state.dtype(), kUInt8);
+  EXPECT_TRUE(state.device().is_cpu());
+  EXPECT_EQ(state.numel(), 16);
+  Tensor next = randn({32}, TensorOptions().device("cuda:1"), g);
+  g.set_state(state);
+  EXPECT_EQ(values(randn({32}, TensorOptions().device("cuda:1"), g)), values(next));
+
+  const std::string path = ::testing::TempDir() + "generator_state.safetensors";
+  nn::StateDict saved;
+  saved.insert("rng", state);
+  save(saved, path);
+  Generator restored(Device("cuda:1"));
+  restored.set_state(load(path).at("rng"));
+  EXPECT_EQ(restored.initial_seed(), 42u);
+  EXPECT_EQ(values(randn({32}, TensorOptions().device("cuda:1"), restored)), values(next));
+  std::remove(path.c_str());
+}
+
+TEST(Generator, ABadStateIsRefusedAndChangesNothing) {
+  Generator g;
+  g.manual_seed(9);
+  Tensor state = g.get_state();
+  expect_error<TypeError>([&] { g.set_state(state.to(kFloat32)); }, "RNG state must be a torch.ByteTensor");
+  expect_error<TypeError>([&] { g.set_state(state.to(Device("cuda:0"))); }, "RNG state must be a torch.ByteTensor");
+  expect_error<TypeError>([&] { g.set_state(Tensor()); }, "RNG state must be a torch.ByteTensor");
+  expect_error<ValueError>([&] { g.set_state(zeros({15}, TensorOptions(kUInt8))); }, "RNG state is wrong size");
+  Tensor odd = state.clone();
+  odd.data_ptr<uint8_t>()[8] = 1;  // offset 1
+  expect_error<ValueError>([&] { g.set_state(odd); }, "offset must be a multiple of 4");
+  EXPECT_EQ(g.initial_seed(), 9u);
+  EXPECT_EQ(values(g.get_state()), values(state));
+}
+
+TEST(Generator, AGeneratorOfAnotherDeviceTypeIsRefused) {
+  Generator cpu_gen, cuda_gen(Device("cuda:0"));
+  Tensor on_cuda = empty({4}, TensorOptions().device("cuda:0"));
+  expect_error<DeviceError>([&] { on_cuda.uniform_(0, 1, cpu_gen); },
+                            "Expected a 'cuda' device type for generator but found 'cpu'");
+  expect_error<DeviceError>([&] { randn({4}, {}, cuda_gen); },
+                            "Expected a 'cpu' device type for generator but found 'cuda'");
+  expect_error<DeviceError>([&] { multinomial(ones({3}), 2, false, cuda_gen); },
+                            "Expected a 'cpu' device type for generator but found 'cuda'");
+  // PyTorch checks the type only: a cuda:1 generator draws for a cuda:0 tensor.
+  Generator other(Device("cuda:1"));
+  EXPECT_NO_THROW(on_cuda.normal_(0, 1, other));
+}
+
+TEST(DefaultGenerators, EachCudaDeviceHasItsOwn) {
+  cuda::manual_seed_all(1);
+  Tensor zero_first = rand({8}, TensorOptions().device("cuda:0"));
+  Tensor one_first = rand({8}, TensorOptions().device("cuda:1"));
+  EXPECT_EQ(values(zero_first), values(one_first));  // one seed, separate streams
+  {
+    cuda::DeviceGuard guard(1);
+    cuda::manual_seed(2);  // the current device only
+    EXPECT_EQ(cuda::initial_seed(), 2u);
+  }
+  EXPECT_EQ(default_generator(Device("cuda:0")).initial_seed(), 1u);
+  EXPECT_EQ(default_generator(Device("cuda:1")).initial_seed(), 2u);
+  // Device 0's stream went on; device 1's restarted from its new seed.
+  EXPECT_NE(values(rand({8}, TensorOptions().device("cuda:0"))), values(zero_first));
+  Generator two(Device("cuda:1"));
+  two.manual_seed(2);
+  EXPECT_EQ(values(rand({8}, TensorOptions().device("cuda:1"))),
+            values(rand({8}, TensorOptions().device("cuda:1"), two)));
+  EXPECT_TRUE(default_generator(Device("cuda:0")) == default_generator(Device("cuda:0")));
+  expect_error<DeviceError>([] { default_generator(Device("cuda:5")); }, "Invalid device index 5");
+}
+
+TEST(DefaultGenerators, ManualSeedSeedsTheCpuAndEveryDevice) {
+  manual_seed(77);
+  EXPECT_EQ(initial_seed(), 77u);
+  EXPECT_EQ(default_generator(Device("cuda:0")).initial_seed(), 77u);
+  EXPECT_EQ(default_generator(Device("cuda:1")).initial_seed(), 77u);
+  cuda::manual_seed_all(78);
+  EXPECT_EQ(initial_seed(), 77u);  // the cpu's is not a cuda device's
+  EXPECT_EQ(default_generator(Device("cuda:1")).initial_seed(), 78u);
+  const uint64_t fresh = seed();
+  EXPECT_EQ(initial_seed(), fresh);
+  EXPECT_EQ(default_generator(Device("cuda:0")).initial_seed(), fresh);
+}
+
+TEST(DefaultGenerators, RngStatesSaveAndRestoreEveryDevice) {
+  manual_seed(4);
+  rand({3});
+  rand({5}, TensorOptions().device("cuda:1"));
+  Tensor cpu_state = get_rng_state();
+  std::vector<Tensor> cuda_states = cuda::get_rng_state_all();
+  ASSERT_EQ(cuda_states.size(), 2u);
+  Tensor a = rand({6}), b = rand({6}, TensorOptions().device("cuda:0")), c = rand({6}, TensorOptions().device("cuda:1"));
+  set_rng_state(cpu_state);
+  cuda::set_rng_state_all(cuda_states);
+  EXPECT_EQ(values(rand({6})), values(a));
+  EXPECT_EQ(values(rand({6}, TensorOptions().device("cuda:0"))), values(b));
+  EXPECT_EQ(values(rand({6}, TensorOptions().device("cuda:1"))), values(c));
+  cuda::set_rng_state(cuda_states[1], 1);
+  EXPECT_EQ(values(cuda::get_rng_state(1)), values(cuda_states[1]));
+  // A list of the wrong length, or with one bad state, changes no device.
+  expect_error<ValueError>([&] { cuda::set_rng_state_all({cuda_states[0]}); }, "1 states for 2 cuda devices");
+  Tensor before = cuda::get_rng_state(0);
+  expect_error<ValueError>([&] { cuda::set_rng_state_all({cuda_states[1], zeros({3}, TensorOptions(kUInt8))}); },
+                           "RNG state is wrong size");
+  EXPECT_EQ(values(cuda::get_rng_state(0)), values(before));
+}
+
+TEST(Generator, DropoutAndMultinomialTakeOne) {
+  Tensor x = ones({256}, TensorOptions().device("cuda:0"));
+  Generator g(Device("cuda:0"));
+  g.manual_seed(21);
+  Tensor first = nn::functional::dropout(x, 0.5, true, g);
+  g.manual_seed(21);
+  EXPECT_EQ(values(nn::functional::dropout(x, 0.5, true, g)), values(first));
+  Tensor probs = ones({4, 10});
+  Generator h;
+  h.manual_seed(8);
+  Tensor drawn = multinomial(probs, 5, false, h);
+  h.manual_seed(8);
+  EXPECT_TRUE(equal(probs.multinomial(5, false, h), drawn));
+}
+
+TEST(Generator, ConcurrentDrawsReserveDisjointCounters) {
+  Generator g;
+  g.manual_seed(13);
+  constexpr int kThreads = 4, kDraws = 25;
+  std::vector<std::vector<float>> firsts(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kDraws; ++i) firsts[t].push_back(values(rand({64}, {}, g))[0]);
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  std::vector<float> concurrent;
+  for (const auto& f : firsts) concurrent.insert(concurrent.end(), f.begin(), f.end());
+  g.manual_seed(13);
+  std::vector<float> sequential;
+  for (int i = 0; i < kThreads * kDraws; ++i) sequential.push_back(values(rand({64}, {}, g))[0]);
+  std::sort(concurrent.begin(), concurrent.end());
+  std::sort(sequential.begin(), sequential.end());
+  EXPECT_EQ(concurrent, sequential);  // the same draws, each once
+}
+
+TEST(Generator, OnlyTheDefaultGeneratorIsDrawnFromUnderCapture) {
+  Tensor x = empty({4}, TensorOptions().device("cuda:0"));
+  Generator g(Device("cuda:0"));
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  cuda::CUDAGraph graph;
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    expect_error<CudaError>([&] { x.uniform_(0, 1, g); }, "not in capture mode");
+    x.uniform_(0, 1);  // the default generator: graph-safe
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  graph.replay();
+  std::vector<float> first = values(x);
+  graph.replay();
+  EXPECT_NE(values(x), first);  // new numbers per replay
+}
+
+TEST(Samplers, ARandomSamplerWithAGeneratorRepeatsFromARestoredState) {
+  Generator g;
+  g.manual_seed(17);
+  data::RandomSampler sampler(50, g);
+  std::vector<size_t> first = sampler.indices();
+  Tensor state = g.get_state();
+  std::vector<size_t> second = sampler.indices();
+  EXPECT_NE(first, second);
+  std::vector<size_t> sorted = second;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], i);
+  g.set_state(state);
+  EXPECT_EQ(sampler.indices(), second);
+  expect_error<DeviceError>([] { data::RandomSampler(5, Generator(Device("cuda:0"))); },
+                            "the generator must be a cpu generator");
+}
+
+TEST(Samplers, TheDataLoaderShufflesWithTheGivenGenerator) {
+  auto dataset = std::make_shared<data::TensorDataset>(arange(20).reshape({20, 1}).to(kFloat32), arange(20));
+  auto order = [&](Generator g) {
+    data::DataLoader loader(dataset, data::DataLoaderOptions().batch_size(20).shuffle(true).generator(g));
+    return (*loader.begin()).target.to_vector<int64_t>();
+  };
+  Generator a, b;
+  a.manual_seed(30);
+  b.manual_seed(30);
+  EXPECT_EQ(order(a), order(b));
+  Generator c;
+  c.manual_seed(31);
+  EXPECT_NE(order(a), order(c));  // a has moved on, and c is another seed
+}
+
+}  // namespace
