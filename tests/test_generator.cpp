@@ -183,7 +183,8 @@ TEST(DefaultGenerators, RngStatesSaveAndRestoreEveryDevice) {
   Tensor cpu_state = get_rng_state();
   std::vector<Tensor> cuda_states = cuda::get_rng_state_all();
   ASSERT_EQ(cuda_states.size(), 2u);
-  Tensor a = rand({6}), b = rand({6}, TensorOptions().device("cuda:0")), c = rand({6}, TensorOptions().device("cuda:1"));
+  Tensor a = rand({6}), b = rand({6}, TensorOptions().device("cuda:0"));
+  Tensor c = rand({6}, TensorOptions().device("cuda:1"));
   set_rng_state(cpu_state);
   cuda::set_rng_state_all(cuda_states);
   EXPECT_EQ(values(rand({6})), values(a));
