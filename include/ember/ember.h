@@ -13,6 +13,7 @@
 #include "ember/factories.h"
 #include "ember/fft.h"
 #include "ember/nn.h"
+#include "ember/nn/functional/sampling.h"  // affine_grid, grid_sample
 #include "ember/nn/modules/rnn.h"  // recurrent networks and packed sequences
 #include "ember/ops.h"
 #include "ember/optim.h"

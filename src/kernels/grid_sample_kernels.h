@@ -382,7 +382,8 @@ EMBER_HOST_DEVICE inline void grid_sample_backward_point(const GridGeometry& g, 
       }
     }
   }
-  for (int d = 0; d < g.dims; ++d) gg[d] = g.interpolation == GridInterpolation::Nearest ? T(0) : pt.grad_mult[d] * acc[d];
+  const bool nearest = g.interpolation == GridInterpolation::Nearest;
+  for (int d = 0; d < g.dims; ++d) gg[d] = nearest ? T(0) : pt.grad_mult[d] * acc[d];
 }
 
 /// Phase 2 for batch entry n: a stable counting sort of its taps by input point.

@@ -25,7 +25,8 @@ TEST(GridSampleKernelsOnHost, ForwardAndBackwardMatchCpu) {
         Tensor input = randn(in_sizes, kFloat64).to(d);
         Tensor grid = (rand(grid_sizes, kFloat64) * 2.6 - 1.3).to(d);  // some points outside [-1, 1]
         Tensor grad_out = randn(out_sizes, kFloat64).to(d);
-        for (auto interpolation : {GridInterpolation::Bilinear, GridInterpolation::Nearest, GridInterpolation::Bicubic}) {
+        for (auto interpolation :
+             {GridInterpolation::Bilinear, GridInterpolation::Nearest, GridInterpolation::Bicubic}) {
           if (dims == 3 && interpolation == GridInterpolation::Bicubic) continue;
           const int64_t taps = interpolation == GridInterpolation::Nearest   ? 1
                                : interpolation == GridInterpolation::Bicubic ? 16

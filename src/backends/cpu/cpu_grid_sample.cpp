@@ -37,7 +37,8 @@ void run_typed(const KernelCall& call) {
   if (call.op == OpKind::GridSample) {
     const T *input = in<T>(call, 0), *grid = in<T>(call, 1);
     T* output = out<T>(call, 0);
-    return over(points, per_point, [&](int64_t i) { grid_sample_point<T>(g, input, grid, output, i / g.points, i % g.points); });
+    return over(points, per_point,
+                [&](int64_t i) { grid_sample_point<T>(g, input, grid, output, i / g.points, i % g.points); });
   }
   const T *grad_out = in<T>(call, 0), *input = in<T>(call, 1), *grid = in<T>(call, 2);
   T* grad_grid = out<T>(call, 0);

@@ -110,9 +110,9 @@ Tensor affine_grid(const Tensor& theta, const IntList& size, bool align_corners)
                 "Expected a batch of 3D affine matrices of shape Nx3x4 for size ", tuple_text(size), ". Got ",
                 torch_size_text(theta.sizes()), ".");
   } else {
-    detail::fail<ValueError>("affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. "
-                     "Got size ",
-                     tuple_text(size), ".");
+    detail::fail<ValueError>(
+        "affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, respectively. Got size ",
+        tuple_text(size), ".");
   }
   EMBER_CHECK(*std::min_element(size.begin(), size.end()) > 0, ValueError,
               "Expected non-zero, positive output size. Got ", tuple_text(size));
@@ -148,16 +148,16 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& m
   else if (mode == "nearest") interpolation = 1;
   else if (mode == "bicubic") interpolation = 2;
   else
-    detail::fail<ValueError>("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '",
-                     mode, "'");
+    detail::fail<ValueError>(
+        "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '", mode, "'");
   int64_t padding = 0;
   if (padding_mode == "zeros") padding = 0;
   else if (padding_mode == "border") padding = 1;
   else if (padding_mode == "reflection") padding = 2;
   else
-    detail::fail<ValueError>("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', "
-                     "but got: '",
-                     padding_mode, "'");
+    detail::fail<ValueError>(
+        "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '",
+        padding_mode, "'");
   // Checked before the Function records anything.
   detail::check_grid_sampler(input, grid, interpolation);
   return GridSampler::apply(input, grid, interpolation, padding, align_corners);

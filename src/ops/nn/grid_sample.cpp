@@ -112,7 +112,9 @@ std::pair<Tensor, Tensor> grid_sampler_backward(const Tensor& grad_output, const
     tap_weight = make_tensor({batch, points * taps}, input.dtype(), device);
     starts = make_tensor({batch, in_points + 1}, kInt64, device);
     order = make_tensor({batch, points * taps}, kInt64, device);
-    for (const Tensor* t : {&grad_input, &tap_index, &tap_weight, &starts, &order}) call.outputs.push_back(make_arg(*t));
+    for (const Tensor* t : {&grad_input, &tap_index, &tap_weight, &starts, &order}) {
+      call.outputs.push_back(make_arg(*t));
+    }
   } else {
     call.outputs.push_back(TensorArg{});
   }
