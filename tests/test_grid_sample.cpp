@@ -190,9 +190,15 @@ TEST_P(GridSample, ErrorsAreTorchs) {
                    "[2, 6, 7, 3]");
   EXPECT_THROW_MSG(F::grid_sample(zeros({2, 3, 4, 5, 6}, o), zeros({2, 1, 1, 1, 3}, o), "bicubic"), ValueError,
                    "grid_sampler(): bicubic interpolation only supports 4D input");
+  // PyTorch checks the grid's last dim before the ranks, and names 5D for all but 4-D input.
   EXPECT_THROW_MSG(F::grid_sample(zeros({2, 3, 4}, o), zeros({2, 3, 2}, o)), ValueError,
+                   "grid_sampler(): expected grid to have size 1 in last dimension, but got grid with sizes [2, 3, 2]");
+  EXPECT_THROW_MSG(F::grid_sample(zeros({2, 3, 4}, o), zeros({2, 3, 1}, o)), ValueError,
+                   "grid_sampler(): expected 5D input and grid with same number of dimensions, but got input with "
+                   "sizes [2, 3, 4] and grid with sizes [2, 3, 1]");
+  EXPECT_THROW_MSG(F::grid_sample(zeros({2, 3, 4, 5}, o), zeros({2, 6, 2}, o)), ValueError,
                    "grid_sampler(): expected 4D input and grid with same number of dimensions, but got input with "
-                   "sizes [2, 3, 4] and grid with sizes [2, 3, 2]");
+                   "sizes [2, 3, 4, 5] and grid with sizes [2, 6, 2]");
   EXPECT_THROW_MSG(F::grid_sample(zeros({2, 3, 0, 5}, o), g), ValueError,
                    "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes "
                    "[2, 3, 0, 5] with dimension 2 being empty");

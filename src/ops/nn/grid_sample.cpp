@@ -50,10 +50,15 @@ void check_grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpo
   EMBER_CHECK(input.dtype() == grid.dtype(), TypeError,
               "grid_sampler(): expected input and grid to have same dtype, but input has ", caffe2_name(input.dtype()),
               " and grid has ", caffe2_name(grid.dtype()));
+  // PyTorch's order: the checks common to 2-D and 3-D, then the rank (aten::grid_sampler sends
+  // every input but a 4-D one to grid_sampler_3d, whose message names 5D).
   const int64_t dims = input.dim();
-  EMBER_CHECK((dims == 4 || dims == 5) && grid.dim() == dims, ValueError, "grid_sampler(): expected ",
-              dims == 5 ? 5 : 4, "D input and grid with same number of dimensions, but got input with sizes ",
-              sizes_text(input.sizes()), " and grid with sizes ", sizes_text(grid.sizes()));
+  const auto rank_error = [&] {
+    detail::fail<ValueError>("grid_sampler(): expected ", dims == 4 ? 4 : 5,
+                             "D input and grid with same number of dimensions, but got input with sizes ",
+                             sizes_text(input.sizes()), " and grid with sizes ", sizes_text(grid.sizes()));
+  };
+  if (dims == 0 || grid.dim() == 0) rank_error();
   EMBER_CHECK(input.size(0) == grid.size(0), ValueError,
               "grid_sampler(): expected grid and input to have same batch size, but got input with sizes ",
               sizes_text(input.sizes()), " and grid with sizes ", sizes_text(grid.sizes()));
@@ -64,6 +69,7 @@ void check_grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpo
                 "grid_sampler(): expected input to have non-empty spatial dimensions, but input has sizes ",
                 sizes_text(input.sizes()), " with dimension ", d, " being empty");
   }
+  if (!((dims == 4 || dims == 5) && grid.dim() == dims)) rank_error();
   EMBER_CHECK(!(dims == 5 && interpolation == static_cast<int64_t>(GridInterpolation::Bicubic)), ValueError,
               "grid_sampler(): bicubic interpolation only supports 4D input");
   EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError, "\"grid_sampler_", dims - 2, "d_",
