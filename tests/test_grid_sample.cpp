@@ -88,6 +88,21 @@ TEST_P(GridSample, EveryModePaddingAndAlignmentMatchesPyTorch) {
   }
 }
 
+// Only the input, or only the grid, requiring grad: the backward computes that one alone.
+TEST_P(GridSample, EitherGradientAlone) {
+  const Case& c = cases().front();  // 2-D bilinear zeros
+  Tensor x = seq(input_shape(c.dims), 0.1, dev_).requires_grad_(true);
+  Tensor g = seq(grid_shape(c.dims), 0.7, dev_) * 1.3;
+  Tensor y = F::grid_sample(x, g, c.mode, c.padding, c.align_corners);
+  (y * seq(y.sizes(), 0.5, dev_)).sum().backward();
+  expect_array("grad input alone", x.grad(), c.grad_input, c.grad_input_n, 1e-10);
+  Tensor x2 = seq(input_shape(c.dims), 0.1, dev_), g2 = g.detach().requires_grad_(true);
+  Tensor y2 = F::grid_sample(x2, g2, c.mode, c.padding, c.align_corners);
+  (y2 * seq(y2.sizes(), 0.5, dev_)).sum().backward();
+  expect_array("grad grid alone", g2.grad(), c.grad_grid, c.grad_grid_n, 1e-10);
+  EXPECT_FALSE(x2.grad().defined());
+}
+
 TEST_P(GridSample, Float32AndStridedOperands) {
   for (const Case& c : cases()) {
     // A transposed input and a grid sliced from a wider one: the same values as contiguous ones.
