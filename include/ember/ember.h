@@ -15,6 +15,7 @@
 #include "ember/generator.h"
 #include "ember/linalg_distance.h"  // cdist, tensordot
 #include "ember/nn.h"
+#include "ember/nn/functional/sampling.h"  // affine_grid, grid_sample
 #include "ember/nn/modules/adaptive.h"  // adaptive log-softmax
 #include "ember/nn/modules/rnn.h"  // recurrent networks and packed sequences
 #include "ember/ops.h"

@@ -129,6 +129,9 @@ enum class OpKind : uint8_t {
               // sizes and dtype
   // The fused recurrent cells (contracts in src/kernels/rnn_cell_kernels.h).
   LstmCell, LstmCellBackward, GruCell, GruCellBackward,
+  // Grid sampling, 2-D and 3-D (contracts in src/kernels/grid_sample_kernels.h): `dim` holds
+  // the interpolation and padding modes, `flag` align_corners.
+  GridSample, GridSampleBackward,
 };
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;

@@ -68,6 +68,8 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::LstmCellBackward: return "_thnn_fused_lstm_cell_backward";
     case OpKind::GruCell: return "_thnn_fused_gru_cell";
     case OpKind::GruCellBackward: return "_thnn_fused_gru_cell_backward";
+    case OpKind::GridSample: return "grid_sampler";
+    case OpKind::GridSampleBackward: return "grid_sampler_backward";
   }
   return "op";
 }

@@ -93,6 +93,7 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::Triangle: return host::launch_triangle(call, nullptr);
     case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
       return host::launch_rnn_cell(call, nullptr);
+    case OpKind::GridSample: case OpKind::GridSampleBackward: return host::launch_grid_sample(call, nullptr);
     default: FAIL() << "no host launch for this op";
   }
 }

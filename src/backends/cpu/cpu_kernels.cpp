@@ -73,6 +73,7 @@ void run(const KernelCall& call) {
     case OpKind::Triangle: return run_triangle(call);
     case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
       return run_rnn_cell(call);
+    case OpKind::GridSample: case OpKind::GridSampleBackward: return run_grid_sample(call);
   }
   fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
 }

@@ -31,6 +31,7 @@ void run_gelu(const KernelCall& call);         // cpu_gelu.cpp: gelu and its bac
 void run_logsumexp(const KernelCall& call);    // cpu_softmax.cpp
 void run_triangle(const KernelCall& call);     // cpu_triangle.cpp: triu, tril
 void run_rnn_cell(const KernelCall& call);     // cpu_rnn_cell.cpp: fused LSTM and GRU cells, backward
+void run_grid_sample(const KernelCall& call);  // cpu_grid_sample.cpp: GridSample, GridSampleBackward
 
 /// PyTorch's "\"name\" not implemented for 'Long'" error, as TypeError.
 [[noreturn]] void not_implemented(const char* name, DType dtype);

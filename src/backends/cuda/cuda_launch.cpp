@@ -77,6 +77,7 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
       launch_rnn_cell(call, handle);
       break;
+    case OpKind::GridSample: case OpKind::GridSampleBackward: launch_grid_sample(call, handle); break;
   }
 }
 

@@ -44,6 +44,7 @@ void launch_gelu(const KernelCall& call, cudaStream_t stream);          // Gelu 
 void launch_logsumexp(const KernelCall& call, cudaStream_t stream);     // LogSumExp (cuda_softmax.cu)
 void launch_triangle(const KernelCall& call, cudaStream_t stream);      // Triangle (cuda_triangle.cu)
 void launch_rnn_cell(const KernelCall& call, cudaStream_t stream);      // LstmCell GruCell, backward (cuda_rnn_cell.cu)
+void launch_grid_sample(const KernelCall& call, cudaStream_t stream);   // GridSample, backward (cuda_grid_sample.cu)
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 
