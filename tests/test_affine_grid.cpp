@@ -2,6 +2,7 @@
 // gradient against PyTorch 1.13 (tests/grid_sample_expected.py, generated with
 // /usr/bin/python3), float64 gradcheck, float32 with the TF32 flag either way (element-wise:
 // no TF32 rounding to apply), the grid feeding grid_sample, and PyTorch's errors.
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -86,18 +87,40 @@ TEST_P(AffineGrid, Gradcheck) {
   }
 }
 
-// affine_grid is element-wise here (Note [affine_grid without a base grid]): float32 results
-// are PyTorch's to float32 rounding with the matmul TF32 flag on or off, and the same either way.
-TEST_P(AffineGrid, Float32UnderEitherTf32Setting) {
+// float32 results are PyTorch's to float32 rounding with the matmul TF32 flag off (and on the
+// cpu either way); with it on, on a cuda device, theta and the coordinates enter the products
+// rounded to TF32 as PyTorch's bmm rounds them (Note [affine_grid without a base grid]).
+TEST_P(AffineGrid, Float32FollowsTheMatmulTf32Flag) {
   const bool saved = backends::cuda::matmul.allow_tf32;
-  for (bool allow : {false, true}) {
-    backends::cuda::matmul.allow_tf32 = allow;
-    for (const Case& c : cases()) {
-      Tensor grid = F::affine_grid(seq(c.theta_shape, 0.2, dev_, kFloat32), c.size, c.align_corners);
-      EXPECT_EQ(grid.dtype(), kFloat32);
-      expect_array(std::string(c.name) + " float32", grid, c.out, c.out_n, 1e-6);
-    }
+  backends::cuda::matmul.allow_tf32 = false;
+  for (const Case& c : cases()) {
+    Tensor grid = F::affine_grid(seq(c.theta_shape, 0.2, dev_, kFloat32), c.size, c.align_corners);
+    EXPECT_EQ(grid.dtype(), kFloat32);
+    expect_array(std::string(c.name) + " float32", grid, c.out, c.out_n, 1e-6);
   }
+  // 1 + 2^-20 is 1 in TF32: under TF32 this theta gives the identity's grid, without it not.
+  const TensorOptions o = TensorOptions(kFloat32).device(dev_);
+  const double e = 1.0 + std::ldexp(1.0, -20);
+  Tensor near_identity = tensor({e, 0.0, 0.0, 0.0, e, 0.0}, o).view({1, 2, 3});
+  Tensor identity = tensor({1.0, 0.0, 0.0, 0.0, 1.0, 0.0}, o).view({1, 2, 3});
+  const IntList size = {1, 1, 5, 7};
+  Tensor exact = F::affine_grid(near_identity, size, false);
+  EXPECT_FALSE(equal(exact, F::affine_grid(identity, size, false)));
+  backends::cuda::matmul.allow_tf32 = true;
+  Tensor under_flag = F::affine_grid(near_identity, size, false);
+  if (dev_.is_cuda()) {
+    EXPECT_TRUE(equal(under_flag, F::affine_grid(identity, size, false)));
+    EXPECT_TRUE(allclose(under_flag, exact, 1e-3, 1e-3));
+  } else {
+    EXPECT_TRUE(equal(under_flag, exact));  // the cpu never rounds to TF32
+  }
+  // The gradient with respect to theta is the unrounded one: sums of the coordinates.
+  Tensor theta = near_identity.clone().requires_grad_(true);
+  F::affine_grid(theta, size, false).sum().backward();
+  backends::cuda::matmul.allow_tf32 = false;
+  Tensor theta_exact = near_identity.clone().requires_grad_(true);
+  F::affine_grid(theta_exact, size, false).sum().backward();
+  EXPECT_TRUE(allclose(theta.grad(), theta_exact.grad(), 1e-3, 1e-3));
   backends::cuda::matmul.allow_tf32 = saved;
 }
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <any>
+#include <cstdint>
+#include <cstring>
 #include <sstream>
 #include <vector>
 
@@ -10,7 +12,9 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/matmul_precision.h"
 #include "ops/nn/grid_sample.h"
+#include "runtime/backend_flags.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -24,8 +28,11 @@ namespace {
 // full-size tensors are the two partial sums and the output, and autograd differentiates it
 // with respect to theta as it does any product and sum. The contract lists affine_grid under
 // backends::cuda::matmul.allow_tf32 because PyTorch's bmm rounds its float32 inputs to TF32
-// when allowed; element-wise products have no TF32 mode (PyTorch's element-wise kernels never
-// round to TF32), so none is emulated here: the flag changes nothing.
+// when allowed. The same rounding is applied here to the same inputs: with the flag on, a
+// float32 theta on a cuda device and the axes' coordinates enter the products rounded to TF32
+// (10 mantissa bits, nearest even, as the emulated devices' matmul rounds; theta through a
+// product with 1 on its device, which is that rounding wherever TF32 runs), and the products
+// and sums stay float32, as the bmm's accumulation does. The gradient is theta's unrounded one.
 
 // PyTorch's linspace_from_neg_one: linspace(-1, 1, steps) in the dtype's arithmetic (from both
 // ends towards the middle, as at::linspace), scaled by (steps - 1) / steps without
@@ -44,11 +51,40 @@ std::vector<double> axis_coordinates(int64_t steps, bool align_corners) {
   return out;
 }
 
+bool affine_grid_uses_tf32(const Tensor& theta) {
+  return theta.dtype() == kFloat32 && theta.is_cuda() && detail::matmul_allows_tf32();
+}
+
+// A float rounded to TF32 (sign, exponent, 10 mantissa bits; nearest even; inf and NaN kept).
+double round_to_tf32(double value) {
+  const auto x = static_cast<float>(value);
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return value;
+  bits += 0xfffu + ((bits >> 13) & 1u);
+  bits &= 0xffffe000u;
+  float rounded;
+  std::memcpy(&rounded, &bits, sizeof rounded);
+  return rounded;
+}
+
+// theta's values rounded to TF32 on its device (a product with 1 under TF32), its gradient
+// unrounded.
+Tensor tf32_values(const Tensor& theta) {
+  Tensor flat = theta.detach().reshape({-1, 1});
+  Tensor rounded = detail::matmul_2d_with_tf32(flat, ones({1, 1}, flat.options()), /*allow_tf32=*/true)
+                       .reshape(theta.sizes());
+  return theta + (rounded - theta.detach());  // exact: rounded - theta is, and their sum is rounded
+}
+
 // The coordinates along one output axis as a tensor of theta's dtype and device, shaped to
 // broadcast along position `at` of an output of `rank` dims.
 Tensor axis(const Tensor& theta, int64_t steps, bool align_corners, size_t at, size_t rank) {
-  const std::vector<double> values = theta.dtype() == kFloat64 ? axis_coordinates<double>(steps, align_corners)
-                                                               : axis_coordinates<float>(steps, align_corners);
+  std::vector<double> values = theta.dtype() == kFloat64 ? axis_coordinates<double>(steps, align_corners)
+                                                         : axis_coordinates<float>(steps, align_corners);
+  if (affine_grid_uses_tf32(theta)) {
+    for (double& v : values) v = round_to_tf32(v);
+  }
   IntList shape(rank, 1);
   shape[at] = steps;
   return tensor(values, TensorOptions(theta.dtype()).device(theta.device())).view(shape);
@@ -127,7 +163,8 @@ Tensor affine_grid(const Tensor& theta, const IntList& size, bool align_corners)
   IntList column_shape(rank, 1);
   column_shape[0] = size[0];
   column_shape[rank - 1] = dims;
-  auto column = [&](int64_t k) { return theta.select(2, k).reshape(column_shape); };
+  const Tensor factors = affine_grid_uses_tf32(theta) ? tf32_values(theta) : theta;
+  auto column = [&](int64_t k) { return factors.select(2, k).reshape(column_shape); };
   Tensor grid = column(dims);  // the translation
   for (int64_t k = 0; k < dims; ++k) {
     // Axis k (x, y, z) runs along output position rank - 2 - k, over size[rank - 1 - k].
