@@ -58,4 +58,16 @@ out = m(x); print(f"// m3_same_circular: out {list(out.shape)}"); fmt("m3_out", 
 # unbatched
 x = seq([4, 7], 0.37); w = seq([6, 2, 3], 0.23, 0.5)
 fmt("u1_out", F.conv1d(x, w, None, 2, 1, 2, 2))
+# transposed convolutions
+case("t1", F.conv_transpose1d, [2, 4, 5], [4, 3, 3], 6, stride=2, padding=1, output_padding=1, groups=2)
+case("t2", F.conv_transpose2d, [1, 2, 3, 4], [2, 3, 2, 3], 3, stride=(2, 1), padding=(0, 1), output_padding=(1, 0),
+     dilation=(1, 2))
+case("t3", F.conv_transpose3d, [1, 2, 2, 3, 2], [2, 2, 2, 2, 3], None, stride=(1, 2, 2), padding=(1, 0, 1),
+     output_padding=(0, 1, 0))
+case("t2d", F.conv_transpose2d, [1, 1, 3, 3], [1, 1, 2, 2], None, stride=1, output_padding=1, dilation=2)
+m = nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1)
+with torch.no_grad():
+    m.weight.copy_(seq([2, 4, 3, 3], 0.23, 0.5)); m.bias.copy_(seq([4], 0.71, 0.3))
+out = m(seq([1, 2, 5, 5], 0.37), output_size=[10, 10])
+print(f"// mt2: out {list(out.shape)}"); fmt("mt2_out", out)
 print("\n}  // namespace ember::conv_nd_expected")

@@ -12,6 +12,7 @@
 #include "autograd/formulas_nn.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
+#include "ember/nn.h"
 #include "ember/ops.h"
 #include "ops/nn/backward_kernels.h"
 
@@ -29,9 +30,7 @@ struct ConvWindow {
   IntList padded_sizes() const {
     IntList sizes{N, C};
     for (int64_t d = 0; d < dims; ++d)
-      sizes.push_back(
-          std::max(in[d] + 2 * pad[d], (out[d] - 1) * stride[d] +
-                                           (kernel[d] - 1) * dilation[d] + 1));
+      sizes.push_back(std::max(in[d] + 2 * pad[d], (out[d] - 1) * stride[d] + (kernel[d] - 1) * dilation[d] + 1));
     return sizes;
   }
   // The multi-index of kernel offset `flat` (row-major over kernel).
@@ -45,20 +44,15 @@ struct ConvWindow {
   }
   int64_t kernel_volume() const {
     int64_t v = 1;
-    for (int64_t k : kernel)
-      v *= k;
+    for (int64_t k : kernel) v *= k;
     return v;
   }
 };
 
-// WindowArgs: kernel..., stride..., padding..., dilation..., groups.
-ConvWindow conv_window_of(const IntList &geometry, const IntList &input_sizes,
-                          const IntList &output_sizes) {
-  const auto dims = static_cast<int64_t>(geometry.size() - 1) / 4;
-  auto part = [&](int64_t k) {
-    return IntList(geometry.begin() + k * dims,
-                   geometry.begin() + (k + 1) * dims);
-  };
+// WindowArgs: kernel..., stride..., padding..., dilation..., groups, transposed.
+ConvWindow conv_window_of(const IntList& geometry, const IntList& input_sizes, const IntList& output_sizes) {
+  const auto dims = static_cast<int64_t>(geometry.size() - 2) / 4;
+  auto part = [&](int64_t k) { return IntList(geometry.begin() + k * dims, geometry.begin() + (k + 1) * dims); };
   return {dims,
           input_sizes[0],
           input_sizes[1],
@@ -72,11 +66,9 @@ ConvWindow conv_window_of(const IntList &geometry, const IntList &input_sizes,
 
 // The (N, channels, out...) view of contiguous `padded` {N, C, padded...} that
 // kernel offset `at` reads, starting at channel `c0`.
-Tensor offset_view(const Tensor &padded, const ConvWindow &w, const IntList &at,
-                   int64_t c0, int64_t channels) {
+Tensor offset_view(const Tensor& padded, const ConvWindow& w, const IntList& at, int64_t c0, int64_t channels) {
   IntList stride_of(w.dims + 2, 1);
-  for (int64_t d = w.dims + 1; d > 0; --d)
-    stride_of[d - 1] = stride_of[d] * padded.size(d);
+  for (int64_t d = w.dims + 1; d > 0; --d) stride_of[d - 1] = stride_of[d] * padded.size(d);
   IntList sizes{w.N, channels}, strides{stride_of[0], stride_of[1]};
   int64_t start = c0 * stride_of[1];
   for (int64_t d = 0; d < w.dims; ++d) {
@@ -87,87 +79,119 @@ Tensor offset_view(const Tensor &padded, const ConvWindow &w, const IntList &at,
   return padded.as_strided(sizes, strides, start);
 }
 
-Tensor unpad(Tensor padded, const ConvWindow &w) {
-  for (int64_t d = 0; d < w.dims; ++d)
-    padded = padded.narrow(2 + d, w.pad[d], w.in[d]);
+Tensor unpad(Tensor padded, const ConvWindow& w) {
+  for (int64_t d = 0; d < w.dims; ++d) padded = padded.narrow(2 + d, w.pad[d], w.in[d]);
   return padded;
 }
 
 // weight {Cout_g, Cin_g, kernel...} at kernel offset `at`: {Cout_g, Cin_g}.
-Tensor at_offset(Tensor weight, const IntList &at) {
-  for (auto d = static_cast<int64_t>(at.size()) - 1; d >= 0; --d)
-    weight = weight.select(2 + d, at[d]);
+Tensor at_offset(Tensor weight, const IntList& at) {
+  for (auto d = static_cast<int64_t>(at.size()) - 1; d >= 0; --d) weight = weight.select(2 + d, at[d]);
   return weight;
 }
 
-} // namespace
+// Permutations of {N, C, spatial...}: channels last, back from there, and C and N swapped.
+struct Permutations {
+  IntList channels_last{0}, channels_back, channels_first{1, 0};
+  explicit Permutations(int64_t dims) : channels_back{0, dims + 1} {
+    for (int64_t d = 0; d < dims; ++d) {
+      channels_last.push_back(2 + d);
+      channels_back.push_back(1 + d);
+      channels_first.push_back(2 + d);
+    }
+    channels_last.push_back(1);
+  }
+};
 
-// Inputs: x {N, Cin, spatial...}, weight {Cout, Cin/groups, kernel...}, bias
-// {Cout} or undefined.
-Grads conv2d(const FormulaNode &n, const Grads &g) {
-  const IntList &geometry = n.args<WindowArgs>().geometry;
-  Tensor weight = n.input(1);
-  const ConvWindow w = conv_window_of(geometry, n.info(0).sizes, g[0].sizes());
-  const int64_t groups = geometry.back(), dims = w.dims;
-  const int64_t cout = weight.size(0), cin_g = weight.size(1),
-                cout_g = cout / groups;
-  TensorOptions options = TensorOptions(g[0].dtype()).device(g[0].device());
-  IntList channels_last{0}, channels_back{0, dims + 1},
-      channels_first{1, 0}; // permutations
-  for (int64_t d = 0; d < dims; ++d) {
-    channels_last.push_back(2 + d);
-    channels_back.push_back(1 + d);
-    channels_first.push_back(2 + d);
-  }
-  channels_last.push_back(1);
-  Grads out(3);
-  if (!is_grad_enabled()) {
-    const auto conv = ember::detail::nn::conv_geometry(
-        w.kernel, w.stride, w.pad, w.dilation, w.out);
-    auto grads = ember::detail::nn::convolution_backward(
-        g[0], n.needs_grad(1) ? n.input(0) : Tensor(), n.info(0).sizes, weight,
-        conv, groups, n.needs_grad(0), n.needs_grad(1));
-    out[0] = grads.input;
-    out[1] = grads.weight;
-  } else if (n.needs_grad(0)) {
-    Tensor padded = zeros(w.padded_sizes(), options);
-    for (int64_t k = 0; k < groups; ++k) {
-      Tensor gk = g[0].narrow(1, k * cout_g, cout_g)
-                      .permute(channels_last); // {N, out..., Cout_g}
-      for (int64_t flat = 0; flat < w.kernel_volume(); ++flat) {
-        const IntList at = w.offset(flat);
-        Tensor wk = at_offset(weight.narrow(0, k * cout_g, cout_g),
-                              at); // {Cout_g, Cin_g}
-        offset_view(padded, w, at, k * cin_g, cin_g)
-            .add_(gk.matmul(wk).permute(channels_back));
-      }
+// The input gradient of the convolution `w` walks, as differentiable ops (double backward).
+Tensor input_grad_ops(const Tensor& grad_output, const Tensor& weight, const ConvWindow& w, int64_t groups) {
+  const int64_t cout_g = weight.size(0) / groups, cin_g = weight.size(1);
+  const Permutations perm(w.dims);
+  Tensor padded = zeros(w.padded_sizes(), TensorOptions(grad_output.dtype()).device(grad_output.device()));
+  for (int64_t k = 0; k < groups; ++k) {
+    Tensor gk = grad_output.narrow(1, k * cout_g, cout_g).permute(perm.channels_last);  // {N, out..., Cout_g}
+    for (int64_t flat = 0; flat < w.kernel_volume(); ++flat) {
+      const IntList at = w.offset(flat);
+      Tensor wk = at_offset(weight.narrow(0, k * cout_g, cout_g), at);  // {Cout_g, Cin_g}
+      offset_view(padded, w, at, k * cin_g, cin_g).add_(gk.matmul(wk).permute(perm.channels_back));
     }
-    out[0] = unpad(padded, w);
   }
-  if (is_grad_enabled() && n.needs_grad(1)) {
-    Tensor x = n.input(0);
-    Tensor padded = zeros(w.padded_sizes(), options);
-    unpad(padded, w).copy_(x);
-    Tensor grad_weight = zeros(weight.sizes(), options);
-    const int64_t rows = g[0].numel() / cout;
-    for (int64_t k = 0; k < groups; ++k) {
-      Tensor gk = g[0].narrow(1, k * cout_g, cout_g)
-                      .permute(channels_first)
-                      .reshape({cout_g, rows});
-      for (int64_t flat = 0; flat < w.kernel_volume(); ++flat) {
-        const IntList at = w.offset(flat);
-        Tensor xk = offset_view(padded, w, at, k * cin_g, cin_g)
-                        .permute(channels_last)
-                        .reshape({rows, cin_g});
-        at_offset(grad_weight.narrow(0, k * cout_g, cout_g), at)
-            .copy_(gk.matmul(xk));
-      }
+  return unpad(padded, w);
+}
+
+// The weight gradient of the convolution `w` walks from `input` to `grad_output`'s shape, as
+// differentiable ops (double backward).
+Tensor weight_grad_ops(const Tensor& input, const Tensor& grad_output, const Tensor& weight, const ConvWindow& w,
+                       int64_t groups) {
+  const int64_t cout = weight.size(0), cout_g = cout / groups, cin_g = weight.size(1);
+  const Permutations perm(w.dims);
+  const TensorOptions options = TensorOptions(grad_output.dtype()).device(grad_output.device());
+  Tensor padded = zeros(w.padded_sizes(), options);
+  unpad(padded, w).copy_(input);
+  Tensor grad_weight = zeros(weight.sizes(), options);
+  const int64_t rows = grad_output.numel() / cout;
+  for (int64_t k = 0; k < groups; ++k) {
+    Tensor gk = grad_output.narrow(1, k * cout_g, cout_g).permute(perm.channels_first).reshape({cout_g, rows});
+    for (int64_t flat = 0; flat < w.kernel_volume(); ++flat) {
+      const IntList at = w.offset(flat);
+      Tensor xk = offset_view(padded, w, at, k * cin_g, cin_g).permute(perm.channels_last).reshape({rows, cin_g});
+      at_offset(grad_weight.narrow(0, k * cout_g, cout_g), at).copy_(gk.matmul(xk));
     }
-    out[1] = grad_weight;
   }
-  if (n.needs_grad(2))
-    out[2] = g[0].flatten(2).sum(2).sum(0); // one pass over each (n, c) plane
+  return grad_weight;
+}
+
+// The convolution of `input` as the window `w` describes (a transposed node's input
+// gradient), cut to `sizes` (an output_padding of stride or more leaves extra positions).
+Tensor convolve(const Tensor& input, const Tensor& weight, const ConvWindow& w, int64_t groups, const IntList& sizes) {
+  Tensor out = w.dims == 1   ? ember::conv1d(input, weight, {}, w.stride, w.pad, w.dilation, groups)
+               : w.dims == 2 ? ember::conv2d(input, weight, {}, w.stride, w.pad, w.dilation, groups)
+                             : ember::conv3d(input, weight, {}, w.stride, w.pad, w.dilation, groups);
+  for (int64_t d = 0; d < w.dims; ++d) out = out.narrow(2 + d, 0, sizes[2 + d]);
   return out;
 }
 
-} // namespace ember::autograd::detail::nn_formulas
+}  // namespace
+
+// Inputs: x, weight, bias {C_out} or undefined. WindowArgs: kernel..., stride..., padding...,
+// dilation..., groups, transposed. A convolution maps x {N, C_in, spatial...} with weight
+// {C_out, C_in/groups, kernel...} to {N, C_out, out...}; a transposed one is its adjoint: x
+// plays the convolution's output and the node's output its input (weight {C_in, C_out/groups, ...}).
+Grads conv2d(const FormulaNode& n, const Grads& g) {
+  const IntList& geometry = n.args<WindowArgs>().geometry;
+  const bool transposed = geometry.back() != 0;
+  const int64_t groups = geometry[geometry.size() - 2];
+  const Tensor weight = n.input(1);
+  const IntList& x_sizes = n.info(0).sizes;
+  // The convolution's walk, from its input's shape to its output's.
+  const ConvWindow w = transposed ? conv_window_of(geometry, g[0].sizes(), x_sizes)
+                                  : conv_window_of(geometry, x_sizes, g[0].sizes());
+  Grads out(3);
+  if (!is_grad_enabled()) {
+    const auto conv = ember::detail::nn::conv_geometry(w.kernel, w.stride, w.pad, w.dilation, w.out);
+    if (!transposed) {
+      auto grads = ember::detail::nn::convolution_backward(g[0], n.needs_grad(1) ? n.input(0) : Tensor(), x_sizes,
+                                                           weight, conv, groups, n.needs_grad(0), n.needs_grad(1));
+      out[0] = grads.input;
+      out[1] = grads.weight;
+    } else {
+      if (n.needs_grad(0)) out[0] = convolve(g[0], weight, w, groups, x_sizes);
+      if (n.needs_grad(1)) {
+        out[1] = ember::detail::nn::convolution_backward(n.input(0), g[0], g[0].sizes(), weight, conv, groups,
+                                                         /*need_input=*/false, /*need_weight=*/true)
+                     .weight;
+      }
+    }
+  } else {
+    if (n.needs_grad(0))
+      out[0] = transposed ? convolve(g[0], weight, w, groups, x_sizes) : input_grad_ops(g[0], weight, w, groups);
+    if (n.needs_grad(1)) {
+      out[1] = transposed ? weight_grad_ops(g[0], n.input(0), weight, w, groups)
+                          : weight_grad_ops(n.input(0), g[0], weight, w, groups);
+    }
+  }
+  if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane
+  return out;
+}
+
+}  // namespace ember::autograd::detail::nn_formulas

@@ -10,17 +10,14 @@ namespace ember::host_test {
 namespace {
 
 struct ConvNdCase {
-  IntList input; // {N, C, spatial...}
+  IntList input;  // {N, C, spatial...}
   IntList kernel, stride, pad, dilation;
 };
 
-detail::nn::ConvGeometry geometry_of(const ConvNdCase &c) {
+detail::nn::ConvGeometry geometry_of(const ConvNdCase& c) {
   IntList out;
   for (size_t d = 0; d < c.kernel.size(); ++d)
-    out.push_back((c.input[2 + d] + 2 * c.pad[d] -
-                   c.dilation[d] * (c.kernel[d] - 1) - 1) /
-                      c.stride[d] +
-                  1);
+    out.push_back((c.input[2 + d] + 2 * c.pad[d] - c.dilation[d] * (c.kernel[d] - 1) - 1) / c.stride[d] + 1);
   return detail::nn::conv_geometry(c.kernel, c.stride, c.pad, c.dilation, out);
 }
 
@@ -35,35 +32,28 @@ TEST(ConvNdKernelsOnHost, Im2ColAndCol2ImMatchCpuIn1dAnd3d) {
       {{1, 1, 5, 3, 6}, {2, 1, 3}, {1, 1, 1}, {2, 0, 0}, {3, 1, 2}},
   };
   for (DType d : {kFloat32, kFloat64}) {
-    for (const ConvNdCase &c : cases) {
+    for (const ConvNdCase& c : cases) {
       const detail::nn::ConvGeometry g = geometry_of(c);
-      const int64_t rows = c.input[1] * g.kernel_volume(),
-                    positions = g.positions();
-      const std::string what = std::to_string(c.input.size() - 2) +
-                               "-d input " + std::to_string(c.input.back());
-      for (bool transposed :
-           {false, true}) { // the last two dims swapped in memory
+      const int64_t rows = c.input[1] * g.kernel_volume(), positions = g.positions();
+      const std::string what = std::to_string(c.input.size() - 2) + "-d input " + std::to_string(c.input.back());
+      for (bool transposed : {false, true}) {  // the last two dims swapped in memory
         IntList stored = c.input;
         std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
-        Tensor in = transposed ? random(stored, d).transpose(-1, -2)
-                               : random(c.input, d);
+        Tensor in = transposed ? random(stored, d).transpose(-1, -2) : random(c.input, d);
         KernelCall unfold{OpKind::Im2Col, {TensorArg{}}, {arg(in)}};
         unfold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
         compare(unfold, empty({c.input[0], rows, positions}, d),
                 what + (transposed ? " im2col transposed" : " im2col"));
 
-        Tensor columns =
-            transposed
-                ? random({rows, c.input[0], positions}, d).transpose(0, 1)
-                : random({c.input[0], rows, positions}, d);
+        Tensor columns = transposed ? random({rows, c.input[0], positions}, d).transpose(0, 1)
+                                    : random({c.input[0], rows, positions}, d);
         KernelCall fold{OpKind::Col2Im, {TensorArg{}}, {arg(columns)}};
         fold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
-        compare(fold, empty(c.input, d),
-                what + (transposed ? " col2im channel-major" : " col2im"));
+        compare(fold, empty(c.input, d), what + (transposed ? " col2im channel-major" : " col2im"));
       }
     }
   }
 }
 
-} // namespace
-} // namespace ember::host_test
+}  // namespace
+}  // namespace ember::host_test

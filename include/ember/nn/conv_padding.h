@@ -21,21 +21,20 @@ inline constexpr ConvPaddingTag kSame = ConvPaddingTag::kSame;
 /// A module's padding argument: one size for every spatial dim, one size per
 /// dim, or a tag.
 class ConvPadding {
-public:
-  ConvPadding(int64_t value) : sizes_{value} {} // NOLINT: implicit by design
-  ConvPadding(std::initializer_list<int64_t> values)
-      : sizes_(values) {}                                    // NOLINT
-  ConvPadding(IntList values) : sizes_(std::move(values)) {} // NOLINT
-  ConvPadding(ConvPaddingTag tag) : tag_(tag) {}             // NOLINT
+ public:
+  ConvPadding(int64_t value) : sizes_{value} {}                           // NOLINT: implicit by design
+  ConvPadding(std::initializer_list<int64_t> values) : sizes_(values) {}  // NOLINT
+  ConvPadding(IntList values) : sizes_(std::move(values)) {}              // NOLINT
+  ConvPadding(ConvPaddingTag tag) : tag_(tag) {}                          // NOLINT
 
   /// The tag, if given as one.
   std::optional<ConvPaddingTag> tag() const noexcept { return tag_; }
   /// The sizes as given (empty when a tag).
-  const IntList &sizes() const noexcept { return sizes_; }
+  const IntList& sizes() const noexcept { return sizes_; }
 
-private:
+ private:
   IntList sizes_;
   std::optional<ConvPaddingTag> tag_;
 };
 
-} // namespace ember::nn
+}  // namespace ember::nn

@@ -13,7 +13,6 @@ namespace ember::detail::nn {
 /// "reflect", "replicate" or "circular". Made of differentiable ops (cat,
 /// index_select), so gradients and double backward follow. Reflect padding must
 /// be smaller than its dim, circular no larger (PyTorch's errors).
-Tensor pad_spatial(const Tensor &input, const IntList &pad,
-                   const std::string &mode);
+Tensor pad_spatial(const Tensor& input, const IntList& pad, const std::string& mode);
 
-} // namespace ember::detail::nn
+}  // namespace ember::detail::nn

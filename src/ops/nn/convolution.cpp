@@ -15,6 +15,8 @@
 #include "ember/nn/functional/conv.h"
 
 #include <memory>
+#include <string>
+#include <tuple>
 
 #include "runtime/backend_flags.h"
 #include "core/tensor_impl.h"
@@ -113,30 +115,45 @@ ConvParams conv_params(int64_t dims, const IntList& stride, const IntList& paddi
           expand_param(dilation, dims, "dilation"), groups};
 }
 
+// "(3 x 4 x 5)": sizes per channel, as PyTorch's messages print them.
+std::string extent_text(const IntList& sizes) {
+  std::string text = "(";
+  for (size_t d = 0; d < sizes.size(); ++d) text += (d ? " x " : "") + std::to_string(sizes[d]);
+  return text + ")";
+}
+
+void check_bias(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t out_channels,
+                const char* name) {
+  if (!bias.defined()) return;
+  detail::check_same_device(input, bias);
+  EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
+              ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+  EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ValueError, "Given weight of size ",
+              detail::IntListPrinter{weight.sizes()}, ", expected bias to be 1-dimensional with ", out_channels,
+              " elements, but got bias of size ", detail::IntListPrinter{bias.sizes()}, " instead");
+}
+
+void check_params(const ConvParams& p) {
+  for (size_t d = 0; d < p.stride.size(); ++d) {
+    EMBER_CHECK(p.stride[d] > 0, ValueError, "non-positive stride is not supported");
+    EMBER_CHECK(p.padding[d] >= 0, ValueError, "negative padding is not supported");
+    EMBER_CHECK(p.dilation[d] > 0, ValueError, "dilation should be greater than zero");
+  }
+}
+
 // Checks a batched input {N, C, spatial...} against its weight, bias and params (PyTorch's
 // messages) and returns the geometry: spatial dims right-aligned into (depth, height, width).
 detail::nn::ConvGeometry checked_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias,
                                           const ConvParams& p, const char* name) {
   const int64_t dims = input.dim() - 2;
-  for (int64_t d = 0; d < dims; ++d) {
-    EMBER_CHECK(p.stride[d] > 0, ValueError, "non-positive stride is not supported");
-    EMBER_CHECK(p.padding[d] >= 0, ValueError, "negative padding is not supported");
-    EMBER_CHECK(p.dilation[d] > 0, ValueError, "dilation should be greater than zero");
-  }
+  check_params(p);
   const int64_t channels = input.size(1), out_channels = weight.size(0), groups = p.groups;
   EMBER_CHECK(out_channels % groups == 0, ValueError, "Given groups=", groups, ", expected weight to be divisible by ",
               groups, " at dimension 0, but got weight of size ", detail::IntListPrinter{weight.sizes()}, " instead");
   EMBER_CHECK(channels == weight.size(1) * groups, ValueError, "Given groups=", groups, ", weight of size ",
               detail::IntListPrinter{weight.sizes()}, ", expected input", detail::IntListPrinter{input.sizes()},
               " to have ", weight.size(1) * groups, " channels, but got ", channels, " channels instead");
-  if (bias.defined()) {
-    detail::check_same_device(input, bias);
-    EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
-                ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
-    EMBER_CHECK(bias.dim() == 1 && bias.size(0) == out_channels, ValueError, "Given weight of size ",
-                detail::IntListPrinter{weight.sizes()}, ", expected bias to be 1-dimensional with ", out_channels,
-                " elements, but got bias of size ", detail::IntListPrinter{bias.sizes()}, " instead");
-  }
+  check_bias(input, weight, bias, out_channels, name);
   IntList padded(dims), span(dims), out(dims);
   bool fits = true;
   for (int64_t d = 0; d < dims; ++d) {
@@ -145,13 +162,8 @@ detail::nn::ConvGeometry checked_geometry(const Tensor& input, const Tensor& wei
     fits = fits && span[d] <= padded[d];
     out[d] = (padded[d] - span[d]) / p.stride[d] + 1;
   }
-  auto extent = [](const IntList& v) {
-    std::string text = "(";
-    for (size_t d = 0; d < v.size(); ++d) text += (d ? " x " : "") + std::to_string(v[d]);
-    return text + ")";
-  };
-  EMBER_CHECK(fits, ValueError, "Calculated padded input size per channel: ", extent(padded), ". Kernel size: ",
-              extent(span), ". Kernel size can't be greater than actual input size");
+  EMBER_CHECK(fits, ValueError, "Calculated padded input size per channel: ", extent_text(padded), ". Kernel size: ",
+              extent_text(span), ". Kernel size can't be greater than actual input size");
   IntList kernel(weight.sizes().begin() + 2, weight.sizes().end());
   return detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, out);
 }
@@ -209,10 +221,64 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
   return out;
 }
 
-// The convolution over `dims` spatial dims that conv1d/2d/3d name: PyTorch's checks, unbatched
-// input, and the autograd node (Formula::Conv2d, PyTorch's ConvolutionBackward0 for every rank).
+// The transposed convolution of a batched input {N, C_in, spatial...}: the input gradient of
+// the convolution {N, C_out, out...} -> {N, C_in, spatial...} with the same weight and
+// settings (Matmul + Col2Im, convolution_backward), plus the bias.
+Tensor conv_transpose_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
+                              const IntList& output_padding, const char* name) {
+  check_params(p);
+  const int64_t dims = input.dim() - 2, groups = p.groups, batch = input.size(0);
+  EMBER_CHECK(weight.size(0) % groups == 0, ValueError, "Given groups=", groups,
+              ", expected weight to be divisible by ", groups, " at dimension 0, but got weight of size ",
+              detail::IntListPrinter{weight.sizes()}, " instead");
+  EMBER_CHECK(input.size(1) == weight.size(0), ValueError, "Given transposed=1, weight of size ",
+              detail::IntListPrinter{weight.sizes()}, ", expected input", detail::IntListPrinter{input.sizes()},
+              " to have ", weight.size(0), " channels, but got ", input.size(1), " channels instead");
+  const int64_t out_channels = weight.size(1) * groups;
+  check_bias(input, weight, bias, out_channels, name);
+  // PyTorch's messages; a 1-D convolution speaks of height 0 (stride and dilation 1), as
+  // PyTorch's runs it as a 2-D one.
+  static const char* const kAxes[3] = {"depth", "height", "width"};
+  bool small_enough = true;
+  std::string sizes_text;
+  for (int64_t d = 0; d < dims; ++d)
+    small_enough = small_enough && (output_padding[d] < p.stride[d] || output_padding[d] < p.dilation[d]);
+  for (const auto& [label, list, one_d] :
+       {std::tuple{"output_padding", &output_padding, 0}, std::tuple{"stride", &p.stride, 1},
+        std::tuple{"dilation", &p.dilation, 1}}) {
+    if (dims == 1) sizes_text += detail::cat(" ", label, "_height: ", one_d);
+    for (int64_t d = 0; d < dims; ++d)
+      sizes_text += detail::cat(" ", label, "_", kAxes[3 - dims + d], ": ", (*list)[d]);
+  }
+  EMBER_CHECK(small_enough, ValueError, "output padding must be smaller than either stride or dilation, but got",
+              sizes_text);
+  IntList out_sizes{batch, out_channels}, positions;
+  bool fits = true;
+  for (int64_t d = 0; d < dims; ++d) {
+    out_sizes.push_back((input.size(2 + d) - 1) * p.stride[d] - 2 * p.padding[d] +
+                        p.dilation[d] * (weight.size(2 + d) - 1) + output_padding[d] + 1);
+    positions.push_back(input.size(2 + d));
+    fits = fits && out_sizes.back() > 0;
+  }
+  EMBER_CHECK(fits, ValueError, "Given input size per channel: ", extent_text(positions),
+              ". Calculated output size per channel: ", extent_text(IntList(out_sizes.begin() + 2, out_sizes.end())),
+              ". Output size is too small");
+  const IntList kernel(weight.sizes().begin() + 2, weight.sizes().end());
+  const detail::nn::ConvGeometry geometry =
+      detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, positions);
+  Tensor out = detail::nn::convolution_backward(input, Tensor(), out_sizes, weight, geometry, groups,
+                                                /*need_input=*/true, /*need_weight=*/false)
+                   .input;
+  if (bias.defined() && out.numel() > 0) out.view({batch, out_channels, -1}).add_(bias.view({1, out_channels, 1}));
+  return out;
+}
+
+// The (transposed) convolution over `dims` spatial dims that conv1d/2d/3d and
+// conv_transpose1d/2d/3d name: PyTorch's checks, unbatched input, and the autograd node
+// (Formula::Conv2d, PyTorch's ConvolutionBackward0 for every rank and both directions).
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
-                   const IntList& padding, const IntList& dilation, int64_t groups, int64_t dims, const char* name) {
+                   const IntList& padding, const IntList& dilation, int64_t groups, int64_t dims, const char* name,
+                   const IntList* output_padding = nullptr) {
   EMBER_CHECK(input.defined() && weight.defined(), ValueError, name, ": expected defined input and weight tensors");
   EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, ValueError, "Expected ", dims + 1,
               "D (unbatched) or ", dims + 2, "D (batched) input to ", name, ", but got input of size: ",
@@ -227,19 +293,26 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
   const ConvParams params = conv_params(dims, stride, padding, dilation, groups);
+  const bool transposed = output_padding != nullptr;
+  const IntList extra = transposed ? expand_param(*output_padding, dims, "output_padding") : IntList{};
   const bool unbatched = input.dim() == dims + 1;
   Tensor batched = unbatched ? input.unsqueeze(0) : input;
   ember::detail::WindowArgs attrs;
   if (ember::detail::should_record({&batched, &weight, &bias})) {
-    // kernel..., stride..., padding..., dilation..., groups (src/autograd/formulas_nn.cpp).
+    // kernel..., stride..., padding..., dilation..., groups, transposed (src/autograd/formulas_conv.cpp).
     for (int64_t d = 0; d < dims; ++d) attrs.geometry.push_back(weight.size(2 + d));
     for (const IntList* list : {&params.stride, &params.padding, &params.dilation})
       attrs.geometry.insert(attrs.geometry.end(), list->begin(), list->end());
     attrs.geometry.push_back(groups);
+    attrs.geometry.push_back(transposed ? 1 : 0);
   }
   Tensor out = ember::detail::recorded(
       ember::detail::Formula::Conv2d, {&batched, &weight, &bias},
-      [&] { return convolution_batched(batched, weight, bias, params, name); }, std::move(attrs));
+      [&] {
+        return transposed ? conv_transpose_batched(batched, weight, bias, params, extra, name)
+                          : convolution_batched(batched, weight, bias, params, name);
+      },
+      std::move(attrs));
   return unbatched ? out.squeeze(0) : out;
 }
 
@@ -371,5 +444,17 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
               nn::ConvPaddingTag padding, const IntList& dilation, int64_t groups) {
   return convolution_mode(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d");
 }
+
+#define EMBER_CONV_TRANSPOSE(dims)                                                                                  \
+  Tensor conv_transpose##dims##d(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride, \
+                                 const IntList& padding, const IntList& output_padding, int64_t groups,               \
+                                 const IntList& dilation) {                                                           \
+    return convolution(input, weight, bias, stride, padding, dilation, groups, dims, "conv_transpose" #dims "d",      \
+                       &output_padding);                                                                              \
+  }
+EMBER_CONV_TRANSPOSE(1)
+EMBER_CONV_TRANSPOSE(2)
+EMBER_CONV_TRANSPOSE(3)
+#undef EMBER_CONV_TRANSPOSE
 
 }  // namespace ember
