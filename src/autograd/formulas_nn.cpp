@@ -1,13 +1,13 @@
 // Derivative formulas of the training ops: cat, where/masked_fill, clamp, softmax,
-// log_softmax, the batch statistics of batch_norm, nll_loss, pooling and conv2d. As in
-// formulas.cpp, each is written with public ops only.
+// log_softmax, the batch statistics of batch_norm, nll_loss and pooling (convolutions:
+// formulas_conv.cpp). As in formulas.cpp, each is written with public ops only.
 //
 // Pooling and convolution scatter gradients back to input positions without a scatter
 // kernel: for each kernel offset (i, j), the input positions it read form a strided view
 // of a zero-padded buffer (as_strided), distinct within the view, and the offset's share
 // of the gradient is added into that view. kernel_h * kernel_w small steps per backward.
-// When no graph of the backward is recorded (the usual backward()), max_pool2d and conv2d
-// take their kernel forms instead (ops/nn/backward_kernels.h): one scatter, Col2Im, gemms.
+// When no graph of the backward is recorded (the usual backward()), max_pool2d takes its
+// kernel form instead (ops/nn/backward_kernels.h): one scatter, Col2Im, gemms.
 #include <algorithm>
 
 #include "autograd/formulas_nn.h"
@@ -224,56 +224,6 @@ Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
     }
   }
   return {unpad(padded, w)};
-}
-
-// Inputs: x {N, Cin, H, W}, weight {Cout, Cin/groups, kh, kw}, bias {Cout} or undefined;
-// WindowArgs: kh, kw, sh, sw, ph, pw, dh, dw, groups.
-Grads conv2d(const FormulaNode& n, const Grads& g) {
-  const IntList& geometry = n.args<WindowArgs>().geometry;
-  Tensor weight = n.input(1);
-  Window w = window_of(geometry, n.info(0).sizes, g[0].sizes());
-  int64_t groups = geometry[8];
-  int64_t cout = weight.size(0), cin_g = weight.size(1), cout_g = cout / groups;
-  TensorOptions options = TensorOptions(g[0].dtype()).device(g[0].device());
-  Grads out(3);
-  if (!is_grad_enabled()) {
-    const ember::detail::nn::ConvGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
-    auto grads = ember::detail::nn::conv2d_backward(g[0], n.needs_grad(1) ? n.input(0) : Tensor(), n.info(0).sizes,
-                                                    weight, geometry, groups, n.needs_grad(0), n.needs_grad(1));
-    out[0] = grads.input;
-    out[1] = grads.weight;
-  } else if (n.needs_grad(0)) {
-    Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
-    for (int64_t k = 0; k < groups; ++k) {
-      Tensor gk = g[0].narrow(1, k * cout_g, cout_g).permute({0, 2, 3, 1});  // {N, oh, ow, Cout_g}
-      for (int64_t i = 0; i < w.kh; ++i) {
-        for (int64_t j = 0; j < w.kw; ++j) {
-          Tensor wk = weight.narrow(0, k * cout_g, cout_g).select(3, j).select(2, i);  // {Cout_g, Cin_g}
-          offset_view(padded, w, i, j, k * cin_g, cin_g).add_(gk.matmul(wk).permute({0, 3, 1, 2}));
-        }
-      }
-    }
-    out[0] = unpad(padded, w);
-  }
-  if (is_grad_enabled() && n.needs_grad(1)) {
-    Tensor x = n.input(0);
-    Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, options);
-    unpad(padded, w).copy_(x);
-    Tensor grad_weight = zeros(weight.sizes(), options);
-    int64_t rows = w.N * w.oh * w.ow;
-    for (int64_t k = 0; k < groups; ++k) {
-      Tensor gk = g[0].narrow(1, k * cout_g, cout_g).permute({1, 0, 2, 3}).reshape({cout_g, rows});
-      for (int64_t i = 0; i < w.kh; ++i) {
-        for (int64_t j = 0; j < w.kw; ++j) {
-          Tensor xk = offset_view(padded, w, i, j, k * cin_g, cin_g).permute({0, 2, 3, 1}).reshape({rows, cin_g});
-          grad_weight.narrow(0, k * cout_g, cout_g).select(3, j).select(2, i).copy_(gk.matmul(xk));
-        }
-      }
-    }
-    out[1] = grad_weight;
-  }
-  if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane
-  return out;
 }
 
 // One transform over the last k dims of its input (k = FftArgs::signal_sizes.size()): C2C,

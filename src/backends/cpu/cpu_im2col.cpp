@@ -46,40 +46,52 @@ inline void write_run(const T* __restrict from, T* __restrict to, int64_t n) {
 // Planes (n, c) are independent and spread over the thread pool. Each output row is
 // split once into its padding prefix, its inside span (a straight copy when the input
 // row is dense and the stride 1) and its padding suffix, so no element tests bounds.
+// Depth and height are the singleton loops of Note [Convolution spatial dims] for 2-D
+// and 1-D convolutions.
 template <typename T>
 void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g) {
-  const int64_t batch = in.sizes[0], channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
-  const int64_t columns = g.out_h * g.out_w;
-  const int64_t sy = in.strides[2], sx = in.strides[3];
+  const int64_t batch = in.sizes[0], channels = in.sizes[1];
+  const nn::SpatialExtent e = nn::spatial_extent(in.sizes, in.strides);
+  const int64_t columns = g.positions(), plane_columns = g.out_h * g.out_w;
   EMBER_ASSERT(columns <= 1 || out.strides[2] == 1);
   const T* src = static_cast<const T*>(in.data);
   T* dst = static_cast<T*>(out.data);
-  const int64_t plane_work = g.kernel_h * g.kernel_w * columns;
+  const int64_t plane_work = g.kernel_volume() * columns;
   parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
                [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t n = p / channels, c = p % channels;
       const T* plane = src + n * in.strides[0] + c * in.strides[1];
-      for (int64_t i = 0; i < g.kernel_h; ++i) {
-        for (int64_t j = 0; j < g.kernel_w; ++j) {
-          T* row = dst + n * out.strides[0] + ((c * g.kernel_h + i) * g.kernel_w + j) * out.strides[1];
-          const int64_t x_offset = j * g.dilation_w - g.pad_w;
-          const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, width);
-          for (int64_t oy = 0; oy < g.out_h; ++oy) {
-            T* o = row + oy * g.out_w;
-            const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-            if (y < 0 || y >= height) {
-              write_run<T>(nullptr, o, g.out_w);
-              continue;
+      for (int64_t a = 0; a < g.kernel_d; ++a) {
+        for (int64_t i = 0; i < g.kernel_h; ++i) {
+          for (int64_t j = 0; j < g.kernel_w; ++j) {
+            const int64_t r = ((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j;
+            T* row = dst + n * out.strides[0] + r * out.strides[1];
+            const int64_t x_offset = j * g.dilation_w - g.pad_w;
+            const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
+            for (int64_t oz = 0; oz < g.out_d; ++oz) {
+              const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
+              if (z < 0 || z >= e.depth) {
+                write_run<T>(nullptr, row + oz * plane_columns, plane_columns);
+                continue;
+              }
+              for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                T* o = row + (oz * g.out_h + oy) * g.out_w;
+                const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+                if (y < 0 || y >= e.height) {
+                  write_run<T>(nullptr, o, g.out_w);
+                  continue;
+                }
+                write_run<T>(nullptr, o, lo);
+                const T* line = plane + z * e.stride_d + y * e.stride_h;
+                if (g.stride_w == 1 && e.stride_w == 1) {
+                  write_run(line + lo + x_offset, o + lo, hi - lo);
+                } else {
+                  for (int64_t ox = lo; ox < hi; ++ox) o[ox] = line[(ox * g.stride_w + x_offset) * e.stride_w];
+                }
+                write_run<T>(nullptr, o + hi, g.out_w - hi);
+              }
             }
-            write_run<T>(nullptr, o, lo);
-            const T* line = plane + y * sy;
-            if (g.stride_w == 1 && sx == 1) {
-              write_run(line + lo + x_offset, o + lo, hi - lo);
-            } else {
-              for (int64_t ox = lo; ox < hi; ++ox) o[ox] = line[(ox * g.stride_w + x_offset) * sx];
-            }
-            write_run<T>(nullptr, o + hi, g.out_w - hi);
           }
         }
       }
@@ -88,37 +100,45 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
 }
 
 // The adjoint walk: each plane (n, c) of the output is zeroed, then every column row
-// (c, i, j) is added into the input rows it was read from, with the same split into
+// (c, a, i, j) is added into the input rows it was read from, with the same split into
 // padding and inside spans. Planes are independent, so the pool needs no atomics and the
 // order of the additions (and so the result) does not depend on the thread count.
 template <typename T>
 void col2im(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g) {
-  const int64_t batch = out.sizes[0], channels = out.sizes[1], height = out.sizes[2], width = out.sizes[3];
+  const int64_t batch = out.sizes[0], channels = out.sizes[1];
+  const nn::SpatialExtent e = nn::spatial_extent(out.sizes, out.strides);  // contiguous
+  const int64_t plane_size = e.depth * e.height * e.width;
   const int64_t s0 = in.strides[0], s1 = in.strides[1], s2 = in.strides[2];
   const T* src = static_cast<const T*>(in.data);
   T* dst = static_cast<T*>(out.data);
-  const int64_t plane_work = g.kernel_h * g.kernel_w * g.out_h * g.out_w + height * width;
+  const int64_t plane_work = g.kernel_volume() * g.positions() + plane_size;
   parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
                [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t n = p / channels, c = p % channels;
-      T* plane = dst + p * height * width;
-      std::fill(plane, plane + height * width, T(0));
-      for (int64_t i = 0; i < g.kernel_h; ++i) {
-        for (int64_t j = 0; j < g.kernel_w; ++j) {
-          const T* row = src + n * s0 + ((c * g.kernel_h + i) * g.kernel_w + j) * s1;
-          const int64_t x_offset = j * g.dilation_w - g.pad_w;
-          const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, width);
-          for (int64_t oy = 0; oy < g.out_h; ++oy) {
-            const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-            if (y < 0 || y >= height) continue;
-            T* line = plane + y * width;
-            const T* r = row + oy * g.out_w * s2;
-            if (g.stride_w == 1 && s2 == 1) {
-              T* target = line + x_offset;
-              for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
-            } else {
-              for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
+      T* plane = dst + p * plane_size;
+      std::fill(plane, plane + plane_size, T(0));
+      for (int64_t a = 0; a < g.kernel_d; ++a) {
+        for (int64_t i = 0; i < g.kernel_h; ++i) {
+          for (int64_t j = 0; j < g.kernel_w; ++j) {
+            const T* row = src + n * s0 + (((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j) * s1;
+            const int64_t x_offset = j * g.dilation_w - g.pad_w;
+            const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
+            for (int64_t oz = 0; oz < g.out_d; ++oz) {
+              const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
+              if (z < 0 || z >= e.depth) continue;
+              for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+                if (y < 0 || y >= e.height) continue;
+                T* line = plane + (z * e.height + y) * e.width;
+                const T* r = row + (oz * g.out_h + oy) * g.out_w * s2;
+                if (g.stride_w == 1 && s2 == 1) {
+                  T* target = line + x_offset;
+                  for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
+                } else {
+                  for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
+                }
+              }
             }
           }
         }
@@ -133,7 +153,7 @@ void run_col2im(const KernelCall& call) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
   const auto& geometry = call.payload.get<nn::ConvGeometry>(call.op);
   const TensorArg& out = call.outputs[0];
-  EMBER_ASSERT(out.sizes.size() == 4 && call.inputs[0].sizes.size() == 3);
+  EMBER_ASSERT(out.sizes.size() >= 3 && out.sizes.size() <= 5 && call.inputs[0].sizes.size() == 3);
   if (out.numel() == 0) return;
   switch (out.dtype) {
     case kFloat32: col2im<float>(call.inputs[0], out, geometry); break;

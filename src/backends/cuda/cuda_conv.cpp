@@ -1,6 +1,6 @@
 // run_im2col and run_col2im on the driver backend. The convolution's products are Matmul KernelCalls
 // that the driver runs through cuBLAS with KernelCall::allow_tf32 taken from
-// backends.cudnn.allow_tf32 (Note [Convolution TF32] in src/ops/nn/conv2d.cpp), so cuDNN's
+// backends.cudnn.allow_tf32 (Note [Convolution TF32] in src/ops/nn/convolution.cpp), so cuDNN's
 // TF32 switch governs convolutions here as it does in PyTorch without linking cuDNN.
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
