@@ -264,6 +264,8 @@ TEST_P(ConvNd, PaddingModesMatchPyTorch) {
     (out1 * seq(out1.sizes(), 0.13, 1.0, dev_)).sum().backward();
     expect_values(out1, *c.out1, 1e-8, c.mode + " Conv1d output");
     expect_values(x1.grad(), *c.grad1, 1e-8, c.mode + " Conv1d input gradient");
+    // Unbatched input pads its last dim the same way.
+    EXPECT_TRUE(conv1->forward(x1.detach()[0]).equal(out1.detach()[0])) << c.mode;
 
     auto conv2 = module_with(
         std::make_shared<nn::Conv2d>(1, 2, nn::ConvSize{2, 3}, 1, nn::ConvPadding{1, 2}, 1, 1, false, c.mode), dev_);
