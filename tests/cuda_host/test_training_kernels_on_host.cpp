@@ -3,7 +3,7 @@
 // execution layer against the CPU backend, with the helpers of compare_with_cpu.h: random
 // data, empty and size-1 operands, non-contiguous and broadcast layouts, every dtype each
 // kernel is compiled for. Their KernelCalls are built as src/ops/select.cpp,
-// src/ops/softmax.cpp, src/ops/nn/pooling.cpp, src/ops/nn/conv2d.cpp, src/ops/nn/loss.cpp,
+// src/ops/softmax.cpp, src/ops/nn/pooling.cpp, src/ops/nn/convolution.cpp, src/ops/nn/loss.cpp,
 // src/ops/nn/batch_norm.cpp and src/optim/fused_step.cpp build them.
 #include <gtest/gtest.h>
 
@@ -204,7 +204,7 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
 }
 
 // The driver's Col2Im and MaxPool2dBackward gather per input element what the CPU's
-// kernels scatter per plane; their KernelCalls are built as src/ops/nn/conv2d.cpp and
+// kernels scatter per plane; their KernelCalls are built as src/ops/nn/convolution.cpp and
 // src/ops/nn/pooling.cpp build them (indices from the CPU's max_pool2d).
 TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
   manual_seed(8);
