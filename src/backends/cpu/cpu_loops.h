@@ -47,21 +47,27 @@ void for_each_row(const LoopShape& s, char* const* base, int64_t begin, int64_t 
     c[d] = rest % s.sizes[d];
     rest /= s.sizes[d];
   }
+  // The operands' pointers follow the counter (ptrs[k] = base[k] + sum over d of c[d] *
+  // strides[d][k] throughout): a step moves them by strides, without a product per dim and
+  // operand for every row (a broadcast's rows can be as short as 2 elements).
   char* ptrs[kMaxLoopOperands];
+  for (int k = 0; k < nops; ++k) {
+    int64_t off = 0;
+    for (int d = 0; d < nd; ++d) off += c[d] * s.strides[d][k];
+    ptrs[k] = base[k] + off;
+  }
   for (int64_t pos = begin; pos < end;) {
-    for (int k = 0; k < nops; ++k) {
-      int64_t off = 0;
-      for (int d = 0; d < nd; ++d) off += c[d] * s.strides[d][k];
-      ptrs[k] = base[k] + off;
-    }
     int64_t n = inner_size - c[nd - 1];
     if (n > end - pos) n = end - pos;
     body(ptrs, inner_strides, n);
     pos += n;
+    if (pos >= end) break;
     c[nd - 1] += n;
+    for (int k = 0; k < nops; ++k) ptrs[k] += n * inner_strides[k];
     for (int d = nd - 1; d > 0 && c[d] == s.sizes[d]; --d) {
       c[d] = 0;
       ++c[d - 1];
+      for (int k = 0; k < nops; ++k) ptrs[k] += s.strides[d - 1][k] - s.sizes[d] * s.strides[d][k];
     }
   }
 }
