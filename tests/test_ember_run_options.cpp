@@ -69,6 +69,33 @@ TEST_F(EmberRunOptions, DashHPrintsTheUsage) {
   EXPECT_TRUE(has(l, "ember-run: unknown option -x")) << l.output;
 }
 
+// The spec's torch.distributed.launch contract: ember-launch (ember-run under the legacy
+// launcher's name) appends --local-rank=N to each rank's arguments unless --use-env (or
+// --use_env, or PET_USE_ENV=1) is given; ember-run passes the environment only, either way.
+TEST_F(EmberRunOptions, EmberLaunchAppendsTheLocalRankUnlessUseEnv) {
+  const std::string launch = (std::filesystem::path(kRun).parent_path() / "ember-launch").string();
+  auto l = run(launch + " --nproc-per-node=2 --no-python /bin/echo args:");
+  EXPECT_EQ(l.status, 0) << l.output;
+  EXPECT_TRUE(has(l, "args: --local-rank=0\n")) << l.output;
+  EXPECT_TRUE(has(l, "args: --local-rank=1\n")) << l.output;
+  for (const std::string& use_env : {std::string("--use-env"), std::string("--use_env")}) {
+    l = run(launch + " " + use_env + " --nproc-per-node=2 --no-python /bin/echo args:");
+    EXPECT_EQ(l.status, 0) << l.output;
+    EXPECT_EQ(count(l.output, "args:\n"), 2u) << l.output;
+    EXPECT_EQ(count(l.output, "--local-rank"), 0u) << l.output;
+  }
+  l = run("PET_USE_ENV=1 " + launch + " --no-python /bin/echo args:");
+  EXPECT_EQ(count(l.output, "--local-rank"), 0u) << l.output;
+  for (const std::string& flags : {std::string(""), std::string(" --use-env")}) {
+    l = run(kRun + flags + " --nproc-per-node=2 --no-python /bin/echo args:");
+    EXPECT_EQ(l.status, 0) << l.output;
+    EXPECT_EQ(count(l.output, "args:\n"), 2u) << l.output;
+    EXPECT_EQ(count(l.output, "--local-rank"), 0u) << l.output;
+  }
+  l = run(launch + " -h");
+  EXPECT_TRUE(has(l, "--use-env")) << l.output;
+}
+
 TEST_F(EmberRunOptions, ModuleAndNoPython) {
   // torchrun runs `python -u [-m] script args`; PYTHON_EXEC=/bin/echo shows the command.
   auto l = run("PYTHON_EXEC=/bin/echo " + kRun + " -m my.module --flag 1");

@@ -57,6 +57,7 @@ pid_t start(const Options& options, const Rank& rank, int master_port, const sig
   for (auto& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
   std::vector<std::string> args = options.command;
+  if (!options.use_env) args.push_back("--local-rank=" + std::to_string(rank.local_rank));
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
 

@@ -54,7 +54,7 @@ constexpr Spec kSpecs[] = {
     {"role", 0, false},           {"max-restarts", 0, false},   {"monitor-interval", 0, false},
     {"log-dir", 0, false},        {"redirects", 'r', false},    {"tee", 't', false},
     {"standalone", 0, true},      {"module", 'm', true},        {"no-python", 0, true},
-    {"help", 'h', true},
+    {"use-env", 0, true},         {"help", 'h', true},
 };
 
 const Spec* find_spec(const std::string& name, char short_name) {
@@ -178,7 +178,7 @@ const char* usage() {
          "                 [--rdzv-backend=static|c10d] [--rdzv-endpoint=HOST[:PORT]] [--rdzv-id=ID]\n"
          "                 [--role=NAME] [--max-restarts=K] [--monitor-interval=SECONDS]\n"
          "                 [--log-dir=DIR] [-r|--redirects=SPEC] [-t|--tee=SPEC] [--term-timeout=SECONDS]\n"
-         "                 [-m|--module] [--no-python] program [args...]\n"
+         "                 [-m|--module] [--no-python] [--use-env] program [args...]\n"
          "Starts N processes of `program` on this node, one per rank, with torchrun's environment:\n"
          "RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE, ROLE_RANK,\n"
          "ROLE_NAME, ROLE_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, TORCHELASTIC_RUN_ID (--rdzv-id),\n"
@@ -198,7 +198,10 @@ const char* usage() {
          "1 stdout, 2 stderr, 3 both, or per local rank (0:1,1:2), into\n"
          "LOG_DIR/RUN_ID_xxxx/attempt_K/LOCAL_RANK/{stdout,stderr}.log; --tee also prints each line\n"
          "prefixed [ROLE_NAMELOCAL_RANK]: ([default0]:). Without --log-dir the files go to a temporary directory that\n"
-         "is removed when ember-run exits.\n";
+         "is removed when ember-run exits.\n"
+         "Run as ember-launch (installed beside it), it keeps torch.distributed.launch's contract: each rank\n"
+         "also gets --local-rank=LOCAL_RANK appended to its arguments unless --use-env (--use_env) is given;\n"
+         "as ember-run it passes the environment only, with or without --use-env.\n";
 }
 
 Options parse_options(int argc, char** argv) {
@@ -330,6 +333,12 @@ Options parse_options(int argc, char** argv) {
     options.master_port = port;
   });
   if (!options.master_port && options.nnodes > 1) options.master_port = 29500;
+
+  // Invoked as ember-launch: the spec's torch.distributed.launch contract (--local-rank=N
+  // appended unless --use-env); as ember-run, torchrun's (the environment only, --use-env or not).
+  const std::string invoked = argc > 0 ? argv[0] : "";
+  const bool legacy = invoked.size() >= 12 && invoked.compare(invoked.size() - 12, 12, "ember-launch") == 0;
+  options.use_env = !legacy || flags.count("use-env") > 0;
 
   bool module = flags.count("module"), no_python = flags.count("no-python");
   if (module && no_python) {

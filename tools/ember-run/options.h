@@ -24,6 +24,10 @@ struct Options {
   std::vector<int> redirects;           // per local rank: 1 stdout, 2 stderr, 3 both to log files
   std::vector<int> tee;                 // per local rank: as redirects, and copied to the console
   std::vector<std::string> command;     // what each rank executes (python3 -u prepended for -m and .py)
+  // Only the environment (torchrun's way, ember-run's). False under the legacy launcher's name,
+  // ember-launch, without --use-env: each rank also gets --local-rank=N appended to its
+  // arguments, as torch.distributed.launch passed it.
+  bool use_env = true;
 };
 
 /// Parses argv (PET_* variables give the defaults); throws std::invalid_argument with a
