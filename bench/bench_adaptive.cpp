@@ -85,11 +85,4 @@ BENCHMARK(torch_adaptive_10k_log_prob)->UseRealTime()->Unit(benchmark::kMicrosec
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
-  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
-}
+EMBER_PEER_BENCHMARK_MAIN()

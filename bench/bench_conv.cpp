@@ -68,11 +68,4 @@ BENCHMARK(torch_conv3d_4x8x16x16x16_k3)->UseRealTime();
 BENCHMARK(torch_conv_transpose2d_16x32x16x16_k4s2)->UseRealTime();
 #endif
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
-  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
-}
+EMBER_PEER_BENCHMARK_MAIN()

@@ -115,11 +115,4 @@ BENCHMARK(torch_tensordot_64x16x64_16x64x1024)->UseRealTime();
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
-  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
-}
+EMBER_PEER_BENCHMARK_MAIN()

@@ -62,11 +62,4 @@ BENCHMARK(torch_affine_grid_8x64x64)->UseRealTime();
 BENCHMARK(torch_affine_grid_8x16x16x16)->UseRealTime();
 #endif
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
-  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
-}
+EMBER_PEER_BENCHMARK_MAIN()

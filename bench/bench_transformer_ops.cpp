@@ -120,11 +120,4 @@ BENCHMARK(torch_embedding_fwd_bwd)->UseRealTime();
 BENCHMARK(torch_sdpa_causal_fwd_bwd)->UseRealTime();
 #endif
 
-int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
-  PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)");
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
-}
+EMBER_PEER_BENCHMARK_MAIN()

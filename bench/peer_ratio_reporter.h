@@ -47,3 +47,16 @@ class PeerRatioReporter : public benchmark::ConsoleReporter {
   bool throughput_;
   std::map<std::string, double> times_;
 };
+
+/// The main() of a benchmark timed beside LibTorch: BENCHMARK_MAIN's, with the ratio table
+/// (ember / torch, real time) after the runs.
+#define EMBER_PEER_BENCHMARK_MAIN()                                                     \
+  int main(int argc, char** argv) {                                                     \
+    benchmark::Initialize(&argc, argv);                                                 \
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;                   \
+    PeerRatioReporter reporter("ember / torch (real time; < 1 means ember is faster)"); \
+    benchmark::RunSpecifiedBenchmarks(&reporter);                                       \
+    benchmark::Shutdown();                                                              \
+    return 0;                                                                           \
+  }
+

@@ -12,6 +12,7 @@
 
 using namespace ember;
 using ember::testing::expect_gradcheck;
+using ember::testing::expect_values;
 using ember::testing::seq;
 namespace E = grid_sample_expected;
 namespace F = ember::nn::functional;
@@ -19,13 +20,6 @@ namespace F = ember::nn::functional;
 namespace {
 
 using Ts = std::vector<Tensor>;
-
-void expect_array(const std::string& what, const Tensor& t, const double* expected, size_t n, double tol) {
-  Tensor h = t.detach().to(Device(kCPU)).to(kFloat64).contiguous();
-  ASSERT_EQ(h.numel(), static_cast<int64_t>(n)) << what;
-  const std::vector<double> values = h.to_vector<double>();
-  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(values[i], expected[i], tol) << what << " [" << i << "]";
-}
 
 struct Case {
   const char* name;
@@ -73,8 +67,8 @@ TEST_P(AffineGrid, ValuesAndGradientMatchPyTorch) {
     EXPECT_TRUE(grid.is_contiguous()) << c.name;
     EXPECT_EQ(grid.device(), dev_) << c.name;
     (grid * seq(grid.sizes(), 0.5, dev_)).sum().backward();
-    expect_array(std::string(c.name) + " out", grid, c.out, c.out_n, 1e-12);
-    expect_array(std::string(c.name) + " grad theta", theta.grad(), c.grad, c.grad_n, 1e-12);
+    expect_values(std::string(c.name) + " out", grid, c.out, c.out_n, 1e-12);
+    expect_values(std::string(c.name) + " grad theta", theta.grad(), c.grad, c.grad_n, 1e-12);
   }
 }
 
@@ -96,7 +90,7 @@ TEST_P(AffineGrid, Float32FollowsTheMatmulTf32Flag) {
   for (const Case& c : cases()) {
     Tensor grid = F::affine_grid(seq(c.theta_shape, 0.2, dev_, kFloat32), c.size, c.align_corners);
     EXPECT_EQ(grid.dtype(), kFloat32);
-    expect_array(std::string(c.name) + " float32", grid, c.out, c.out_n, 1e-6);
+    expect_values(std::string(c.name) + " float32", grid, c.out, c.out_n, 1e-6);
   }
   // 1 + 2^-20 is 1 in TF32: under TF32 this theta gives the identity's grid, without it not.
   const TensorOptions o = TensorOptions(kFloat32).device(dev_);

@@ -14,6 +14,7 @@
 
 using namespace ember;
 using ember::testing::expect_gradcheck;
+using ember::testing::expect_values;
 using ember::testing::seq;
 namespace E = grid_sample_expected;
 namespace F = ember::nn::functional;
@@ -21,13 +22,6 @@ namespace F = ember::nn::functional;
 namespace {
 
 using Ts = std::vector<Tensor>;
-
-void expect_array(const std::string& what, const Tensor& t, const double* expected, size_t n, double tol) {
-  Tensor h = t.detach().to(Device(kCPU)).to(kFloat64).contiguous();
-  ASSERT_EQ(h.numel(), static_cast<int64_t>(n)) << what;
-  const std::vector<double> values = h.to_vector<double>();
-  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(values[i], expected[i], tol) << what << " [" << i << "]";
-}
 
 struct Case {
   int dims;  // spatial dims
@@ -82,9 +76,9 @@ TEST_P(GridSample, EveryModePaddingAndAlignmentMatchesPyTorch) {
     Tensor y = F::grid_sample(x, g, c.mode, c.padding, c.align_corners);
     EXPECT_EQ(y.device(), dev_);
     (y * seq(y.sizes(), 0.5, dev_)).sum().backward();
-    expect_array(describe(c) + " out", y, c.out, c.out_n, 1e-10);
-    expect_array(describe(c) + " grad input", x.grad(), c.grad_input, c.grad_input_n, 1e-10);
-    expect_array(describe(c) + " grad grid", g.grad(), c.grad_grid, c.grad_grid_n, 1e-10);
+    expect_values(describe(c) + " out", y, c.out, c.out_n, 1e-10);
+    expect_values(describe(c) + " grad input", x.grad(), c.grad_input, c.grad_input_n, 1e-10);
+    expect_values(describe(c) + " grad grid", g.grad(), c.grad_grid, c.grad_grid_n, 1e-10);
   }
 }
 
@@ -95,11 +89,11 @@ TEST_P(GridSample, EitherGradientAlone) {
   Tensor g = seq(grid_shape(c.dims), 0.7, dev_) * 1.3;
   Tensor y = F::grid_sample(x, g, c.mode, c.padding, c.align_corners);
   (y * seq(y.sizes(), 0.5, dev_)).sum().backward();
-  expect_array("grad input alone", x.grad(), c.grad_input, c.grad_input_n, 1e-10);
+  expect_values("grad input alone", x.grad(), c.grad_input, c.grad_input_n, 1e-10);
   Tensor x2 = seq(input_shape(c.dims), 0.1, dev_), g2 = g.detach().requires_grad_(true);
   Tensor y2 = F::grid_sample(x2, g2, c.mode, c.padding, c.align_corners);
   (y2 * seq(y2.sizes(), 0.5, dev_)).sum().backward();
-  expect_array("grad grid alone", g2.grad(), c.grad_grid, c.grad_grid_n, 1e-10);
+  expect_values("grad grid alone", g2.grad(), c.grad_grid, c.grad_grid_n, 1e-10);
   EXPECT_FALSE(x2.grad().defined());
 }
 
@@ -116,7 +110,7 @@ TEST_P(GridSample, Float32AndStridedOperands) {
     ASSERT_FALSE(wide.is_contiguous());
     Tensor y = F::grid_sample(x, wide, c.mode, c.padding, c.align_corners);
     EXPECT_EQ(y.dtype(), kFloat32);
-    expect_array(describe(c) + " float32 out", y, c.out, c.out_n, 1e-5);
+    expect_values(describe(c) + " float32 out", y, c.out, c.out_n, 1e-5);
   }
 }
 
@@ -135,13 +129,13 @@ TEST_P(GridSample, NearestRoundsHalfToEven) {
   Tensor x = arange(5.0, TensorOptions(kFloat64).device(dev_)).view({1, 1, 1, 5});
   Tensor g = tensor({-0.75, 0.0, -0.25, 0.0, 0.25, 0.0, 0.75, 0.0}, TensorOptions(kFloat64).device(dev_))
                  .view({1, 1, 4, 2});
-  expect_array("nearest half to even", F::grid_sample(x, g, "nearest", "zeros", true), E::kNearestHalfToEven, 4, 0);
+  expect_values("nearest half to even", F::grid_sample(x, g, "nearest", "zeros", true), E::kNearestHalfToEven, 4, 0);
   // 5-D: the same pixel coordinates along x.
   Tensor x3 = x.view({1, 1, 1, 1, 5});
   Tensor g3 = tensor({-0.75, 0.0, 0.0, -0.25, 0.0, 0.0, 0.25, 0.0, 0.0, 0.75, 0.0, 0.0},
                      TensorOptions(kFloat64).device(dev_))
                   .view({1, 1, 1, 4, 3});
-  expect_array("5-D nearest half to even", F::grid_sample(x3, g3, "nearest", "zeros", true), E::kNearestHalfToEven, 4,
+  expect_values("5-D nearest half to even", F::grid_sample(x3, g3, "nearest", "zeros", true), E::kNearestHalfToEven, 4,
                0);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <type_traits>
+#include <string>
 #include <vector>
 
 #include "test_support.h"
@@ -45,13 +46,17 @@ void expect_case(const char* what, Fn fn, const std::vector<std::pair<IntList, d
   }
 }
 
-/// Expects `t` (any device) to hold `expected` row-major.
+/// Expects `t` (any device) to hold the n values at `expected`, row-major.
+inline void expect_values(const std::string& what, const Tensor& t, const double* expected, size_t n,
+                          double tol = 1e-10) {
+  Tensor h = t.detach().to(Device(kCPU)).to(kFloat64).contiguous();
+  ASSERT_EQ(h.numel(), static_cast<int64_t>(n)) << what;
+  std::vector<double> values = h.to_vector<double>();
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(values[i], expected[i], tol) << what << " [" << i << "]";
+}
 template <size_t N>
 void expect_values(const char* what, const Tensor& t, const double (&expected)[N], double tol = 1e-10) {
-  Tensor h = t.detach().to(Device(kCPU)).to(kFloat64).contiguous();
-  ASSERT_EQ(h.numel(), static_cast<int64_t>(N)) << what;
-  std::vector<double> values = h.to_vector<double>();
-  for (size_t i = 0; i < N; ++i) EXPECT_NEAR(values[i], expected[i], tol) << what << " [" << i << "]";
+  expect_values(std::string(what), t, expected, N, tol);
 }
 
 /// gradcheck of fn (returning a Tensor or a vector of them), its failure as the test's.
