@@ -4,7 +4,7 @@
 //   train [--epochs 2] [--batch-size 64] [--lr 0.001] [--device DEV] [--disable-cuda]
 //         [--checkpoint out.safetensors] [--resume] [--no-tf32] [--seed 0] [--workers 2]
 //         [--data /usr/share/datasets/fashion-mnist] [--limit N] [--memory-snapshot out.json]
-//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1] [--cuda-graphs] [--help]
+//         [--ddp] [--data-parallel] [--lr-step EPOCHS] [--lr-gamma 0.1] [--cuda-graphs] [--amp] [--help]
 //
 // The device: --device if given; else a GPU if there is one; else an emulated cuda device;
 // --disable-cuda forces the cpu. Batches are pinned by the DataLoader and copied with
@@ -37,6 +37,11 @@
 // (PyTorch's "whole network capture"); a smaller last batch takes an eager step.
 // --data-parallel splits each batch over every cuda device of the process with
 // nn::DataParallel (with no GPU and no EMBER_EMULATED_DEVICES, over 2 emulated devices).
+// --amp trains with automatic mixed precision: the forward pass and the loss under
+// ember::autocast (float16 on a cuda device, bfloat16 on the cpu), the loss scaled by an
+// amp::GradScaler (float16 only: bfloat16 has float32's range and needs none), whose state
+// --checkpoint saves under "scaler." and --resume restores. The weights, the optimizer and
+// the evaluation stay in float32.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +69,8 @@ namespace {
 constexpr const char* kOptimizerPrefix = "optimizer.";
 // ... and those of the learning-rate scheduler's (--lr-step) with this.
 constexpr const char* kSchedulerPrefix = "scheduler.";
+// ... and those of the gradient scaler's (--amp) with this.
+constexpr const char* kScalerPrefix = "scaler.";
 
 struct Args : examples::CommonArgs {
   int epochs = 2;
@@ -73,6 +80,7 @@ struct Args : examples::CommonArgs {
   int64_t lr_step = 0;  // StepLR's step_size in epochs; 0: no scheduler
   double lr_gamma = 0.1;
   bool cuda_graphs = false;
+  bool amp = false;
 
   Args() {
     batch_size = 64;
@@ -87,7 +95,7 @@ constexpr const char* kUsage =
     "             [--checkpoint FILE] [--resume] [--no-tf32] [--seed N] [--workers N]\n"
     "             [--data DIR] [--limit BATCHES] [--eval-limit BATCHES] [--memory-snapshot FILE]\n"
     "             [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n"
-    "             [--lr-step EPOCHS] [--lr-gamma X] [--cuda-graphs] [--help]\n";
+    "             [--lr-step EPOCHS] [--lr-gamma X] [--cuda-graphs] [--amp] [--help]\n";
 
 [[noreturn]] void usage(const std::string& problem) { examples::refuse("train", problem, kUsage); }
 
@@ -103,6 +111,7 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--lr-step")) flags.read(args.lr_step);
     else if (flags.is("--lr-gamma")) flags.read(args.lr_gamma);
     else if (flags.is("--cuda-graphs")) args.cuda_graphs = true;
+    else if (flags.is("--amp")) args.amp = true;
     else flags.unknown();
   }
   if (args.epochs < 0 || args.batch_size <= 0 || args.workers < 0 || args.lr_step < 0) usage("sizes must be positive");
@@ -110,6 +119,7 @@ Args parse(int argc, char** argv) {
   if (args.cuda_graphs && (args.ddp || args.data_parallel))
     usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
   if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
+  if (args.cuda_graphs && args.amp) usage("--amp's scaler decides on the host whether to step: not with --cuda-graphs");
   return args;
 }
 
@@ -156,6 +166,8 @@ int main(int argc, char** argv) {
       std::cout << "device: " << device;
       if (device.is_cuda()) std::cout << " (" << cuda::backend_name() << " backend)";
       std::cout << ", TF32 " << (backends::cudnn.allow_tf32 ? "allowed" : "off");
+      if (args.amp)
+        std::cout << ", mixed precision (" << (device.is_cuda() ? "float16, loss scaling" : "bfloat16") << ")";
       if (args.ddp) std::cout << ", DistributedDataParallel on " << ddp_rank.world << " ranks (one device each)";
       std::cout << "\n";
     }
@@ -191,7 +203,7 @@ int main(int argc, char** argv) {
 
     auto net = std::make_shared<Network>();
     // From the checkpoint, loaded once the optimizer and the scheduler exist.
-    nn::StateDict optimizer_state, scheduler_state;
+    nn::StateDict optimizer_state, scheduler_state, scaler_state;
     if (args.resume) {
       nn::StateDict model_state;
       for (const auto& [key, t] : load(args.checkpoint)) {
@@ -199,6 +211,8 @@ int main(int argc, char** argv) {
           optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
         } else if (key.rfind(kSchedulerPrefix, 0) == 0) {
           scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
+        } else if (key.rfind(kScalerPrefix, 0) == 0) {
+          scaler_state.insert(key.substr(std::strlen(kScalerPrefix)), t);
         } else {
           model_state.insert(key, t);
         }
@@ -257,6 +271,13 @@ int main(int argc, char** argv) {
       examples::load_checkpoint_part(args.checkpoint, "scheduler", "StepLR, --lr-step",
                                      [&] { scheduler->load_state_dict(scheduler_state); });
     }
+    // --amp: float16 with loss scaling on a cuda device, bfloat16 (no scaling) on the cpu.
+    const DType amp_dtype = device.is_cuda() ? kFloat16 : kBFloat16;
+    amp::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/args.amp && amp_dtype == kFloat16);
+    if (scaler.is_enabled() && !scaler_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "scaler", "GradScaler, --amp",
+                                     [&] { scaler.load_state_dict(scaler_state); });
+    }
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
@@ -278,9 +299,15 @@ int main(int argc, char** argv) {
           total_loss += static_loss.detach();
         } else {
           optimizer.zero_grad();
-          Tensor loss = nn::functional::cross_entropy(model.forward(x), y);
-          loss.backward();
-          optimizer.step();
+          Tensor loss;
+          {
+            std::optional<autocast> mixed;
+            if (args.amp) mixed.emplace(device.type(), amp_dtype);
+            loss = nn::functional::cross_entropy(model.forward(x), y);  // float32 under autocast too
+          }
+          scaler.scale(loss).backward();  // as is when the scaler is disabled
+          scaler.step(optimizer);
+          scaler.update();
           total_loss += loss.detach();
           if (args.cuda_graphs && !captured && y.size(0) == args.batch_size) {
             // After this eager step (Adam's state exists now), capture the next ones.
@@ -329,6 +356,7 @@ int main(int argc, char** argv) {
         if (scheduler) {
           for (const auto& [key, t] : scheduler->state_dict()) checkpoint.insert(kSchedulerPrefix + key, t);
         }
+        for (const auto& [key, t] : scaler.state_dict()) checkpoint.insert(kScalerPrefix + key, t);
         save(checkpoint, args.checkpoint, {{"epoch", std::to_string(epoch)}});
       }
     }

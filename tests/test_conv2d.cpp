@@ -131,7 +131,7 @@ TEST_P(Conv2d, ShapesThatDoNotFitAreTypedErrors) {
                    "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [5, 5]");
   EXPECT_THROW_MSG(conv2d(x, ones({4, 3, 3}, o)), ValueError, "Expected 4-dimensional weight");
   EXPECT_THROW_MSG(conv2d(x.to(kInt64), ones({4, 3, 3, 3}, TensorOptions(kInt64).device(dev_))), TypeError,
-                   "conv2d: expected a float32 or float64 input, but got int64");
+                   "conv2d: expected a floating point input, but got int64");
   EXPECT_THROW_MSG(conv2d(x, ones({4, 3, 3, 3}, TensorOptions(kFloat64).device(dev_))), TypeError,
                    "input type (float32) and weight type (float64) should be the same");
 }

@@ -1,6 +1,7 @@
 // The whole public API of ember.
 #pragma once
 
+#include "ember/amp.h"  // autocast, GradScaler
 #include "ember/autograd.h"
 #include "ember/backends.h"
 #include "ember/char_data.h"

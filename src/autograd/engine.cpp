@@ -32,6 +32,7 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 
 namespace ember::autograd {
@@ -192,6 +193,8 @@ std::vector<Tensor> call_node(GraphTask& task, Node& node, std::vector<Tensor> i
   note_used(task, stream);
   std::vector<Tensor> outputs;
   {
+    // Backward ops run in the dtypes the forward chose, never autocast (Note [Autocast]).
+    const ember::detail::AutocastSuspend no_autocast;
     std::lock_guard<std::mutex> lock(node.internals().mutex);
     outputs = node.apply(std::move(inputs));
     if (!task.keep_graph) node.release_variables();

@@ -120,6 +120,16 @@ enum class OpKind : uint8_t {
   // single element, for every output; each output a dense, contiguous 1-D run of real
   // elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.
   ForeachMul,
+  // Mixed precision's gradient check (torch._amp_foreach_non_finite_check_and_unscale_): out0 the
+  // float32 found-inf flag (read and written: set to 1 when any element is inf or NaN, never
+  // cleared); out1... the gradients, scaled in place by in0's single float32 element (the inverse
+  // scale; the multiplication in float32, or float64 for float64 gradients), each a dense,
+  // contiguous 1-D run of one floating dtype, as ForeachMul's.
+  AmpNonFiniteCheckAndUnscale,
+  // Mixed precision's scale update (torch._amp_update_scale_): out0 the float32 scale and out1
+  // the int32 growth tracker (one element each, read and written), in0 the float32 found-inf
+  // count; s0 growth_factor, s1 backoff_factor, dim growth_interval.
+  AmpUpdateScale,
   // Fused reductions and masks of one launch each.
   LogSumExp,  // out = log(sum(exp(in0))) along `dim`, the maximum subtracted first (an infinite
               // maximum counts as 0; an empty line gives -inf); out has in0's sizes with

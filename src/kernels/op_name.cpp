@@ -62,6 +62,8 @@ const char* op_name(OpKind op) noexcept {
     case OpKind::Gelu: return "gelu";
     case OpKind::GeluBackward: return "gelu_backward";
     case OpKind::ForeachMul: return "foreach_mul_";
+    case OpKind::AmpNonFiniteCheckAndUnscale: return "_amp_foreach_non_finite_check_and_unscale_";
+    case OpKind::AmpUpdateScale: return "_amp_update_scale_";
     case OpKind::LogSumExp: return "logsumexp";
     case OpKind::Triangle: return "triangle";
     case OpKind::LstmCell: return "_thnn_fused_lstm_cell";

@@ -13,6 +13,7 @@
 #include "ember/linalg_distance.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "ops/autocast.h"
 #include "ops/cdist_direct.h"
 #include "ops/launch.h"
 #include "runtime/backend.h"
@@ -277,6 +278,10 @@ bool device_stream_capturing(const Tensor& x) {
 }  // namespace
 
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kCdist, {&x1, &x2}})
+      return cdist(ac.cast(x1), ac.cast(x2), p, compute_mode);
+  }
   const int64_t mode = compute_mode_number(compute_mode);
   EMBER_CHECK(x1.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
   EMBER_CHECK(x2.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");

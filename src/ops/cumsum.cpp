@@ -1,7 +1,8 @@
 // cumsum: one Cumsum launch (kernel_call.h); integral and bool inputs give int64, as PyTorch.
 #include "ember/errors.h"
-#include "kernels/dtype_dispatch.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/recording.h"
 
@@ -23,6 +24,9 @@ Tensor cumsum_impl(const Tensor& a, int64_t dim) {
 }  // namespace
 
 Tensor cumsum(const Tensor& a, int64_t dim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kCumsum, {&a}}) return cumsum(ac.cast(a), dim);
+  }
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
   return detail::recorded(detail::Formula::Cumsum, {&a}, [&] { return cumsum_impl(a, d); }, detail::DimArgs{d});
 }

@@ -1,6 +1,4 @@
 // Element-wise ops: device checks, type promotion, broadcasting, output allocation.
-#include "ops/recording.h"
-#include "kernels/op_name.h"
 #include "core/scalar_convert.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
@@ -8,8 +6,11 @@
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/functors.h"
+#include "kernels/op_name.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
+#include "ops/recording.h"
 
 namespace ember {
 
@@ -188,9 +189,15 @@ Tensor div(const Tensor& a, const Tensor& b) {
   return recorded(Formula::Div, {&a, &b}, [&] { return binary(OpKind::Div, a, b); });
 }
 Tensor pow(const Tensor& a, const Tensor& exponent) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kPow, {&a, &exponent}}) return pow(ac.cast(a), ac.cast(exponent));
+  }
   return recorded(Formula::Pow, {&a, &exponent}, [&] { return binary(OpKind::Pow, a, exponent); });
 }
 Tensor pow(const Tensor& a, const Scalar& exponent) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kPow, {&a}}) return pow(ac.cast(a), exponent);
+  }
   return recorded(Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); },
                   ScalarArgs{exponent});
 }
@@ -217,8 +224,22 @@ Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a
 // exp, log, ...: integral inputs promoted to floating (Note [Declaring an op] in kernels/unary_ops.h).
 // A real-only op (kRealOnlyUnary) refuses complex input here, before any launch, with the
 // kernels' words.
+namespace {
+// The unary ops of autocast's lists (Note [Autocast] in ops/autocast.cpp); kCount: in none.
+constexpr detail::AutocastOp unary_autocast_op(OpKind kind) {
+  switch (kind) {
+    case OpKind::Exp: return detail::AutocastOp::kExp;
+    case OpKind::Log: return detail::AutocastOp::kLog;
+    case OpKind::Rsqrt: return detail::AutocastOp::kRsqrt;
+    default: return detail::AutocastOp::kCount;
+  }
+}
+}  // namespace
 #define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                       \
   Tensor name(const Tensor& a) {                                                              \
+    if (unary_autocast_op(OpKind::Kind) != detail::AutocastOp::kCount && detail::autocast_may_apply()) { \
+      if (detail::AutocastScope ac{unary_autocast_op(OpKind::Kind), {&a}}) return name(ac.cast(a));  \
+    }                                                                                         \
     EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError, \
                 "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'"); \
     return unary_recorded(Formula::Kind, OpKind::Kind, a, true);                              \

@@ -3,11 +3,12 @@
 // cat allocates the result once and copies each input into its slice (one Copy
 // KernelCall per input, which also converts to the promoted dtype); chunk and split
 // return views, as PyTorch's do.
-#include "ops/recording.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember {
 
@@ -25,6 +26,9 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim);
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kCat, tensors}) return cat(ac.cast(tensors), dim);
+  }
   if (!ember::detail::should_record(tensors)) return cat_impl(tensors, dim);
   ember::detail::CatArgs attrs;  // each input's size along dim (-1: a skipped empty input)
   const Tensor* reference = &tensors[0];
@@ -80,6 +84,9 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
 }  // namespace
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kStack, tensors}) return stack(ac.cast(tensors), dim);
+  }
   EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");
   const int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1);
   for (size_t i = 0; i < tensors.size(); ++i) {

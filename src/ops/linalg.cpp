@@ -1,11 +1,12 @@
 // matmul (1-D, 2-D and batched with broadcasting), bmm, addmm, baddbmm and index_select.
-#include "ops/recording.h"
-#include "runtime/backend_flags.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/matmul_precision.h"
+#include "ops/recording.h"
+#include "runtime/backend_flags.h"
 
 namespace ember {
 
@@ -97,12 +98,18 @@ const char* matmul_node_name(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kMatmul, {&a, &b}}) return matmul(ac.cast(a), ac.cast(b));
+  }
   ember::detail::Attrs attrs(ember::detail::NoArgs{}, matmul_node_name(a, b));
   return ember::detail::recorded(ember::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); },
                                     std::move(attrs));
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kBmm, {&a, &b}}) return bmm(ac.cast(a), ac.cast(b));
+  }
   EMBER_CHECK(a.dim() == 3, ValueError, "batch1 must be a 3D tensor");
   EMBER_CHECK(b.dim() == 3, ValueError, "batch2 must be a 3D tensor");
   EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), ValueError,
@@ -111,23 +118,38 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   return matmul(a, b);
 }
 
+namespace {
+// beta * bias + alpha * (a @ b), addmm's and baddbmm's value (bias broadcasts to the product,
+// not the reverse). float16 and bfloat16 operands: the product and the sum in float32, rounded
+// once, as PyTorch's GEMMs with a beta term (cuBLAS, oneDNN) round; float16 and bfloat16 values
+// are exact in float32 and in TF32.
+Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
+                           const Scalar& alpha) {
+  if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
+    return scaled_product_plus(bias.to(kFloat32), a.to(kFloat32), b.to(kFloat32), beta, alpha).to(a.dtype());
+  }
+  Tensor product = matmul(a, b);
+  Tensor expanded = bias.expand(product.sizes());
+  const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
+  const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
+  const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
+  if (!unit_alpha) product = product * alpha;
+  if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
+  return product.add_(unit_beta ? expanded : expanded * beta);
+}
+}  // namespace
+
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kAddmm, {&bias, &a, &b}})
+      return addmm(ac.cast(bias), ac.cast(a), ac.cast(b), beta, alpha);
+  }
   EMBER_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
   EMBER_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
   detail::check_same_device(bias, a);
   EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError, "self and mat2 must have the same dtype, "
               "but got ", detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
-  auto compute = [&] {
-    Tensor product = matmul(a, b);
-    // bias must broadcast to the product's shape (it is expanded, not the product).
-    Tensor expanded = bias.expand(product.sizes());
-    const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
-    const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
-    const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
-    if (!unit_alpha) product = product * alpha;
-    if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
-    return product.add_(unit_beta ? expanded : expanded * beta);
-  };
+  auto compute = [&] { return scaled_product_plus(bias, a, b, beta, alpha); };
   // One AddmmBackward0 node, as PyTorch's (not the nodes of the ops it is made of).
   ember::detail::AddmmArgs attrs{beta, alpha};
   return ember::detail::recorded(ember::detail::Formula::Addmm, {&bias, &a, &b}, compute, std::move(attrs));
@@ -161,6 +183,10 @@ Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kBaddbmm, {&input, &batch1, &batch2}})
+      return baddbmm(ac.cast(input), ac.cast(batch1), ac.cast(batch2), beta, alpha);
+  }
   EMBER_CHECK(batch1.dim() == 3, ValueError, "batch1 must be a 3D tensor");
   EMBER_CHECK(batch2.dim() == 3, ValueError, "batch2 must be a 3D tensor");
   EMBER_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2), ValueError,
@@ -173,16 +199,7 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
               cpp_type_name(batch2.dtype()));
   EMBER_CHECK(batch2.dtype() == batch1.dtype(), TypeError, "expected scalar type ",
               detail::scalar_type_name(batch1.dtype()), " but found ", detail::scalar_type_name(batch2.dtype()));
-  auto compute = [&] {
-    Tensor product = matmul(batch1, batch2);
-    Tensor expanded = input.expand(product.sizes());  // input broadcasts to the product, not the reverse
-    const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
-    const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
-    const bool zero_beta = !beta.is_complex() && beta.to<double>() == 0.0;
-    if (!unit_alpha) product = product * alpha;
-    if (zero_beta) return product;  // as PyTorch: input is ignored (NaN in it does not propagate)
-    return product.add_(unit_beta ? expanded : expanded * beta);
-  };
+  auto compute = [&] { return scaled_product_plus(input, batch1, batch2, beta, alpha); };
   // addmm's formula serves: its backward is written for batched operands too.
   ember::detail::Attrs attrs(ember::detail::AddmmArgs{beta, alpha}, "BaddbmmBackward0");
   return ember::detail::recorded(ember::detail::Formula::Addmm, {&input, &batch1, &batch2}, compute,

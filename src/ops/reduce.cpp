@@ -1,10 +1,11 @@
 // Reductions: sum, mean, max, min over all elements or one dim; allclose, equal.
-#include "ops/recording.h"
-#include "kernels/op_name.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "kernels/op_name.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember {
 
@@ -67,8 +68,18 @@ Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepd
 }
 }  // namespace
 
-Tensor sum(const Tensor& a) { return reduce_all(Formula::Sum, OpKind::Sum, a); }
-Tensor sum(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::SumDim, OpKind::Sum, a, dim, keepdim); }
+Tensor sum(const Tensor& a) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kSum, {&a}}) return sum(ac.cast(a));
+  }
+  return reduce_all(Formula::Sum, OpKind::Sum, a);
+}
+Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kSum, {&a}}) return sum(ac.cast(a), dim, keepdim);
+  }
+  return reduce_dim(Formula::SumDim, OpKind::Sum, a, dim, keepdim);
+}
 Tensor mean(const Tensor& a) { return reduce_all(Formula::Mean, OpKind::Mean, a); }
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   return reduce_dim(Formula::MeanDim, OpKind::Mean, a, dim, keepdim);

@@ -4,6 +4,7 @@
 
 #include "ember/errors.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
 #include "ops/recording.h"
@@ -74,6 +75,10 @@ Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
 }
 
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kScatterAdd, {&a, &index, &src}})
+      return scatter_add(ac.cast(a), dim, index, ac.cast(src));
+  }
   const int64_t d = check_scatter(a, dim, index, src);
   return detail::recorded(
       detail::Formula::ScatterAdd, {&a, &index, &src},

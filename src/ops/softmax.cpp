@@ -1,10 +1,11 @@
 // softmax, log_softmax, argmax and argmin: ops along one dim with their own kernels.
-#include "ops/recording.h"
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/op_name.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember {
 
@@ -62,8 +63,18 @@ Tensor arg_reduce(OpKind op, const Tensor& a, std::optional<int64_t> dim, bool k
 
 }  // namespace
 
-Tensor softmax(const Tensor& a, int64_t dim) { return softmax_op(OpKind::Softmax, a, dim); }
-Tensor log_softmax(const Tensor& a, int64_t dim) { return softmax_op(OpKind::LogSoftmax, a, dim); }
+Tensor softmax(const Tensor& a, int64_t dim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kSoftmax, {&a}}) return softmax(ac.cast(a), dim);
+  }
+  return softmax_op(OpKind::Softmax, a, dim);
+}
+Tensor log_softmax(const Tensor& a, int64_t dim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kLogSoftmax, {&a}}) return log_softmax(ac.cast(a), dim);
+  }
+  return softmax_op(OpKind::LogSoftmax, a, dim);
+}
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(OpKind::ArgMax, a, dim, keepdim);
 }

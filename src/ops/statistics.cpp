@@ -11,9 +11,10 @@
 #include <limits>
 
 #include "ember/errors.h"
-#include "kernels/dtype_dispatch.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/recording.h"
 
@@ -102,6 +103,9 @@ Tensor var_impl(const Tensor& a, const IntList& dims, int64_t correction, bool k
 }  // namespace
 
 Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kLogSumExp, {&a}}) return logsumexp(ac.cast(a), dims, keepdim);
+  }
   IntList ds = reduced_dims(a, dims);
   return detail::recorded(detail::Formula::Logsumexp, {&a}, [&] { return logsumexp_impl(a, ds, keepdim); },
                           detail::ReduceDimsArgs{ds, keepdim});

@@ -8,6 +8,7 @@
 #include "ember/errors.h"
 #include "ember/linalg_distance.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 
 namespace ember {
@@ -28,6 +29,10 @@ std::vector<bool> contracted_mask(const IntList& dims, int64_t ndim) {
 }  // namespace
 
 Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const IntList& dims_b) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kTensordot, {&a, &b}})
+      return tensordot(ac.cast(a), ac.cast(b), dims_a, dims_b);
+  }
   EMBER_CHECK(dims_a.size() == dims_b.size(), ValueError, "both dimension lists should have same length");
   EMBER_CHECK(a.dtype() == b.dtype(), TypeError, "both inputs should have same dtype");
   detail::check_same_device(a, b);
@@ -71,6 +76,10 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const 
 }
 
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
+  if (detail::autocast_may_apply()) {
+    if (detail::AutocastScope ac{detail::AutocastOp::kTensordot, {&a, &b}})
+      return tensordot(ac.cast(a), ac.cast(b), dims);
+  }
   EMBER_CHECK(dims >= 0, ValueError, "tensordot expects dims >= 0, but got dims=", dims);
   EMBER_CHECK(dims <= std::min(a.dim(), b.dim()), ValueError,
               "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);

@@ -9,6 +9,7 @@
 #include "ember/autograd.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "ops/autocast.h"
 
 namespace ember::detail::parallel {
 
@@ -22,12 +23,14 @@ std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::
   streams.reserve(n);
   for (int d : devices) streams.push_back(cuda::current_stream(d));
   const bool grad_enabled = is_grad_enabled();
+  const detail::AutocastState autocast = detail::autocast_state();
 
   std::vector<Tensor> outputs(n);
   std::vector<std::exception_ptr> errors(n);
   auto run = [&](size_t i) {
     try {
       AutoGradMode grad_mode(grad_enabled);
+      const detail::AutocastPropagate autocast_mode(autocast);  // the caller's autocast
       cuda::StreamGuard stream(streams[i]);  // also makes devices[i] current
       outputs[i] = (*replicas[i])(inputs[i]);
     } catch (...) {

@@ -74,6 +74,8 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::BatchNormStats: return host::launch_batch_norm_stats(call, nullptr);
     case OpKind::OptimizerStep: return host::launch_optimizer_step(call, nullptr);
     case OpKind::ForeachMul: return host::launch_foreach_mul(call, nullptr);
+    case OpKind::AmpNonFiniteCheckAndUnscale: return host::launch_amp_check_and_unscale(call, nullptr);
+    case OpKind::AmpUpdateScale: return host::launch_amp_update_scale(call, nullptr);
     case OpKind::Im2Col:
       return host::launch_im2col(call.inputs.at(0), call.outputs.at(0),
                                  call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);

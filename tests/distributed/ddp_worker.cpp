@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <limits>
 #include <string>
 
 #include "ember/ember.h"
@@ -291,6 +292,40 @@ TEST_P(DDP, DifferentModelsAreAnErrorNamingTheParameterOnEveryRank) {
                                            " has 4 params, while rank 1 has inconsistent 6 params.";
   EXPECT_EQ(message, expected);
   dist::barrier();  // the group is still in step
+}
+
+// Mixed precision under DDP (ember::autocast + amp::GradScaler): gradients are averaged
+// before the scaler looks at them, so an inf on one rank alone makes every rank skip the
+// same step, back off the same scale, and keep the same weights; the next clean step moves
+// them all alike.
+TEST_P(DDP, GradScalerSkipsTheSameStepOnEveryRankWhenOneRankOverflows) {
+  auto net = mlp({8, 4}, 100 + rank());
+  net->to(device());
+  DistributedDataParallel ddp(net, DDPOptions());
+  ember::optim::SGD sgd(ddp.parameters(), ember::optim::SGDOptions(0.1));
+  ember::amp::GradScaler scaler(device(), 1024.0, 2.0, 0.5, 1);
+  const auto [x, y] = batch(8, 4, 7);
+  auto step = [&](bool overflow_here) {
+    sgd.zero_grad();
+    Tensor loss;
+    {
+      ember::autocast guard(device().type());  // float16 on cuda, bfloat16 on the cpu
+      loss = nn::functional::mse_loss(ddp(slice_of(x, rank()).to(device())), slice_of(y, rank()).to(device()));
+    }
+    if (overflow_here) loss = loss * std::numeric_limits<float>::infinity();
+    scaler.scale(loss).backward();
+    const bool stepped = scaler.step(sgd);
+    scaler.update();
+    return stepped;
+  };
+  const Tensor before = net->parameters()[0].detach().clone();
+  EXPECT_FALSE(step(/*overflow_here=*/rank() == world() - 1));
+  EXPECT_EQ(scaler.get_scale(), 512.0);
+  EXPECT_TRUE(net->parameters()[0].cpu().equal(before.cpu()));
+  EXPECT_TRUE(step(false));
+  EXPECT_EQ(scaler.get_scale(), 1024.0);
+  EXPECT_FALSE(net->parameters()[0].cpu().equal(before.cpu()));
+  for (const Tensor& p : net->parameters()) EXPECT_TRUE(same_on_every_rank(p));
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, DDP, ::testing::Values("cpu", "cuda"));

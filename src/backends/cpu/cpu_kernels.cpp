@@ -69,6 +69,8 @@ void run(const KernelCall& call) {
     case OpKind::LayerNormBackward: return run_layer_norm_backward(call);
     case OpKind::Gelu: case OpKind::GeluBackward: return run_gelu(call);
     case OpKind::ForeachMul: return run_foreach_mul(call);
+    case OpKind::AmpNonFiniteCheckAndUnscale: return run_amp_check_and_unscale(call);
+    case OpKind::AmpUpdateScale: return run_amp_update_scale(call);
     case OpKind::LogSumExp: return run_logsumexp(call);
     case OpKind::Triangle: return run_triangle(call);
     case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:

@@ -15,5 +15,7 @@ void run_im2col(const KernelCall& call);
 void run_col2im(const KernelCall& call);
 void run_optimizer_step(const KernelCall& call);
 void run_foreach_mul(const KernelCall& call);
+void run_amp_check_and_unscale(const KernelCall& call);  // cpu_foreach.cpp
+void run_amp_update_scale(const KernelCall& call);       // cpu_foreach.cpp
 
 }  // namespace ember::detail::cpu

@@ -72,6 +72,8 @@ void DriverBackend::launch(BackendStream* stream, const KernelCall& call) {
     case OpKind::LayerNormBackward: launch_layer_norm_backward(call, handle); break;
     case OpKind::Gelu: case OpKind::GeluBackward: launch_gelu(call, handle); break;
     case OpKind::ForeachMul: launch_foreach_mul(call, handle); break;
+    case OpKind::AmpNonFiniteCheckAndUnscale: launch_amp_check_and_unscale(call, handle); break;
+    case OpKind::AmpUpdateScale: launch_amp_update_scale(call, handle); break;
     case OpKind::LogSumExp: launch_logsumexp(call, handle); break;
     case OpKind::Triangle: launch_triangle(call, handle); break;
     case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:

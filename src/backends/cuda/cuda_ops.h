@@ -26,6 +26,8 @@ void launch_index_select(const KernelCall& call, cudaStream_t stream);
 void launch_generate(const KernelCall& call, cudaStream_t stream);      // Normal Uniform Arange
 void launch_optimizer_step(const KernelCall& call, cudaStream_t stream);  // cuda_optimizer_step.cu
 void launch_foreach_mul(const KernelCall& call, cudaStream_t stream);      // cuda_foreach.cu
+void launch_amp_check_and_unscale(const KernelCall& call, cudaStream_t stream);  // cuda_foreach.cu
+void launch_amp_update_scale(const KernelCall& call, cudaStream_t stream);       // cuda_foreach.cu
 void launch_select(const KernelCall& call, cudaStream_t stream);        // Where Clamp ClampScalar
 void launch_softmax(const KernelCall& call, cudaStream_t stream);       // Softmax LogSoftmax
 void launch_arg_reduce(const KernelCall& call, cudaStream_t stream);    // ArgMax ArgMin (cuda_softmax.cu)

@@ -12,6 +12,7 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/matmul_precision.h"
 #include "ops/nn/grid_sample.h"
 #include "runtime/backend_flags.h"
@@ -180,6 +181,10 @@ Tensor affine_grid(const Tensor& theta, const IntList& size, bool align_corners)
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
                    bool align_corners) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kGridSample, {&input, &grid}})
+      return grid_sample(ac.cast(input), ac.cast(grid), mode, padding_mode, align_corners);
+  }
   int64_t interpolation = 0;
   if (mode == "bilinear") interpolation = 0;
   else if (mode == "nearest") interpolation = 1;

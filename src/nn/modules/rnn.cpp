@@ -13,6 +13,7 @@
 #include "nn/module_context.h"
 #include "nn/modules/rnn_layer.h"
 #include "nn/python_repr.h"
+#include "ops/autocast.h"
 
 namespace ember::nn {
 namespace {
@@ -137,15 +138,21 @@ void RNNBase::check_state(const std::vector<Tensor>& state, const Tensor& data, 
 }
 
 std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& data, const std::vector<int64_t>& batch_sizes,
-                                                    const std::vector<Tensor>& state) {
+                                                    const std::vector<Tensor>& state_in) {
+  // Under autocast the whole network runs in its dtype, as PyTorch's cuDNN (_cudnn_rnn) and
+  // oneDNN (mkldnn_rnn_layer) layers do (Note [Autocast] in src/ops/autocast.cpp).
+  std::vector<Tensor> inputs{data};
+  inputs.insert(inputs.end(), state_in.begin(), state_in.end());
+  const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnn, inputs);
+  const std::vector<Tensor> state = ac.cast(state_in);
   const bool lstm = mode == "LSTM";
   const int64_t directions = num_directions();
-  Tensor layer_input = data;
+  Tensor layer_input = ac.cast(data);
   std::vector<Tensor> h_n, c_n;
   for (int64_t layer = 0; layer < num_layers; ++layer) {
     std::vector<Tensor> outputs;
     for (int64_t direction = 0; direction < directions; ++direction) {
-      const std::vector<Tensor>& w = weights(layer, direction);
+      const std::vector<Tensor> w = ac.cast(weights(layer, direction));
       Tensor b_ih = bias ? w[2] : Tensor(), b_hh = bias ? w[3] : Tensor();
       if (bias && mode != "GRU") {
         // Both biases only ever meet in the gates' sum: add them once, to the input projection

@@ -7,6 +7,7 @@
 #include "ember/ops.h"
 #include "nn/copy_module.h"
 #include "nn/modules/rnn_layer.h"
+#include "ops/autocast.h"
 
 namespace ember::nn {
 namespace {
@@ -104,8 +105,11 @@ RNNCell::RNNCell(int64_t input_size, int64_t hidden_size, bool bias, const std::
 
 Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
   const CellInputs in = cell_inputs(*this, input, {hx}, {"hidden"});
-  Tensor out = detail::nn::rnn_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
-                                         detail::nn::project(in.states[0], weight_hh, bias_hh), nonlinearity == "relu");
+  const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnnCell, {&in.x, &in.states[0], &weight_ih});
+  const Tensor h = ac.cast(in.states[0]);
+  Tensor out = detail::nn::rnn_cell_step(detail::nn::project(ac.cast(in.x), ac.cast(weight_ih), ac.cast(bias_ih)),
+                                         detail::nn::project(h, ac.cast(weight_hh), ac.cast(bias_hh)),
+                                         nonlinearity == "relu");
   return in.batched ? out : out.squeeze(0);
 }
 
@@ -124,9 +128,11 @@ std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::opti
   const CellInputs in = cell_inputs(*this, input, hx ? std::vector<Tensor>{hx->first, hx->second}
                                                       : std::vector<Tensor>{Tensor(), Tensor()},
                                      {"hx[0]", "hx[1]"});
-  auto [h_next, c_next] = detail::nn::lstm_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
-                                                     detail::nn::project(in.states[0], weight_hh, bias_hh),
-                                                     in.states[1]);
+  const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnnCell,
+                                        {&in.x, &in.states[0], &in.states[1], &weight_ih});
+  auto [h_next, c_next] = detail::nn::lstm_cell_step(
+      detail::nn::project(ac.cast(in.x), ac.cast(weight_ih), ac.cast(bias_ih)),
+      detail::nn::project(ac.cast(in.states[0]), ac.cast(weight_hh), ac.cast(bias_hh)), ac.cast(in.states[1]));
   if (!in.batched) return {h_next.squeeze(0), c_next.squeeze(0)};
   return {h_next, c_next};
 }
@@ -140,9 +146,10 @@ GRUCell::GRUCell(int64_t input_size, int64_t hidden_size, bool bias)
 
 Tensor GRUCell::forward(const Tensor& input, const Tensor& hx) {
   const CellInputs in = cell_inputs(*this, input, {hx}, {"hidden"});
-  const Tensor& h = in.states[0];
-  Tensor out = detail::nn::gru_cell_step(detail::nn::project(in.x, weight_ih, bias_ih),
-                                         detail::nn::project(h, weight_hh, bias_hh), h);
+  const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnnCell, {&in.x, &in.states[0], &weight_ih});
+  const Tensor h = ac.cast(in.states[0]);
+  Tensor out = detail::nn::gru_cell_step(detail::nn::project(ac.cast(in.x), ac.cast(weight_ih), ac.cast(bias_ih)),
+                                         detail::nn::project(h, ac.cast(weight_hh), ac.cast(bias_hh)), h);
   return in.batched ? out : out.squeeze(0);
 }
 

@@ -9,6 +9,7 @@
 #include "ember/nn.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 
 namespace ember::nn::functional {
@@ -29,6 +30,11 @@ bool broadcasts_to(const IntList& from, const IntList& to) {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kAttention, {&query, &key, &value, &attn_mask}})
+      return scaled_dot_product_attention(ac.cast(query), ac.cast(key), ac.cast(value), ac.cast(attn_mask), dropout_p,
+                                          is_causal, scale);
+  }
   EMBER_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ValueError,
               "scaled_dot_product_attention: expected query, key and value of at least 2 dims, but got ",
               query.dim(), ", ", key.dim(), " and ", value.dim());

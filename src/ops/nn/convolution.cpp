@@ -18,15 +18,16 @@
 #include <string>
 #include <tuple>
 
-#include "runtime/backend_flags.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
-#include "kernels/kernel_call.h"
-#include "ops/nn/backward_kernels.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/kernel_call.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/nn/backward_kernels.h"
 #include "ops/nn/conv_padding.h"
+#include "runtime/backend_flags.h"
 
 namespace ember {
 namespace {
@@ -279,6 +280,11 @@ Tensor conv_transpose_batched(const Tensor& input, const Tensor& weight, const T
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
                    const IntList& padding, const IntList& dilation, int64_t groups, int64_t dims, const char* name,
                    const IntList* output_padding = nullptr) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kConvolution, {&input, &weight, &bias}})
+      return convolution(ac.cast(input), ac.cast(weight), ac.cast(bias), stride, padding, dilation, groups, dims, name,
+                         output_padding);
+  }
   EMBER_CHECK(input.defined() && weight.defined(), ValueError, name, ": expected defined input and weight tensors");
   EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, ValueError, "Expected ", dims + 1,
               "D (unbatched) or ", dims + 2, "D (batched) input to ", name, ", but got input of size: ",
@@ -287,10 +293,20 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
               "-dimensional input ", detail::IntListPrinter{input.sizes()}, ", but got weight of size ",
               detail::IntListPrinter{weight.sizes()}, " instead");
   detail::check_same_device(input, weight);
-  EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError, name,
-              ": expected a float32 or float64 input, but got ", dtype_name(input.dtype()));
+  EMBER_CHECK(is_floating_point(input.dtype()), TypeError, name,
+              ": expected a floating point input, but got ", dtype_name(input.dtype()));
   EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
+  if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {
+    // As cuDNN's and oneDNN's half convolutions: products accumulated in float32, the result
+    // rounded once. The float32 path's TF32 rounding leaves float16 and bfloat16 values exact.
+    EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), TypeError, name, ": input type (",
+                dtype_name(input.dtype()), ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+    const Tensor bias32 = bias.defined() ? bias.to(kFloat32) : bias;
+    return convolution(input.to(kFloat32), weight.to(kFloat32), bias32, stride, padding, dilation, groups, dims, name,
+                       output_padding)
+        .to(input.dtype());
+  }
   EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
   const ConvParams params = conv_params(dims, stride, padding, dilation, groups);
   const bool transposed = output_padding != nullptr;

@@ -3,11 +3,16 @@
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
+#include "ops/autocast.h"
 #include "ops/nn/reduction.h"
 
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kLinear, {&input, &weight, &bias}})
+      return linear(ac.cast(input), ac.cast(weight), ac.cast(bias));
+  }
   EMBER_CHECK(weight.dim() == 2, ValueError, "linear(): expected weight to be 2-D, but got ", weight.dim(), "-D");
   if (input.dim() == 2 && bias.defined()) return addmm(bias, input, weight.t());
   if (input.dim() == 3 && bias.defined() && input.is_contiguous() && input.numel() > 0) {  // as PyTorch: one addmm, viewed back
@@ -32,6 +37,10 @@ Tensor dropout(const Tensor& input, double p, bool training, std::optional<Gener
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kMseLoss, {&input, &target}})
+      return mse_loss(ac.cast(input), ac.cast(target), reduction);
+  }
   const detail::Reduction r = detail::parse_reduction(reduction);
   Tensor diff = input - target;
   return detail::reduce_loss(diff * diff, r);

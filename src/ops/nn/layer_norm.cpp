@@ -5,6 +5,7 @@
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "kernels/transformer_kernels.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/nn/transformer_backward.h"
 #include "ops/recording.h"
@@ -59,6 +60,10 @@ Forward layer_norm_forward(const Tensor& input, int64_t rows, int64_t cols, cons
 
 Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kLayerNorm, {&input, &weight, &bias}})
+      return layer_norm(ac.cast(input), normalized_shape, ac.cast(weight), ac.cast(bias), eps);
+  }
   const auto nd = static_cast<int64_t>(normalized_shape.size());
   EMBER_CHECK(nd >= 1, ValueError, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
               "least one element, but got normalized_shape = ", ember::detail::IntListPrinter{normalized_shape});

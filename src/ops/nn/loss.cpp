@@ -3,15 +3,16 @@
 // plus its reduction; cross_entropy is log_softmax followed by it.
 #include <cmath>
 
-#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/loss_kernels.h"
-#include "ops/nn/reduction.h"
+#include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/nn/reduction.h"
+#include "ops/recording.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -87,12 +88,20 @@ Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reducti
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kNllLoss, {&input, &target}})
+      return nll_loss(ac.cast(input), target, reduction, ignore_index);
+  }
   const detail::Reduction r = detail::parse_reduction(reduction);
   return nll_elements(input, target, ignore_index, r).first;
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index,
                      double label_smoothing) {
+  if (ember::detail::autocast_may_apply()) {
+    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kCrossEntropy, {&input, &target}})
+      return cross_entropy(ac.cast(input), ac.cast(target), reduction, ignore_index, label_smoothing);
+  }
   const detail::Reduction r = detail::parse_reduction(reduction);
   EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
               "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);

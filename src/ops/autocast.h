@@ -1,0 +1,94 @@
+// Autocast's op-layer side (Note [Autocast] in autocast.cpp): the per-thread state and the
+// scope an op in one of the lists opens at its entry.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+#include "ember/device.h"
+#include "ember/dtype.h"
+#include "ember/tensor.h"
+
+namespace ember::detail {
+
+/// What autocast does to an op's floating inputs (PyTorch's CastPolicy).
+enum class CastPolicy : uint8_t {
+  kNone,            // in no list: the op runs in its inputs' types
+  kLowerPrecision,  // to the autocast dtype
+  kFloat32,         // to float32
+  kPromote,         // to the widest floating type among them
+};
+
+/// The ops of PyTorch's lists that ember has, one row each in kAutocastOps (autocast.cpp).
+enum class AutocastOp : uint8_t {
+  kMatmul, kBmm, kAddmm, kBaddbmm, kLinear, kConvolution, kConvTranspose, kAttention, kRnn, kRnnCell,
+  kExp, kLog, kRsqrt, kPow, kSoftmax, kLogSoftmax, kSum, kCumsum, kLogSumExp, kLayerNorm,
+  kNllLoss, kCrossEntropy, kMseLoss, kCdist, kGridSample, kTensordot, kScatterAdd, kCat, kStack,
+  kCount,
+};
+
+struct AutocastState {
+  bool enabled[2] = {false, false};            // by DeviceType: cpu, cuda
+  DType dtype[2] = {kBFloat16, kFloat16};
+  bool cache_enabled = true;
+  int nesting = 0;     // live autocast guards
+  int suspended = 0;   // > 0 inside an op of a list, and in autograd's backward
+};
+
+/// This thread's state.
+AutocastState& autocast_state() noexcept;
+
+/// Whether any op of this thread might be cast now (the one check on an op's path).
+inline bool autocast_may_apply() noexcept {
+  const AutocastState& s = autocast_state();
+  return (s.enabled[0] || s.enabled[1]) && s.suspended == 0;
+}
+
+/// Opened at the entry of an op of a list. Active when autocast is on for the device type of
+/// its tensors (cuda if any is a cuda tensor) and the op has a policy there; then it
+/// suspends autocast until it closes (the op's own inner ops run as called, as PyTorch's
+/// kernels run below the Autocast key), and `cast(t)` gives each input as the op must see
+/// it. The op then calls itself with the cast inputs.
+class AutocastScope {
+ public:
+  AutocastScope(AutocastOp op, std::initializer_list<const Tensor*> args) { init(op, args.begin(), args.size()); }
+  AutocastScope(AutocastOp op, const std::vector<Tensor>& args);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+  explicit operator bool() const noexcept { return active_; }
+  Tensor cast(const Tensor& t) const;
+  std::vector<Tensor> cast(const std::vector<Tensor>& ts) const;
+
+ private:
+  void init(AutocastOp op, const Tensor* const* args, size_t count);
+  bool active_ = false;
+  DeviceType type_ = kCPU;
+  DType target_ = kFloat32;
+  bool cast_to_target_ = false;  // kNone for promote when nothing is eligible
+};
+
+/// Suspends autocast while it lives (autograd's backward pass).
+class AutocastSuspend {
+ public:
+  AutocastSuspend() noexcept { ++autocast_state().suspended; }
+  ~AutocastSuspend() { --autocast_state().suspended; }
+  AutocastSuspend(const AutocastSuspend&) = delete;
+  AutocastSuspend& operator=(const AutocastSuspend&) = delete;
+};
+
+/// Carries a thread's autocast settings into another thread while it lives (DataParallel's
+/// replica threads, as PyTorch's parallel_apply enters the caller's autocast in each).
+class AutocastPropagate {
+ public:
+  explicit AutocastPropagate(const AutocastState& from);
+  ~AutocastPropagate();
+  AutocastPropagate(const AutocastPropagate&) = delete;
+  AutocastPropagate& operator=(const AutocastPropagate&) = delete;
+
+ private:
+  AutocastState saved_;
+};
+
+}  // namespace ember::detail
