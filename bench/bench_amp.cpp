@@ -36,7 +36,9 @@ void ember_step(benchmark::State& state, ember::Device device, bool amp) {
   net->to(device);
   ember::optim::Adam adam(net->parameters(), ember::optim::AdamOptions(1e-3));
   const ember::Tensor x = ember::rand({kBatch, 1, 28, 28}).to(device);
-  const ember::Tensor y = (ember::arange(kBatch, ember::TensorOptions(ember::kInt64)) % 10).to(device);
+  std::vector<int64_t> labels(kBatch);
+  for (int64_t i = 0; i < kBatch; ++i) labels[static_cast<size_t>(i)] = i % 10;
+  const ember::Tensor y = ember::tensor(labels).to(device);
   const ember::DType low = device.is_cuda() ? ember::kFloat16 : ember::kBFloat16;
   ember::amp::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/amp && low == ember::kFloat16);
   for (auto _ : state) {

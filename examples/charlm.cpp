@@ -6,7 +6,7 @@
 //          [--data /usr/share/games/fortunes] [--context 128] [--width 128] [--layers 4] [--heads 4]
 //          [--dropout 0.1] [--weight-decay 0.1] [--warmup 100] [--clip 1.0] [--log-every 100]
 //          [--eval-batches 20] [--samples 3] [--sample-length 300] [--temperature 0.8] [--top-k 20]
-//          [--ddp] [--data-parallel] [--help]
+//          [--ddp] [--data-parallel] [--amp] [--help]
 //
 // The model is examples/charlm_model.h's (4 pre-norm layers of width 128 with 4 heads by
 // default, tied embeddings, dropout, causal attention). Training draws random windows of
@@ -34,6 +34,11 @@
 // DistributedSampler with --batch-size / N windows a step. Rank 0 alone evaluates, prints,
 // samples and checkpoints. --data-parallel splits each batch over every cuda device of the
 // process with nn::DataParallel.
+//
+// --amp trains with automatic mixed precision: the forward pass and the loss under
+// ember::autocast (float16 on a cuda device, bfloat16 on the cpu) and, in float16, the loss
+// scaled by an amp::GradScaler whose unscale_ comes before the clipping; its state is saved
+// under "scaler." and restored by --resume.
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -57,6 +62,7 @@ namespace {
 
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
+constexpr const char* kScalerPrefix = "scaler.";
 constexpr const char* kVocabularyKey = "vocabulary.chars";
 
 struct Args : examples::CommonArgs {
@@ -72,6 +78,7 @@ struct Args : examples::CommonArgs {
   int64_t sample_length = 300;
   double temperature = 0.8;
   int64_t top_k = 20;
+  bool amp = false;
 
   Args() {
     batch_size = 32;
@@ -86,7 +93,7 @@ constexpr const char* kUsage =
     "              [--workers N] [--data DIR] [--context N] [--width N] [--layers N] [--heads N]\n"
     "              [--dropout X] [--weight-decay X] [--warmup STEPS] [--clip X] [--log-every STEPS]\n"
     "              [--eval-batches N] [--samples N] [--sample-length N] [--temperature X] [--top-k N]\n"
-    "              [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel] [--help]\n";
+    "              [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel] [--amp] [--help]\n";
 
 [[noreturn]] void usage(const std::string& problem) { examples::refuse("charlm", problem, kUsage); }
 
@@ -112,6 +119,7 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--sample-length")) flags.read(args.sample_length);
     else if (flags.is("--temperature")) flags.read(args.temperature);
     else if (flags.is("--top-k")) flags.read(args.top_k);
+    else if (flags.is("--amp")) args.amp = true;
     else flags.unknown();
   }
   if (args.steps < 0 || args.batch_size <= 0 || args.workers < 0 || args.warmup < 0 || args.log_every <= 0 ||
@@ -189,12 +197,13 @@ int main(int argc, char** argv) {
     // The corpus and, from a checkpoint, the state to resume.
     data::Fortunes fortunes(args.data);
     data::CharVocabulary vocabulary = fortunes.vocabulary();
-    nn::StateDict model_state, optimizer_state, scheduler_state;
+    nn::StateDict model_state, optimizer_state, scheduler_state, scaler_state;
     if (args.resume) {
       bool has_vocabulary = false;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind(kOptimizerPrefix, 0) == 0) optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
         else if (key.rfind(kSchedulerPrefix, 0) == 0) scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
+        else if (key.rfind(kScalerPrefix, 0) == 0) scaler_state.insert(key.substr(std::strlen(kScalerPrefix)), t);
         else if (key == kVocabularyKey) {
           vocabulary = vocabulary_of(args.checkpoint, t);
           has_vocabulary = true;
@@ -224,6 +233,8 @@ int main(int argc, char** argv) {
       std::cout << "device: " << device;
       if (device.is_cuda()) std::cout << " (" << cuda::backend_name() << " backend)";
       std::cout << ", TF32 " << (backends::cuda::matmul.allow_tf32 ? "allowed" : "off");
+      if (args.amp)
+        std::cout << ", mixed precision (" << (device.is_cuda() ? "float16, loss scaling" : "bfloat16") << ")";
       if (args.ddp) std::cout << ", DistributedDataParallel on " << ddp_rank.world << " ranks";
       std::cout << "\ncorpus: " << fortunes.train_files().size() << " files (" << train_tokens.numel()
                 << " characters) for training, " << fortunes.validation_files().size() << " ("
@@ -265,6 +276,13 @@ int main(int argc, char** argv) {
       examples::load_checkpoint_part(args.checkpoint, "scheduler", "LambdaLR",
                                      [&] { scheduler.load_state_dict(scheduler_state); });
     }
+    // --amp: float16 with loss scaling on a cuda device, bfloat16 (no scaling) on the cpu.
+    const DType amp_dtype = device.is_cuda() ? kFloat16 : kBFloat16;
+    amp::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/args.amp && amp_dtype == kFloat16);
+    if (scaler.is_enabled() && !scaler_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "scaler", "GradScaler, --amp",
+                                     [&] { scaler.load_state_dict(scaler_state); });
+    }
 
     // Fixed validation batches: the same windows at every progress line.
     std::vector<data::Example> val_batches;
@@ -302,6 +320,7 @@ int main(int argc, char** argv) {
       nn::StateDict checkpoint = net->state_dict();
       for (const auto& [key, t] : optimizer.state_dict()) checkpoint.insert(kOptimizerPrefix + key, t);
       for (const auto& [key, t] : scheduler.state_dict()) checkpoint.insert(kSchedulerPrefix + key, t);
+      for (const auto& [key, t] : scaler.state_dict()) checkpoint.insert(kScalerPrefix + key, t);
       Tensor chars = empty({vocabulary.size()}, kInt64);
       for (int64_t i = 0; i < vocabulary.size(); ++i) chars.data_ptr<int64_t>()[i] = static_cast<unsigned char>(vocabulary.chars()[static_cast<size_t>(i)]);
       checkpoint.insert(kVocabularyKey, chars);
@@ -327,11 +346,18 @@ int main(int argc, char** argv) {
         if (step >= last_step) break;
         Tensor x = batch.data.to(device, true), y = batch.target.to(device, true);
         optimizer.zero_grad();
-        Tensor logits = model.forward(x);
-        Tensor loss = nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
-        loss.backward();
+        Tensor loss;
+        {
+          std::optional<autocast> mixed;
+          if (args.amp) mixed.emplace(device.type(), amp_dtype);
+          Tensor logits = model.forward(x);
+          loss = nn::functional::cross_entropy(logits.reshape({-1, logits.size(-1)}), y.reshape({-1}));
+        }
+        scaler.scale(loss).backward();  // as is when the scaler is disabled
+        scaler.unscale_(optimizer);     // the clipping sees the true gradients
         if (args.clip > 0) nn::utils::clip_grad_norm_(net->parameters(), args.clip);
-        optimizer.step();
+        scaler.step(optimizer);
+        scaler.update();
         scheduler.step();
         interval_loss += loss.detach();
         ++interval_steps;
