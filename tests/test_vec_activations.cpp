@@ -1,7 +1,7 @@
 // The cpu's vectorisable float sigmoid and tanh (backends/cpu/cpu_vec_activations.h), which the
 // fused recurrent cells' float rows use, against the float64 std:: functions rounded to float:
 // the largest error in ulp (counted across the denormals too) over a sweep of the whole float
-// range, and the special values exactly.
+// range, and the special values exactly; and the cpu's float sigmoid and tanh ops, which use them.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/cpu_vec_activations.h"
+#include "ember/ember.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -105,6 +107,25 @@ TEST(VecActivations, SpecialValues) {
     EXPECT_EQ(vec_tanh(x), x) << "x = " << x;
     EXPECT_EQ(vec_sigmoid(x), 0.5f) << "x = " << x;
   }
+}
+
+
+// ember::sigmoid and ember::tanh on float32 cpu tensors run these bodies (cpu_unary.cpp), on
+// any layout: the same bits, and sigmoid's tail below -88.7 is no longer 0.
+TEST(VecActivations, CpuFloatSigmoidAndTanhOpsUseThem) {
+  std::vector<float> xs;
+  for (float x = -110.0f; x < 110.0f; x += 0.37f) xs.push_back(x);
+  xs.resize(594);  // 2 x 297: a transposed view below
+  const Tensor x = tensor(xs);
+  for (const Tensor& in : {x, x.reshape({2, 297}).t(), x.narrow(0, 1, 300)}) {
+    const Tensor sig = sigmoid(in).contiguous(), th = ember::tanh(in).contiguous(), flat = in.contiguous();
+    const float *px = flat.data_ptr<float>(), *ps = sig.data_ptr<float>(), *pt = th.data_ptr<float>();
+    for (int64_t k = 0; k < flat.numel(); ++k) {
+      ASSERT_EQ(std::bit_cast<uint32_t>(ps[k]), std::bit_cast<uint32_t>(vec_sigmoid(px[k]))) << "x = " << px[k];
+      ASSERT_EQ(std::bit_cast<uint32_t>(pt[k]), std::bit_cast<uint32_t>(vec_tanh(px[k]))) << "x = " << px[k];
+    }
+  }
+  EXPECT_GT(sigmoid(tensor(std::vector<float>{-100.0f})).item<float>(), 0.0f);
 }
 
 }  // namespace
