@@ -1,6 +1,7 @@
 // Float sigmoid and tanh that compilers vectorise, for the fused recurrent cells' float rows
-// (cpu_rnn_cell.cpp): std::exp and std::tanh are opaque libm calls, one per element, which
-// were a fifth of an LSTM's training step. Branch-free (selects only), so a loop over a row
+// (cpu_rnn_cell.cpp) and the float sigmoid and tanh ops (cpu_unary.cpp): std::exp and
+// std::tanh are opaque libm calls, one per element, which were a fifth of an LSTM's training
+// step. Branch-free (selects only), so a loop over a row
 // vectorises; a file that uses them in loops compiles with no-trapping-math, as
 // cpu_softmax.cpp does, so the compiler may evaluate both sides of a select.
 //
