@@ -1,8 +1,9 @@
 // Note [Batched recurrent weight gradient] (src/nn/modules/rnn_layer.cpp): the layer sums
 // W_hh's gradient over its steps in one product, from the step that ran first. These check it
 // against the recurrence written out here with a product per step (float64): when the loss
-// reaches every step or only the first few, in both directions; with the graph retained and
-// the backward run twice; and the second derivatives under create_graph.
+// weighs every step or one, in both directions; with the graph retained and the backward run
+// twice, also after a pass that skipped the first step (which must keep nothing); and the
+// second derivatives under create_graph.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -79,12 +80,13 @@ class RnnWeightGrad : public OnDevice {
   }
 };
 
-TEST_P(RnnWeightGrad, EqualsAProductPerStepWhenTheLossReachesAllOrSomeSteps) {
+TEST_P(RnnWeightGrad, EqualsAProductPerStepWhenTheLossWeighsAllStepsOrOne) {
   manual_seed(36);
   for (const std::string mode : {"LSTM", "GRU", "RNN_TANH"}) {
     for (const bool reverse : {false, true}) {
-      // 0: every step's output; 1: only step 1's, which the forward direction reaches from
-      // steps 0 and 1 and the reverse one from steps 3, 2 and 1.
+      // 0: every step's output weighed; 1: only step 1's (the other steps then hand over
+      // zero gradients of their own outputs, and the forward direction's steps 2 and 3 only
+      // zeros).
       for (const int reach : {0, 1}) {
         const std::vector<Tensor> in = inputs(mode), wrt = differentiable(in);
         const auto opts = TensorOptions(kFloat64).device(dev_);
@@ -111,6 +113,27 @@ TEST_P(RnnWeightGrad, ARetainedGraphGivesTheSameGradientAgain) {
     const std::vector<Tensor> first = autograd::grad({loss}, wrt, {}, /*retain_graph=*/true);
     const std::vector<Tensor> second = autograd::grad({loss}, wrt);
     expect_same(second, first, mode);
+  }
+}
+
+// A pass with respect to x alone runs every step but the first (whose node leads only to h0
+// and W_hh), so no step sums what the others hand over: it is dropped at the end of the pass,
+// not kept with the retained graph (seen in the device's allocated bytes, which return to
+// what the graph holds), and the next pass's gradient is the per-step one.
+TEST_P(RnnWeightGrad, APassWithoutTheFirstStepKeepsNothing) {
+  if (!dev_.is_cuda()) GTEST_SKIP() << "allocated bytes are counted on cuda devices";
+  manual_seed(3);
+  for (const std::string mode : {"LSTM", "GRU"}) {
+    const std::vector<Tensor> in = inputs(mode);
+    const Tensor out = outputs(mode, in, false, false), loss = out.pow(2).sum();
+    cuda::synchronize(dev_.index());
+    const size_t held = cuda::memory_allocated(dev_.index());
+    autograd::grad({loss}, {in[0]}, {}, /*retain_graph=*/true);
+    cuda::synchronize(dev_.index());
+    EXPECT_EQ(cuda::memory_allocated(dev_.index()), held) << mode;
+    const Tensor got = autograd::grad({loss}, {in[3]})[0];
+    const Tensor expected = autograd::grad({outputs(mode, in, false, true).pow(2).sum()}, {in[3]})[0];
+    EXPECT_TRUE(allclose(got.cpu(), expected.cpu(), 1e-12, 1e-12)) << mode;
   }
 }
 

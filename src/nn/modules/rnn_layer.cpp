@@ -174,8 +174,11 @@ Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? row
 // stash; the step that ran first in the forward runs last in the backward (every later
 // step's gradient reaches it through h), and it returns the whole G^T H (and the sum of G
 // for b_hh). Under create_graph (grad mode on in the backward) each step returns its own
-// term as recorded ops instead, so double backward holds. A pass interrupted by an error
-// leaves entries that the next pass overwrites step for step.
+// term as recorded ops instead, so double backward holds. A pass need not run the first step
+// (autograd::grad with respect to x alone prunes its node, which leads only to h0 and W_hh):
+// each entry is dropped by a callback at the end of its pass (queue_callback), so none is
+// left for a later pass over a retained graph (except after a pass that ended in an error,
+// which runs no callbacks).
 namespace {
 
 struct WeightGradStash {
@@ -221,7 +224,14 @@ struct RecurrentProduct : autograd::Function<RecurrentProduct> {
     std::lock_guard<std::mutex> lock(stash.mutex);
     stash.grads[step.slot] = g;
     stash.inputs[step.slot] = saved[0].detach();  // no path back to this graph from the stash
-    if (step.slot != 0) return out;
+    if (step.slot != 0) {
+      autograd::queue_callback([stash = step.stash, slot = step.slot] {
+        std::lock_guard<std::mutex> lock(stash->mutex);
+        stash->grads[slot] = Tensor();
+        stash->inputs[slot] = Tensor();
+      });
+      return out;
+    }
     std::vector<Tensor> rows_g, rows_h;
     for (size_t k = 0; k < stash.grads.size(); ++k) {
       if (!stash.grads[k].defined()) continue;  // a step the loss does not reach
