@@ -168,7 +168,7 @@ Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? row
 // Each step's hidden part h W_hh^T (+ b_hh) is its own product, but W_hh's gradient is one
 // sum over the steps, sum_t g_t^T h_t (g_t the gradient of step t's gates): as one matrix
 // product of the stacked rows, G^T H, it is a single well-shaped GEMM, where a product per
-// step is T GEMMs of inner size B (20 in the word model: mostly packing) and T additions of
+// step is T GEMMs of inner size B (20 in the word model) and T additions of
 // a W_hh-sized gradient into the accumulated one. RecurrentProduct is the step's product:
 // its backward computes the gradient of h at once and hands (g_t, h_t) to the layer's
 // stash; the step that ran first in the forward runs last in the backward (every later
