@@ -11,12 +11,14 @@
 
 namespace ember::detail {
 
-__attribute__((always_inline)) inline float fast_exp(float x) {
-  const float clamped = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
+// e^x = p 2^n for |n| <= 150: returns p = e^r, r = x - n ln2 in [-ln2 / 2, ln2 / 2], and n
+// (a whole number, as a float). fast_exp scales by 2^n; the cpu's sigmoid scales in two
+// steps, down to the denormals (backends/cpu/cpu_vec_activations.h).
+__attribute__((always_inline)) inline float fast_exp_reduced(float x, float& n) {
   // Round to nearest by the 1.5 * 2^23 trick: plain SSE2 arithmetic, so it vectorises
   // without SSE4.1's roundps.
-  const float n = (clamped * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = clamped - n * 0.693359375f;
+  n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
@@ -24,7 +26,13 @@ __attribute__((always_inline)) inline float fast_exp(float x) {
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
+  return p * r * r + r + 1.0f;
+}
+
+__attribute__((always_inline)) inline float fast_exp(float x) {
+  const float clamped = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
+  float n;
+  const float p = fast_exp_reduced(clamped, n);
   const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);

@@ -32,23 +32,33 @@
 
 namespace ember::detail {
 
-template <typename T>
-EMBER_HOST_DEVICE inline T rnn_sigmoid(T x) {
-  return T(1) / (T(1) + std::exp(-x));
-}
+// The activations the element bodies call, a template parameter so that a backend can run
+// the same bodies with its own vectorisable sigmoid and tanh (the cpu's float rows,
+// backends/cpu/cpu_vec_activations.h). These are the std:: functions: float64 on the cpu,
+// and every dtype on the driver.
+struct CellActivations {
+  template <typename T>
+  EMBER_HOST_DEVICE static T sigmoid(T x) {
+    return T(1) / (T(1) + std::exp(-x));
+  }
+  template <typename T>
+  EMBER_HOST_DEVICE static T tanh(T x) {
+    return std::tanh(x);
+  }
+};
 
 /// Element (b, j) of LstmCell, H hidden units.
-template <typename T>
+template <typename T, typename Act = CellActivations>
 EMBER_HOST_DEVICE inline void lstm_cell_element(int64_t b, int64_t j, int64_t H, const T* igates, const T* hgates,
                                                 const T* cx, T* hy, T* cy, T* workspace) {
   const int64_t row = b * 4 * H + j, unit = b * H + j;
-  const T i = rnn_sigmoid(igates[row] + hgates[row]);
-  const T f = rnn_sigmoid(igates[row + H] + hgates[row + H]);
-  const T g = std::tanh(igates[row + 2 * H] + hgates[row + 2 * H]);
-  const T o = rnn_sigmoid(igates[row + 3 * H] + hgates[row + 3 * H]);
+  const T i = Act::sigmoid(igates[row] + hgates[row]);
+  const T f = Act::sigmoid(igates[row + H] + hgates[row + H]);
+  const T g = Act::tanh(igates[row + 2 * H] + hgates[row + 2 * H]);
+  const T o = Act::sigmoid(igates[row + 3 * H] + hgates[row + 3 * H]);
   const T c = f * cx[unit] + i * g;
   cy[unit] = c;
-  hy[unit] = o * std::tanh(c);
+  hy[unit] = o * Act::tanh(c);
   workspace[row] = i;
   workspace[row + H] = f;
   workspace[row + 2 * H] = g;
@@ -56,13 +66,13 @@ EMBER_HOST_DEVICE inline void lstm_cell_element(int64_t b, int64_t j, int64_t H,
 }
 
 /// Element (b, j) of LstmCellBackward.
-template <typename T>
+template <typename T, typename Act = CellActivations>
 EMBER_HOST_DEVICE inline void lstm_cell_backward_element(int64_t b, int64_t j, int64_t H, const T* grad_hy,
                                                          const T* grad_cy, const T* cx, const T* cy,
                                                          const T* workspace, T* grad_gates, T* grad_cx) {
   const int64_t row = b * 4 * H + j, unit = b * H + j;
   const T i = workspace[row], f = workspace[row + H], g = workspace[row + 2 * H], o = workspace[row + 3 * H];
-  const T tanh_c = std::tanh(cy[unit]);
+  const T tanh_c = Act::tanh(cy[unit]);
   const T gc = grad_hy[unit] * o * (T(1) - tanh_c * tanh_c) + grad_cy[unit];
   grad_gates[row] = gc * g * i * (T(1) - i);
   grad_gates[row + H] = gc * cx[unit] * f * (T(1) - f);
@@ -72,14 +82,14 @@ EMBER_HOST_DEVICE inline void lstm_cell_backward_element(int64_t b, int64_t j, i
 }
 
 /// Element (b, j) of GruCell.
-template <typename T>
+template <typename T, typename Act = CellActivations>
 EMBER_HOST_DEVICE inline void gru_cell_element(int64_t b, int64_t j, int64_t H, const T* igates, const T* hgates,
                                                const T* hx, T* hy, T* workspace) {
   const int64_t row = b * 3 * H + j, unit = b * H + j, saved = b * 5 * H + j;
-  const T r = rnn_sigmoid(igates[row] + hgates[row]);
-  const T z = rnn_sigmoid(igates[row + H] + hgates[row + H]);
+  const T r = Act::sigmoid(igates[row] + hgates[row]);
+  const T z = Act::sigmoid(igates[row + H] + hgates[row + H]);
   const T h_n = hgates[row + 2 * H];
-  const T n = std::tanh(igates[row + 2 * H] + r * h_n);
+  const T n = Act::tanh(igates[row + 2 * H] + r * h_n);
   const T h = hx[unit];
   hy[unit] = n + z * (h - n);
   workspace[saved] = r;

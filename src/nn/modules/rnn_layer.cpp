@@ -2,6 +2,10 @@
 #include "nn/modules/rnn_layer.h"
 
 #include <algorithm>
+#include <any>
+#include <memory>
+#include <mutex>
+#include <utility>
 
 #include "ember/autograd.h"
 #include "ember/errors.h"
@@ -160,6 +164,89 @@ namespace {
 Tensor cat_rows(const std::vector<Tensor>& rows) { return rows.size() == 1 ? rows[0] : ember::cat(rows, 0); }
 }  // namespace
 
+// Note [Batched recurrent weight gradient]
+// Each step's hidden part h W_hh^T (+ b_hh) is its own product, but W_hh's gradient is one
+// sum over the steps, sum_t g_t^T h_t (g_t the gradient of step t's gates): as one matrix
+// product of the stacked rows, G^T H, it is a single well-shaped GEMM, where a product per
+// step is T GEMMs of inner size B (20 in the word model) and T additions of
+// a W_hh-sized gradient into the accumulated one. RecurrentProduct is the step's product:
+// its backward computes the gradient of h at once and hands (g_t, h_t) to the layer's
+// stash; the step that ran first in the forward runs last in the backward (every later
+// step's gradient reaches it through h), and it returns the whole G^T H (and the sum of G
+// for b_hh). Under create_graph (grad mode on in the backward) each step returns its own
+// term as recorded ops instead, so double backward holds. A pass need not run the first step
+// (autograd::grad with respect to x alone prunes its node, which leads only to h0 and W_hh):
+// each entry is dropped by a callback at the end of its pass (queue_callback), so none is
+// left for a later pass over a retained graph (except after a pass that ended in an error,
+// which runs no callbacks).
+namespace {
+
+struct WeightGradStash {
+  std::mutex mutex;
+  std::vector<Tensor> grads, inputs;  // one slot per step, in forward order
+  bool allow_tf32 = false;
+};
+
+struct StepSlot {
+  std::shared_ptr<WeightGradStash> stash;
+  size_t slot;  // 0: the first step of the forward, which sums the stash
+};
+
+struct RecurrentProduct : autograd::Function<RecurrentProduct> {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& h, const Tensor& weight, StepSlot step) {
+    ctx->save_for_backward({h, weight});
+    Tensor out = TF32Matmul::product(h, weight.t(), step.stash->allow_tf32);
+    ctx->saved_data["step"] = std::move(step);
+    return out;
+  }
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& h, const Tensor& weight, const Tensor& bias,
+                        StepSlot step) {
+    ctx->saved_data["bias"] = true;
+    return forward(ctx, h, weight, std::move(step)) + bias;
+  }
+  static std::vector<Tensor> backward(autograd::AutogradContext* ctx, std::vector<Tensor> grads) {
+    const std::vector<Tensor> saved = ctx->get_saved_variables();
+    const auto& step = std::any_cast<const StepSlot&>(ctx->saved_data["step"]);
+    WeightGradStash& stash = *step.stash;
+    const bool recorded = is_grad_enabled(), with_bias = ctx->saved_data.count("bias") > 0;
+    auto product = [&](const Tensor& a, const Tensor& b) {
+      return recorded ? TF32Matmul::apply(a, b, stash.allow_tf32) : TF32Matmul::product(a, b, stash.allow_tf32);
+    };
+    const Tensor& g = grads[0];
+    std::vector<Tensor> out(with_bias ? 3 : 2);
+    if (ctx->needs_input_grad(0)) out[0] = product(g, saved[1]);
+    if (!ctx->needs_input_grad(1) && !ctx->needs_input_grad(2)) return out;
+    if (recorded) {
+      out[1] = product(g.t(), saved[0]);
+      if (with_bias && ctx->needs_input_grad(2)) out[2] = g.sum(0);
+      return out;
+    }
+    std::lock_guard<std::mutex> lock(stash.mutex);
+    stash.grads[step.slot] = g;
+    stash.inputs[step.slot] = saved[0].detach();  // no path back to this graph from the stash
+    if (step.slot != 0) {
+      autograd::queue_callback([stash = step.stash, slot = step.slot] {
+        std::lock_guard<std::mutex> lock(stash->mutex);
+        stash->grads[slot] = Tensor();
+        stash->inputs[slot] = Tensor();
+      });
+      return out;
+    }
+    std::vector<Tensor> rows_g, rows_h;
+    for (size_t k = 0; k < stash.grads.size(); ++k) {
+      if (!stash.grads[k].defined()) continue;  // a step the loss does not reach
+      rows_g.push_back(std::exchange(stash.grads[k], Tensor()));
+      rows_h.push_back(std::exchange(stash.inputs[k], Tensor()));
+    }
+    const Tensor all_g = cat_rows(rows_g);
+    out[1] = product(all_g.t(), cat_rows(rows_h));
+    if (with_bias && ctx->needs_input_grad(2)) out[2] = all_g.sum(0);
+    return out;
+  }
+};
+
+}  // namespace
+
 LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
                       const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
                       const Tensor& w_hr, bool reverse, Tf32 tf32) {
@@ -169,11 +256,29 @@ LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const 
   // narrow per step would add T zero-padded copies of the whole projection's gradient.
   const std::vector<Tensor> step_gates = input_gates.split(IntList(batch_sizes.begin(), batch_sizes.end()), 0);
 
+  // The hidden parts' products (Note [Batched recurrent weight gradient]), with project's
+  // TF32 decision (Note [Recurrent TF32]).
+  auto stash = std::make_shared<WeightGradStash>();
+  stash->grads.resize(batch_sizes.size());
+  stash->inputs.resize(batch_sizes.size());
+  const bool batched = tf32 == Tf32::kCudnnFlag || !h0.is_cuda();
+  if (batched) {
+    check_same_device(h0, w_hh);
+    EMBER_CHECK(w_hh.dtype() == h0.dtype(), ValueError, "mat1 and mat2 must have the same dtype");
+    stash->allow_tf32 = h0.is_cuda() && h0.dtype() == kFloat32 && cudnn_allows_tf32();
+  }
+  auto hidden_part = [&](const Tensor& h, int64_t t) {
+    if (!batched) return project(h, w_hh, b_hh, tf32);
+    StepSlot step{stash, static_cast<size_t>(reverse ? steps - 1 - t : t)};
+    return b_hh.defined() ? RecurrentProduct::apply(h, w_hh, b_hh, std::move(step))
+                          : RecurrentProduct::apply(h, w_hh, std::move(step));
+  };
+
   std::vector<Tensor> outputs(batch_sizes.size());
   Tensor h = h0, c = c0;
   auto step = [&](int64_t t) {
     const Tensor& igates = step_gates[static_cast<size_t>(t)];
-    Tensor hgates = project(h, w_hh, b_hh, tf32);
+    Tensor hgates = hidden_part(h, t);
     if (lstm) {
       auto [h_next, c_next] = lstm_cell_step(igates, hgates, c);
       h = w_hr.defined() ? project(h_next, w_hr, Tensor(), tf32) : h_next;
