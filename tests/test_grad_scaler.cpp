@@ -234,6 +234,43 @@ TEST(GradScalerDevices, AnInfOnOneDeviceSkipsTheStep) {
   EXPECT_EQ(b.item<float>(), 0.0f);
 }
 
+// One training step of a small MLP from identical weights, float16 under autocast with a
+// scaler against float32: the updated weights agree to float16's precision.
+TEST(GradScalerTraining, AFloat16StepEqualsTheFloat32StepToFloat16Tolerance) {
+  EMBER_REQUIRE_DEVICES(1);
+  const Device dev(kCUDA, 0);
+  auto run = [&](bool amp) {
+    manual_seed(21);
+    nn::Sequential net({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(32, 4)});
+    net.to(dev);
+    optim::SGD sgd(net.parameters(), optim::SGDOptions(0.5));
+    amp::GradScaler scaler("cuda", 1024.0, 2.0, 0.5, 2000, /*enabled=*/amp);
+    const Tensor x = randn({8, 16}, TensorOptions(kFloat32).device(dev));
+    const Tensor y = tensor({0, 1, 2, 3, 0, 1, 2, 3}, TensorOptions(kInt64).device(dev));
+    Tensor loss;
+    {
+      autocast guard(kCUDA, kFloat16, /*enabled=*/amp);
+      loss = nn::functional::cross_entropy(net.forward(x), y);
+    }
+    EXPECT_EQ(loss.dtype(), kFloat32);
+    sgd.zero_grad();
+    scaler.scale(loss).backward();
+    EXPECT_TRUE(scaler.step(sgd));
+    scaler.update();
+    std::vector<Tensor> weights;
+    for (const Tensor& p : net.parameters()) weights.push_back(p.detach().cpu());
+    return weights;
+  };
+  const std::vector<Tensor> half = run(true), full = run(false);
+  ASSERT_EQ(half.size(), full.size());
+  for (size_t i = 0; i < half.size(); ++i) {
+    EXPECT_EQ(half[i].dtype(), kFloat32);
+    EXPECT_TRUE(half[i].allclose(full[i], 1e-2, 2e-3)) << "parameter " << i;
+    EXPECT_FALSE(half[i].equal(full[i])) << "parameter " << i << ": the float16 step should round";
+  }
+}
+
 // Training a float16 model under autocast with a scaler on a cuda device: a tiny init_scale
 // grows back, a huge one backs off, and no NaN reaches the weights.
 TEST(GradScalerTraining, ScaleRecoversAndWeightsStayFinite) {
