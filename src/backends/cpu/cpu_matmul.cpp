@@ -5,8 +5,10 @@
 // matching transpose flag; anything else is first copied dense. With allow_tf32 a
 // float32 product rounds both inputs to TF32 (10 mantissa bits, nearest even), as
 // tensor cores do, so the precision trade-off is observable on every backend.
-// Other dtypes use a plain loop accumulating in float (half types) or int64 (integers,
-// which wraps exactly like arithmetic in the narrow type).
+// float16 and bfloat16 go to sgemm through float32 copies of their operands: float32
+// accumulation and one rounding of the result, as cuBLAS's 32F compute type and oneDNN's
+// half GEMMs (the copies cost O(MK + KN) beside the product's O(MNK)). Integers use a plain
+// loop accumulating in int64 (which wraps exactly like arithmetic in the narrow type).
 #include <cblas.h>
 
 #include <algorithm>
@@ -158,9 +160,47 @@ void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batc
   }
 }
 
+// Batch item b of m as a dense row-major float32 matrix.
+template <typename T>
+void widen(const Matrix& m, int64_t b, std::vector<float>& buf) {
+  buf.resize(static_cast<size_t>(m.rows * m.cols));
+  const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
+  for (int64_t i = 0; i < m.rows; ++i) {
+    for (int64_t j = 0; j < m.cols; ++j) buf[i * m.cols + j] = convert<float>(src[i * m.row_stride + j * m.col_stride]);
+  }
+}
+
+template <typename T>
+void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int64_t begin, int64_t end) {
+  const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
+  std::vector<float> abuf, bbuf, cbuf(static_cast<size_t>(M) * N);
+  for (int64_t i = begin; i < end; ++i) {
+    if (i == begin || a.batch_stride != 0) widen<T>(a, i, abuf);  // a broadcast batch is widened once
+    if (i == begin || b.batch_stride != 0) widen<T>(b, i, bbuf);
+    gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cbuf.data(),
+                std::max(1, N));
+    T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
+    for (int64_t r = 0; r < M; ++r) {
+      for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = convert<T>(cbuf[r * N + col]);
+    }
+  }
+}
+
+template <typename T>
+void matmul_widened(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch) {
+  const double work = static_cast<double>(c.rows) * c.cols * a.cols;
+  if (batch > 1 && work < kSingleThreadedGemm) {
+    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16 * kGrainSize / std::max(work, 1.0)));
+    parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) { matmul_widened_items<T>(a, b, c, begin, end); });
+  } else {
+    matmul_widened_items<T>(a, b, c, 0, batch);
+  }
+}
+
 template <typename T>
 void matmul_loop(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch) {
-  using Acc = std::conditional_t<std::is_integral_v<T>, int64_t, float>;
+  static_assert(std::is_integral_v<T>, "integer products only: floating types go to BLAS");
+  using Acc = int64_t;
   const int64_t M = c.rows, N = c.cols, K = a.cols;
   constexpr int64_t kBlockN = 256;
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, N * K));
@@ -211,6 +251,8 @@ void run_matmul(const KernelCall& call) {
     }
     if constexpr (std::is_floating_point_v<T> || is_complex_v<T>) {
       matmul_blas<T>(a, b, c, batch, call.allow_tf32 && std::is_same_v<T, float>);
+    } else if constexpr (is_reduced_float_v<T>) {
+      matmul_widened<T>(a, b, c, batch);
     } else if constexpr (std::is_same_v<T, bool>) {
       not_implemented("addmm_impl_cpu_", out.dtype);
     } else {

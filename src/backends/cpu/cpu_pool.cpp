@@ -3,6 +3,7 @@
 // within a plane each output scans its window with the input's own strides.
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
@@ -98,6 +99,10 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
   int64_t* idx = static_cast<int64_t*>(indices.data);
   parallel_for(0, in.sizes[0] * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(4 * plane_out, 1)),
                [&](int64_t begin, int64_t end) {
+    // float16 and bfloat16 rows are widened to float (exactly) for the vector loop; the
+    // maximum, one of the inputs, narrows back exactly.
+    std::vector<float> wide;
+    if constexpr (is_reduced_float_v<T>) wide.resize(static_cast<size_t>(5 * g.out_w));
     for (int64_t p = begin; p < end; ++p) {
       const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
       for (int64_t oy = 0; oy < g.out_h; ++oy) {
@@ -106,6 +111,11 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
         int64_t* oi = idx + p * plane_out + oy * g.out_w;
         if constexpr (std::is_same_v<T, float>) {
           max_pool_2x2_row_float(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
+        } else if constexpr (is_reduced_float_v<T>) {
+          float *w0 = wide.data(), *w1 = w0 + 2 * g.out_w, *wo = w1 + 2 * g.out_w;
+          for (int64_t x = 0; x < 2 * g.out_w; ++x) w0[x] = convert<float>(r0[x]), w1[x] = convert<float>(r0[sy + x]);
+          max_pool_2x2_row_float(w0, w1, wo, oi, g.out_w, 2 * oy * width, width);
+          for (int64_t x = 0; x < g.out_w; ++x) o[x] = convert<T>(wo[x]);
         } else {
           max_pool_2x2_row<T>(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
         }
