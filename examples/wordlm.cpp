@@ -12,7 +12,11 @@
 // --checkpoint FILE saves the model, the optimizer (its learning rate too), the epoch, the best
 // validation loss and the vocabulary's fingerprint after every epoch; --resume continues
 // from it at the next epoch, as a whole run would have gone on (dropout's generator is seeded
-// per epoch), refusing a file of another program, model or vocabulary.
+// per epoch), refusing a file of another program, model or vocabulary. --amp trains with
+// automatic mixed precision: the forward pass and the loss under ember::autocast (float16 on
+// a cuda device, where the recurrent layers run in float16, bfloat16 on the cpu) and, in
+// float16, the loss scaled by an amp::GradScaler (unscaled before the clipping), whose state
+// the checkpoint keeps under "scaler.".
 //   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] [--packed] ...
 #include <algorithm>
 #include <charconv>
@@ -22,6 +26,7 @@
 #include <limits>
 #include <memory>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -42,6 +47,7 @@ struct Args : examples::CommonArgs {
   int64_t epochs = 1, bptt = 35, log_interval = 200, max_batches = 0, sentences = 3;
   double clip = 0.25, temperature = 1.0;
   bool packed = false;
+  bool amp = false;
   std::string optimizer = "sgd";
   bool lr_given = false;  // else 20 for SGD, 1e-3 for AdamW
   Args() {
@@ -56,7 +62,7 @@ constexpr const char* kUsage =
     "              [--dropout 0.2] [--tied] [--lr 20 (SGD), 1e-3 (AdamW)] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
     "              [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] [--temperature 1.0]\n"
     "              [--packed] [--optimizer sgd|adamw] [--checkpoint FILE [--resume]] [--seed 1111] [--data DIR]\n"
-    "              [--device cuda:0] [--disable-cuda] [--no-tf32]\n";
+    "              [--device cuda:0] [--disable-cuda] [--no-tf32] [--amp]\n";
 
 [[noreturn]] void usage(const std::string& problem) { examples::refuse("wordlm", problem, kUsage); }
 
@@ -86,6 +92,7 @@ Args parse(int argc, char** argv) {
     else if (flags.is("--temperature")) flags.read(args.temperature);
     else if (flags.is("--packed")) args.packed = true;
     else if (flags.is("--optimizer")) flags.read(args.optimizer);
+    else if (flags.is("--amp")) args.amp = true;
     else flags.unknown();
   }
   examples::check_common_flags(args, usage);
@@ -285,6 +292,9 @@ int main(int argc, char** argv) {
     std::unique_ptr<optim::Optimizer> optimizer;
     if (args.optimizer == "adamw") optimizer = std::make_unique<optim::AdamW>(params, optim::AdamWOptions(args.lr));
     else optimizer = std::make_unique<optim::SGD>(params, optim::SGDOptions(args.lr));
+    // --amp: float16 with loss scaling on a cuda device, bfloat16 (no scaling) on the cpu.
+    const DType amp_dtype = device.is_cuda() ? kFloat16 : kBFloat16;
+    amp::GradScaler scaler(device, 65536.0, 2.0, 0.5, 2000, /*enabled=*/args.amp && amp_dtype == kFloat16);
     double best = INFINITY;
     const std::string model_flags = "the same --model, --emsize, --nhid, --nlayers, --vocab, --tied and --optimizer";
     if (args.resume) {
@@ -301,10 +311,15 @@ int main(int argc, char** argv) {
         if (error != std::errc() || end != begin + best_text->second.size())
           throw ValueError(args.checkpoint + ": metadata best_valid_loss='" + best_text->second + "' is not a number");
       }
-      nn::StateDict model_state, optimizer_state;
+      nn::StateDict model_state, optimizer_state, scaler_state;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind("optimizer.", 0) == 0) optimizer_state.insert(key.substr(10), t);
+        else if (key.rfind("scaler.", 0) == 0) scaler_state.insert(key.substr(7), t);
         else model_state.insert(key, t);
+      }
+      if (scaler.is_enabled() && !scaler_state.empty()) {
+        examples::load_checkpoint_part(args.checkpoint, "scaler", "GradScaler, --amp",
+                                       [&] { scaler.load_state_dict(scaler_state); });
       }
       examples::load_checkpoint_part(args.checkpoint, "model", model_flags, [&] { model->load_state_dict(model_state); });
       examples::load_checkpoint_part(args.checkpoint, "optimizer", model_flags,
@@ -315,6 +330,7 @@ int main(int argc, char** argv) {
     auto save_checkpoint = [&](int64_t epoch) {
       nn::StateDict checkpoint = model->state_dict();
       for (const auto& [key, t] : optimizer->state_dict()) checkpoint.insert("optimizer." + key, t);
+      for (const auto& [key, t] : scaler.state_dict()) checkpoint.insert("scaler." + key, t);
       char best_text[32];
       std::snprintf(best_text, sizeof best_text, "%.17g", best);
       save(checkpoint, args.checkpoint,
@@ -338,6 +354,8 @@ int main(int argc, char** argv) {
         optimizer->zero_grad();
         Tensor loss;
         int64_t words = 0;
+        std::optional<autocast> mixed;
+        if (args.amp) mixed.emplace(device.type(), amp_dtype);
         if (args.packed) {
           auto [inputs, targets] = packed_batch(train_lines, b, args, device);
           if (targets.numel() == 0) continue;
@@ -351,9 +369,12 @@ int main(int argc, char** argv) {
           loss = nn::functional::cross_entropy(logits, train.narrow(0, i + 1, len).reshape({-1}));
           words = len * args.batch_size;
         }
-        loss.backward();
+        mixed.reset();
+        scaler.scale(loss).backward();  // as is when the scaler is disabled
+        scaler.unscale_(*optimizer);    // the clipping sees the true gradients
         nn::utils::clip_grad_norm_(params, args.clip);
-        optimizer->step();
+        scaler.step(*optimizer);
+        scaler.update();
         log_loss += loss.item<double>();
         log_words += words;
         if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {

@@ -27,6 +27,16 @@ grep -q "end of epoch   2" <<<"$out" || { echo "the resumed run is not epoch 2:"
 whole=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --disable-cuda "${small[@]}" --epochs 2 | grep "^| epoch   2 \|end of epoch   2" | sed 's/ms\/batch.*loss/loss/; s/time: *[0-9.]*s//; s/words\/s.*//')
 resumed=$(grep "^| epoch   2 \|end of epoch   2" <<<"$out" | sed 's/ms\/batch.*loss/loss/; s/time: *[0-9.]*s//; s/words\/s.*//')
 [[ -n "$whole" && "$whole" == "$resumed" ]] || { echo "resumed epoch 2 differs from the whole run's:"; echo "$whole"; echo "$resumed"; exit 1; }
+# --amp: bfloat16 on the cpu, float16 with a GradScaler on a cuda device (its state saved
+# under "scaler." and restored), both to a finite validation perplexity.
+for device in --disable-cuda ""; do
+  out=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --amp $device "${small[@]}" --checkpoint "$dir/amp.safetensors")
+  grep -Eq "valid ppl +[0-9]" <<<"$out" || { echo "no finite validation line (--amp $device):"; echo "$out"; exit 1; }
+done
+python3 -c 'import json,struct,sys; f=open(sys.argv[1],"rb"); n=struct.unpack("<Q",f.read(8))[0]; h=json.loads(f.read(n)); sys.exit(0 if "scaler.scale" in h else 1)' "$dir/amp.safetensors" ||
+  { echo "the float16 --amp checkpoint has no scaler.scale"; exit 1; }
+out=$(OPENBLAS_NUM_THREADS=1 "$wordlm" --amp "${small[@]}" --checkpoint "$dir/amp.safetensors" --resume)
+grep -q "resumed from $dir/amp.safetensors after epoch 1" <<<"$out" || { echo "no --amp resume line:"; echo "$out"; exit 1; }
 refused() {  # refused EXIT "stderr text" ARGS...
   local want_rc=$1 want=$2 rc=0
   shift 2

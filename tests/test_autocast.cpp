@@ -305,6 +305,13 @@ TEST(Autocast, RecurrentModulesRunInTheAutocastDtype) {
   EXPECT_EQ(state.first.dtype(), kBFloat16);
   out.to(kFloat32).sum().backward();
   for (const Tensor& p : lstm.parameters()) EXPECT_EQ(p.grad().dtype(), kFloat32);
+  // Truncated BPTT feeds the bfloat16 state back with a float32 input: autocast casts both.
+  auto [next_out, next_state] = lstm.forward(x, std::pair{state.first.detach(), state.second.detach()});
+  EXPECT_EQ(next_out.dtype(), kBFloat16);
+  {
+    autocast off(kCPU, std::nullopt, /*enabled=*/false);
+    EXPECT_THROW_MSG(lstm.forward(x, state), ValueError, "Expected hidden[0] to have the input's type");
+  }
   nn::LSTMCell cell(4, 5);
   auto [h, c] = cell.forward(x[0]);
   EXPECT_EQ(h.dtype(), kFloat32);  // the cpu's cells: in no list (see Note [Autocast])

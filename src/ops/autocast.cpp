@@ -149,6 +149,15 @@ void AutocastScope::init(AutocastOp op, const Tensor* const* args, size_t count)
   }
 }
 
+bool autocast_unifies(AutocastOp op, const Tensor& a, const Tensor& b) {
+  if (!autocast_may_apply()) return false;
+  const DeviceType type = a.device().is_cuda() || b.device().is_cuda() ? kCUDA : kCPU;
+  if (!state.enabled[index_of(type)] || !eligible(a, type) || !eligible(b, type)) return false;
+  const AutocastRow& row = kAutocastOps[static_cast<size_t>(op)];
+  const CastPolicy policy = type == kCUDA ? row.cuda : row.cpu;
+  return policy == CastPolicy::kLowerPrecision || policy == CastPolicy::kFloat32;
+}
+
 AutocastScope::~AutocastScope() {
   if (active_) --state.suspended;
 }

@@ -69,6 +69,11 @@ class AutocastScope {
   bool cast_to_target_ = false;  // kNone for promote when nothing is eligible
 };
 
+/// Whether an AutocastScope of `op` opened now would cast both `a` and `b` to one dtype (the
+/// recurrent modules accept a state of another floating dtype than their input then, as
+/// PyTorch's autocast casts both before its dtype check).
+bool autocast_unifies(AutocastOp op, const Tensor& a, const Tensor& b);
+
 /// Suspends autocast while it lives (autograd's backward pass).
 class AutocastSuspend {
  public:

@@ -132,8 +132,9 @@ void RNNBase::check_state(const std::vector<Tensor>& state, const Tensor& data, 
     EMBER_CHECK(state[k].device() == data.device(), DeviceError,
                 "Input and hidden tensors are not at the same device, found input tensor at ", data.device(),
                 " and hidden tensor at ", state[k].device());
-    EMBER_CHECK(state[k].dtype() == data.dtype(), ValueError, "Expected ", label, " to have the input's type ",
-                data.dtype(), ", got ", state[k].dtype());
+    EMBER_CHECK(state[k].dtype() == data.dtype() ||
+                    ember::detail::autocast_unifies(ember::detail::AutocastOp::kRnn, data, state[k]),
+                ValueError, "Expected ", label, " to have the input's type ", data.dtype(), ", got ", state[k].dtype());
   }
 }
 
