@@ -167,6 +167,27 @@ TEST(Autocast, CudaLinearRunsInFloat16) {
   EXPECT_EQ(b.grad().dtype(), kFloat32);
 }
 
+// DataParallel's replicas run on threads of their own: the caller's autocast goes with them,
+// as PyTorch's parallel_apply enters it in each thread.
+TEST(Autocast, DataParallelReplicasRunUnderTheCallersAutocast) {
+  EMBER_REQUIRE_DEVICES(2);
+  manual_seed(9);
+  auto layer = std::make_shared<nn::Linear>(8, 4);
+  layer->to(Device(kCUDA, 0));
+  nn::DataParallel parallel(layer, {0, 1});
+  const Tensor x = randn({6, 8}, TensorOptions(kFloat32).device(Device(kCUDA, 0)));
+  EXPECT_EQ(parallel.forward(x).dtype(), kFloat32);
+  Tensor out;
+  {
+    autocast guard(kCUDA);
+    out = parallel.forward(x);
+  }
+  EXPECT_EQ(out.dtype(), kFloat16);
+  out.to(kFloat32).sum().backward();
+  EXPECT_EQ(layer->weight.grad().dtype(), kFloat32);
+  EXPECT_FALSE(is_autocast_enabled(kCUDA));
+}
+
 TEST(Autocast, GuardsNestAndRestore) {
   EXPECT_FALSE(is_autocast_enabled(kCUDA));
   EXPECT_FALSE(is_autocast_enabled(kCPU));
