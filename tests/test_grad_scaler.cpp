@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "ember/ember.h"
@@ -269,6 +270,70 @@ TEST(GradScalerTraining, AFloat16StepEqualsTheFloat32StepToFloat16Tolerance) {
     EXPECT_TRUE(half[i].allclose(full[i], 1e-2, 2e-3)) << "parameter " << i;
     EXPECT_FALSE(half[i].equal(full[i])) << "parameter " << i << ": the float16 step should round";
   }
+}
+
+// Note [Scaler steps on the device]: a capturable optimizer steps with the found-inf flags on
+// the device, no host sync. Eagerly it gives the host path's numbers exactly; captured in a
+// CUDA graph with the whole mixed-precision step, each replay skips or steps by its own data.
+struct AmpStepRun {
+  explicit AmpStepRun(Device dev, bool capturable) : dev(dev) {
+    manual_seed(31);
+    layer = std::make_shared<nn::Linear>(8, 4);
+    layer->to(dev);
+    adam = std::make_unique<optim::Adam>(layer->parameters(), optim::AdamOptions(0.01).capturable(capturable));
+    scaler = std::make_unique<amp::GradScaler>(dev, 256.0, 2.0, 0.5, /*growth_interval=*/2);
+    x = randn({16, 8}, TensorOptions(kFloat32).device(dev));
+  }
+  // One step on `x` (float16 under autocast on cuda); an inf in x overflows the gradients.
+  void step() {
+    adam->zero_grad(/*set_to_none=*/false);
+    Tensor loss;
+    {
+      autocast guard(dev.type(), dev.is_cuda() ? kFloat16 : kBFloat16);
+      loss = layer->forward(x).pow(2).mean();
+    }
+    scaler->scale(loss).backward();
+    scaler->step(*adam);
+    scaler->update();
+  }
+  std::vector<float> weights() const { return layer->weight.detach().cpu().reshape({-1}).to_vector<float>(); }
+
+  Device dev;
+  std::shared_ptr<nn::Linear> layer;
+  std::unique_ptr<optim::Adam> adam;
+  std::unique_ptr<amp::GradScaler> scaler;
+  Tensor x;
+};
+
+TEST(GradScalerOnDevice, CapturableStepsEqualTheHostPathsAndCaptureInAGraph) {
+  EMBER_REQUIRE_DEVICES(1);
+  const Device dev(kCUDA, 0);
+  const std::vector<bool> overflow = {false, false, true, false, false, true, false};
+  AmpStepRun host(dev, false), device(dev, true), graphed(dev, true);
+  // Eager: the capturable optimizer's device path against the host path, step by step.
+  for (bool bad : overflow) {
+    for (AmpStepRun* run : {&host, &device}) {
+      run->x.select(0, 0).fill_(bad ? INFINITY : 0.5);
+      run->step();
+    }
+    EXPECT_EQ(device.scaler->get_scale(), host.scaler->get_scale());
+    EXPECT_EQ(device.weights(), host.weights());
+  }
+  // Captured: one eager warm-up step, then the whole step in a graph replayed per batch.
+  graphed.x.select(0, 0).fill_(0.5);
+  graphed.step();
+  cuda::CUDAGraph graph;
+  {
+    cuda::graph capture(graph);
+    graphed.step();
+  }
+  for (size_t k = 1; k < overflow.size(); ++k) {
+    graphed.x.select(0, 0).fill_(overflow[k] ? INFINITY : 0.5);
+    graph.replay();
+  }
+  cuda::synchronize();
+  EXPECT_EQ(graphed.scaler->get_scale(), host.scaler->get_scale());
+  EXPECT_EQ(graphed.weights(), host.weights());
 }
 
 // Training a float16 model under autocast with a scaler on a cuda device: a tiny init_scale

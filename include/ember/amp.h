@@ -105,7 +105,9 @@ class GradScaler {
   /// at most once per optimizer between update()s.
   void unscale_(optim::Optimizer& optimizer);
   /// unscale_() if not done yet, then optimizer.step() unless a gradient was inf or NaN.
-  /// Returns whether it stepped.
+  /// Returns false when it skipped the step. A capturable optimizer (every group of an Adam,
+  /// AdamW or SGD with capturable=True) skips on the device instead, without a host sync, so
+  /// the whole step can be captured in a CUDA graph; step() then returns true.
   bool step(optim::Optimizer& optimizer);
   /// Updates the scale from this iteration's steps, or sets it to `new_scale`.
   void update(std::optional<double> new_scale = std::nullopt);

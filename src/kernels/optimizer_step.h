@@ -15,6 +15,11 @@
 // bias correction from each tensor's own step count; SGD's "first step" flag, on which
 // the momentum buffer is set to the gradient instead of updated).
 //
+// With `skip_if_found_inf` (mixed precision's GradScaler, Note [Scaler steps on the device] in
+// src/optim/grad_scaler.cpp) one more input follows the gradients: a float32 found-inf flag on
+// the group's device; when it is not 0 the kernel changes nothing, decided where it runs, so
+// no host synchronisation and a captured step skips on replay.
+//
 // The element rules are PyTorch's single-tensor updates, term by term in the same
 // order and in the compute type (float for 16-bit types), so results agree with
 // torch.optim to float rounding.
@@ -67,6 +72,7 @@ EMBER_HOST_DEVICE inline StepTensor resolve_step(const StepHyper& h, StepTensor 
 struct FusedStep {
   StepHyper hyper;
   std::vector<StepTensor> tensors;
+  bool skip_if_found_inf = false;  // inputs.back(): the flag
   /// Operands per tensor in KernelCall::outputs.
   int state_count() const {
     if (hyper.rule == UpdateRule::Adam) return 2;

@@ -18,6 +18,7 @@
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ops/launch.h"
+#include "optim/amp_step.h"
 
 namespace ember::detail::optim {
 namespace {
@@ -74,6 +75,12 @@ void fused_step(const StepHyper& hyper, const std::vector<Tensor>& params, const
       call.outputs.push_back(flat_arg(work[i]));
       for (const Tensor& s : states[i]) call.outputs.push_back(flat_arg(s));
       call.inputs.push_back(flat_arg(flat_grads[i]));
+    }
+    if (amp_found_inf() != nullptr) {  // a GradScaler's device-side step
+      const Tensor flag = amp_found_inf_on(group.device);
+      EMBER_ASSERT(flag.defined() && flag.dtype() == kFloat32 && flag.numel() == 1);
+      step->skip_if_found_inf = true;
+      call.inputs.push_back(make_arg(flag));
     }
     call.payload = std::move(step);
     launch(group.device, call);

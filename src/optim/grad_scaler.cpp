@@ -5,6 +5,17 @@
 // flag per device; step() reads those flags (the only host synchronisation) and skips the
 // optimizer when any is set; update() sums every optimizer's flags on the scale's device
 // and updates the scale there with one more launch.
+//
+// Note [Scaler steps on the device]
+// An optimizer whose every group is capturable (Adam, AdamW, SGD with capturable=True) steps
+// without the host reading the flags, as PyTorch's optimizers with _step_supports_amp_scaling
+// do: step() unscales as above, makes per device a flag (any found inf, 0 or 1), and takes the
+// optimizer's step with those flags current (optim/amp_step.h): each fused launch gets its
+// device's flag as one more input and changes nothing where it is set, and the device step
+// counts go back by it. Nothing waits for the device, so the whole mixed-precision step can be
+// captured in a CUDA graph and replayed; step() cannot know then whether the optimizer stepped
+// and returns true (it returns false only for a step it knows was skipped). The host's own step
+// count (used only by non-capturable steps) still counts a skipped step.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -16,6 +27,9 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "ember/optim/optimizer.h"
+#include "ember/optim/adam.h"
+#include "ember/optim/sgd.h"
+#include "optim/amp_step.h"
 #include "optim/scheduler_state.h"
 
 namespace ember::amp {
@@ -29,6 +43,21 @@ Device parse_device(const std::string& device) {
 }
 
 bool device_type_available(const Device& device) { return !device.is_cuda() || cuda::is_available(); }
+
+thread_local const detail::optim::FoundInfFlags* current_flags = nullptr;
+
+// Whether every group of `optimizer` steps on the device (Note [Scaler steps on the device]).
+bool steps_on_device(optim::Optimizer& optimizer) {
+  auto all_capturable = [&](auto& typed) {
+    for (size_t g = 0; g < optimizer.num_param_groups(); ++g) {
+      if (!typed.options(g).capturable()) return false;
+    }
+    return true;
+  };
+  if (auto* adam = dynamic_cast<optim::Adam*>(&optimizer)) return all_capturable(*adam);
+  if (auto* sgd = dynamic_cast<optim::SGD*>(&optimizer)) return all_capturable(*sgd);
+  return false;
+}
 
 }  // namespace
 
@@ -128,6 +157,25 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
   }
   OptimizerState& state = per_optimizer_[&optimizer];
   EMBER_CHECK(!state.found_inf_per_device.empty(), Error, "No inf checks were recorded for this optimizer.");
+  if (steps_on_device(optimizer)) {
+    // Every device skips if any device found an inf: each gets the sum of all flags, as 0 or 1.
+    NoGradGuard no_grad;
+    detail::optim::FoundInfFlags flags;
+    for (const auto& [device, unused] : state.found_inf_per_device) {
+      Tensor sum;
+      for (const auto& [other, flag] : state.found_inf_per_device) {
+        Tensor here = flag.to(device, /*non_blocking=*/true);
+        sum = sum.defined() ? sum + here : here;
+      }
+      flags.emplace_back(device, sum.gt(0.0).to(kFloat32));
+    }
+    {
+      detail::optim::AmpFoundInfScope current(std::move(flags));
+      optimizer.step();
+    }
+    state.stage = Stage::kStepped;
+    return true;
+  }
   double found = 0.0;
   for (const auto& [device, flag] : state.found_inf_per_device) found += flag.item<float>();
   const bool stepped = found == 0.0;
@@ -226,3 +274,23 @@ void GradScaler::load_state_dict(const nn::StateDict& state_dict) {
 }
 
 }  // namespace ember::amp
+
+namespace ember::detail::optim {
+
+const FoundInfFlags* amp_found_inf() noexcept { return amp::current_flags; }
+
+Tensor amp_found_inf_on(Device device) {
+  if (amp::current_flags == nullptr) return Tensor();
+  for (const auto& [d, flag] : *amp::current_flags) {
+    if (d == device) return flag;
+  }
+  return Tensor();
+}
+
+AmpFoundInfScope::AmpFoundInfScope(FoundInfFlags flags) : flags_(std::move(flags)), previous_(amp::current_flags) {
+  amp::current_flags = &flags_;
+}
+
+AmpFoundInfScope::~AmpFoundInfScope() { amp::current_flags = previous_; }
+
+}  // namespace ember::detail::optim

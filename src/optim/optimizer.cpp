@@ -9,6 +9,7 @@
 #include "ember/factories.h"
 #include "nn/clear_grad.h"
 #include "nn/python_repr.h"
+#include "optim/amp_step.h"
 #include "runtime/backend.h"
 #include "runtime/context.h"
 
@@ -108,7 +109,15 @@ void Optimizer::step() {
       params.push_back(p);
       grads.push_back(std::move(grad));
     }
-    if (!params.empty()) update(g, params, grads);
+    if (params.empty()) continue;
+    update(g, params, grads);
+    if (detail::optim::amp_found_inf() != nullptr) {
+      // A step the kernel skipped did not count: the device step counts go back by the flag.
+      for (const Tensor& p : params) {
+        ParamState& s = state(p);
+        if (s.device_step.defined()) s.device_step.sub_(detail::optim::amp_found_inf_on(p.device()).reshape({}));
+      }
+    }
   }
 }
 

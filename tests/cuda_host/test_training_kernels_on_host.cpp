@@ -313,9 +313,10 @@ TEST(TrainingKernelsOnHost, BatchNormStatsMatchCpu) {
 
 // One OptimizerStep call over `sizes` (params, gradients and state in d), run on both
 // backends from the same starting values; every param and state must agree.
-// With `device_step` (a capturable step), both read the step count from it instead.
+// With `device_step` (a capturable step), both read the step count from it instead. With a
+// `found_inf` flag (a GradScaler's step on the device) both skip the step when it is 1.
 void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& sizes, DType d, bool first_step,
-                  const std::string& what, const float* device_step = nullptr) {
+                  const std::string& what, const float* device_step = nullptr, const Tensor& found_inf = Tensor()) {
   auto step = std::make_shared<detail::FusedStep>();
   step->hyper = hyper;
   const int per_tensor = 1 + step->state_count();
@@ -338,6 +339,12 @@ void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& si
     grads.push_back(random({sizes[i]}, d));
     call.inputs.push_back(arg(grads.back()));
   }
+  std::vector<Tensor> before;
+  for (const Tensor& t : cpu_out) before.push_back(t.clone());
+  if (found_inf.defined()) {
+    step->skip_if_found_inf = true;
+    call.inputs.push_back(arg(found_inf));
+  }
   call.payload = step;
   detail::cpu::run(call);
   for (size_t k = 0; k < host_out.size(); ++k) call.outputs[k] = arg(host_out[k]);
@@ -346,6 +353,9 @@ void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& si
   for (size_t k = 0; k < host_out.size(); ++k) {
     expect_same(host_out[k], cpu_out[k], what + " tensor " + std::to_string(k / per_tensor) + " operand " +
                                              std::to_string(k % per_tensor), 1e-5, 1e-5);
+    if (found_inf.defined() && found_inf.item<float>() != 0) {
+      expect_same(cpu_out[k], before[k], what + " skipped: operand " + std::to_string(k), 0, 0);
+    }
   }
 }
 
@@ -375,6 +385,9 @@ TEST(TrainingKernelsOnHost, OptimizerStepMatchesCpu) {
   adamw.maximize = true;
   for (DType d : kFloatTypes) {
     compare_step(sgd, mixed, d, false, "sgd");
+    compare_step(adam, many, d, false, "adam, found_inf 0", nullptr, zeros({1}));
+    compare_step(adam, many, d, false, "adam, found_inf 1", nullptr, ones({1}));
+    compare_step(momentum, mixed, d, false, "momentum, found_inf 1", nullptr, ones({1}));
     compare_step(momentum, mixed, d, true, "momentum first step");
     compare_step(momentum, many, d, false, "momentum");
     compare_step(nesterov, mixed, d, false, "nesterov maximize");

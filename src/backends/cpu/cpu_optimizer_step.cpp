@@ -94,9 +94,10 @@ void step_group(const KernelCall& call, const FusedStep& step) {
 
 void run_optimizer_step(const KernelCall& call) {
   const auto& step = call.payload.get<FusedStep>(call.op);
-  EMBER_ASSERT(call.inputs.size() == step.tensors.size() &&
+  EMBER_ASSERT(call.inputs.size() == step.tensors.size() + (step.skip_if_found_inf ? 1 : 0) &&
                call.outputs.size() == step.tensors.size() * static_cast<size_t>(1 + step.state_count()));
   if (step.tensors.empty()) return;
+  if (step.skip_if_found_inf && *static_cast<const float*>(call.inputs.back().data) != 0.0f) return;
   switch (call.inputs[0].dtype) {
     case kFloat32: return step_group<float>(call, step);
     case kFloat64: return step_group<double>(call, step);

@@ -20,12 +20,14 @@ struct StepArgs {
   int64_t offsets[kMaxTensors + 1];  // offsets[i]: elements before tensor i
   StepTensor tensor[kMaxTensors];
   StepHyper hyper;
+  const float* found_inf;  // nullptr, or the GradScaler's flag: skip when not 0
   int count;
 };
 
 template <typename T>
 __global__ void optimizer_step_kernel(StepArgs<T> a) {
   using C = compute_t<T>;
+  if (a.found_inf != nullptr && *a.found_inf != 0.0f) return;
   const int64_t total = a.offsets[a.count];
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   int t = 0;
@@ -56,6 +58,7 @@ void launch_group(const KernelCall& call, const FusedStep& step, cudaStream_t st
   for (int first = 0; first < n; first += kMaxTensors) {
     StepArgs<T> a{};
     a.hyper = step.hyper;
+    a.found_inf = step.skip_if_found_inf ? static_cast<const float*>(call.inputs.back().data) : nullptr;
     a.count = std::min(kMaxTensors, n - first);
     a.offsets[0] = 0;
     for (int k = 0; k < a.count; ++k) {
