@@ -41,7 +41,8 @@
 // ember::autocast (float16 on a cuda device, bfloat16 on the cpu), the loss scaled by an
 // amp::GradScaler (float16 only: bfloat16 has float32's range and needs none), whose state
 // --checkpoint saves under "scaler." and --resume restores. The weights, the optimizer and
-// the evaluation stay in float32.
+// the evaluation stay in float32. With --cuda-graphs the whole mixed-precision step is
+// captured: the capturable Adam skips an overflowed step on the device.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -119,7 +120,6 @@ Args parse(int argc, char** argv) {
   if (args.cuda_graphs && (args.ddp || args.data_parallel))
     usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
   if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
-  if (args.cuda_graphs && args.amp) usage("--amp's scaler decides on the host whether to step: not with --cuda-graphs");
   return args;
 }
 
@@ -278,6 +278,23 @@ int main(int argc, char** argv) {
       examples::load_checkpoint_part(args.checkpoint, "scaler", "GradScaler, --amp",
                                      [&] { scaler.load_state_dict(scaler_state); });
     }
+    // One step: forward (under autocast with --amp), backward of the (scaled) loss, the
+    // optimizer's step (skipped by the scaler on an overflow: on the device with
+    // --cuda-graphs, whose capturable Adam takes the scaler's flag, so the step captures).
+    auto training_step = [&](const Tensor& x, const Tensor& y) {
+      optimizer.zero_grad(/*set_to_none=*/true);
+      Tensor loss;
+      {
+        // The cast cache is off in a captured step: a cast made outside it must not be reused.
+        std::optional<autocast> mixed;
+        if (args.amp) mixed.emplace(device.type(), amp_dtype, true, /*cache_enabled=*/!args.cuda_graphs);
+        loss = nn::functional::cross_entropy(model.forward(x), y);  // float32 under autocast too
+      }
+      scaler.scale(loss).backward();  // as is when the scaler is disabled
+      scaler.step(optimizer);
+      scaler.update();
+      return loss;
+    };
     // Each device has its own generator; seeding again here starts the one dropout uses at
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
@@ -298,16 +315,7 @@ int main(int argc, char** argv) {
           step_graph.replay();
           total_loss += static_loss.detach();
         } else {
-          optimizer.zero_grad();
-          Tensor loss;
-          {
-            std::optional<autocast> mixed;
-            if (args.amp) mixed.emplace(device.type(), amp_dtype);
-            loss = nn::functional::cross_entropy(model.forward(x), y);  // float32 under autocast too
-          }
-          scaler.scale(loss).backward();  // as is when the scaler is disabled
-          scaler.step(optimizer);
-          scaler.update();
+          Tensor loss = training_step(x, y);
           total_loss += loss.detach();
           if (args.cuda_graphs && !captured && y.size(0) == args.batch_size) {
             // After this eager step (Adam's state exists now), capture the next ones.
@@ -315,10 +323,7 @@ int main(int argc, char** argv) {
             static_y = y.clone();
             {
               cuda::graph capture(step_graph);  // recorded only: this batch has had its step
-              optimizer.zero_grad(/*set_to_none=*/true);
-              static_loss = nn::functional::cross_entropy(model.forward(static_x), static_y);
-              static_loss.backward();
-              optimizer.step();
+              static_loss = training_step(static_x, static_y);
             }
             captured = true;
           }
