@@ -26,7 +26,9 @@
 // (under "optimizer.") and the schedule's (under "scheduler."), the vocabulary (as
 // "vocabulary.chars", the byte values) and the step (in the metadata). --resume loads them
 // all and goes on from that step to --steps on the same schedule; the data loader skips the
-// batches already seen, so a run without dropout continues as the uninterrupted run would.
+// batches already seen, and the default generators' states (the cpu's and the training
+// device's, under "rng.") are restored, so the resumed run, dropout included, continues as
+// the uninterrupted run would.
 // --stop-after N ends the run after step N, as if interrupted.
 //
 // --ddp, under `ember-run --nproc-per-node=N charlm --ddp`: DistributedDataParallel over N
@@ -63,6 +65,7 @@ namespace {
 constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
 constexpr const char* kScalerPrefix = "scaler.";
+constexpr const char* kRngPrefix = "rng.";  // the default generators' states: "rng.cpu", "rng.cuda"
 constexpr const char* kVocabularyKey = "vocabulary.chars";
 
 struct Args : examples::CommonArgs {
@@ -197,13 +200,14 @@ int main(int argc, char** argv) {
     // The corpus and, from a checkpoint, the state to resume.
     data::Fortunes fortunes(args.data);
     data::CharVocabulary vocabulary = fortunes.vocabulary();
-    nn::StateDict model_state, optimizer_state, scheduler_state, scaler_state;
+    nn::StateDict model_state, optimizer_state, scheduler_state, scaler_state, rng_state;
     if (args.resume) {
       bool has_vocabulary = false;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind(kOptimizerPrefix, 0) == 0) optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
         else if (key.rfind(kSchedulerPrefix, 0) == 0) scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
         else if (key.rfind(kScalerPrefix, 0) == 0) scaler_state.insert(key.substr(std::strlen(kScalerPrefix)), t);
+        else if (key.rfind(kRngPrefix, 0) == 0) rng_state.insert(key.substr(std::strlen(kRngPrefix)), t);
         else if (key == kVocabularyKey) {
           vocabulary = vocabulary_of(args.checkpoint, t);
           has_vocabulary = true;
@@ -315,6 +319,15 @@ int main(int argc, char** argv) {
             std::to_string(args.model.context) + "): not one full batch to train on");
     }
     manual_seed(args.seed + 1 + static_cast<uint64_t>(first_step));  // dropout's generator, on every device alike
+    // --resume: the generators go on from the checkpointed run's states, so dropout draws the
+    // masks the uninterrupted run would (a checkpoint without them starts from the seed above).
+    if (!rng_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "generator", "a charlm checkpoint", [&] {
+        if (const Tensor* cpu_state = rng_state.find("cpu")) set_rng_state(*cpu_state);
+        const Tensor* cuda_state = rng_state.find("cuda");
+        if (cuda_state != nullptr && device.is_cuda()) cuda::set_rng_state(*cuda_state, device.index());
+      });
+    }
 
     auto save_checkpoint = [&](int64_t step) {
       nn::StateDict checkpoint = net->state_dict();
@@ -324,6 +337,8 @@ int main(int argc, char** argv) {
       Tensor chars = empty({vocabulary.size()}, kInt64);
       for (int64_t i = 0; i < vocabulary.size(); ++i) chars.data_ptr<int64_t>()[i] = static_cast<unsigned char>(vocabulary.chars()[static_cast<size_t>(i)]);
       checkpoint.insert(kVocabularyKey, chars);
+      checkpoint.insert(std::string(kRngPrefix) + "cpu", get_rng_state());
+      if (device.is_cuda()) checkpoint.insert(std::string(kRngPrefix) + "cuda", cuda::get_rng_state(device.index()));
       save(checkpoint, args.checkpoint, {{"step", std::to_string(step)}});
     };
 

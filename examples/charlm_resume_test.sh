@@ -1,8 +1,9 @@
 #!/bin/sh
 # ctest charlm_resume_continues_the_run: a small charlm run of 6 steps, and the same run
-# stopped after step 3 with a checkpoint and resumed: without dropout, steps 4-6 print the
-# same training loss, validation loss and learning rate (model, AdamW, the warmup + cosine
-# schedule and the data order all restored). The same again with --amp on an emulated cuda
+# stopped after step 3 with a checkpoint and resumed: steps 4-6 print the same training loss,
+# validation loss and learning rate (model, AdamW, the warmup + cosine schedule and the data
+# order all restored); again with dropout 0.1, which matches only because the checkpoint
+# restores the generators' states too (a reseeded generator draws other masks). The same again with --amp on an emulated cuda
 # device: float16 under autocast with a GradScaler, whose scale backs off from 65536 in the
 # first steps (the scaled float16 gradients overflow), so the resumed steps match only when
 # the checkpoint restored the scaler too. Exit 77 (skipped) without Debian's fortunes.
@@ -32,6 +33,15 @@ fields "$dir/whole.txt" | head -n 3 > "$dir/expected_first"
 fields "$dir/first.txt" > "$dir/got_first"
 diff "$dir/expected_first" "$dir/got_first"
 
+# With dropout: the same, the masks coming from the restored generator states.
+run --dropout 0.1 > "$dir/drop_whole.txt"
+run --dropout 0.1 --checkpoint "$dir/drop.safetensors" --stop-after 3 > /dev/null
+run --dropout 0.1 --checkpoint "$dir/drop.safetensors" --resume > "$dir/drop_resumed.txt"
+fields "$dir/drop_whole.txt" | tail -n 3 > "$dir/drop_expected"
+fields "$dir/drop_resumed.txt" > "$dir/drop_got"
+[ "$(wc -l < "$dir/drop_got")" -eq 3 ] || { echo "expected 3 progress lines after resuming with dropout"; exit 1; }
+diff "$dir/drop_expected" "$dir/drop_got"
+
 amp() { EMBER_EMULATED_DEVICES=1 base --device cuda:0 --amp "$@"; }
 amp > "$dir/amp_whole.txt"
 grep -q 'mixed precision (float16, loss scaling)' "$dir/amp_whole.txt"
@@ -41,4 +51,4 @@ fields "$dir/amp_whole.txt" | tail -n 3 > "$dir/amp_expected"
 fields "$dir/amp_resumed.txt" > "$dir/amp_got"
 [ "$(wc -l < "$dir/amp_got")" -eq 3 ] || { echo "expected 3 progress lines after resuming with --amp"; exit 1; }
 diff "$dir/amp_expected" "$dir/amp_got"
-echo "charlm --resume continued the run, with and without --amp"
+echo "charlm --resume continued the run, with dropout and with --amp"
