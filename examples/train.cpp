@@ -13,7 +13,9 @@
 // and Adam's (its step counts, moments and options) under "optimizer." + its names, so
 // that one file is the whole checkpoint and the model's keys stay as a module's. --resume
 // first loads it and continues after that epoch with both restored, Adam's learning rate
-// included (a checkpoint without "optimizer." keys restarts the optimizer, and says so).
+// included (a checkpoint without "optimizer." keys restarts the optimizer, and says so), and
+// with the generators' states (dropout's and the shuffling's, under "rng."), so a resumed run
+// continues as the uninterrupted one.
 // --lr-step N decays the learning rate by --lr-gamma every N epochs (optim::StepLR, stepped
 // after each epoch); its state is saved in the checkpoint under "scheduler." and --resume
 // restores it, so the schedule goes on where it stopped. A checkpoint without "scheduler."
@@ -72,6 +74,8 @@ constexpr const char* kOptimizerPrefix = "optimizer.";
 constexpr const char* kSchedulerPrefix = "scheduler.";
 // ... and those of the gradient scaler's (--amp) with this.
 constexpr const char* kScalerPrefix = "scaler.";
+// ... and the generators' states: "rng.cpu", "rng.cuda" (the training device's), "rng.shuffle".
+constexpr const char* kRngPrefix = "rng.";
 
 struct Args : examples::CommonArgs {
   int epochs = 2;
@@ -192,6 +196,10 @@ int main(int argc, char** argv) {
                                                 .num_workers(args.workers)
                                                 .pin_memory(pin)
                                                 .seed(args.seed);
+    // The shuffling draws from a generator of its own, whose state the checkpoint keeps.
+    Generator shuffle_generator;
+    shuffle_generator.manual_seed(args.seed);
+    if (!args.ddp) train_options.generator(shuffle_generator);
     // --ddp: each rank reads its share of the epoch, batch-size / world images a step.
     std::optional<data::DistributedSampler> ddp_sampler;
     if (args.ddp) {
@@ -203,7 +211,7 @@ int main(int argc, char** argv) {
 
     auto net = std::make_shared<Network>();
     // From the checkpoint, loaded once the optimizer and the scheduler exist.
-    nn::StateDict optimizer_state, scheduler_state, scaler_state;
+    nn::StateDict optimizer_state, scheduler_state, scaler_state, rng_state;
     if (args.resume) {
       nn::StateDict model_state;
       for (const auto& [key, t] : load(args.checkpoint)) {
@@ -213,6 +221,8 @@ int main(int argc, char** argv) {
           scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
         } else if (key.rfind(kScalerPrefix, 0) == 0) {
           scaler_state.insert(key.substr(std::strlen(kScalerPrefix)), t);
+        } else if (key.rfind(kRngPrefix, 0) == 0) {
+          rng_state.insert(key.substr(std::strlen(kRngPrefix)), t);
         } else {
           model_state.insert(key, t);
         }
@@ -299,6 +309,17 @@ int main(int argc, char** argv) {
     // the same place on every device, so a run with TF32 off gives the same numbers on the
     // cpu and on a cuda device.
     manual_seed(args.seed + 1);
+    // --resume: dropout's generators and the shuffling go on from the checkpointed run's
+    // states, so the resumed epochs are the uninterrupted run's (a checkpoint without them
+    // starts both from the seeds above).
+    if (!rng_state.empty()) {
+      examples::load_checkpoint_part(args.checkpoint, "generator", "a train checkpoint", [&] {
+        if (const Tensor* cpu_state = rng_state.find("cpu")) set_rng_state(*cpu_state);
+        const Tensor* cuda_state = rng_state.find("cuda");
+        if (cuda_state != nullptr && device.is_cuda()) cuda::set_rng_state(*cuda_state, device.index());
+        if (const Tensor* shuffle_state = rng_state.find("shuffle")) shuffle_generator.set_state(*shuffle_state);
+      });
+    }
 
     for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
@@ -362,6 +383,9 @@ int main(int argc, char** argv) {
           for (const auto& [key, t] : scheduler->state_dict()) checkpoint.insert(kSchedulerPrefix + key, t);
         }
         for (const auto& [key, t] : scaler.state_dict()) checkpoint.insert(kScalerPrefix + key, t);
+        checkpoint.insert(std::string(kRngPrefix) + "cpu", get_rng_state());
+        if (device.is_cuda()) checkpoint.insert(std::string(kRngPrefix) + "cuda", cuda::get_rng_state(device.index()));
+        checkpoint.insert(std::string(kRngPrefix) + "shuffle", shuffle_generator.get_state());
         save(checkpoint, args.checkpoint, {{"epoch", std::to_string(epoch)}});
       }
     }
