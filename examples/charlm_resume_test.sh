@@ -3,10 +3,10 @@
 # stopped after step 3 with a checkpoint and resumed: steps 4-6 print the same training loss,
 # validation loss and learning rate (model, AdamW, the warmup + cosine schedule and the data
 # order all restored); again with dropout 0.1, which matches only because the checkpoint
-# restores the generators' states too (a reseeded generator draws other masks). The same again with --amp on an emulated cuda
-# device: float16 under autocast with a GradScaler, whose scale backs off from 65536 in the
-# first steps (the scaled float16 gradients overflow), so the resumed steps match only when
-# the checkpoint restored the scaler too. Exit 77 (skipped) without Debian's fortunes.
+# restores the generators' states too (a reseeded generator draws other masks); and again
+# with --amp on an emulated cuda device: float16 under autocast with a GradScaler, whose
+# scale backs off from 65536 in the first steps (the scaled float16 gradients overflow), so
+# the resumed steps match only when the checkpoint restored the scaler too. Exit 77 (skipped) without Debian's fortunes.
 set -eu
 charlm=$1
 data=/usr/share/games/fortunes

@@ -138,7 +138,8 @@ class GradScaler {
     std::vector<std::pair<Device, Tensor>> found_inf_per_device;
   };
   void lazy_init(Device device);
-  std::vector<std::pair<Device, Tensor>> unscale_grads(optim::Optimizer& optimizer, const Tensor& inv_scale, bool allow_fp16);
+  std::vector<std::pair<Device, Tensor>> unscale_grads(optim::Optimizer& optimizer, const Tensor& inv_scale,
+                                                       bool allow_fp16);
   int64_t growth_tracker() const;
 
   bool enabled_;
