@@ -275,6 +275,15 @@ TEST(Autocast, LeafCastsAreCachedPerOutermostGuard) {
     EXPECT_EQ(F::linear(x, w).item<float>(), 16.0f);
   }
   EXPECT_TRUE(is_autocast_cache_enabled());
+  {  // a nested guard of the other dtype gets its own cast, not the outer guard's
+    autocast guard(kCPU, kBFloat16);
+    EXPECT_EQ(F::linear(x, w).dtype(), kBFloat16);
+    {
+      autocast nested(kCPU, kFloat16);
+      EXPECT_EQ(F::linear(x, w).dtype(), kFloat16);
+    }
+    EXPECT_EQ(F::linear(x, w).dtype(), kBFloat16);
+  }
 }
 
 // Backward inside the guard runs the forward's dtypes: the same gradients as outside it.

@@ -168,7 +168,8 @@ Tensor AutocastScope::cast(const Tensor& t) const {
                          t.requires_grad() && t.is_leaf() && is_grad_enabled();
   if (!cacheable) return t.to(target_);
   auto [it, inserted] = cast_cache.try_emplace(t.impl());
-  if (inserted) it->second = CacheEntry{t, t.to(target_)};
+  // A nested guard of the other lower-precision dtype replaces the entry rather than reuse it.
+  if (inserted || it->second.cast.dtype() != target_) it->second = CacheEntry{t, t.to(target_)};
   return it->second.cast;
 }
 
