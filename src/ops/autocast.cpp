@@ -80,6 +80,11 @@ static_assert(std::size(kAutocastOps) == static_cast<size_t>(AutocastOp::kCount)
 
 constexpr int index_of(DeviceType type) { return type == kCUDA ? 1 : 0; }
 
+CastPolicy policy_of(AutocastOp op, DeviceType type) {
+  const AutocastRow& row = kAutocastOps[static_cast<size_t>(op)];
+  return type == kCUDA ? row.cuda : row.cpu;
+}
+
 struct CacheEntry {
   Tensor source;  // held, so its address cannot be reused by another tensor while cached
   Tensor cast;
@@ -109,7 +114,7 @@ DeviceType parse_device_type(const std::string& name) {
 AutocastState& autocast_state() noexcept { return state; }
 
 AutocastScope::AutocastScope(AutocastOp op, const std::vector<Tensor>& args) {
-  if (!autocast_may_apply()) return;
+  if (!autocast_may_apply()) return;  // the common case: no vector of pointers
   std::vector<const Tensor*> pointers;
   pointers.reserve(args.size());
   for (const Tensor& t : args) pointers.push_back(&t);
@@ -123,8 +128,7 @@ void AutocastScope::init(AutocastOp op, const Tensor* const* args, size_t count)
     if (t->defined() && t->device().is_cuda()) type_ = kCUDA;
   }
   if (!state.enabled[index_of(type_)]) return;
-  const AutocastRow& row = kAutocastOps[static_cast<size_t>(op)];
-  const CastPolicy policy = type_ == kCUDA ? row.cuda : row.cpu;
+  const CastPolicy policy = policy_of(op, type_);
   if (policy == CastPolicy::kNone) return;
   active_ = true;
   ++state.suspended;
@@ -153,8 +157,7 @@ bool autocast_unifies(AutocastOp op, const Tensor& a, const Tensor& b) {
   if (!autocast_may_apply()) return false;
   const DeviceType type = a.device().is_cuda() || b.device().is_cuda() ? kCUDA : kCPU;
   if (!state.enabled[index_of(type)] || !eligible(a, type) || !eligible(b, type)) return false;
-  const AutocastRow& row = kAutocastOps[static_cast<size_t>(op)];
-  const CastPolicy policy = type == kCUDA ? row.cuda : row.cpu;
+  const CastPolicy policy = policy_of(op, type);
   return policy == CastPolicy::kLowerPrecision || policy == CastPolicy::kFloat32;
 }
 

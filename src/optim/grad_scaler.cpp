@@ -36,12 +36,6 @@ namespace ember::amp {
 
 namespace {
 
-Device parse_device(const std::string& device) {
-  // "cuda", "cuda:1" and "cpu", as torch.amp.GradScaler's device string; Device's own
-  // parser gives the error for anything else.
-  return Device(device);
-}
-
 bool device_type_available(const Device& device) { return !device.is_cuda() || cuda::is_available(); }
 
 thread_local const detail::optim::FoundInfFlags* current_flags = nullptr;
@@ -63,7 +57,7 @@ bool steps_on_device(optim::Optimizer& optimizer) {
 
 GradScaler::GradScaler(const std::string& device, double init_scale, double growth_factor, double backoff_factor,
                        int64_t growth_interval, bool enabled)
-    : GradScaler(parse_device(device), init_scale, growth_factor, backoff_factor, growth_interval, enabled) {}
+    : GradScaler(Device(device), init_scale, growth_factor, backoff_factor, growth_interval, enabled) {}
 
 GradScaler::GradScaler(Device device, double init_scale, double growth_factor, double backoff_factor,
                        int64_t growth_interval, bool enabled)

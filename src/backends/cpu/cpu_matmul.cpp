@@ -63,15 +63,16 @@ float round_tf32(float x) {
   return detail::bits_float(u & 0xffffe000u);
 }
 
-// Copies batch b of m into a dense row-major buffer, optionally rounding to TF32.
-template <typename T>
-void pack(const Matrix& m, int64_t b, bool tf32, std::vector<T>& buf) {
+// Copies batch b of m (elements of type T) into a dense row-major buffer of Out (float16 and
+// bfloat16 widen to float exactly), optionally rounding float to TF32.
+template <typename T, typename Out = T>
+void pack(const Matrix& m, int64_t b, bool tf32, std::vector<Out>& buf) {
   buf.resize(static_cast<size_t>(m.rows * m.cols));
   const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
   for (int64_t i = 0; i < m.rows; ++i) {
     for (int64_t j = 0; j < m.cols; ++j) {
-      T v = src[i * m.row_stride + j * m.col_stride];
-      if constexpr (std::is_same_v<T, float>) {
+      Out v = convert<Out>(src[i * m.row_stride + j * m.col_stride]);
+      if constexpr (std::is_same_v<Out, float>) {
         if (tf32) v = round_tf32(v);
       }
       buf[i * m.cols + j] = v;
@@ -112,12 +113,12 @@ void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasVi
     BlasView ua = va, ub = vb;
     if (!va.ok) {
       // A broadcast batch is packed once.
-      if (i == begin || a.batch_stride != 0) pack(a, i, tf32, abuf);
+      if (i == begin || a.batch_stride != 0) pack<T>(a, i, tf32, abuf);
       A = abuf.data();
       ua = {true, true, std::max(1, K)};
     }
     if (!vb.ok) {
-      if (i == begin || b.batch_stride != 0) pack(b, i, tf32, bbuf);
+      if (i == begin || b.batch_stride != 0) pack<T>(b, i, tf32, bbuf);
       B = bbuf.data();
       ub = {true, true, std::max(1, N)};
     }
@@ -144,30 +145,25 @@ void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasVi
 // spread over the thread pool instead, as LibTorch spreads per-sample gemms over its threads.
 constexpr double kSingleThreadedGemm = 262144;
 
-template <typename T>
-void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
-  const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
-  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
-  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
-  const double work = static_cast<double>(M) * N * K;
+// Runs items(begin, end) over the batch: spread over the pool when each product is small.
+template <typename Items>
+void over_batch(const Matrix& a, const Matrix& c, int64_t batch, Items&& items) {
+  const double work = static_cast<double>(c.rows) * c.cols * a.cols;
   if (batch > 1 && work < kSingleThreadedGemm) {
     const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16 * kGrainSize / std::max(work, 1.0)));
-    parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) {
-      matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32);
-    });
+    parallel_for(0, batch, grain, items);
   } else {
-    matmul_blas_items<T>(a, b, c, va, vb, vc, 0, batch, tf32);
+    items(int64_t{0}, batch);
   }
 }
 
-// Batch item b of m as a dense row-major float32 matrix.
 template <typename T>
-void widen(const Matrix& m, int64_t b, std::vector<float>& buf) {
-  buf.resize(static_cast<size_t>(m.rows * m.cols));
-  const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
-  for (int64_t i = 0; i < m.rows; ++i) {
-    for (int64_t j = 0; j < m.cols; ++j) buf[i * m.cols + j] = convert<float>(src[i * m.row_stride + j * m.col_stride]);
-  }
+void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
+  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
+  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
+  over_batch(a, c, batch, [&](int64_t begin, int64_t end) {
+    matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32);
+  });
 }
 
 template <typename T>
@@ -175,8 +171,8 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
   std::vector<float> abuf, bbuf, cbuf(static_cast<size_t>(M) * N);
   for (int64_t i = begin; i < end; ++i) {
-    if (i == begin || a.batch_stride != 0) widen<T>(a, i, abuf);  // a broadcast batch is widened once
-    if (i == begin || b.batch_stride != 0) widen<T>(b, i, bbuf);
+    if (i == begin || a.batch_stride != 0) pack<T, float>(a, i, false, abuf);  // a broadcast batch once
+    if (i == begin || b.batch_stride != 0) pack<T, float>(b, i, false, bbuf);
     gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cbuf.data(),
                 std::max(1, N));
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
@@ -188,13 +184,7 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
 
 template <typename T>
 void matmul_widened(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch) {
-  const double work = static_cast<double>(c.rows) * c.cols * a.cols;
-  if (batch > 1 && work < kSingleThreadedGemm) {
-    const int64_t grain = std::max<int64_t>(1, static_cast<int64_t>(16 * kGrainSize / std::max(work, 1.0)));
-    parallel_for(0, batch, grain, [&](int64_t begin, int64_t end) { matmul_widened_items<T>(a, b, c, begin, end); });
-  } else {
-    matmul_widened_items<T>(a, b, c, 0, batch);
-  }
+  over_batch(a, c, batch, [&](int64_t begin, int64_t end) { matmul_widened_items<T>(a, b, c, begin, end); });
 }
 
 template <typename T>
