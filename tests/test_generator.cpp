@@ -6,6 +6,7 @@
 // default generator where it was, and the error texts of torch's generator checks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -255,6 +256,36 @@ TEST(Generator, OnlyTheDefaultGeneratorIsDrawnFromUnderCapture) {
   std::vector<float> first = values(x);
   graph.replay();
   EXPECT_NE(values(x), first);  // new numbers per replay
+}
+
+// nn::init's random fills take a generator (PyTorch 2.x's generator= argument): the numbers are
+// the generator's, as Tensor::uniform_/normal_ would draw them, and the default generator stays.
+TEST(Generator, NnInitDrawsFromTheGivenGenerator) {
+  for (const char* device : {"cpu", "cuda:1"}) {
+    SCOPED_TRACE(device);
+    const TensorOptions on(device);
+    manual_seed(5);
+    Tensor before = rand({6}, on);
+    manual_seed(5);
+    Generator gen{Device(device)}, same{Device(device)};
+    gen.manual_seed(11);
+    same.manual_seed(11);
+    Tensor w = empty({8, 4}, on);
+    nn::init::kaiming_uniform_(w, 0, "fan_in", "relu", gen);
+    const double bound = std::sqrt(2.0) * std::sqrt(3.0 / 4);
+    Tensor expected = empty({8, 4}, on).uniform_(-bound, bound, same);
+    EXPECT_EQ(values(w), values(expected));
+    nn::init::xavier_normal_(w, 1.0, gen);
+    EXPECT_EQ(values(w), values(empty({8, 4}, on).normal_(0, std::sqrt(2.0 / 12), same)));
+    nn::init::normal_(w, 1, 2, gen);
+    nn::init::uniform_(w, -1, 1, gen);
+    nn::init::kaiming_normal_(w, 0, "fan_out", "leaky_relu", gen);
+    nn::init::xavier_uniform_(w, 1.0, gen);
+    EXPECT_EQ(values(rand({6}, on)), values(before));  // the default generator did not move
+  }
+  Tensor on_cpu = empty({8, 4});
+  expect_error<DeviceError>([&] { nn::init::xavier_uniform_(on_cpu, 1.0, Generator(Device("cuda:0"))); },
+                            "Expected a 'cpu' device type for generator but found 'cuda'");
 }
 
 TEST(Samplers, ARandomSamplerWithAGeneratorRepeatsFromARestoredState) {

@@ -22,17 +22,17 @@ void check_defined(const Tensor& tensor, const char* fn) {
 
 }  // namespace
 
-Tensor uniform_(Tensor tensor, double a, double b) {
+Tensor uniform_(Tensor tensor, double a, double b, std::optional<Generator> generator) {
   check_defined(tensor, "uniform_");
   NoGradGuard no_grad;
-  tensor.uniform_(a, b);
+  tensor.uniform_(a, b, std::move(generator));
   return tensor;
 }
 
-Tensor normal_(Tensor tensor, double mean, double std) {
+Tensor normal_(Tensor tensor, double mean, double std, std::optional<Generator> generator) {
   check_defined(tensor, "normal_");
   NoGradGuard no_grad;
-  tensor.normal_(mean, std);
+  tensor.normal_(mean, std, std::move(generator));
   return tensor;
 }
 
@@ -71,33 +71,36 @@ std::pair<int64_t, int64_t> calculate_fan_in_and_fan_out(const Tensor& tensor) {
   return {tensor.size(1) * receptive_field, tensor.size(0) * receptive_field};
 }
 
-Tensor kaiming_uniform_(Tensor tensor, double a, const std::string& mode, const std::string& nonlinearity) {
+Tensor kaiming_uniform_(Tensor tensor, double a, const std::string& mode, const std::string& nonlinearity,
+                        std::optional<Generator> generator) {
   check_defined(tensor, "kaiming_uniform_");
   if (tensor.numel() == 0) return tensor;  // PyTorch: "Initializing zero-element tensors is a no-op"
   const double std = calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(fan(tensor, mode)));
   const double bound = std::sqrt(3.0) * std;
-  return uniform_(std::move(tensor), -bound, bound);
+  return uniform_(std::move(tensor), -bound, bound, std::move(generator));
 }
 
-Tensor kaiming_normal_(Tensor tensor, double a, const std::string& mode, const std::string& nonlinearity) {
+Tensor kaiming_normal_(Tensor tensor, double a, const std::string& mode, const std::string& nonlinearity,
+                       std::optional<Generator> generator) {
   check_defined(tensor, "kaiming_normal_");
   if (tensor.numel() == 0) return tensor;
   const double std = calculate_gain(nonlinearity, a) / std::sqrt(static_cast<double>(fan(tensor, mode)));
-  return normal_(std::move(tensor), 0, std);
+  return normal_(std::move(tensor), 0, std, std::move(generator));
 }
 
-Tensor xavier_uniform_(Tensor tensor, double gain) {
+Tensor xavier_uniform_(Tensor tensor, double gain, std::optional<Generator> generator) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   if (tensor.numel() == 0) return tensor;
   const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
   const double bound = std::sqrt(3.0) * std;
-  return uniform_(std::move(tensor), -bound, bound);
+  return uniform_(std::move(tensor), -bound, bound, std::move(generator));
 }
 
-Tensor xavier_normal_(Tensor tensor, double gain) {
+Tensor xavier_normal_(Tensor tensor, double gain, std::optional<Generator> generator) {
   auto [fan_in, fan_out] = calculate_fan_in_and_fan_out(tensor);
   if (tensor.numel() == 0) return tensor;
-  return normal_(std::move(tensor), 0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)));
+  return normal_(std::move(tensor), 0, gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out)),
+                 std::move(generator));
 }
 
 }  // namespace ember::nn::init
