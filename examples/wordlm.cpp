@@ -17,6 +17,11 @@
 // a cuda device, where the recurrent layers run in float16, bfloat16 on the cpu) and, in
 // float16, the loss scaled by an amp::GradScaler (unscaled before the clipping), whose state
 // the checkpoint keeps under "scaler.".
+// --ddp, under `ember-run --nproc-per-node=N wordlm --ddp`: DistributedDataParallel over N
+// ranks, one device each; rank r trains on its --batch-size / N of the batch's columns (text
+// streams), so the averaged gradient is the whole batch's; rank 0 prints, checkpoints and
+// samples. --data-parallel splits each batch's columns (and the hidden state's) over every
+// cuda device of the process with nn::DataParallel. Neither goes with --packed.
 //   wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--epochs 1] [--max-batches N] [--bptt 35] [--packed] ...
 #include <algorithm>
 #include <charconv>
@@ -62,7 +67,8 @@ constexpr const char* kUsage =
     "              [--dropout 0.2] [--tied] [--lr 20 (SGD), 1e-3 (AdamW)] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
     "              [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] [--temperature 1.0]\n"
     "              [--packed] [--optimizer sgd|adamw] [--checkpoint FILE [--resume]] [--seed 1111] [--data DIR]\n"
-    "              [--device cuda:0] [--disable-cuda] [--no-tf32] [--amp]\n";
+    "              [--device cuda:0] [--disable-cuda] [--no-tf32] [--amp]\n"
+    "              [--ddp] (under ember-run --nproc-per-node=N) [--data-parallel]\n";
 
 [[noreturn]] void usage(const std::string& problem) { examples::refuse("wordlm", problem, kUsage); }
 
@@ -96,9 +102,9 @@ Args parse(int argc, char** argv) {
     else flags.unknown();
   }
   examples::check_common_flags(args, usage);
-  // The model's forward takes a hidden state beside its input, which DistributedDataParallel
-  // and DataParallel (one tensor in, one out) do not carry: say so rather than ignore them.
-  if (args.ddp || args.data_parallel) usage("--ddp and --data-parallel are not supported by wordlm");
+  // A packed batch's lines are not split over ranks or devices (a rank could be left with
+  // no line of two words while the others wait for it in the all-reduce).
+  if (args.packed && (args.ddp || args.data_parallel)) usage("--packed does not go with --ddp or --data-parallel");
   if (args.optimizer != "sgd" && args.optimizer != "adamw")
     usage("--optimizer must be sgd or adamw, not '" + args.optimizer + "'");
   if (!args.lr_given) args.lr = args.optimizer == "adamw" ? 1e-3 : 20.0;
@@ -256,7 +262,12 @@ void generate(wordlm::RNNModel& model, const Vocabulary& vocab, const Args& args
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
   try {
-    const Device device = examples::choose_device(args.disable_cuda, args.device, false);
+    examples::DdpRank ddp_rank;
+    if (args.ddp) ddp_rank = examples::init_ddp(args.disable_cuda, args.batch_size, usage);
+    const bool lead = ddp_rank.rank == 0;  // prints, checkpoints and samples
+    std::string wanted = args.device;
+    if (args.ddp && wanted.empty() && !args.disable_cuda) wanted = "cuda:" + std::to_string(ddp_rank.local_rank);
+    const Device device = examples::choose_device(args.disable_cuda, wanted, args.data_parallel);
     if (args.no_tf32) {
       backends::cuda::matmul.allow_tf32 = false;
       backends::cudnn.allow_tf32 = false;
@@ -276,18 +287,72 @@ int main(int argc, char** argv) {
     const Vocabulary vocab(train_words, args.model.tokens);
     wordlm::Config config = args.model;
     config.tokens = static_cast<int64_t>(vocab.words.size());
-    const Tensor train = batchify(vocab.encode(train_words), args.batch_size, device);
+    // --ddp: this rank's columns of the batch.
+    const int64_t batch = args.batch_size / ddp_rank.world;
+    const Tensor train = batchify(vocab.encode(train_words), args.batch_size, device)
+                             .narrow(1, ddp_rank.rank * batch, batch)
+                             .contiguous();
     std::vector<std::vector<int64_t>> train_lines;
     if (args.packed) {
       for (const auto& line : lines_of(fortunes.train_text())) train_lines.push_back(vocab.ids(line));
     }
     const Tensor valid = batchify(vocab.encode(words_of(fortunes.validation_text())), 10, device);
-    std::printf("wordlm: %s on %s, %lld words of training text, %lld of validation, vocabulary %lld\n",
-                config.rnn_type.c_str(), device.str().c_str(), static_cast<long long>(train.numel()),
-                static_cast<long long>(valid.numel()), static_cast<long long>(config.tokens));
+    if (lead) {
+      std::printf("wordlm: %s on %s, %lld words of training text, %lld of validation, vocabulary %lld\n",
+                  config.rnn_type.c_str(), device.str().c_str(), static_cast<long long>(train.numel() * ddp_rank.world),
+                  static_cast<long long>(valid.numel()), static_cast<long long>(config.tokens));
+    }
 
     auto model = std::make_shared<wordlm::RNNModel>(config);
     model->to(device);
+    std::shared_ptr<nn::parallel::DistributedDataParallel> ddp;
+    if (args.ddp) {  // starts from rank 0's weights
+      nn::parallel::DDPOptions options;
+      if (device.is_cuda()) options.device_ids({device.index()});
+      ddp = std::make_shared<nn::parallel::DistributedDataParallel>(model, options);
+      if (lead) std::printf("DistributedDataParallel on %d ranks, %lld columns each\n", ddp_rank.world,
+                            static_cast<long long>(batch));
+    }
+    std::shared_ptr<nn::DataParallel> data_parallel;
+    if (args.data_parallel) {
+      if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
+      std::vector<int> device_ids{device.index()};
+      for (int i = 0; i < cuda::device_count(); ++i) {
+        if (i != device.index()) device_ids.push_back(i);
+      }
+      data_parallel = std::make_shared<nn::DataParallel>(model, device_ids);
+      std::printf("DataParallel over %zu devices\n", device_ids.size());
+    }
+    // One truncated-BPTT window through the model, the wrapper's way: logits [T * N, tokens].
+    auto run_window = [&](const Tensor& input, const wordlm::Hidden& hidden) -> std::pair<Tensor, wordlm::Hidden> {
+      auto as_pair = [](std::vector<Tensor> out) {
+        Tensor logits = out.front();
+        return std::make_pair(logits, wordlm::Hidden(out.begin() + 1, out.end()));
+      };
+      auto flat = [](std::pair<Tensor, wordlm::Hidden> out) {
+        std::vector<Tensor> all{out.first};
+        all.insert(all.end(), out.second.begin(), out.second.end());
+        return all;
+      };
+      if (ddp) return as_pair(ddp->forward_with([&] { return flat(model->forward(input, hidden)); }));
+      if (!data_parallel) return model->forward(input, hidden);
+      // The columns (dim 1) of the input and of the state go to the replicas; each returns
+      // its logits as [T, n, tokens], gathered along the same dim.
+      std::vector<Tensor> inputs{input};
+      inputs.insert(inputs.end(), hidden.begin(), hidden.end());
+      auto out = as_pair(data_parallel->forward_with(
+          inputs,
+          [](nn::Module& replica, const std::vector<Tensor>& chunk) {
+            auto& m = static_cast<wordlm::RNNModel&>(replica);
+            auto [logits, next] = m.forward(chunk[0], wordlm::Hidden(chunk.begin() + 1, chunk.end()));
+            std::vector<Tensor> all{logits.view({chunk[0].size(0), chunk[0].size(1), -1})};
+            all.insert(all.end(), next.begin(), next.end());
+            return all;
+          },
+          /*dim=*/1));
+      out.first = out.first.reshape({-1, out.first.size(2)});
+      return out;
+    };
     const std::vector<Tensor> params = model->parameters();
     std::unique_ptr<optim::Optimizer> optimizer;
     if (args.optimizer == "adamw") optimizer = std::make_unique<optim::AdamW>(params, optim::AdamWOptions(args.lr));
@@ -324,8 +389,10 @@ int main(int argc, char** argv) {
       examples::load_checkpoint_part(args.checkpoint, "model", model_flags, [&] { model->load_state_dict(model_state); });
       examples::load_checkpoint_part(args.checkpoint, "optimizer", model_flags,
                                      [&] { optimizer->load_state_dict(optimizer_state); });
-      std::printf("resumed from %s after epoch %lld (lr %.4g)\n", args.checkpoint.c_str(),
-                  static_cast<long long>(first_epoch - 1), optimizer->lr());
+      if (lead) {
+        std::printf("resumed from %s after epoch %lld (lr %.4g)\n", args.checkpoint.c_str(),
+                    static_cast<long long>(first_epoch - 1), optimizer->lr());
+      }
     }
     auto save_checkpoint = [&](int64_t epoch) {
       nn::StateDict checkpoint = model->state_dict();
@@ -342,14 +409,15 @@ int main(int argc, char** argv) {
     const int64_t per_epoch = args.max_batches > 0 ? std::min(batches, args.max_batches) : batches;
     for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       // Dropout's generator seeded per epoch: a run resumed after epoch N repeats a whole run's
-      // epoch N + 1 exactly (the model, the optimizer and the learning rate come from the file).
-      manual_seed(args.seed + static_cast<uint64_t>(epoch));
+      // epoch N + 1 exactly (the model, the optimizer and the learning rate come from the file);
+      // each rank of --ddp draws its own masks.
+      manual_seed(args.seed + static_cast<uint64_t>(epoch) + (static_cast<uint64_t>(ddp_rank.rank) << 32));
       model->train();
       const auto epoch_start = std::chrono::steady_clock::now();
       auto log_start = epoch_start;
       double log_loss = 0;
       int64_t log_words = 0;
-      wordlm::Hidden hidden = model->init_hidden(args.batch_size);
+      wordlm::Hidden hidden = model->init_hidden(batch);
       for (int64_t b = 0; b < per_epoch; ++b) {
         optimizer->zero_grad();
         Tensor loss;
@@ -364,10 +432,10 @@ int main(int argc, char** argv) {
         } else {
           const int64_t i = b * args.bptt, len = std::min(args.bptt, train.size(0) - 1 - i);
           hidden = wordlm::RNNModel::repackage(hidden);
-          auto [logits, next] = model->forward(train.narrow(0, i, len), hidden);
+          auto [logits, next] = run_window(train.narrow(0, i, len), hidden);
           hidden = next;
           loss = nn::functional::cross_entropy(logits, train.narrow(0, i + 1, len).reshape({-1}));
-          words = len * args.batch_size;
+          words = len * args.batch_size;  // every rank's
         }
         mixed.reset();
         scaler.scale(loss).backward();  // as is when the scaler is disabled
@@ -377,7 +445,12 @@ int main(int argc, char** argv) {
         scaler.update();
         log_loss += loss.item<double>();
         log_words += words;
-        if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {
+        if (((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) && args.ddp) {  // every rank's mean loss
+          Tensor mean = full({}, log_loss, TensorOptions(kFloat64).device(device));
+          distributed::all_reduce(mean, distributed::ReduceOp::AVG);
+          log_loss = mean.item<double>();
+        }
+        if (((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) && lead) {
           const double seconds =
               std::chrono::duration<double>(std::chrono::steady_clock::now() - log_start).count();
           const int64_t n = (b + 1) % args.log_interval == 0 ? args.log_interval : (b + 1) % args.log_interval;
@@ -388,21 +461,28 @@ int main(int argc, char** argv) {
                       optimizer->lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
                       static_cast<double>(log_words) / seconds);
           std::fflush(stdout);
+        }
+        if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {
           log_loss = 0;
           log_words = 0;
           log_start = std::chrono::steady_clock::now();
         }
       }
+      // Every rank evaluates the same model on the whole validation text, so every rank makes
+      // the same annealing decision.
       const double val_loss = evaluate(*model, valid, args.bptt);
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_start).count();
-      std::printf("| end of epoch %3lld | time: %6.1fs | valid loss %5.2f | valid ppl %8.2f\n",
-                  static_cast<long long>(epoch), seconds, val_loss, std::exp(val_loss));
-      std::fflush(stdout);
+      if (lead) {
+        std::printf("| end of epoch %3lld | time: %6.1fs | valid loss %5.2f | valid ppl %8.2f\n",
+                    static_cast<long long>(epoch), seconds, val_loss, std::exp(val_loss));
+        std::fflush(stdout);
+      }
       if (val_loss < best) best = val_loss;
       else optimizer->set_lr(optimizer->lr() / 4.0);  // no improvement: anneal, as pytorch/examples
-      if (!args.checkpoint.empty()) save_checkpoint(epoch);
+      if (!args.checkpoint.empty() && lead) save_checkpoint(epoch);
     }
-    generate(*model, vocab, args, device);
+    if (lead) generate(*model, vocab, args, device);
+    if (args.ddp) distributed::destroy_process_group();
   } catch (const Error& e) {
     std::fprintf(stderr, "wordlm: %s\n", e.what());
     return 1;

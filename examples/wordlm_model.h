@@ -102,6 +102,17 @@ class RNNModel : public ember::nn::Module {
 
   const Config& config() const { return config_; }
 
+  /// A copy with its own tensors, tied as this model's (DataParallel's replicas).
+  std::shared_ptr<ember::nn::Module> clone() const override {
+    auto copy = std::make_shared<RNNModel>(config_);
+    const ember::Tensor weight = parameters().front();
+    copy->to(weight.device(), weight.dtype());
+    copy->load_state_dict(state_dict());
+    const auto originals = modules(), copies = copy->modules();
+    for (size_t i = 0; i < originals.size(); ++i) copies[i]->train(originals[i]->is_training());
+    return copy;
+  }
+
  private:
   Config config_;
   std::shared_ptr<ember::nn::Dropout> drop_;

@@ -171,6 +171,47 @@ TEST_F(DataParallelTest, LinearOutputsAndGradientsEqualOneDevice) {
   expect_matches_one_device(net, reference, randn({8, 5}, Device("cuda:0")));
 }
 
+// forward_with: a forward of several tensors in and out, scattered and gathered along dim 1
+// (a recurrent model's [T, N, ...] layout): outputs and gradients equal one device's.
+TEST_F(DataParallelTest, ForwardWithScattersEveryInputAlongItsDim) {
+  auto net = std::make_shared<nn::Linear>(5, 3);
+  net->to("cuda:0");
+  auto reference = net->clone();
+  Tensor x = randn({4, 7, 5}, Device("cuda:0")), h = randn({2, 7, 3}, Device("cuda:0"));
+  nn::DataParallel dp(net, {0, 1, 2, 3}, 0);
+  std::mutex seen_mutex;
+  std::vector<std::pair<int64_t, Device>> seen;
+  auto step = [&](nn::Module& m, const std::vector<Tensor>& in) {
+    {
+      std::lock_guard lock(seen_mutex);
+      seen.emplace_back(in[1].size(1), in[1].device());
+    }
+    Tensor y = m(in[0]);
+    return std::vector<Tensor>{y, in[1] * 2 + y.sum(0, true)};
+  };
+  std::vector<Tensor> out = dp.forward_with({x, h}, step, /*dim=*/1);
+  std::vector<Tensor> expected = step(*reference, {x, h});
+  ASSERT_EQ(out.size(), 2u);
+  std::sort(seen.begin(), seen.end(), [](const auto& a, const auto& b) { return a.second.index() < b.second.index(); });
+  EXPECT_EQ(seen.size(), 5u);  // four replicas and the reference
+  for (int d = 0; d < 4; ++d) EXPECT_EQ(seen[static_cast<size_t>(d) + 1].second.index(), d);
+  for (size_t j = 0; j < 2; ++j) {
+    EXPECT_EQ(out[j].device(), Device("cuda:0"));
+    expect_close(out[j], expected[j]);
+  }
+  (out[0].mean() + out[1].pow(2).mean()).backward();
+  (expected[0].mean() + expected[1].pow(2).mean()).backward();
+  expect_same_grads(*net, *reference);
+  // A replica returning another count of tensors, and an empty function, are refused.
+  auto uneven = [](nn::Module& m, const std::vector<Tensor>& in) {
+    return cuda::current_device() == 1 ? std::vector<Tensor>{m(in[0])} : std::vector<Tensor>{m(in[0]), in[0]};
+  };
+  EXPECT_EQ(error_of<ValueError>([&] { dp.forward_with({x}, uneven, 1); }),
+            "DataParallel::forward_with: replica 1 returned 1 tensors and replica 0 2");
+  EXPECT_EQ(error_of<ValueError>([&] { dp.forward_with({x}, {}, 1); }),
+            "DataParallel::forward_with: the forward function is empty");
+}
+
 TEST_F(DataParallelTest, SubclassOfAContainerIsReplicatedByItsDefaultConstructor) {
   auto [net, reference] = module_and_copy<DoubledSequential>();
   expect_matches_one_device(net, reference, randn({8, 3}, Device("cuda:0")));

@@ -76,21 +76,36 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> module,
 
 DistributedDataParallel::~DistributedDataParallel() = default;
 
-Tensor DistributedDataParallel::forward(const Tensor& input) {
-  const bool grad_enabled = is_grad_enabled();
-  if (grad_enabled) reducer_->ensure_prior_reduction_finished();
+void DistributedDataParallel::before_forward() {
+  if (is_grad_enabled()) reducer_->ensure_prior_reduction_finished();
   if (require_forward_param_sync_ && options_.broadcast_buffers() && !buffers_.empty()) sync_buffers();
-  Tensor x = input;
-  if (!options_.device_ids().empty() && x.defined()) x = x.to(Device(kCUDA, options_.device_ids().front()));
-  Tensor output = module_->forward(x);
-  if (grad_enabled && require_backward_grad_sync_) {
+}
+
+void DistributedDataParallel::after_forward(const std::vector<Tensor>& outputs) {
+  if (is_grad_enabled() && require_backward_grad_sync_) {
     require_forward_param_sync_ = true;
-    reducer_->prepare_for_backward(options_.find_unused_parameters() ? std::vector<Tensor>{output}
-                                                                     : std::vector<Tensor>{});
+    reducer_->prepare_for_backward(options_.find_unused_parameters() ? outputs : std::vector<Tensor>{});
   } else {
     require_forward_param_sync_ = false;
   }
+}
+
+Tensor DistributedDataParallel::forward(const Tensor& input) {
+  before_forward();
+  Tensor x = input;
+  if (!options_.device_ids().empty() && x.defined()) x = x.to(Device(kCUDA, options_.device_ids().front()));
+  Tensor output = module_->forward(x);
+  after_forward({output});
   return output;
+}
+
+std::vector<Tensor> DistributedDataParallel::forward_with(const std::function<std::vector<Tensor>()>& forward) {
+  EMBER_CHECK(static_cast<bool>(forward), ValueError,
+              "DistributedDataParallel::forward_with: the forward function is empty");
+  before_forward();
+  std::vector<Tensor> outputs = forward();
+  after_forward(outputs);
+  return outputs;
 }
 
 void DistributedDataParallel::sync_buffers() { detail::broadcast_coalesced(buffers_, /*src=*/0); }

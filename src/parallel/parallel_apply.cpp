@@ -13,11 +13,8 @@
 
 namespace ember::detail::parallel {
 
-std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::Module>>& replicas,
-                                   const std::vector<Tensor>& inputs, const std::vector<int>& devices) {
-  const size_t n = replicas.size();
-  EMBER_CHECK(inputs.size() == n && devices.size() == n, ValueError, "parallel_apply: ", n, " replicas, ",
-              inputs.size(), " inputs and ", devices.size(), " devices");
+void parallel_run(const std::vector<int>& devices, const std::function<void(size_t)>& call) {
+  const size_t n = devices.size();
   // Read in the calling thread: current streams are thread-local.
   std::vector<cuda::Stream> streams;
   streams.reserve(n);
@@ -25,14 +22,13 @@ std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::
   const bool grad_enabled = is_grad_enabled();
   const detail::AutocastState autocast = detail::autocast_state();
 
-  std::vector<Tensor> outputs(n);
   std::vector<std::exception_ptr> errors(n);
   auto run = [&](size_t i) {
     try {
       AutoGradMode grad_mode(grad_enabled);
       const detail::AutocastPropagate autocast_mode(autocast);  // the caller's autocast
       cuda::StreamGuard stream(streams[i]);  // also makes devices[i] current
-      outputs[i] = (*replicas[i])(inputs[i]);
+      call(i);
     } catch (...) {
       errors[i] = std::current_exception();
     }
@@ -50,6 +46,15 @@ std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::
                                                   std::to_string(devices[i]));
     }
   }
+}
+
+std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::Module>>& replicas,
+                                   const std::vector<Tensor>& inputs, const std::vector<int>& devices) {
+  const size_t n = replicas.size();
+  EMBER_CHECK(inputs.size() == n && devices.size() == n, ValueError, "parallel_apply: ", n, " replicas, ",
+              inputs.size(), " inputs and ", devices.size(), " devices");
+  std::vector<Tensor> outputs(n);
+  parallel_run(devices, [&](size_t i) { outputs[i] = (*replicas[i])(inputs[i]); });
   return outputs;
 }
 

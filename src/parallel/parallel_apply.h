@@ -1,6 +1,7 @@
 // Running DataParallel's replicas on threads (PyTorch's parallel_apply).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -18,5 +19,9 @@ namespace ember::detail::parallel {
 /// ember's and the standard types.
 std::vector<Tensor> parallel_apply(const std::vector<std::shared_ptr<ember::nn::Module>>& replicas,
                                    const std::vector<Tensor>& inputs, const std::vector<int>& devices);
+
+/// The same for calls of any signature: run(i) for i < devices.size(), each under the
+/// conditions above (threads, device, stream, grad mode, autocast), errors rethrown alike.
+void parallel_run(const std::vector<int>& devices, const std::function<void(size_t)>& run);
 
 }  // namespace ember::detail::parallel

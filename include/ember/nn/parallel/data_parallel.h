@@ -83,6 +83,16 @@ class DataParallel : public Module {
 
   Tensor forward(const Tensor& input) override;
 
+  /// A forward of any signature (PyTorch's DataParallel takes any tensors and returns any,
+  /// e.g. a recurrent model's (input, hidden) -> (output, hidden)): scatters each of
+  /// `inputs` along `dim` (as many replicas run as the input with the fewest chunks makes,
+  /// as PyTorch's scatter zips them), calls `forward(replica, its chunks)` for each replica
+  /// under the conditions of forward(input), and gathers the j-th tensor every replica
+  /// returns along `dim` on output_device (every replica must return as many). Without cuda
+  /// devices, or with one, `forward(module, inputs)` on the whole inputs.
+  using ReplicaForward = std::function<std::vector<Tensor>(Module& replica, const std::vector<Tensor>& inputs)>;
+  std::vector<Tensor> forward_with(const std::vector<Tensor>& inputs, const ReplicaForward& forward, int64_t dim = 0);
+
   /// The wrapped module (registered as the child "module", as in PyTorch's state_dict).
   std::shared_ptr<Module> module() const { return module_; }
   /// The devices in use; empty without cuda devices.
@@ -93,6 +103,7 @@ class DataParallel : public Module {
  private:
   DataParallel(std::shared_ptr<Module> module, detail::nn::ReplicaFactory factory, std::vector<int> device_ids,
                std::optional<int> output_device);
+  void check_module_on_source() const;
 
   std::shared_ptr<Module> module_;
   detail::nn::ReplicaFactory factory_;

@@ -3,6 +3,7 @@
 // src/nn/parallel/reducer.h for how buckets, hooks and streams work together.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,11 @@ class DistributedDataParallel : public Module {
   /// Broadcasts buffers (broadcast_buffers), runs the module and, when grad mode is on
   /// outside no_sync(), prepares the reducer for the backward pass of the output.
   Tensor forward(const Tensor& input) override;
+  /// A forward of any signature (PyTorch's DDP takes any tensors and returns any, e.g. a
+  /// recurrent model's (input, hidden) -> (output, hidden)): as forward(input), with
+  /// `forward()` calling the wrapped module (the caller moves its inputs to the device)
+  /// and the backward pass prepared for the tensors it returns.
+  std::vector<Tensor> forward_with(const std::function<std::vector<Tensor>()>& forward);
   /// The wrapped module.
   const std::shared_ptr<Module>& module() const noexcept { return module_; }
   const DDPOptions& options() const noexcept { return options_; }
@@ -97,6 +103,8 @@ class DistributedDataParallel : public Module {
 
  private:
   void sync_buffers();
+  void before_forward();
+  void after_forward(const std::vector<Tensor>& outputs);
 
   std::shared_ptr<Module> module_;
   DDPOptions options_;
