@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "ember/ember.h"
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 #include "test_support.h"
 
 namespace ember::testing {

@@ -4,7 +4,7 @@
 // PyTorch's errors. The samples are not PyTorch's (another generator).
 #include <set>
 
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 
 using namespace ember;
 using ember::testing::expect_ints;

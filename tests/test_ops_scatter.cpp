@@ -1,7 +1,7 @@
 // gather, scatter_add and scatter_add_: values against PyTorch 1.13's (the numbers below come
 // from /usr/bin/python3, torch 1.13), PyTorch's shape and index errors, integer dtypes,
 // non-contiguous and empty inputs, gradients, and the device equal to the cpu.
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 
 using namespace ember;
 using ember::testing::expect_ints;

@@ -4,7 +4,7 @@
 // and the device's results equal to the cpu's.
 #include <cmath>
 
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 
 using namespace ember;
 using ember::testing::expect_ints;

@@ -3,7 +3,7 @@
 #include <complex>
 #include <limits>
 
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 
 using namespace ember;
 using ember::testing::expect_ints;

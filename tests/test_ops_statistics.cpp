@@ -4,7 +4,7 @@
 // equal to the cpu.
 #include <limits>
 
-#include "ops_next_util.h"
+#include "ops_on_devices.h"
 
 using namespace ember;
 using ember::testing::expect_ints;
@@ -12,14 +12,14 @@ using ember::testing::expect_values;
 
 namespace {
 
-class ReduceNext : public ember::testing::OpsOnDevice {
+class ScanStatistics : public ember::testing::OpsOnDevice {
  protected:
   Tensor x() const {
     return T({{0.5, -1.25, 2.0, 3.5}, {1.5, 0.25, -2.0, 4.0}, {-0.75, 1.0, 0.5, -3.0}});
   }
 };
 
-TEST_P(ReduceNext, CumsumMatchesPyTorch) {
+TEST_P(ScanStatistics, CumsumMatchesPyTorch) {
   expect_values(cumsum(x(), 0), {0.5, -1.25, 2.0, 3.5, 2.0, -1.0, 0.0, 7.5, 1.25, 0.0, 0.5, 4.5});
   expect_values(x().cumsum(-1), {0.5, -0.75, 1.25, 4.75, 1.5, 1.75, -0.25, 3.75, -0.75, 0.25, 0.75, -2.25});
   expect_values(x().t().cumsum(1), {0.5, 2.0, 1.25, -1.25, -1.0, 0.0, 2.0, 0.0, 0.5, 3.5, 7.5, 4.5});
@@ -35,7 +35,7 @@ TEST_P(ReduceNext, CumsumMatchesPyTorch) {
   EXPECT_THROW_MSG(T({1.0}, kComplex64).cumsum(0), TypeError, "\"cumsum\" not implemented for 'ComplexFloat'");
 }
 
-TEST_P(ReduceNext, LogsumexpMatchesPyTorch) {
+TEST_P(ScanStatistics, LogsumexpMatchesPyTorch) {
   expect_values(logsumexp(x(), {1}), {3.7480850490038047, 4.102630138559354, 1.5870198387726626});
   expect_values(x().logsumexp({0, 1}), {4.680538205687761});
   expect_values(x().logsumexp({}), {4.680538205687761});  // every dim
@@ -56,7 +56,7 @@ TEST_P(ReduceNext, LogsumexpMatchesPyTorch) {
 // The LogSumExp kernel's paths (numbers from /usr/bin/python3, torch 1.13): float32 rows
 // in vector lanes with a tail, lines across rows (a non-unit stride along the dim), several
 // dims not next to each other, NaN, the reduced floating dtypes, 0-dim and empty inputs.
-TEST_P(ReduceNext, LogsumexpKernelPaths) {
+TEST_P(ScanStatistics, LogsumexpKernelPaths) {
   Tensor rows = T({{-5.49, -1.22, 3.05, -4.27, 0.0, 4.27, -3.05, 1.22, 5.49, -1.83, 2.44, -4.88, -0.61, 3.66, -3.66,
                     0.61, 4.88, -2.44, 1.83},
                    {-4.44, -2.59, -0.74, 1.11, -4.07, -2.22, -0.37, 1.48, -3.7, -1.85, 0.0, 1.85, -3.33, -1.48, 0.37,
@@ -97,7 +97,7 @@ TEST_P(ReduceNext, LogsumexpKernelPaths) {
   EXPECT_THROW_MSG(x().logsumexp({2}), IndexError, "Dimension out of range");
 }
 
-TEST_P(ReduceNext, VarAndStdMatchPyTorch) {
+TEST_P(ScanStatistics, VarAndStdMatchPyTorch) {
   expect_values(var(x(), {1}), {4.140625, 6.265625, 3.1822916666666665});
   expect_values(x().var({0}, /*correction=*/0), {0.8472222222222222, 0.875, 2.722222222222222, 10.166666666666666});
   expect_values(x().var(), {4.357481060606061});
@@ -116,7 +116,7 @@ TEST_P(ReduceNext, VarAndStdMatchPyTorch) {
   EXPECT_THROW_MSG(T({1, 2}, kInt64).var(), TypeError, "std and var only support floating point");
 }
 
-TEST_P(ReduceNext, DeviceEqualsCpu) {
+TEST_P(ScanStatistics, DeviceEqualsCpu) {
   Tensor r = randn({6, 33, 5}, TensorOptions(kFloat32).device(dev_));
   Tensor c = r.cpu();
   EXPECT_TRUE(r.cumsum(1).cpu().equal(c.cumsum(1)));
@@ -127,7 +127,7 @@ TEST_P(ReduceNext, DeviceEqualsCpu) {
   EXPECT_TRUE(r.var({1}, 0).cpu().allclose(c.var({1}, 0), 1e-6, 1e-6));
 }
 
-TEST_P(ReduceNext, Gradients) {
+TEST_P(ScanStatistics, Gradients) {
   using Ts = std::vector<Tensor>;
   gradcheck("cumsum", [](const Ts& a) { return Ts{a[0].cumsum(1)}; }, {R({3, 4})});
   gradcheck("cumsum dim 0", [](const Ts& a) { return Ts{cumsum(a[0], 0)}; }, {R({3, 4})});
@@ -151,6 +151,6 @@ TEST_P(ReduceNext, Gradients) {
   expect_values(constant.grad(), {0, 0, 0});
 }
 
-EMBER_ON_DEVICES(ReduceNext, "cpu", "cuda:0");
+EMBER_ON_DEVICES(ScanStatistics, "cpu", "cuda:0");
 
 }  // namespace
