@@ -112,6 +112,149 @@ nn::StateDict Optimizer::state_dict() const {
   return out;
 }
 
+namespace {
+
+// Reads a saved optimizer state dict against this optimizer's layout, part by part,
+// collecting every missing key and problem before anything is replaced
+// (Note [Optimizer state dicts]).
+struct StateDictReader {
+  const nn::StateDict& saved;
+  const std::vector<std::vector<Tensor>>& groups;
+  std::vector<std::string> missing, problems;
+  std::set<std::string> used;
+
+  const Tensor* take(const std::string& key) {
+    const Tensor* t = saved.find(key);
+    if (t != nullptr) used.insert(key);
+    return t;
+  }
+
+  // The saved index of each parameter (PyTorch's id_map), from the groups' "params".
+  std::map<int64_t, const Tensor*> parameter_indices() {
+    std::map<int64_t, const Tensor*> param_of;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      const std::string key = cat("param_groups.", g, ".params");
+      const Tensor* ids = take(key);
+      if (ids == nullptr) {
+        missing.push_back(key);
+        continue;
+      }
+      EMBER_CHECK(ids->defined() && ids->dim() == 1 && is_integral(ids->dtype()), ValueError, key,
+                  " must be a 1-D integer tensor of parameter indices");
+      EMBER_CHECK(ids->size(0) == static_cast<int64_t>(groups[g].size()), ValueError,
+                  "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
+      const std::vector<int64_t> values = ids->to(kInt64).to_vector<int64_t>();
+      for (size_t i = 0; i < values.size(); ++i) {
+        EMBER_CHECK(values[i] >= 0 && param_of.emplace(values[i], &groups[g][i]).second, ValueError, key,
+                    " lists parameter index ", values[i], values[i] < 0 ? ", which is negative" : " more than once");
+      }
+    }
+    return param_of;
+  }
+
+  // The groups' options: every key the optimizer writes (`current`), of the same shape.
+  std::vector<nn::StateDict> group_options(const std::vector<nn::StateDict>& current) {
+    std::vector<nn::StateDict> options(current.size());
+    for (size_t g = 0; g < current.size(); ++g) {
+      const std::string prefix = cat("param_groups.", g, ".");
+      for (const auto& [name, now] : current[g]) {
+        const Tensor* value = take(prefix + name);
+        if (value == nullptr) {
+          missing.push_back(prefix + name);
+        } else if (!value->defined() || value->sizes() != now.sizes()) {
+          problems.push_back(cat("size mismatch for ", prefix, name, ": copying a value with shape ",
+                                 value->defined() ? shape_of(*value) : "(undefined)", " from checkpoint, the shape in ",
+                                 "current optimizer is ", shape_of(now), "."));
+        } else {
+          options[g].insert(name, *value);
+        }
+      }
+    }
+    return options;
+  }
+
+  // A scheduler's "initial_lr": loaded when saved (PyTorch keeps it in the group), else kept.
+  std::vector<std::optional<double>> initial_lrs(std::vector<std::optional<double>> out) {
+    for (size_t g = 0; g < out.size(); ++g) {
+      const std::string key = cat("param_groups.", g, ".initial_lr");
+      const Tensor* value = take(key);
+      if (value == nullptr) continue;
+      const bool number = value->defined() && value->numel() == 1 && value->dim() == 0 && !is_complex(value->dtype());
+      const double lr = number ? value->item<double>() : -1;
+      if (!(lr >= 0) || !std::isfinite(lr)) {
+        problems.push_back(cat("invalid value for ", key, ": expected one finite learning rate >= 0 (a 0-d tensor)"));
+      } else {
+        out[g] = lr;
+      }
+    }
+    return out;
+  }
+
+  // A problem of one saved state tensor `t` (key `key`, named `name`) of `param`, if any.
+  std::optional<std::string> state_problem(const Tensor& t, const std::string& key, const std::string& name,
+                                           const Tensor& param) {
+    if (name == "step") {
+      const bool number = t.defined() && t.numel() == 1 && !is_complex(t.dtype());
+      const double step = number ? t.item<double>() : -1;
+      if (step >= 0 && step <= 9007199254740992.0 && step == std::floor(step)) return std::nullopt;
+      return cat("invalid value for ", key, ": expected a whole number of steps (one element, >= 0)",
+                 number ? cat(", got ", step) : std::string());
+    }
+    if (!t.defined() || t.sizes() != param.sizes()) {
+      return cat("size mismatch for ", key, ": copying a state tensor with shape ", t.defined() ? shape_of(t) : "(undefined)",
+                 " from checkpoint, the shape of its parameter in current optimizer is ", shape_of(param), ".");
+    }
+    if (!is_floating_point(t.dtype()) && !is_complex(t.dtype())) {
+      return cat("invalid dtype for ", key, ": expected a floating point or complex state tensor, got ",
+                 dtype_name(t.dtype()));
+    }
+    return std::nullopt;
+  }
+
+  // Each parameter's state: all of its keys (`names`) or none. (param, saved tensors by name).
+  std::vector<std::pair<const Tensor*, std::vector<const Tensor*>>> parameter_states(
+      const std::map<int64_t, const Tensor*>& param_of, const std::vector<std::string>& names) {
+    std::vector<std::pair<const Tensor*, std::vector<const Tensor*>>> loaded;
+    for (const auto& [index, param] : param_of) {
+      const std::string prefix = cat("state.", index, ".");
+      std::vector<const Tensor*> tensors(names.size());
+      size_t present = 0;
+      for (size_t n = 0; n < names.size(); ++n) present += (tensors[n] = take(prefix + names[n])) != nullptr;
+      if (present == 0) continue;
+      if (present < names.size()) {
+        for (size_t n = 0; n < names.size(); ++n) {
+          if (tensors[n] == nullptr) missing.push_back(prefix + names[n]);
+        }
+        continue;
+      }
+      bool ok = true;
+      for (size_t n = 0; n < names.size(); ++n) {
+        if (auto problem = state_problem(*tensors[n], prefix + names[n], names[n], *param)) {
+          problems.push_back(std::move(*problem));
+          ok = false;
+        }
+      }
+      if (ok) loaded.emplace_back(param, std::move(tensors));
+    }
+    return loaded;
+  }
+
+  // PyTorch's key lists first (missing, then unexpected), then the other problems.
+  std::vector<std::string> errors() const {
+    std::vector<std::string> unexpected;
+    for (const auto& item : saved) {
+      if (!used.count(item.first)) unexpected.push_back(item.first);
+    }
+    std::vector<std::string> out;
+    if (!missing.empty()) out.push_back("Missing key(s) in state_dict: " + quoted_list(missing) + ". ");
+    if (!unexpected.empty()) out.push_back("Unexpected key(s) in state_dict: " + quoted_list(unexpected) + ". ");
+    out.insert(out.end(), problems.begin(), problems.end());
+    return out;
+  }
+};
+
+}  // namespace
+
 void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
   std::set<size_t> saved_groups;
   for (const auto& item : state_dict) {
@@ -121,124 +264,18 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
   EMBER_CHECK(saved_groups.size() == groups_.size(), ValueError,
               "loaded state dict has a different number of parameter groups");
 
-  std::vector<std::string> missing, problems;
-  std::set<std::string> used;
-  // The saved index of each parameter (PyTorch's id_map), from the groups' "params".
-  std::map<int64_t, const Tensor*> param_of;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string key = cat("param_groups.", g, ".params");
-    const Tensor* ids = state_dict.find(key);
-    if (ids == nullptr) {
-      missing.push_back(key);
-      continue;
-    }
-    used.insert(key);
-    EMBER_CHECK(ids->defined() && ids->dim() == 1 && is_integral(ids->dtype()), ValueError, key,
-                " must be a 1-D integer tensor of parameter indices");
-    EMBER_CHECK(ids->size(0) == static_cast<int64_t>(groups_[g].size()), ValueError,
-                "loaded state dict contains a parameter group that doesn't match the size of optimizer's group");
-    const std::vector<int64_t> values = ids->to(kInt64).to_vector<int64_t>();
-    for (size_t i = 0; i < values.size(); ++i) {
-      EMBER_CHECK(values[i] >= 0 && param_of.emplace(values[i], &groups_[g][i]).second, ValueError, key,
-                  " lists parameter index ", values[i], values[i] < 0 ? ", which is negative" : " more than once");
-    }
-  }
-
-  // The groups' options: every key group_options() writes, of the same shape.
-  std::vector<nn::StateDict> options(groups_.size());
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string prefix = cat("param_groups.", g, ".");
-    for (const auto& [name, current] : group_options(g)) {
-      const Tensor* saved = state_dict.find(prefix + name);
-      if (saved == nullptr) {
-        missing.push_back(prefix + name);
-        continue;
-      }
-      used.insert(prefix + name);
-      if (!saved->defined() || saved->sizes() != current.sizes()) {
-        problems.push_back(cat("size mismatch for ", prefix, name, ": copying a value with shape ",
-                               saved->defined() ? shape_of(*saved) : "(undefined)", " from checkpoint, the shape in ",
-                               "current optimizer is ", shape_of(current), "."));
-      } else {
-        options[g].insert(name, *saved);
-      }
-    }
-  }
-
-  // A scheduler's "initial_lr": loaded when saved (PyTorch keeps it in the group), else kept.
-  std::vector<std::optional<double>> initial_lrs = initial_lr_;
-  for (size_t g = 0; g < groups_.size(); ++g) {
-    const std::string key = cat("param_groups.", g, ".initial_lr");
-    const Tensor* saved = state_dict.find(key);
-    if (saved == nullptr) continue;
-    used.insert(key);
-    const bool number = saved->defined() && saved->numel() == 1 && saved->dim() == 0 && !is_complex(saved->dtype());
-    const double value = number ? saved->item<double>() : -1;
-    if (!(value >= 0) || !std::isfinite(value)) {
-      problems.push_back(cat("invalid value for ", key, ": expected one finite learning rate >= 0 (a 0-d tensor)"));
-    } else {
-      initial_lrs[g] = value;
-    }
-  }
-
-  // Each parameter's state: all of its keys or none.
+  StateDictReader reader{state_dict, groups_, {}, {}, {}};
+  const std::map<int64_t, const Tensor*> param_of = reader.parameter_indices();
+  std::vector<nn::StateDict> current(groups_.size());
+  for (size_t g = 0; g < groups_.size(); ++g) current[g] = group_options(g);
+  const std::vector<nn::StateDict> options = reader.group_options(current);
+  std::vector<std::optional<double>> initial_lrs = reader.initial_lrs(initial_lr_);
   std::vector<std::string> names;
   if (saves_step()) names.push_back("step");
   for (const std::string& name : buffer_names()) names.push_back(name);
-  std::vector<std::pair<const Tensor*, std::vector<const Tensor*>>> loaded;  // (param, saved tensors by name)
-  for (const auto& [index, param] : param_of) {
-    const std::string prefix = cat("state.", index, ".");
-    std::vector<const Tensor*> saved(names.size());
-    size_t present = 0;
-    for (size_t n = 0; n < names.size(); ++n) {
-      saved[n] = state_dict.find(prefix + names[n]);
-      if (saved[n] != nullptr) {
-        ++present;
-        used.insert(prefix + names[n]);
-      }
-    }
-    if (present == 0) continue;
-    if (present < names.size()) {
-      for (size_t n = 0; n < names.size(); ++n) {
-        if (saved[n] == nullptr) missing.push_back(prefix + names[n]);
-      }
-      continue;
-    }
-    bool ok = true;
-    for (size_t n = 0; n < names.size(); ++n) {
-      const Tensor& t = *saved[n];
-      const std::string key = prefix + names[n];
-      if (names[n] == "step") {
-        const bool number = t.defined() && t.numel() == 1 && !is_complex(t.dtype());
-        const double step = number ? t.item<double>() : -1;
-        if (!(step >= 0 && step <= 9007199254740992.0 && step == std::floor(step))) {
-          problems.push_back(cat("invalid value for ", key, ": expected a whole number of steps (one element, ",
-                                 ">= 0)", number ? cat(", got ", step) : std::string()));
-          ok = false;
-        }
-      } else if (!t.defined() || t.sizes() != param->sizes()) {
-        problems.push_back(cat("size mismatch for ", key, ": copying a state tensor with shape ",
-                               t.defined() ? shape_of(t) : "(undefined)",
-                               " from checkpoint, the shape of its parameter in current optimizer is ",
-                               shape_of(*param), "."));
-        ok = false;
-      } else if (!is_floating_point(t.dtype()) && !is_complex(t.dtype())) {
-        problems.push_back(cat("invalid dtype for ", key, ": expected a floating point or complex state tensor, got ",
-                               dtype_name(t.dtype())));
-        ok = false;
-      }
-    }
-    if (ok) loaded.emplace_back(param, std::move(saved));
-  }
+  const auto loaded = reader.parameter_states(param_of, names);
 
-  std::vector<std::string> unexpected;
-  for (const auto& item : state_dict) {
-    if (!used.count(item.first)) unexpected.push_back(item.first);
-  }
-  std::vector<std::string> errors;
-  if (!missing.empty()) errors.push_back("Missing key(s) in state_dict: " + quoted_list(missing) + ". ");
-  if (!unexpected.empty()) errors.push_back("Unexpected key(s) in state_dict: " + quoted_list(unexpected) + ". ");
-  errors.insert(errors.end(), problems.begin(), problems.end());
+  std::vector<std::string> errors = reader.errors();
   if (errors.empty()) {
     for (size_t g = 0; g < groups_.size(); ++g) {
       try {
