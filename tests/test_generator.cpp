@@ -329,6 +329,29 @@ TEST(GraphGenerators, ARegisteredGeneratorDrawsNewNumbersOnEachReplay) {
   EXPECT_EQ(values(x), drawn);
 }
 
+// Dropout given a registered generator: each replay draws a new mask, the one eager
+// dropout draws from the same generator state.
+TEST(GraphGenerators, CapturedDropoutWithARegisteredGeneratorDrawsANewMaskPerReplay) {
+  auto options = TensorOptions().device("cuda:0");
+  Tensor x = ones({64}, options), out;
+  Generator g(Device("cuda:0")), eager(Device("cuda:0"));
+  g.manual_seed(8);
+  eager.manual_seed(8);
+  cuda::CUDAGraph graph;
+  graph.register_generator_state(g);
+  {
+    cuda::graph capture(graph);
+    out = nn::functional::dropout(x, 0.5, /*training=*/true, g);
+  }
+  std::vector<float> previous;
+  for (int replay = 0; replay < 2; ++replay) {
+    graph.replay();
+    EXPECT_EQ(values(out), values(nn::functional::dropout(x, 0.5, true, eager)));
+    EXPECT_NE(values(out), previous);
+    previous = values(out);
+  }
+}
+
 // PyTorch's test_graphsafe_set_get_rng_state: a generator switched between two registered
 // states during the capture (graphsafe_set_state) draws from each as the same switches do
 // eagerly, on every replay, and both states end at the eager offsets.
