@@ -6,12 +6,17 @@
 // eager_train_step / graph_train_step: one training step of a small MLP (forward,
 // cross-entropy, backward, Adam with capturable=True), eager against a replay of the
 // captured step, each waited for (end-to-end time per step).
+// eager_ddp_step / graph_ddp_step (only under ember-run, e.g. `ember-run --nproc-per-node=2
+// bench_graphs --benchmark_filter=ddp`): the same step of a DistributedDataParallel model on
+// cuda:RANK with Gloo, eager against a replay of the step captured whole (its all_reduces
+// host-task nodes of the graph), a fixed iteration count so that the ranks agree.
 // The ratios eager / graph of wall time and of the issuing thread's CPU time (the host
 // cost) are printed at the end, from this run. On an emulated device the kernels run on
 // host threads too, so the wall time of work-bound steps gains little.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -26,7 +31,8 @@ namespace {
 
 const bool kEmulated = [] {
   unsetenv("CUDA_LAUNCH_BLOCKING");
-  cuda::emulate(1, size_t{1} << 30);
+  const char* world = std::getenv("WORLD_SIZE");
+  cuda::emulate(world ? std::max(1, std::atoi(world)) : 1, size_t{1} << 30);
   return true;
 }();
 
@@ -119,6 +125,62 @@ void graph_train_step(benchmark::State& state) {
 }
 BENCHMARK(graph_train_step);
 
+// The step of TrainSetup's model wrapped in DDP, on this rank's device.
+struct DdpSetup {
+  int device = ember::distributed::get_rank();
+  cuda::DeviceGuard device_guard{device};
+  std::shared_ptr<nn::Sequential> model;
+  std::shared_ptr<nn::parallel::DistributedDataParallel> ddp;
+  std::unique_ptr<ember::optim::Adam> optimizer;
+  Tensor input, target;
+  DdpSetup() {
+    TrainSetup base;
+    model = base.model;
+    model->to(ember::Device(ember::kCUDA, device));
+    cuda::Stream side(device);  // the note's recipe: DDP built, and warmed up, on a side stream
+    side.wait_stream(cuda::current_stream(device));
+    {
+      cuda::StreamGuard guard(side);
+      ddp = std::make_shared<nn::parallel::DistributedDataParallel>(model);
+      optimizer =
+          std::make_unique<ember::optim::Adam>(model->parameters(), ember::optim::AdamOptions(1e-3).capturable(true));
+      input = base.input.to(ember::Device(ember::kCUDA, device));
+      target = base.target.to(ember::Device(ember::kCUDA, device));
+      for (int i = 0; i < 3; ++i) step();
+    }
+    cuda::current_stream(device).wait_stream(side);
+    cuda::synchronize(device);
+  }
+  void step() {
+    optimizer->zero_grad();
+    nn::functional::cross_entropy(ddp->forward(input), target).backward();
+    optimizer->step();
+  }
+};
+
+constexpr int64_t kDdpSteps = 300;
+
+void eager_ddp_step(benchmark::State& state) {
+  DdpSetup setup;
+  for (auto _ : state) {
+    setup.step();
+    cuda::synchronize(setup.device);
+  }
+}
+
+void graph_ddp_step(benchmark::State& state) {
+  DdpSetup setup;
+  cuda::CUDAGraph g;
+  {
+    cuda::graph capture(g);
+    setup.step();
+  }
+  for (auto _ : state) {
+    g.replay();
+    cuda::synchronize(setup.device);
+  }
+}
+
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   void ReportRuns(const std::vector<Run>& runs) override {
@@ -149,8 +211,15 @@ class RatioReporter : public benchmark::ConsoleReporter {
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;  // as BENCHMARK_MAIN does
+  const bool distributed = std::getenv("WORLD_SIZE") != nullptr;
+  if (distributed) {
+    ember::distributed::init_process_group("gloo");
+    benchmark::RegisterBenchmark("eager_ddp_step", eager_ddp_step)->Iterations(kDdpSteps);
+    benchmark::RegisterBenchmark("graph_ddp_step", graph_ddp_step)->Iterations(kDdpSteps);
+  }
   RatioReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
+  if (distributed) ember::distributed::destroy_process_group();
   return 0;
 }

@@ -104,6 +104,109 @@ TEST(GraphedCallables, AnInputWithoutRequiresGradGivesParameterGradientsOnly) {
   }
 }
 
+// A module of two inputs (its forward of a vector, which make_graphed_callables calls).
+class TwoInputs : public nn::Module {
+ public:
+  TwoInputs() : nn::Module("TwoInputs") {
+    a_ = register_module("a", std::make_shared<nn::Linear>(4, 6));
+    b_ = register_module("b", std::make_shared<nn::Linear>(3, 6));
+  }
+  using nn::Module::forward;
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) {
+    return {a_->forward(inputs.at(0)).tanh() * b_->forward(inputs.at(1))};
+  }
+
+ private:
+  std::shared_ptr<nn::Linear> a_, b_;
+};
+
+std::shared_ptr<TwoInputs> two_inputs(uint64_t seed) {
+  ember::manual_seed(seed);
+  auto module = std::make_shared<TwoInputs>();
+  module->to(kCuda0);
+  return module;
+}
+
+// Two callables sharing one pool, the second with two inputs (the first's output, which
+// requires grad, and a tensor that does not): chained as in a training step, the losses,
+// the input's gradient and every parameter's accumulated gradient equal eager ones.
+TEST(GraphedCallables, SeveralCallablesWithSeveralInputsEqualEager) {
+  auto eager_a = small_model(8), graphed_model_a = small_model(8);
+  auto eager_b = two_inputs(9), graphed_model_b = two_inputs(9);
+  auto options = ember::TensorOptions().device(kCuda0);
+  Tensor sample_a = ember::randn({5, 8}, options).requires_grad_(true);
+  Tensor sample_b1 = ember::randn({5, 4}, options).requires_grad_(true);
+  Tensor sample_b2 = ember::randn({5, 3}, options);
+  auto graphed = cuda::make_graphed_callables({graphed_model_a, graphed_model_b}, {{sample_a}, {sample_b1, sample_b2}});
+  ASSERT_EQ(graphed.size(), 2u);
+  for (const Tensor& p : graphed_model_b->parameters()) EXPECT_FALSE(p.grad().defined());  // warm-up used grad()
+
+  for (int iteration = 0; iteration < 3; ++iteration) {
+    SCOPED_TRACE(iteration);
+    Tensor x = ember::randn({5, 8}, options), z = ember::randn({5, 3}, options);
+    Tensor target = ember::randn({5, 6}, options);
+    Tensor xe = x.clone().requires_grad_(true), xg = x.clone().requires_grad_(true);
+    Tensor loss_e = nn::functional::mse_loss(eager_b->forward({eager_a->forward(xe), z}).at(0), target);
+    Tensor hidden = graphed[0]({xg}).at(0);
+    Tensor loss_g = nn::functional::mse_loss(graphed[1]({hidden, z}).at(0), target);
+    expect_near(host(loss_g), host(loss_e), 1e-6f);
+    loss_e.backward();
+    loss_g.backward();
+    expect_near(host(xg.grad()), host(xe.grad()), 1e-6f);
+    std::vector<Tensor> pe = eager_a->parameters(), pg = graphed_model_a->parameters();
+    for (const Tensor& p : eager_b->parameters()) pe.push_back(p);
+    for (const Tensor& p : graphed_model_b->parameters()) pg.push_back(p);
+    ASSERT_EQ(pe.size(), pg.size());
+    for (size_t i = 0; i < pe.size(); ++i) expect_near(host(pg[i].grad()), host(pe[i].grad()), 1e-6f);
+  }
+  // The one-input callable's module form replays the same graph.
+  Tensor x = ember::randn({5, 8}, options);
+  ember::NoGradGuard no_grad;
+  expect_near(host(graphed[0].module()->forward(x)), host(eager_a->forward(x)), 1e-6f);
+  EXPECT_THROW(graphed[1].module()->forward(x), ember::ValueError);  // two inputs
+}
+
+TEST(GraphedCallables, SeveralCallablesRefuseWhatPyTorchRefuses) {
+  auto options = ember::TensorOptions().device(kCuda0);
+  auto model = small_model(2);
+  Tensor sample = ember::randn({5, 8}, options);
+  auto expect_message = [](const std::function<void()>& call, const std::string& message) {
+    try {
+      call();
+      ADD_FAILURE() << "no error; expected: " << message;
+    } catch (const ember::Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(message));
+    }
+  };
+  expect_message([&] { cuda::make_graphed_callables({model, two_inputs(1)}, {{sample}}); },
+                 "2 callables but 1 sample_args");
+  auto with_buffer = std::make_shared<nn::Linear>(8, 4);
+  with_buffer->register_buffer("scale", ember::ones({1}, options).requires_grad_(true));
+  with_buffer->to(kCuda0);
+  expect_message([&] { cuda::make_graphed_callables({with_buffer, model}, {{sample}, {sample}}); },
+                 "only parameters may be trainable. All buffers must have ``requires_grad=False``.");
+  {
+    ember::autocast guard(ember::kCUDA);
+    expect_message([&] { cuda::make_graphed_callables({model, model}, {{sample}, {sample}}); },
+                   "make_graphed_callables does not support the autocast caching. Please set `cache_enabled=False`.");
+  }
+  // An input the outputs do not use: autograd's error unless allow_unused_input, and then
+  // no gradient for it.
+  cuda::GraphCallable ignores_second(model, [model](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    return {model->forward(in.at(0))};
+  });
+  Tensor unused = ember::randn({2}, options).requires_grad_(true);
+  Tensor used = sample.clone().requires_grad_(true);
+  expect_message([&] { cuda::make_graphed_callables({ignores_second}, {{used, unused}}); },
+                 "One of the differentiated Tensors appears to not have been used in the graph");
+  auto graphed = cuda::make_graphed_callables({ignores_second}, {{used, unused}}, 3, /*allow_unused_input=*/true);
+  Tensor a = sample.clone().requires_grad_(true), b = ember::randn({2}, options).requires_grad_(true);
+  graphed[0]({a, b}).at(0).sum().backward();
+  EXPECT_TRUE(a.grad().defined());
+  EXPECT_FALSE(b.grad().defined());
+  EXPECT_THROW(graphed[0]({a}), ember::ValueError);  // one input short
+}
+
 // One training step of a small model: eager (capturable off), then captured whole and
 // replayed (capturable on), from the same initial weights and data; the losses must
 // match step for step.

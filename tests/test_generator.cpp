@@ -6,6 +6,7 @@
 // default generator where it was, and the error texts of torch's generator checks.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -36,6 +37,20 @@ void expect_error(const std::function<void()>& call, const std::string& message)
 }
 
 std::vector<float> values(const Tensor& t) { return t.cpu().to(kFloat32).to_vector<float>(); }
+
+// A generator's Philox offset: the second half of its state (torch.Generator.get_offset).
+uint64_t offset_of(const Generator& g) {
+  uint64_t offset = 0;
+  std::memcpy(&offset, g.get_state().data_ptr<uint8_t>() + 8, 8);
+  return offset;
+}
+
+// A new generator on a copy of `g`'s state (torch.Generator.clone_state).
+Generator clone_of(const Generator& g) {
+  Generator copy(g.device());
+  copy.set_state(g.get_state());
+  return copy;
+}
 
 TEST(Generator, AFreshGeneratorHasPyTorchsDefaultSeed) {
   Generator g;
@@ -238,19 +253,23 @@ TEST(Generator, ConcurrentDrawsReserveDisjointCounters) {
   EXPECT_EQ(concurrent, sequential);  // the same draws, each once
 }
 
-TEST(Generator, OnlyTheDefaultGeneratorIsDrawnFromUnderCapture) {
+TEST(Generator, AnUnregisteredGeneratorCannotBeDrawnFromUnderCapture) {
   Tensor x = empty({4}, TensorOptions().device("cuda:0"));
   Generator g(Device("cuda:0"));
+  const uint64_t offset = offset_of(g);
   cuda::Stream side(0);
   side.wait_stream(cuda::current_stream(0));
   cuda::CUDAGraph graph;
   {
     cuda::StreamGuard guard(side);
     graph.capture_begin();
-    expect_error<CudaError>([&] { x.uniform_(0, 1, g); }, "not in capture mode");
-    x.uniform_(0, 1);  // the default generator: graph-safe
+    // PyTorch's message (CUDAGeneratorState::increase).
+    expect_error<CudaError>([&] { x.uniform_(0, 1, g); },
+                            "Attempt to increase offset for a CUDA generator not in capture mode.");
+    x.uniform_(0, 1);  // the default generator: registered by capture_begin
     graph.capture_end();
   }
+  EXPECT_EQ(offset_of(g), offset);  // the refused draw reserved nothing
   cuda::current_stream(0).wait_stream(side);
   graph.replay();
   std::vector<float> first = values(x);
@@ -286,6 +305,170 @@ TEST(Generator, NnInitDrawsFromTheGivenGenerator) {
   Tensor on_cpu = empty({8, 4});
   expect_error<DeviceError>([&] { nn::init::xavier_uniform_(on_cpu, 1.0, Generator(Device("cuda:0"))); },
                             "Expected a 'cpu' device type for generator but found 'cuda'");
+}
+
+// register_generator_state: a captured op drawing from a registered generator draws, on
+// each replay, what the same draws issued eagerly would (the cpu generator of the same seed
+// included: same numbers on every backend), and each replay advances the generator's offset
+// as they would. The capture itself draws nothing, and the default generator, registered
+// but not drawn from, does not move.
+TEST(GraphGenerators, ARegisteredGeneratorDrawsNewNumbersOnEachReplay) {
+  auto options = TensorOptions().device("cuda:0");
+  Tensor x = empty({6}, options), y = empty({5}, options);
+  Generator g(Device("cuda:0"));
+  g.manual_seed(21);
+  const uint64_t default_offset = offset_of(default_generator(Device("cuda:0")));
+  cuda::CUDAGraph graph;
+  graph.register_generator_state(g);
+  graph.register_generator_state(g);  // once is enough; twice is no error
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    x.uniform_(0, 1, g);
+    y.normal_(0, 1, g);
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  EXPECT_EQ(offset_of(g), 0u);  // captured, not drawn
+  Generator eager(Device("cuda:0")), cpu;
+  eager.manual_seed(21);
+  cpu.manual_seed(21);
+  std::vector<float> previous;
+  for (int replay = 0; replay < 3; ++replay) {
+    SCOPED_TRACE(replay);
+    graph.replay();
+    Tensor ex = rand({6}, options, eager), ey = randn({5}, options, eager);
+    Tensor cx = rand({6}, {}, cpu), cy = randn({5}, {}, cpu);
+    EXPECT_EQ(values(x), values(ex));
+    EXPECT_EQ(values(y), values(ey));
+    EXPECT_EQ(values(x), values(cx));
+    EXPECT_EQ(values(y), values(cy));
+    EXPECT_EQ(offset_of(g), offset_of(eager));
+    EXPECT_EQ(offset_of(g), static_cast<uint64_t>(replay + 1) * (4 * 6 + 4 * 5));
+    EXPECT_NE(values(x), previous);
+    previous = values(x);
+  }
+  EXPECT_EQ(offset_of(default_generator(Device("cuda:0"))), default_offset);
+  // Restoring the generator's state between replays makes the next replay repeat a draw.
+  Tensor state = g.get_state();
+  graph.replay();
+  std::vector<float> drawn = values(x);
+  g.set_state(state);
+  graph.replay();
+  EXPECT_EQ(values(x), drawn);
+}
+
+// Dropout given a registered generator: each replay draws a new mask, the one eager
+// dropout draws from the same generator state.
+TEST(GraphGenerators, CapturedDropoutWithARegisteredGeneratorDrawsANewMaskPerReplay) {
+  auto options = TensorOptions().device("cuda:0");
+  Tensor x = ones({64}, options), out;
+  Generator g(Device("cuda:0")), eager(Device("cuda:0"));
+  g.manual_seed(8);
+  eager.manual_seed(8);
+  cuda::CUDAGraph graph;
+  graph.register_generator_state(g);
+  {
+    cuda::graph capture(graph);
+    out = nn::functional::dropout(x, 0.5, /*training=*/true, g);
+  }
+  std::vector<float> previous;
+  for (int replay = 0; replay < 2; ++replay) {
+    graph.replay();
+    EXPECT_EQ(values(out), values(nn::functional::dropout(x, 0.5, true, eager)));
+    EXPECT_NE(values(out), previous);
+    previous = values(out);
+  }
+}
+
+// PyTorch's test_graphsafe_set_get_rng_state: a generator switched between two registered
+// states during the capture (graphsafe_set_state) draws from each as the same switches do
+// eagerly, on every replay, and both states end at the eager offsets.
+TEST(GraphGenerators, SwitchingGraphSafeStatesDuringCaptureReplaysAsEager) {
+  auto options = TensorOptions().device("cuda:0");
+  auto make_states = [](Generator generator) {
+    generator.manual_seed(0);
+    Generator old_state = generator.graphsafe_get_state();
+    Generator new_state = clone_of(generator);
+    return std::array<Generator, 3>{generator, old_state, new_state};
+  };
+  auto steps = [&](std::array<Generator, 3>& s) {
+    std::vector<Tensor> drawn;
+    s[0].graphsafe_set_state(s[2]);
+    drawn.push_back(rand({5}, options, s[0]));
+    s[0].graphsafe_set_state(s[1]);
+    drawn.push_back(rand({5}, options, s[0]));
+    drawn.push_back(rand({5}, options, s[0]));
+    return drawn;
+  };
+  std::array<Generator, 3> eager = make_states(Generator(Device("cuda:0")));
+  std::array<Generator, 3> captured = make_states(Generator(Device("cuda:0")));
+  cuda::CUDAGraph graph;
+  graph.register_generator_state(captured[1]);
+  graph.register_generator_state(captured[2]);
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  std::vector<Tensor> static_outputs;
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    static_outputs = steps(captured);
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  for (int replay = 0; replay < 3; ++replay) {
+    SCOPED_TRACE(replay);
+    std::vector<Tensor> expected = steps(eager);
+    graph.replay();
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(values(static_outputs[i]), values(expected[i]));
+    EXPECT_EQ(offset_of(captured[1]), offset_of(eager[1]));
+    EXPECT_EQ(offset_of(captured[2]), offset_of(eager[2]));
+  }
+  EXPECT_NE(values(static_outputs[0]), values(static_outputs[1]));  // two streams of numbers
+}
+
+TEST(GraphGenerators, GraphSafeStatesAreSharedAndClonedStatesAreNot) {
+  Generator g(Device("cuda:1"));
+  g.manual_seed(4);
+  Generator shared = g.graphsafe_get_state(), copy = clone_of(g);
+  EXPECT_EQ(shared.device(), Device("cuda:1"));
+  (void)rand({3}, TensorOptions().device("cuda:1"), shared);
+  EXPECT_EQ(offset_of(g), 12u);  // drawn through the shared handle
+  EXPECT_EQ(offset_of(copy), 0u);
+  EXPECT_EQ(copy.initial_seed(), 4u);
+  Generator other(Device("cuda:1"));
+  other.graphsafe_set_state(copy);
+  (void)rand({3}, TensorOptions().device("cuda:1"), other);
+  EXPECT_EQ(offset_of(copy), 12u);
+  EXPECT_EQ(offset_of(g), 12u);
+  Tensor state = clone_of(g).get_state();
+  state[8].fill_(40);  // the offset's low byte
+  g.set_state(state);
+  EXPECT_EQ(offset_of(shared), 40u);  // set through g, seen through the shared handle
+  expect_error<DeviceError>([&] { g.graphsafe_set_state(Generator(Device("cuda:0"))); }, "graphsafe_set_state");
+  EXPECT_EQ(offset_of(shared), 40u);  // still sharing
+}
+
+TEST(GraphGenerators, RegisteringIsRefusedForCpuGeneratorsAndDuringACapture) {
+  cuda::CUDAGraph graph;
+  expect_error<DeviceError>([&] { graph.register_generator_state(Generator()); },
+                            "Expected a 'cuda' device type for generator but found 'cpu'");
+  Generator g(Device("cuda:0"));
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  Tensor x = empty({4}, TensorOptions().device("cuda:0"));
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    expect_error<CudaError>([&] { graph.register_generator_state(g); },
+                            "Cannot register the state during capturing stage.");
+    expect_error<CudaError>([&] { x.uniform_(0, 1, g); }, "not in capture mode");  // not registered by it
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  graph.replay();
 }
 
 TEST(Samplers, ARandomSamplerWithAGeneratorRepeatsFromARestoredState) {

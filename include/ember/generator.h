@@ -41,10 +41,10 @@ class Generator {
   /// Restores a state from get_state(). TypeError unless a uint8 cpu tensor; ValueError for
   /// the wrong size or an offset that is not a multiple of 4. The generator is unchanged on error.
   void set_state(const Tensor& state);
-  /// The same state, for graph capture (torch.Generator.graphsafe_get_state): a copy of the
-  /// generator sharing nothing with it.
+  /// A new handle on this generator's current state, shared (torch.Generator.graphsafe_get_state):
+  /// Note [Graph-safe generator states] in src/ops/graph_rng.h.
   Generator graphsafe_get_state() const;
-  /// Makes this generator's state a copy of `state`'s (torch.Generator.graphsafe_set_state).
+  /// Makes this generator draw from `state`'s state, shared (torch.Generator.graphsafe_set_state).
   void graphsafe_set_state(const Generator& state);
 
   /// Whether both handles are the same generator.

@@ -48,8 +48,10 @@
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "ember/stream.h"
+#include "kernels/host_task.h"
 #include "ops/launch.h"
 #include "runtime/backend.h"
+#include "runtime/stream_state.h"
 
 namespace ember::detail::distributed {
 namespace {
@@ -369,6 +371,7 @@ class GlooGroup final : public ProcessGroup {
                               const Tensor& payload, Prepare&& prepare) {
     auto pending = std::make_unique<PendingOp>();
     std::exception_ptr argument_error;
+    std::optional<cuda::Stream> capturing;  // the caller's stream, when it is capturing
     std::lock_guard issue_lock(issue_mutex_);
     pending->record = make_record(++sequence_, collective, op, shape_of.defined() ? shape_of.dtype() : DType::Float32,
                                   shape_of.defined() ? shape_of.numel() : 0, root);
@@ -378,19 +381,20 @@ class GlooGroup final : public ProcessGroup {
       if (!tensors.empty() && tensors.front().is_cuda()) {
         const int device = tensors.front().get_device();
         pending->device = device;
+        cuda::Stream current = cuda::current_stream(device);
+        if (backend().capture_status(current.state()->native()).first != CaptureStatus::None) capturing = current;
+        for (const Tensor& t : operands.reads) pending->reads.push_back(make_arg(t));
+        for (const Tensor& t : operands.writes) pending->writes.push_back(make_arg(t));
+      }
+      if (pending->device >= 0 && !capturing) {
+        const int device = pending->device;
         pending->ready.emplace();
         pending->ready->record(cuda::current_stream(device));
         pending->stream = stream_of(device);
         // The caching allocator then keeps the memory from the stream's next users until
         // the collective's work there is done, as ProcessGroupNCCL's side stream.
-        for (const Tensor& t : operands.reads) {
-          t.record_stream(*pending->stream);
-          pending->reads.push_back(make_arg(t));
-        }
-        for (const Tensor& t : operands.writes) {
-          t.record_stream(*pending->stream);
-          pending->writes.push_back(make_arg(t));
-        }
+        for (const Tensor& t : operands.reads) t.record_stream(*pending->stream);
+        for (const Tensor& t : operands.writes) t.record_stream(*pending->stream);
       }
     } catch (const std::exception& e) {
       argument_error = std::current_exception();
@@ -398,6 +402,7 @@ class GlooGroup final : public ProcessGroup {
     }
     auto work = std::make_shared<HostWork>(argument_error ? std::vector<Tensor>{} : tensors);
     pending->work = work;
+    if (capturing && !argument_error) return issue_captured(std::move(pending), *capturing);
     std::unique_lock lock(mutex_);
     if (!async_op && !argument_error && queue_.empty() && !worker_busy_) {
       // The caller would only wait: run it here and spare two thread hand-offs. The worker
@@ -407,6 +412,8 @@ class GlooGroup final : public ProcessGroup {
       work->finish(execute(*pending));
       lock.lock();
       worker_busy_ = false;
+      lock.unlock();
+      idle_cv_.notify_all();
       return work;
     }
     queue_.push_back(std::move(pending));
@@ -414,6 +421,56 @@ class GlooGroup final : public ProcessGroup {
     queue_cv_.notify_one();
     if (argument_error) std::rethrow_exception(argument_error);
     return work;
+  }
+
+  // Note [Collectives in a captured graph]
+  // A collective on cuda tensors issued on a capturing stream (a DDP step captured whole, on
+  // emulated devices) becomes a host-task node of that capture, on that stream: each replay
+  // runs the whole collective there (record exchange, transport, reduction, writing the
+  // result back) as the executing thread, once the worker is idle, keeping it so. Its record
+  // and tags are the capture's: every rank replays the same graph's collectives in the same
+  // order, so the records agree replay after replay, and the in-order peer connections keep
+  // one replay's transfers apart from the next one's. The work is complete at once (the
+  // capture stream orders the node before what follows it). A collective that fails in a
+  // replay cannot throw there: it breaks the group, and the next collective reports it. The
+  // group must outlive the graph's replays, as with ProcessGroupNCCL. A replayed collective
+  // waits for the collectives issued before it on this rank to finish; one issued after a
+  // replay() whose work waits for that replay's stream must not be issued before the replay
+  // has run (synchronize first), or the worker and the replay wait for each other.
+  std::shared_ptr<Work> issue_captured(std::unique_ptr<PendingOp> pending, const cuda::Stream& stream) {
+    std::shared_ptr<PendingOp> op(std::move(pending));
+    HostTask task;
+    task.name = collective_name(static_cast<Collective>(op->record.collective));
+    task.device = op->device;
+    task.outputs = op->writes;
+    task.inputs = op->reads;
+    task.body = [this, op] { run_replayed(*op); };
+    backend().launch_host_task(stream.state()->native(), std::move(task));
+    op->work->finish(nullptr);
+    return op->work;
+  }
+
+  void run_replayed(PendingOp& op) noexcept {
+    {
+      std::unique_lock lock(mutex_);
+      idle_cv_.wait(lock, [&] { return queue_.empty() && !worker_busy_; });
+      worker_busy_ = true;
+    }
+    std::exception_ptr error;
+    if (broken_.empty()) error = exchange_and_run(op);
+    if (error && broken_.empty()) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        broken_ = cat("rank ", rank(), ": a collective replayed by a graph failed: ", e.what());
+      }
+    }
+    {
+      std::lock_guard lock(mutex_);
+      worker_busy_ = false;
+    }
+    idle_cv_.notify_all();
+    queue_cv_.notify_one();
   }
 
   /// The Gloo tag of the current collective's data transfer (even); its record exchange
@@ -440,7 +497,8 @@ class GlooGroup final : public ProcessGroup {
       std::unique_ptr<PendingOp> op;
       {
         std::unique_lock lock(mutex_);
-        queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        // Not while a graph's replay runs a collective (Note [Collectives in a captured graph]).
+        queue_cv_.wait(lock, [&] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !worker_busy_); });
         if (queue_.empty()) return;
         op = std::move(queue_.front());
         queue_.pop_front();
@@ -448,8 +506,11 @@ class GlooGroup final : public ProcessGroup {
       }
       op->work->finish(execute(*op));
       op.reset();  // the tensors go before the next collective is issued
-      std::lock_guard lock(mutex_);
-      worker_busy_ = false;
+      {
+        std::lock_guard lock(mutex_);
+        worker_busy_ = false;
+      }
+      idle_cv_.notify_all();
     }
   }
 
@@ -534,6 +595,7 @@ class GlooGroup final : public ProcessGroup {
   std::map<int, cuda::Stream> streams_;  // by device, guarded by issue_mutex_ (Note [Collectives as stream work])
   std::mutex mutex_;
   std::condition_variable queue_cv_;
+  std::condition_variable idle_cv_;  // worker_busy_ cleared (Note [Collectives in a captured graph])
   std::deque<std::unique_ptr<PendingOp>> queue_;
   bool stopping_ = false;
   bool worker_busy_ = false;  // a collective is executing (on the worker or inline)

@@ -72,7 +72,11 @@ void run_on_stream(const cuda::Stream& stream, const char* name, int device, Ope
     // for (a launch that threw after running the task) is left to the caller's streams.
     // A device that failed meanwhile (another stream's kernel) raises here: the task ran,
     // so the error is left for the next synchronizing call, as CUDA leaves it.
+    // Relaxed: a graph may be capturing meanwhile on another thread (a DDP step captured
+    // after eager warm-up steps whose collectives are finishing here), and this event is
+    // none of its work (as the collective watchdog's queries).
     try {
+      CaptureModeGuard relaxed(undecorated_backend(), CaptureMode::Relaxed);
       if (end.is_recorded() && !launch_error) undecorated_backend().synchronize(end.state()->native());
     } catch (const std::exception&) {
     }

@@ -3,9 +3,10 @@
 // A graph ties three things to one capture, as PyTorch's CUDAGraph.cpp does: the
 // backend's stream capture (Note [Emulated stream capture] on emulated devices), the
 // caching allocator's private pool for the capture's allocations (Note [Graph private
-// pools]), and the default generator's graph-safe Philox offsets (Note [Graph-safe
-// Philox]). Each step undoes the earlier ones when it fails, so every error leaves the
-// graph as it was and the allocator routing nothing to the pool.
+// pools]), and the registered generator states' graph-safe Philox offsets (Note
+// [Graph-safe Philox] and Note [Graph-safe generator states]). Each step undoes the
+// earlier ones when it fails, so every error leaves the graph as it was and the allocator
+// routing nothing to the pool.
 #include "ember/cuda_graph.h"
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "ember/generator.h"
 #include "ember/tensor.h"
 #include "memory/memory.h"
 #include "ops/graph_rng.h"
@@ -57,10 +59,17 @@ struct CUDAGraph::Impl {
   std::optional<Stream> capture_stream;
   uint64_t capture_id = 0;
   MempoolId pool;
-  // Note [Graph-safe Philox]: what replays write for the captured random ops.
-  Tensor seed_extragraph, offset_extragraph;
-  uint64_t wholegraph_increment = 0;
-  // The streams replays filled them on, recorded on them once each: freed with the graph,
+  // Note [Graph-safe Philox]: the states registered by register_generator_state, and the
+  // last capture's states (those and the default generator's) with what replays write for
+  // the captured random ops drawing from each and how far each replay advances it.
+  struct RngSlot {
+    std::shared_ptr<detail::GeneratorState> state;
+    Tensor seed_extragraph, offset_extragraph;
+  };
+  std::vector<std::shared_ptr<detail::GeneratorState>> registered_states;
+  std::vector<RngSlot> rng_slots;
+  std::vector<uint64_t> wholegraph_increments;  // per slot; all 0 until a capture ends
+  // The streams replays filled the slots' tensors on, recorded on them once each: freed with the graph,
   // their memory waits for the replays still queued there (as record_stream does).
   // Guarded: two threads may replay one graph (on streams ordered with each other: the
   // replays share the graph's memory, so unordered ones race on the device, as in CUDA).
@@ -71,6 +80,35 @@ struct CUDAGraph::Impl {
 CUDAGraph::CUDAGraph() : impl_(std::make_unique<Impl>()) {}
 
 namespace {
+
+// The slots of a capture on `device`: the registered states and the default generator's
+// (PyTorch registers it by every capture_begin), each once. Their tensors are made before
+// the capture, from the device's own pool: replays write them eagerly. Left unwritten (no
+// kernel on the capture stream): each replay fills them on its own stream before its graph
+// reads them, so it need not be ordered after this stream. A state of the last capture
+// keeps its tensors if on this device; any new one forgets the recorded replay streams
+// (the old tensors go with their records, the new ones are recorded by the next replays).
+std::vector<CUDAGraph::Impl::RngSlot> rng_slots_for_capture(CUDAGraph::Impl& g, int device) {
+  std::vector<std::shared_ptr<detail::GeneratorState>> states = g.registered_states;
+  std::shared_ptr<detail::GeneratorState> fallback = detail::default_generator_state(device);
+  if (std::find(states.begin(), states.end(), fallback) == states.end()) states.push_back(std::move(fallback));
+  std::vector<CUDAGraph::Impl::RngSlot> slots;
+  bool made = false;
+  for (std::shared_ptr<detail::GeneratorState>& state : states) {
+    auto old = std::find_if(g.rng_slots.begin(), g.rng_slots.end(), [&](const CUDAGraph::Impl::RngSlot& slot) {
+      return slot.state == state && slot.seed_extragraph.device().index() == device;
+    });
+    if (old != g.rng_slots.end()) {
+      slots.push_back(*old);
+      continue;
+    }
+    auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
+    slots.push_back({std::move(state), empty({1}, options), empty({1}, options)});
+    made = true;
+  }
+  if (made) g.replay_streams.clear();
+  return slots;
+}
 
 // Ends the open capture of `g` (whatever the current stream): the backend's capture
 // first, then the generator and the pool routing. A failed end that left the capture
@@ -87,7 +125,7 @@ void finish_capture(CUDAGraph::Impl& g) {
     if (status != detail::CaptureStatus::None && id == g.capture_id) throw;  // still open
     g.capturing = false;
     detail::open_capture_counter(g.device).fetch_sub(1, std::memory_order_acq_rel);
-    (void)detail::rng_capture_epilogue(g.capture_id);
+    detail::rng_capture_epilogue(g.capture_id, {});
     detail::end_allocate_to_pool(g.device, g.pool);
     detail::release_pool(g.device, g.pool);
     g.capture_stream.reset();
@@ -95,7 +133,7 @@ void finish_capture(CUDAGraph::Impl& g) {
   }
   g.capturing = false;
   detail::open_capture_counter(g.device).fetch_sub(1, std::memory_order_acq_rel);
-  g.wholegraph_increment = detail::rng_capture_epilogue(g.capture_id);
+  detail::rng_capture_epilogue(g.capture_id, g.wholegraph_increments);
   detail::end_allocate_to_pool(g.device, g.pool);
   g.exec = exec;
 }
@@ -126,18 +164,12 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
   EMBER_CHECK(backend.capture_status(native).first == detail::CaptureStatus::None, CudaError,
               "CUDA error: operation not permitted when stream is capturing (capture_begin on a stream that is "
               "already capturing)");
-  // Made before the capture, from the device's own pool: replays write them eagerly.
-  // Left unwritten (no kernel on the capture stream): each replay fills them on its own
-  // stream before its graph reads them, so it need not be ordered after this stream.
-  // A capture on another device than the last one's makes them anew there (the old ones'
-  // recorded replay streams go with them).
-  if (!g.seed_extragraph.defined() || g.seed_extragraph.device().index() != device) {
-    auto options = TensorOptions().dtype(kInt64).device(Device(kCUDA, device));
-    Tensor seed = empty({1}, options), offset = empty({1}, options);
-    g.seed_extragraph = std::move(seed);
-    g.offset_extragraph = std::move(offset);
-    g.replay_streams.clear();
-  }
+  std::vector<Impl::RngSlot> slots = rng_slots_for_capture(g, device);
+  std::vector<detail::RngCaptureSlot> capture_slots;
+  for (const Impl::RngSlot& slot : slots)
+    capture_slots.push_back({slot.state, slot.seed_extragraph.data_ptr<int64_t>(),
+                             slot.offset_extragraph.data_ptr<int64_t>()});
+  std::vector<uint64_t> increments(slots.size(), 0);
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
   backend.begin_capture(native, mode);
@@ -147,8 +179,7 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
   try {
     detail::begin_allocate_to_pool(device, pool_id, capture_id);
     routed = true;
-    detail::rng_capture_prologue(device, capture_id, g.seed_extragraph.data_ptr<int64_t>(),
-                                 g.offset_extragraph.data_ptr<int64_t>());
+    detail::rng_capture_prologue(device, capture_id, capture_slots);
   } catch (...) {
     // Nothing of the capture may outlive the failure: a backend left capturing refuses
     // every later synchronization of the process.
@@ -164,6 +195,8 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
     detail::open_capture_counter(device).fetch_sub(1, std::memory_order_acq_rel);
     throw;
   }
+  g.rng_slots = std::move(slots);
+  g.wholegraph_increments = std::move(increments);
   g.capturing = true;
   g.device = device;
   g.capture_stream = stream;
@@ -193,7 +226,7 @@ void CUDAGraph::replay() {
   Impl& g = *impl_;
   EMBER_CHECK(g.exec != nullptr, CudaError, "Called CUDAGraph::replay without a preceding successful capture.");
   DeviceGuard guard(g.device);
-  if (g.wholegraph_increment > 0) {
+  if (std::any_of(g.wholegraph_increments.begin(), g.wholegraph_increments.end(), [](uint64_t i) { return i > 0; })) {
     Stream stream = current_stream(g.device);
     // Captured, the fills below would write this moment's seed and offset on every
     // replay of the outer graph: all of them would draw the same numbers.
@@ -203,14 +236,20 @@ void CUDAGraph::replay() {
     {
       std::lock_guard lock(g.replay_mutex);
       if (std::find(g.replay_streams.begin(), g.replay_streams.end(), stream) == g.replay_streams.end()) {
-        g.seed_extragraph.record_stream(stream);
-        g.offset_extragraph.record_stream(stream);
+        for (Impl::RngSlot& slot : g.rng_slots) {
+          slot.seed_extragraph.record_stream(stream);
+          slot.offset_extragraph.record_stream(stream);
+        }
         g.replay_streams.push_back(stream);
       }
     }
-    auto [seed, offset] = detail::rng_replay_prologue(g.device, g.wholegraph_increment);
-    g.seed_extragraph.fill_(static_cast<int64_t>(seed));
-    g.offset_extragraph.fill_(static_cast<int64_t>(offset));
+    for (size_t i = 0; i < g.rng_slots.size(); ++i) {
+      if (g.wholegraph_increments[i] == 0) continue;
+      Impl::RngSlot& slot = g.rng_slots[i];
+      auto [seed, offset] = detail::rng_replay_prologue(*slot.state, g.wholegraph_increments[i]);
+      slot.seed_extragraph.fill_(static_cast<int64_t>(seed));
+      slot.offset_extragraph.fill_(static_cast<int64_t>(offset));
+    }
   }
   detail::backend().launch_graph(g.exec, detail::current_stream_state(g.device)->native());
 }
@@ -223,7 +262,27 @@ void CUDAGraph::reset() {
     detail::backend().destroy_graph(std::exchange(g.exec, nullptr));
   }
   g.capture_stream.reset();
-  g.wholegraph_increment = 0;
+  std::fill(g.wholegraph_increments.begin(), g.wholegraph_increments.end(), 0);
+}
+
+void CUDAGraph::register_generator_state(const Generator& generator) {
+  EMBER_CHECK(generator.device().is_cuda(), DeviceError,
+              "Expected a 'cuda' device type for generator but found 'cpu' (register_generator_state)");
+  register_generator_state(detail::generator_state(generator));
+}
+
+void CUDAGraph::register_generator_state(std::shared_ptr<detail::GeneratorState> state) {
+  Impl& g = *impl_;
+  EMBER_CHECK(state != nullptr, ValueError, "register_generator_state: the generator state is null");
+  EMBER_CHECK(detail::generator_state_device(*state).is_cuda(), DeviceError,
+              "Expected a 'cuda' device type for generator but found 'cpu' (register_generator_state)");
+  // PyTorch's assertNotCapturing; also refused while this graph captures on another thread's
+  // stream: the capture began without the state.
+  EMBER_CHECK(!is_current_stream_capturing() && !g.capturing, CudaError,
+              "Cannot register the state during capturing stage. during CUDA graph capture. If you need this call "
+              "to be captured, please file an issue. Current cudaStreamCaptureStatus: cudaStreamCaptureStatusActive");
+  if (std::find(g.registered_states.begin(), g.registered_states.end(), state) == g.registered_states.end())
+    g.registered_states.push_back(std::move(state));
 }
 
 MempoolId CUDAGraph::pool() const {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "ops/recording.h"
@@ -23,13 +24,22 @@ namespace ember {
 
 namespace detail {
 
-// One generator's state (Note [Generators]).
-struct GeneratorImpl {
-  GeneratorImpl(Device d, uint64_t s) : device(d), seed(s) {}
+// A Philox stream (Note [Generators]); several generators may share one (Note
+// [Graph-safe generator states] in ops/graph_rng.h).
+struct GeneratorState {
+  GeneratorState(Device d, uint64_t s, uint64_t o = 0) : device(d), seed(s), offset(o) {}
   const Device device;
-  mutable std::mutex mutex;  // taken after Generators' mutex, never before it
+  mutable std::mutex mutex;  // taken last: after Generators' and the generator's
   uint64_t seed;
-  uint64_t offset = 0;  // the next Philox counter
+  uint64_t offset;  // the next Philox counter
+};
+
+// A generator: the state it draws from now (graphsafe_set_state swaps it).
+struct GeneratorImpl {
+  GeneratorImpl(Device d, uint64_t s) : device(d), state(std::make_shared<GeneratorState>(d, s)) {}
+  const Device device;
+  mutable std::mutex mutex;  // guards `state`; taken after Generators' mutex, never before it
+  std::shared_ptr<GeneratorState> state;
 };
 
 }  // namespace detail
@@ -51,17 +61,34 @@ constexpr uint64_t round_to_blocks(uint64_t count) { return (count + 3) & ~uint6
 
 int generator_index(Device device) { return device.is_cpu() ? -1 : device.index(); }
 
-std::pair<uint64_t, uint64_t> advance(detail::GeneratorImpl& g, uint64_t count) {
+// Calls `f` on the state `g` draws from, both locked.
+template <typename F>
+auto with_state(const detail::GeneratorImpl& g, F f) {
   std::lock_guard lock(g.mutex);
-  const uint64_t offset = g.offset;
-  g.offset += round_to_blocks(count);
-  return {g.seed, offset};
+  std::lock_guard state_lock(g.state->mutex);
+  return f(*g.state);
 }
 
-void reseed(detail::GeneratorImpl& g, uint64_t seed) {
+std::shared_ptr<detail::GeneratorState> state_of(const detail::GeneratorImpl& g) {
   std::lock_guard lock(g.mutex);
-  g.seed = seed;
-  g.offset = 0;
+  return g.state;
+}
+
+std::pair<uint64_t, uint64_t> advance(detail::GeneratorState& state, uint64_t count) {
+  const uint64_t offset = state.offset;
+  state.offset += round_to_blocks(count);
+  return {state.seed, offset};
+}
+
+std::pair<uint64_t, uint64_t> advance(const detail::GeneratorImpl& g, uint64_t count) {
+  return with_state(g, [&](detail::GeneratorState& state) { return advance(state, count); });
+}
+
+void reseed(const detail::GeneratorImpl& g, uint64_t seed) {
+  with_state(g, [&](detail::GeneratorState& state) {
+    state.seed = seed;
+    state.offset = 0;
+  });
 }
 
 uint64_t nondeterministic_seed() {
@@ -69,13 +96,15 @@ uint64_t nondeterministic_seed() {
   return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
-// A capture that random ops draw from (Note [Graph-safe Philox]).
+// A capture that random ops draw from (Note [Graph-safe Philox]): its registered states.
 struct GraphRng {
+  struct Slot {
+    detail::RngCaptureSlot slot;
+    uint64_t intragraph = 0;
+  };
   int device;
   uint64_t capture_id;
-  const int64_t* seed_ptr;
-  const int64_t* offset_ptr;
-  uint64_t intragraph = 0;
+  std::vector<Slot> slots;
 };
 
 // The default generators and the open captures.
@@ -101,26 +130,37 @@ class Generators {
     fork.cpu_seed = cpu_seed_;
     fork.cuda_seed = cuda_seed_;
     for (auto& [index, generator] : defaults_) {
-      std::lock_guard state_lock(generator.impl()->mutex);
-      fork.states[index] = {generator.impl()->seed, generator.impl()->offset};
+      fork.states[index] = with_state(*generator.impl(), [](const detail::GeneratorState& state) {
+        return detail::ForkRng::State{state.seed, state.offset};
+      });
     }
   }
   // While captures are open: if `stream_capture_id` names one of `device`, reserves
-  // `count` of its intragraph counters and fills in the call's seed, offset and pointers.
-  bool reserve_in_capture(int device, uint64_t stream_capture_id, uint64_t count, detail::KernelCall& call) {
+  // `count` of the intragraph counters of the state `generator` (by default the device's
+  // default generator) draws from and fills in the call's seed, offset and pointers.
+  // CudaError when that state is not registered with the capture.
+  bool reserve_in_capture(int device, uint64_t stream_capture_id, uint64_t count,
+                          const std::optional<Generator>& generator, detail::KernelCall& call) {
     std::lock_guard lock(mutex_);
     for (GraphRng& graph : graphs_) {
       if (graph.device != device || graph.capture_id != stream_capture_id) continue;
-      detail::GeneratorImpl& g = *get_locked(device).impl();
-      {
-        std::lock_guard state_lock(g.mutex);
-        call.seed = g.seed;
+      const detail::GeneratorImpl& g = generator ? *generator->impl() : *get_locked(device).impl();
+      std::lock_guard generator_lock(g.mutex);
+      for (GraphRng::Slot& slot : graph.slots) {
+        if (slot.slot.state != g.state) continue;
+        {
+          std::lock_guard state_lock(g.state->mutex);
+          call.seed = g.state->seed;
+        }
+        call.offset = slot.intragraph;
+        slot.intragraph += round_to_blocks(count);
+        call.philox_seed_ptr = slot.slot.seed_ptr;
+        call.philox_offset_ptr = slot.slot.offset_ptr;
+        return true;
       }
-      call.offset = graph.intragraph;
-      graph.intragraph += round_to_blocks(count);
-      call.philox_seed_ptr = graph.seed_ptr;
-      call.philox_offset_ptr = graph.offset_ptr;
-      return true;
+      detail::fail<CudaError>("Attempt to increase offset for a CUDA generator not in capture mode. (During a "
+                              "capture, a generator other than the default one draws only from a state registered "
+                              "with the capturing graph: CUDAGraph::register_generator_state.)");
     }
     return false;
   }
@@ -130,16 +170,15 @@ class Generators {
     graphs_.push_back(graph);
     capturing_.fetch_add(1, std::memory_order_release);
   }
-  uint64_t capture_epilogue(uint64_t capture_id) noexcept {
+  void capture_epilogue(uint64_t capture_id, std::span<uint64_t> increments) noexcept {
     std::lock_guard lock(mutex_);
     for (auto it = graphs_.begin(); it != graphs_.end(); ++it) {
       if (it->capture_id != capture_id) continue;
-      uint64_t increment = it->intragraph;
+      for (size_t i = 0; i < increments.size() && i < it->slots.size(); ++i) increments[i] = it->slots[i].intragraph;
       graphs_.erase(it);
       capturing_.fetch_sub(1, std::memory_order_release);
-      return increment;
+      return;
     }
-    return 0;
   }
 
  private:
@@ -211,15 +250,12 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b, const std::op
   const uint64_t count = 4 * static_cast<uint64_t>(out.numel());
   detail::KernelCall call{op, {std::move(out)}, {}, a, b};
   if (generators().any_capture() && t.device().is_cuda()) [[unlikely]] {
-    // On a capturing stream: graph-safe Philox (Note [Graph-safe Philox]) for the default
-    // generator; a generator of the caller's is not registered with the capture.
+    // On a capturing stream: graph-safe Philox (Note [Graph-safe Philox]) from a state
+    // registered with the capture.
     const int device = t.device().index();
     auto [status, id] = detail::backend().capture_status(detail::current_stream_state(device)->native());
     if (status != detail::CaptureStatus::None) {
-      EMBER_CHECK(!generator, CudaError,
-                  "Attempt to increase offset for a CUDA generator not in capture mode: only the default "
-                  "generator can be drawn from during a capture");
-      if (generators().reserve_in_capture(device, id, count, call)) {
+      if (generators().reserve_in_capture(device, id, count, generator, call)) {
         detail::launch(t.device(), call);
         return;
       }
@@ -268,14 +304,27 @@ std::pair<uint64_t, uint64_t> detail::reserve_random(Device device, uint64_t cou
 
 namespace detail {
 
-void rng_capture_prologue(int device, uint64_t capture_id, const int64_t* seed_ptr, const int64_t* offset_ptr) {
-  generators().capture_prologue(GraphRng{device, capture_id, seed_ptr, offset_ptr});
+std::shared_ptr<GeneratorState> generator_state(const Generator& generator) { return state_of(*generator.impl()); }
+
+std::shared_ptr<GeneratorState> default_generator_state(int device) {
+  return state_of(*generators().get(device).impl());
 }
 
-uint64_t rng_capture_epilogue(uint64_t capture_id) noexcept { return generators().capture_epilogue(capture_id); }
+Device generator_state_device(const GeneratorState& state) noexcept { return state.device; }
 
-std::pair<uint64_t, uint64_t> rng_replay_prologue(int device, uint64_t increment) {
-  return advance(*generators().get(device).impl(), increment);
+void rng_capture_prologue(int device, uint64_t capture_id, const std::vector<RngCaptureSlot>& slots) {
+  GraphRng graph{device, capture_id, {}};
+  for (const RngCaptureSlot& slot : slots) graph.slots.push_back({slot, 0});
+  generators().capture_prologue(std::move(graph));
+}
+
+void rng_capture_epilogue(uint64_t capture_id, std::span<uint64_t> increments) noexcept {
+  generators().capture_epilogue(capture_id, increments);
+}
+
+std::pair<uint64_t, uint64_t> rng_replay_prologue(GeneratorState& state, uint64_t increment) {
+  std::lock_guard lock(state.mutex);
+  return advance(state, increment);
 }
 
 }  // namespace detail
@@ -301,43 +350,36 @@ uint64_t Generator::seed() {
 }
 
 uint64_t Generator::initial_seed() const {
-  std::lock_guard lock(impl_->mutex);
-  return impl_->seed;
+  return with_state(*impl_, [](const detail::GeneratorState& state) { return state.seed; });
 }
 
 Tensor Generator::get_state() const {
-  std::lock_guard lock(impl_->mutex);
-  return state_tensor(impl_->seed, impl_->offset);
+  auto [seed, offset] =
+      with_state(*impl_, [](const detail::GeneratorState& state) { return std::pair{state.seed, state.offset}; });
+  return state_tensor(seed, offset);
 }
 
 void Generator::set_state(const Tensor& state) {
   auto [seed, offset] = read_state(state);
-  std::lock_guard lock(impl_->mutex);
-  impl_->seed = seed;
-  impl_->offset = offset;
+  with_state(*impl_, [&](detail::GeneratorState& s) {
+    s.seed = seed;
+    s.offset = offset;
+  });
 }
 
+// Note [Graph-safe generator states] (ops/graph_rng.h): handles on states, not copies.
 Generator Generator::graphsafe_get_state() const {
-  Generator copy(impl_->device);
-  std::lock_guard lock(impl_->mutex);
-  copy.impl_->seed = impl_->seed;
-  copy.impl_->offset = impl_->offset;
-  return copy;
+  auto handle = std::make_shared<detail::GeneratorImpl>(impl_->device, kDefaultSeed);
+  handle->state = state_of(*impl_);
+  return Generator(std::move(handle));
 }
 
 void Generator::graphsafe_set_state(const Generator& state) {
   EMBER_CHECK(state.device() == device(), DeviceError, "graphsafe_set_state: the state is of a generator on ",
               state.device(), ", this generator is on ", device());
-  if (state.impl_ == impl_) return;
-  uint64_t seed, offset;
-  {
-    std::lock_guard lock(state.impl_->mutex);
-    seed = state.impl_->seed;
-    offset = state.impl_->offset;
-  }
+  std::shared_ptr<detail::GeneratorState> shared = state_of(*state.impl_);
   std::lock_guard lock(impl_->mutex);
-  impl_->seed = seed;
-  impl_->offset = offset;
+  impl_->state = std::move(shared);
 }
 
 Generator& default_generator(Device device) {

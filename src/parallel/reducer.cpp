@@ -13,6 +13,8 @@
 #include "ember/cuda.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
+#include "runtime/backend.h"
+#include "runtime/stream_state.h"
 
 namespace ember::nn::parallel::detail {
 
@@ -280,12 +282,27 @@ void Reducer::mark_variable_ready(size_t index) {
   }
 }
 
+namespace {
+
+// The id of the capture `stream` is in; 0 when it is not capturing.
+uint64_t capture_of(const cuda::Stream& stream) {
+  auto [status, id] = ember::detail::backend().capture_status(stream.state()->native());
+  return status == ember::detail::CaptureStatus::None ? 0 : id;
+}
+
+}  // namespace
+
 void Reducer::copy_grad_to_bucket(Bucket& bucket, size_t position) {
   NoGradGuard no_grad;
   if (bucket.flat.is_cuda()) {
     cuda::Stream current = cuda::current_stream(bucket.flat.get_device());
     if (std::find(bucket.writers.begin(), bucket.writers.end(), current) == bucket.writers.end()) {
-      if (bucket.released) current.wait_event(*bucket.released);
+      // A step captured whole (the CUDA note's DDP capture) may not wait on the last eager
+      // step's event (CUDA's capture isolation): the capture began after that step's work
+      // (warm-up, then a synchronize, as torch.cuda.graph does), and within the capture the
+      // release is on its stream.
+      const uint64_t capture = capture_of(current);
+      if (bucket.released && (capture == 0 || bucket.released_capture == capture)) current.wait_event(*bucket.released);
       bucket.writers.push_back(current);
     }
   }
@@ -355,8 +372,10 @@ void Reducer::finalize_backward() {
       }
     }
     if (bucket.flat.is_cuda()) {
+      cuda::Stream current = cuda::current_stream(bucket.flat.get_device());
       bucket.released.emplace();
-      bucket.released->record(cuda::current_stream(bucket.flat.get_device()));
+      bucket.released->record(current);
+      bucket.released_capture = capture_of(current);
     }
   }
   if (local_used_work_) {

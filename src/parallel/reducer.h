@@ -86,6 +86,7 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
     std::shared_ptr<ember::distributed::Work> work;
     std::vector<cuda::Stream> writers;  // streams that wrote into `flat` this iteration
     std::optional<cuda::Event> released;  // the last finalize's reads of `flat`
+    uint64_t released_capture = 0;        // the capture it was recorded in; 0: none
   };
   struct Slot {
     size_t bucket = 0, position = 0;

@@ -330,6 +330,70 @@ TEST_P(DDP, GradScalerSkipsTheSameStepOnEveryRankWhenOneRankOverflows) {
 
 INSTANTIATE_TEST_SUITE_P(Devices, DDP, ::testing::Values("cpu", "cuda"));
 
+// The CUDA note's whole-network capture of a DDP step: DDP built on a side stream, warm-up
+// steps run eagerly there, then one training step (zero_grad, forward, backward with DDP's
+// bucket all_reduces, SGD step) captured whole; the Gloo all_reduces become host-task nodes
+// of the graph (Note [Collectives in a captured graph]). Replays with new data leave the
+// parameters equal to those of the same steps run eagerly.
+TEST(DDPCapture, ReplayedTrainingStepsEqualEagerSteps) {
+  const int device = rank();
+  const ember::Device dev(ember::kCUDA, device);
+  ember::cuda::DeviceGuard device_guard(device);  // the capture stream's device is the current one
+  constexpr int kWarmup = 3, kSteps = 4;
+  std::vector<Tensor> xs, ys;
+  for (int i = 0; i < kWarmup + kSteps; ++i) {
+    auto [x, y] = batch(8, 4, 700 + static_cast<uint64_t>(i));
+    xs.push_back(slice_of(x, rank()).to(dev));
+    ys.push_back(slice_of(y, rank()).to(dev));
+  }
+  auto train = [&](bool captured) {
+    auto net = mlp({8, 16, 4}, 31);
+    net->to(dev);
+    Tensor static_x = xs[0].clone(), static_y = ys[0].clone();
+    ember::cuda::Stream side(device);
+    side.wait_stream(ember::cuda::current_stream(device));
+    std::shared_ptr<DistributedDataParallel> ddp;
+    std::unique_ptr<ember::optim::SGD> optimizer;
+    auto step = [&] {
+      optimizer->zero_grad(/*set_to_none=*/true);
+      nn::functional::mse_loss(ddp->forward(static_x), static_y).backward();
+      optimizer->step();
+    };
+    {
+      ember::cuda::StreamGuard guard(side);
+      ddp = std::make_shared<DistributedDataParallel>(net);
+      optimizer = std::make_unique<ember::optim::SGD>(net->parameters(),
+                                                      ember::optim::SGDOptions(0.1).capturable(captured));
+      for (int i = 0; i < kWarmup; ++i) {
+        static_x.copy_(xs[i]);
+        static_y.copy_(ys[i]);
+        step();
+      }
+    }
+    ember::cuda::current_stream(device).wait_stream(side);
+    ember::cuda::CUDAGraph graph;
+    if (captured) {
+      ember::cuda::graph capture(graph);
+      step();
+    }
+    for (int i = kWarmup; i < kWarmup + kSteps; ++i) {
+      static_x.copy_(xs[i]);
+      static_y.copy_(ys[i]);
+      if (captured) graph.replay();
+      else step();
+    }
+    ember::cuda::synchronize(device);  // the replays' collectives ran before any later one is issued
+    std::vector<Tensor> params;
+    for (const Tensor& p : net->parameters()) params.push_back(p.detach().cpu());
+    return params;
+  };
+  std::vector<Tensor> eager = train(false), replayed = train(true);
+  ASSERT_EQ(eager.size(), replayed.size());
+  for (size_t i = 0; i < eager.size(); ++i)
+    EXPECT_TRUE(replayed[i].allclose(eager[i], 1e-5, 1e-6)) << "parameter " << i << ": largest difference "
+                                                           << (replayed[i] - eager[i]).abs().max().item<float>();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -237,6 +237,10 @@ class NcclGroup final : public ProcessGroup {
     cuda::Event end;
     end.record(*side_);
     auto work = std::make_shared<NcclWork>(tensors, std::move(end), device);
+    // Captured (a DDP step captured whole): NCCL's kernels are nodes of the graph and its
+    // events the capture's, which no query may ask about; as ProcessGroupNCCL, the watchdog
+    // does not watch a captured collective (its replays are the graph's work).
+    if (backend().capture_status(current.state()->native()).first != CaptureStatus::None) return work;
     watchdog_->watch(
         ++sequence_, op, [work] { return work->end_reached(); },
         [work](const std::exception_ptr& error) { work->fail(error); });
