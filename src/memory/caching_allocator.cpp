@@ -152,7 +152,8 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
             (release_cached_blocks(), alloc_block(request, true, lock));
   }
   // A use_on_oom MemPool's free blocks are the last resort (not for a pool's own request).
-  if (!found && !use_on_oom_pools_.empty() && request.pool->owner == nullptr) found = get_free_use_on_oom_block(request);
+  if (!found && !use_on_oom_pools_.empty() && request.pool->owner == nullptr)
+    found = get_free_use_on_oom_block(request);
   if (!found) throw_out_of_memory(request);
 
   Block* block = use_found_block(request);

@@ -187,6 +187,7 @@ namespace {
               "case.");
 }
 }  // namespace
+
 void DeviceMemoryAllocator::create_or_incref_pool(cuda::MempoolId /*pool*/, std::shared_ptr<Allocator> /*allocator*/,
                                                   bool /*use_on_oom*/) {
   refuse_mem_pool(backend_name());
@@ -218,6 +219,7 @@ std::string pool_snapshot_json(cuda::MempoolId pool) {
   }
   return segments.dump();
 }
+
 void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept {
   device_allocator(device).end_allocate_to_pool(pool);
 }
