@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -361,6 +362,23 @@ TEST_F(GraphPoolsMemPool, AnInnerGuardWinsUntilItEndsAndTheSamePoolTwiceIsRefuse
   EXPECT_EQ(inner.use_count(), 1);
   Tensor w = ember::empty({1024}, on0());
   EXPECT_TRUE(in_pool(w, outer.id()));
+}
+
+// Guards of two threads at the same time: each thread's allocations go to its own pool.
+TEST_F(GraphPoolsMemPool, ThreadsWithGuardsAtTheSameTimeAllocateFromTheirOwnPools) {
+  cuda::MemPool first, second;
+  std::vector<Tensor> kept[2];
+  auto work = [&](int index, const cuda::MemPool& pool) {
+    cuda::use_mem_pool guard(pool);
+    for (int64_t k = 1; k <= 16; ++k) kept[index].push_back(ember::empty({1024 * k}, on0()));
+  };
+  std::thread a(work, 0, std::cref(first)), b(work, 1, std::cref(second));
+  a.join();
+  b.join();
+  for (const Tensor& t : kept[0]) EXPECT_TRUE(in_pool(t, first.id()) && !in_pool(t, second.id()));
+  for (const Tensor& t : kept[1]) EXPECT_TRUE(in_pool(t, second.id()) && !in_pool(t, first.id()));
+  EXPECT_EQ(first.use_count(), 1);
+  EXPECT_EQ(second.use_count(), 1);
 }
 
 TEST_F(GraphPoolsMemPool, BadDevicesAndMovedFromPoolsAreValueErrors) {
