@@ -176,6 +176,9 @@ TEST_F(AsyncAllocator, SnapshotsHistoryAndSwapsAreRefused) {
   EXPECT_EQ(error_of<Error>([] { cuda::record_memory_history(true); }),
             "cudaMallocAsync does not yet support recordHistory. If you need it, please file an issue describing "
             "your use case.");
+  EXPECT_EQ(error_of<Error>([] { cuda::MemPool pool; }),
+            "cudaMallocAsync does not yet support createOrIncrefPool. If you need it, please file an issue describing "
+            "your use case.");
   auto fn = [](size_t, int, cuda::Stream) -> void* { return nullptr; };
   auto free_fn = [](void*, size_t, int, cuda::Stream) {};
   EXPECT_EQ(error_of<Error>([&] { cuda::change_current_allocator(cuda::PluggableAllocator(fn, free_fn)); }),

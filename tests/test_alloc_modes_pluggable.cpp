@@ -167,6 +167,8 @@ TEST(PluggableAllocator, StatisticsAndSnapshotsRaisePyTorchsErrors) {
             "CUDAPluggableAllocator does not yet support snapshot" + tail);
   EXPECT_EQ(error_of<Error>([] { cuda::record_memory_history(true); }),
             "CUDAPluggableAllocator does not yet support recordHistory" + tail);
+  EXPECT_EQ(error_of<Error>([] { cuda::MemPool pool; }),
+            "CUDAPluggableAllocator does not yet support createOrIncrefPool" + tail);
 }
 
 TEST(PluggableAllocator, ASecondSwapIsRefusedAndTheFirstStays) {

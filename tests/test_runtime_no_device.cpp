@@ -21,7 +21,8 @@ TEST(RuntimeNoDevice, UnavailableWithAClearError) {
   EXPECT_EQ(cuda::device_count(), 0);
   EXPECT_EQ(cuda::backend_name(), "none");
   for (auto call : {+[] { cuda::current_device(); }, +[] { cuda::set_device(0); }, +[] { cuda::synchronize(); },
-                    +[] { cuda::Stream s; }, +[] { cuda::Event().record(); }, +[] { cuda::current_stream(); }}) {
+                    +[] { cuda::Stream s; }, +[] { cuda::Event().record(); }, +[] { cuda::current_stream(); },
+                    +[] { cuda::MemPool pool; }}) {
     try {
       call();
       ADD_FAILURE() << "no error";

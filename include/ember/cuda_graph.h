@@ -2,7 +2,6 @@
 // (torch.cuda.CUDAGraph, torch.cuda.graph, torch.cuda.graph_pool_handle).
 #pragma once
 
-#include <compare>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "ember/cuda_mem_pool.h"  // MempoolId
 #include "ember/stream.h"
 
 namespace ember {
@@ -27,18 +27,9 @@ class Module;
 
 namespace ember::cuda {
 
-/// The id of a caching-allocator memory pool (PyTorch's MempoolId_t): {graph uid, 0} for a
-/// graph's own private pool, {0, n} for one made by graph_pool_handle(); {0, 0} is none.
-struct MempoolId {
-  uint64_t first = 0;
-  uint64_t second = 0;
-  bool empty() const noexcept { return first == 0 && second == 0; }
-  friend bool operator==(const MempoolId&, const MempoolId&) = default;
-  friend auto operator<=>(const MempoolId&, const MempoolId&) = default;
-};
-
 /// A new pool id that graphs may share: pass it to capture_begin (or graph) of each, so
-/// that they allocate from one private pool (torch.cuda.graph_pool_handle).
+/// that they allocate from one private pool (torch.cuda.graph_pool_handle). Numbered with
+/// MemPool's ids, as PyTorch's: a MemPool's id() may be passed the same way.
 MempoolId graph_pool_handle();
 
 /// True when the calling thread's current stream on the current device is capturing
@@ -63,7 +54,8 @@ class CUDAGraph {
   /// The same for a generator state (PyTorch's overload taking a CUDAGeneratorState).
   void register_generator_state(std::shared_ptr<detail::GeneratorState> state);
   /// Begins capturing the current stream (which must not be the default stream). Memory
-  /// allocated by the capture comes from `pool` (shared with the graphs that use it) or,
+  /// allocated by the capture comes from `pool` (a graph_pool_handle() or a MemPool's id(),
+  /// shared with the graphs and pools that use it) or,
   /// when empty, from a private pool of this graph. `capture_error_mode` is "global",
   /// "thread_local" or "relaxed" (cudaStreamCaptureMode).
   void capture_begin(MempoolId pool = {}, const std::string& capture_error_mode = "global");

@@ -125,7 +125,7 @@ size_t CachingAllocator::allocation_size(size_t size) noexcept {
 void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;  // as PyTorch: no block for an empty tensor
   std::unique_lock lock(mutex_);
-  if (captures_underway_.empty()) [[likely]] {
+  if (captures_underway_ == 0) [[likely]] {
     if (!deferred_event_blocks_.empty()) [[unlikely]] insert_deferred_events();
     if (!pending_events_.empty()) process_events();
   }
@@ -139,18 +139,21 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   request.size = round_size(bytes);
   request.pool = request.size <= kSmallSize ? &small_pool_ : &large_pool_;
   request.alloc_size = config_.caching_enabled ? allocation_size(request.size) : request.size;
-  if (!captures_underway_.empty()) [[unlikely]] route_to_private_pool(request);
+  if (!pool_routes_.empty()) [[unlikely]] route_to_private_pool(request);
 
   bool found = config_.caching_enabled && get_free_block(request);
   if (!found) {
     // Nothing is given back to the device while a capture is open (as PyTorch's): a capture
     // refuses cudaFree, and a shared private pool's cached blocks may be an earlier graph's.
-    const bool capturing = !captures_underway_.empty();
+    const bool capturing = captures_underway_ > 0;
     if (!capturing && limit_set_ && config_.garbage_collection_threshold > 0.0) garbage_collect_cached_blocks();
     found = alloc_block(request, false, lock) ||
             (!capturing && release_available_cached_blocks(request) && alloc_block(request, false, lock)) ||
             (release_cached_blocks(), alloc_block(request, true, lock));
   }
+  // A use_on_oom MemPool's free blocks are the last resort (not for a pool's own request).
+  if (!found && !use_on_oom_pools_.empty() && request.pool->owner == nullptr)
+    found = get_free_use_on_oom_block(request);
   if (!found) throw_out_of_memory(request);
 
   Block* block = use_found_block(request);
@@ -210,7 +213,7 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry, std::un
     lock.lock();
     reserved_total_ -= size;
   } else {
-    ptr = backend_.raw_alloc(device_, size);
+    ptr = raw_alloc_segment(*request.pool, size);
   }
   if (ptr == nullptr) return false;
   reserved_total_ += size;
@@ -264,7 +267,7 @@ bool CachingAllocator::release_available_cached_blocks(const AllocRequest& reque
 
 void CachingAllocator::release_cached_blocks() {
   // A capture may neither wait on events nor free (Note [Graph private pools]).
-  if (!captures_underway_.empty()) return;
+  if (captures_underway_ > 0) return;
   // Deferred frees first, so their blocks can merge and go back whole.
   synchronize_and_free_events();
   release_whole_segments(large_pool_);
@@ -283,7 +286,7 @@ void CachingAllocator::release_whole_segments(BlockPool& pool) {
 }
 
 void CachingAllocator::release_block(Block* block) {
-  backend_.raw_free(device_, block->ptr);  // first: if it throws, nothing has changed
+  raw_free_segment(block);  // first: if it throws, nothing has changed
   if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, device_);
   reserved_total_ -= block->size;
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
@@ -399,7 +402,7 @@ void CachingAllocator::free(void* ptr) noexcept {
   }
   try {
     if (!block->stream_uses.empty()) {
-      if (!captures_underway_.empty()) [[unlikely]] {
+      if (captures_underway_ > 0) [[unlikely]] {
         deferred_event_blocks_.push_back(block);  // no event may be queried during a capture
         return;
       }

@@ -36,10 +36,12 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "core/allocator.h"
 #include "core/stack_trace.h"
 #include "ember/cuda_graph.h"
 #include "memory/alloc_conf.h"
@@ -88,14 +90,24 @@ class CachingAllocator {
   /// PyTorch snapshot "device_traces" entry of this device (empty unless recording).
   nlohmann::json trace_json() const;
 
-  // ---- CUDA graphs' private pools (caching_allocator_graphs.cpp, Note [Graph private pools]) ----
+  // ---- Private pools: CUDA graphs' and MemPools' (caching_allocator_graphs.cpp, Note [Graph private pools]) ----
+  /// Makes pool `pool` with one use, or counts one more use of it. With `segment_allocator`
+  /// (only when making it), the pool's segments come from that allocator instead of the
+  /// backend; with `use_on_oom`, an allocation that would raise OutOfMemoryError first takes
+  /// a free block of the pool.
+  void create_or_incref_pool(cuda::MempoolId pool, std::shared_ptr<Allocator> segment_allocator = {},
+                             bool use_on_oom = false);
   /// Routes allocations on streams capturing `capture_id` to private pool `pool`, made on
   /// first use; each call counts one use of the pool. CudaError when already routing to it.
   void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id);
+  /// The same for the allocations of thread `thread` (use_mem_pool).
+  void begin_allocate_to_pool(cuda::MempoolId pool, std::thread::id thread);
   /// Stops routing to `pool`; its blocks stay in it.
   void end_allocate_to_pool(cuda::MempoolId pool) noexcept;
   /// Drops one use of `pool`; at none, empty_cache returns its free segments.
   void release_pool(cuda::MempoolId pool) noexcept;
+  /// The uses of `pool`; 0 when there is no such pool.
+  int pool_use_count(cuda::MempoolId pool) const;
 
  private:
   // The C++ stack of an allocator call, captured while history is recorded and
@@ -157,15 +169,16 @@ class CachingAllocator {
     bool is_small;
     PrivatePool* owner = nullptr;  // the private pool this belongs to; nullptr: the device's own
   };
-  // A CUDA graph's memory (Note [Graph private pools]).
+  // A CUDA graph's or a MemPool's memory (Note [Graph private pools]).
   struct PrivatePool {
     explicit PrivatePool(cuda::MempoolId pool_id, NodeRecycler* nodes)
         : id(pool_id),
           small{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), true, this},
           large{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), false, this} {}
     cuda::MempoolId id;
-    int use_count = 1;    // graphs and captures using it
+    int use_count = 1;    // graphs, captures, MemPools and use_mem_pool guards using it
     size_t segments = 0;  // live segments (PyTorch's cudaMalloc_count)
+    std::shared_ptr<Allocator> segment_allocator;  // where its segments come from; null: the backend
     BlockPool small;
     BlockPool large;
   };
@@ -200,8 +213,14 @@ class CachingAllocator {
   void insert_events(Block* block);
   void process_events();
   void synchronize_and_free_events();
-  /// With captures underway: the private pool of a request on a capturing stream.
+  /// With pool routes: the private pool of a request of a routed thread or capturing stream.
   void route_to_private_pool(AllocRequest& request);
+  /// Before OutOfMemoryError: a free block of a use_on_oom pool for `request`.
+  bool get_free_use_on_oom_block(AllocRequest& request);
+  /// A segment of `size` bytes for `pool` from the backend or the pool's segment allocator;
+  /// nullptr when out of memory.
+  void* raw_alloc_segment(const BlockPool& pool, size_t size);
+  void raw_free_segment(const Block* block);
   void insert_deferred_events();
   void release_freeable_private_pools();
   void note_pool_segment(const BlockPool& pool, int change) noexcept;
@@ -268,11 +287,17 @@ class CachingAllocator {
   size_t trace_capacity_ = 0;
   std::deque<TraceEntry> trace_;
   // Note [Graph private pools]
-  struct CaptureRoute {
+  // Where allocations go instead of the device's pools, in begin order: a capture's (the
+  // streams capturing capture_id) or a use_mem_pool guard's (the allocations of `thread`).
+  struct PoolRoute {
     cuda::MempoolId pool;
+    bool is_capture;
     uint64_t capture_id;
+    std::thread::id thread;
   };
-  std::vector<CaptureRoute> captures_underway_;
+  std::vector<PoolRoute> pool_routes_;
+  size_t captures_underway_ = 0;  // pool_routes_ of captures
+  std::vector<cuda::MempoolId> use_on_oom_pools_;
   std::map<cuda::MempoolId, std::unique_ptr<PrivatePool>> graph_pools_;
   std::vector<Block*> deferred_event_blocks_;  // freed during a capture, used by other streams
 };

@@ -37,13 +37,18 @@ class DeviceMemoryAllocator : public Allocator {
   /// PyTorch snapshot "segments" entries and "device_traces" entry of this device.
   virtual nlohmann::json segments_json() const = 0;
   virtual nlohmann::json trace_json() const = 0;
-  /// CUDA graphs' private pools (Note [Graph private pools]): from begin to end, the
-  /// allocations of a capture come from `pool`. Only the native mode has private pools; the
-  /// others refuse a capture (a CudaError that names the mode) and have nothing to end or
-  /// release.
+  /// Private pools of CUDA graphs and MemPools (Note [Graph private pools]): from begin to
+  /// end, the allocations of a capture (or of the calling thread) come from `pool`. Only the
+  /// native mode has private pools; the others refuse a capture (a CudaError that names the
+  /// mode) and a MemPool (PyTorch's "... does not yet support createOrIncrefPool" Error),
+  /// and have nothing to end or release.
+  virtual void create_or_incref_pool(cuda::MempoolId pool, std::shared_ptr<Allocator> segment_allocator,
+                                     bool use_on_oom);
   virtual void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id);
+  virtual void begin_allocate_current_thread_to_pool(cuda::MempoolId pool);
   virtual void end_allocate_to_pool(cuda::MempoolId /*pool*/) noexcept {}
   virtual void release_pool(cuda::MempoolId /*pool*/) noexcept {}
+  virtual int pool_use_count(cuda::MempoolId /*pool*/) const { return 0; }
 };
 
 /// backend:cudaMallocAsync on `device` (async_allocator.cpp).

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -52,11 +53,19 @@ class DeviceAllocator final : public DeviceMemoryAllocator {
   void record_history(bool enabled, size_t max_entries) override { cache_.record_history(enabled, max_entries); }
   nlohmann::json segments_json() const override { return cache_.segments_json(); }
   nlohmann::json trace_json() const override { return cache_.trace_json(); }
+  void create_or_incref_pool(cuda::MempoolId pool, std::shared_ptr<Allocator> segment_allocator,
+                             bool use_on_oom) override {
+    cache_.create_or_incref_pool(pool, std::move(segment_allocator), use_on_oom);
+  }
   void begin_allocate_to_pool(cuda::MempoolId pool, uint64_t capture_id) override {
     cache_.begin_allocate_to_pool(pool, capture_id);
   }
+  void begin_allocate_current_thread_to_pool(cuda::MempoolId pool) override {
+    cache_.begin_allocate_to_pool(pool, std::this_thread::get_id());
+  }
   void end_allocate_to_pool(cuda::MempoolId pool) noexcept override { cache_.end_allocate_to_pool(pool); }
   void release_pool(cuda::MempoolId pool) noexcept override { cache_.release_pool(pool); }
+  int pool_use_count(cuda::MempoolId pool) const override { return cache_.pool_use_count(pool); }
 
  private:
   CachingAllocator cache_;
@@ -170,9 +179,47 @@ void DeviceMemoryAllocator::begin_allocate_to_pool(cuda::MempoolId /*pool*/, uin
                   ", which has no private memory pools for captured allocations");
 }
 
+namespace {
+// A MemPool in another mode, as PyTorch's cudaMallocAsync and CUDAPluggableAllocator refuse one.
+[[noreturn]] void refuse_mem_pool(const char* backend_name) {
+  fail<Error>(std::string_view(backend_name) == "pluggable" ? "CUDAPluggableAllocator" : backend_name,
+              " does not yet support createOrIncrefPool. If you need it, please file an issue describing your use "
+              "case.");
+}
+}  // namespace
+
+void DeviceMemoryAllocator::create_or_incref_pool(cuda::MempoolId /*pool*/, std::shared_ptr<Allocator> /*allocator*/,
+                                                  bool /*use_on_oom*/) {
+  refuse_mem_pool(backend_name());
+}
+void DeviceMemoryAllocator::begin_allocate_current_thread_to_pool(cuda::MempoolId /*pool*/) {
+  refuse_mem_pool(backend_name());
+}
+
 void begin_allocate_to_pool(int device, cuda::MempoolId pool, uint64_t capture_id) {
   device_allocator(device).begin_allocate_to_pool(pool, capture_id);
 }
+void begin_allocate_current_thread_to_pool(int device, cuda::MempoolId pool) {
+  device_allocator(device).begin_allocate_current_thread_to_pool(pool);
+}
+void create_or_incref_pool(int device, cuda::MempoolId pool, std::shared_ptr<Allocator> segment_allocator,
+                           bool use_on_oom) {
+  device_allocator(device).create_or_incref_pool(pool, std::move(segment_allocator), use_on_oom);
+}
+int pool_use_count(int device, cuda::MempoolId pool) { return device_allocator(device).pool_use_count(pool); }
+
+std::string pool_snapshot_json(cuda::MempoolId pool) {
+  nlohmann::json segments = nlohmann::json::array();
+  const nlohmann::json id = {pool.first, pool.second};
+  for (DeviceMemoryAllocator* allocator : existing_allocators()) {
+    // A live MemPool holds a use of its pool; the other modes have no pools (nor segments_json).
+    if (allocator == nullptr || allocator->pool_use_count(pool) == 0) continue;
+    for (auto& segment : allocator->segments_json())
+      if (segment["segment_pool_id"] == id) segments.push_back(std::move(segment));
+  }
+  return segments.dump();
+}
+
 void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept {
   device_allocator(device).end_allocate_to_pool(pool);
 }

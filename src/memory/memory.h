@@ -1,6 +1,9 @@
 // Entry points of the memory layer used by Storage and the copy code.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "core/allocator.h"
 #include "ember/cuda_graph.h"
 
@@ -26,11 +29,23 @@ namespace ember::detail {
 /// it); does nothing when that device's allocator was never created.
 void empty_device_cache(int device);
 
-/// CUDA graphs' private pools of the caching allocator of `device` (Note [Graph private
-/// pools] in caching_allocator_graphs.cpp): route the allocations of capture `capture_id`
-/// to `pool`, stop routing, drop one use of the pool.
+/// Private pools (CUDA graphs' and MemPools') of the caching allocator of `device` (Note
+/// [Graph private pools] in caching_allocator_graphs.cpp): route the allocations of capture
+/// `capture_id` (or of the calling thread) to `pool`, stop routing, drop one use of the pool.
 void begin_allocate_to_pool(int device, cuda::MempoolId pool, uint64_t capture_id);
+void begin_allocate_current_thread_to_pool(int device, cuda::MempoolId pool);
 void end_allocate_to_pool(int device, cuda::MempoolId pool) noexcept;
 void release_pool(int device, cuda::MempoolId pool) noexcept;
+
+/// A MemPool's pool on `device` (mem_pool.cpp): made with one use, its segments from
+/// `segment_allocator` when given; the uses of a pool (0 when none); the segments of
+/// `pool` on every device, as a JSON array in memory_snapshot_json's schema.
+void create_or_incref_pool(int device, cuda::MempoolId pool, std::shared_ptr<Allocator> segment_allocator,
+                           bool use_on_oom);
+int pool_use_count(int device, cuda::MempoolId pool);
+std::string pool_snapshot_json(cuda::MempoolId pool);
+
+/// A new id for a MemPool or graph_pool_handle(), {0, n} (PyTorch's MemPool uid).
+cuda::MempoolId new_user_mempool_id() noexcept;
 
 }  // namespace ember::detail

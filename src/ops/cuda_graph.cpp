@@ -31,7 +31,6 @@ namespace ember::cuda {
 namespace {
 
 std::atomic<uint64_t> next_graph_id{1};  // a graph's own pool is {id, 0}
-std::atomic<uint64_t> next_pool_id{1};   // graph_pool_handle's pools are {0, id}
 
 detail::CaptureMode parse_mode(const std::string& mode) {
   if (mode == "global") return detail::CaptureMode::Global;
@@ -42,7 +41,7 @@ detail::CaptureMode parse_mode(const std::string& mode) {
 
 }  // namespace
 
-MempoolId graph_pool_handle() { return {0, next_pool_id.fetch_add(1)}; }
+MempoolId graph_pool_handle() { return detail::new_user_mempool_id(); }
 
 bool is_current_stream_capturing() {
   detail::Backend* backend = detail::backend_or_null();
