@@ -50,8 +50,9 @@ int64_t block_size_of(int device, int64_t bytes) {
 
 TEST(AllocatorSettings, PytorchAllocConfWinsOverItsDeprecatedAlias) {
   ASSERT_TRUE(configured);
-  EXPECT_EQ(cuda::memory::get_allocator_settings(), kEnvSettings);
-  EXPECT_EQ(stat(0, "max_split_size"), static_cast<int64_t>(64 * MiB));
+  EXPECT_EQ(detail::env_alloc_config().max_split_size, 64 * MiB);
+  EXPECT_EQ(detail::env_alloc_config().per_process_memory_fraction, 0.5);
+  EXPECT_EQ(stat(0, "max_split_size"), static_cast<int64_t>(64 * MiB));  // every test leaves 64
   // PyTorch's precedence: PYTORCH_ALLOC_CONF whenever it is set, even empty.
   detail::AllocConfEnv env = detail::choose_alloc_conf_env("expandable_segments:True", "max_split_size_mb:100");
   EXPECT_EQ(env.value, "expandable_segments:True");
@@ -173,6 +174,7 @@ TEST(CublasWorkspaces, EachStreamsFirstMatmulTakesOneUntilCleared) {
   const int device = 2;
   Tensor a = ones({16, 16}, on(device)), b = ones({16, 16}, on(device));
   cuda::synchronize(device);
+  cuda::empty_cache();
   const int64_t allocated = stat(device, "allocated_bytes.all.current");
   const int64_t reserved = stat(device, "reserved_bytes.all.current");
   // Integer GEMMs do not run in cuBLAS; an empty one does not run at all.
