@@ -162,8 +162,8 @@ size_t CachingHostAllocator::pending_frees() const {
 void CachingHostAllocator::wait_for_background_pass() {
   std::unique_lock lock(mutex_);
   if (!background_events_) return;
-  // Two passes: the one under way may have started before the caller's events.
-  const uint64_t target = background_passes_ + 2;
+  // A pass runs under mutex_, so the next one sees every event recorded before this call.
+  const uint64_t target = background_passes_ + 1;
   pending_changed_.notify_one();
   passes_changed_.wait(lock, [&] { return background_passes_ >= target || pending_.empty(); });
 }
