@@ -49,6 +49,14 @@ void ember_emulated_small_add(benchmark::State& state) {
   ember::cuda::synchronize();
 }
 
+// The host cost of a small GEMM launch on an emulated device (its cuBLAS workspace is
+// taken at the first one: Note [cuBLAS workspaces]).
+void ember_emulated_small_matmul(benchmark::State& state) {
+  auto a = ember::ones({8, 8}, "cuda:0"), b = ember::ones({8, 8}, "cuda:0");
+  for (auto _ : state) benchmark::DoNotOptimize(a.matmul(b));
+  ember::cuda::synchronize();
+}
+
 // Training ops on batch-64 Fashion-MNIST-sized tensors: classifier logits [64, 10],
 // images [64, 1, 28, 28], a conv layer's output [64, 8, 26, 26].
 void ember_softmax_64x10(benchmark::State& state) {
@@ -141,6 +149,7 @@ BENCHMARK(ember_large_add)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(ember_large_sum)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(ember_matmul)->Arg(1024)->UseRealTime();
 BENCHMARK(ember_emulated_small_add);
+BENCHMARK(ember_emulated_small_matmul);
 BENCHMARK(ember_softmax_64x10);
 BENCHMARK(ember_softmax_64x784)->UseRealTime();
 BENCHMARK(ember_cross_entropy_64x10);

@@ -1,4 +1,5 @@
-// PYTORCH_CUDA_ALLOC_CONF parsing: every option, both roundup forms, and clear errors.
+// PYTORCH_ALLOC_CONF (PYTORCH_CUDA_ALLOC_CONF) parsing: every option, both roundup forms, parsing over
+// the settings in force, and clear errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -46,10 +47,10 @@ TEST(AllocConf, PyTorch2Keys) {
   // ROCm's spellings, which PyTorch's CUDA build accepts too.
   EXPECT_TRUE(parse_alloc_conf("release_lock_on_hipmalloc:True").release_lock_on_malloc);
   EXPECT_TRUE(parse_alloc_conf("pinned_use_hip_host_register:True").pinned_use_host_register);
-  EXPECT_EQ(error_of("max_non_split_rounding_mb:20"),
-            "CachingAllocator option max_non_split_rounding_mb too small, must be > 20, but got 20");
+  EXPECT_EQ(error_of("max_non_split_rounding_mb:19"),
+            "CachingAllocator option max_non_split_rounding_mb too small, must be >= 20, but got 19");
   EXPECT_EQ(error_of("max_non_split_rounding_mb:x"),
-            "Expected a non-negative integer for max_non_split_rounding_mb in PYTORCH_CUDA_ALLOC_CONF, but got 'x'");
+            "Expected a non-negative integer for max_non_split_rounding_mb in the CUDA allocator config, but got 'x'");
   EXPECT_EQ(error_of("release_lock_on_cudamalloc:1"),
             "Expected a single True/False argument for release_lock_on_cudamalloc, but got '1'");
 }
@@ -60,7 +61,7 @@ TEST(AllocConf, EmptyOptionsAreRefusedButOneTrailingCommaIsNot) {
   EXPECT_EQ(parse_alloc_conf("max_split_size_mb:64,").max_split_size, 64 * MiB);
   for (const char* conf : {",", ",,", ",max_split_size_mb:64", "max_split_size_mb:64,,", "max_split_size_mb:64,,backend:native",
                            "max_split_size_mb:64, ,backend:native"}) {
-    EXPECT_THAT(error_of(conf), ::testing::StartsWith("Unrecognized key ',' in PYTORCH_CUDA_ALLOC_CONF (an empty option"))
+    EXPECT_THAT(error_of(conf), ::testing::StartsWith("Unrecognized key ',' in CUDA allocator config. (An empty option"))
         << conf;
   }
 }
@@ -97,23 +98,27 @@ TEST(AllocConf, RoundupListAssignsIntervals) {
 }
 
 TEST(AllocConf, UnknownKeyIsAValueError) {
+  // PyTorch's message, then the keys ember knows.
   EXPECT_EQ(error_of("max_split_size:100"),
-            "Unrecognized key 'max_split_size' in PYTORCH_CUDA_ALLOC_CONF (expected max_split_size_mb, "
+            "Unrecognized key 'max_split_size' in CUDA allocator config. (Expected max_split_size_mb, "
             "max_non_split_rounding_mb, roundup_power2_divisions, garbage_collection_threshold, expandable_segments, "
-            "release_lock_on_cudamalloc, backend, pinned_use_cuda_host_register or pinned_num_register_threads)");
+            "release_lock_on_cudamalloc, backend, pinned_use_cuda_host_register, pinned_num_register_threads, "
+            "pinned_use_background_threads or per_process_memory_fraction)");
   EXPECT_THAT(error_of("max_split_size_mb:100,foo:1"), ::testing::StartsWith("Unrecognized key 'foo'"));
 }
 
 TEST(AllocConf, BadValuesAreValueErrors) {
-  EXPECT_EQ(error_of("max_split_size_mb:20"), "CachingAllocator option max_split_size_mb too small, must be > 20, but got 20");
+  EXPECT_EQ(error_of("max_split_size_mb:19"), "CachingAllocator option max_split_size_mb too small, must be >= 20, but got 19");
+  // PyTorch 2.8 takes the 20 MiB large segment itself.
+  EXPECT_EQ(parse_alloc_conf("max_split_size_mb:20").max_split_size, 20 * MiB);
   EXPECT_EQ(error_of("max_split_size_mb:abc"),
-            "Expected a non-negative integer for max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF, but got 'abc'");
+            "Expected a non-negative integer for max_split_size_mb in the CUDA allocator config, but got 'abc'");
   EXPECT_EQ(error_of("max_split_size_mb:-5"),
-            "Expected a non-negative integer for max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF, but got '-5'");
+            "Expected a non-negative integer for max_split_size_mb in the CUDA allocator config, but got '-5'");
   EXPECT_THAT(error_of("max_split_size_mb:99999999999999999999999"), ::testing::HasSubstr("out of range"));
   // 2^43 MiB is 2^63 bytes: past the int64 that memory_stats() reports max_split_size in.
   EXPECT_EQ(error_of("max_split_size_mb:8796093022208"),
-            "Value '8796093022208' of max_split_size_mb in PYTORCH_CUDA_ALLOC_CONF is out of range");
+            "Value '8796093022208' of max_split_size_mb in the CUDA allocator config is out of range");
   EXPECT_EQ(ember::detail::parse_alloc_conf("max_split_size_mb:8796093022207").max_split_size,
             size_t{8796093022207} << 20);
   EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
@@ -126,7 +131,7 @@ TEST(AllocConf, BadValuesAreValueErrors) {
 }
 
 TEST(AllocConf, MalformedSyntaxIsAValueError) {
-  EXPECT_EQ(error_of("max_split_size_mb"), "Expected 'key:value' in PYTORCH_CUDA_ALLOC_CONF, but got 'max_split_size_mb'");
+  EXPECT_EQ(error_of("max_split_size_mb"), "Expected 'key:value' in the CUDA allocator config, but got 'max_split_size_mb'");
   EXPECT_THAT(error_of("roundup_power2_divisions:[256:1"), ::testing::StartsWith("Unbalanced '['"));
   EXPECT_THAT(error_of("roundup_power2_divisions:256:1]"), ::testing::StartsWith("Unbalanced ']'"));
   EXPECT_THAT(error_of("roundup_power2_divisions:[256]"), ::testing::StartsWith("Expected 'size:divisions'"));
@@ -152,6 +157,10 @@ TEST(AllocConf, AllocatorModeOptions) {
   EXPECT_FALSE(parse_alloc_conf("backend:native").use_async_allocator);
   EXPECT_EQ(parse_alloc_conf("pinned_num_register_threads:128").pinned_num_register_threads, 128u);
   EXPECT_EQ(parse_alloc_conf("pinned_num_register_threads:1").pinned_num_register_threads, 1u);
+  EXPECT_FALSE(defaults.pinned_use_background_threads);
+  EXPECT_TRUE(parse_alloc_conf("pinned_use_background_threads:True").pinned_use_background_threads);
+  EXPECT_EQ(error_of("pinned_use_background_threads:1"),
+            "Expected a single True/False argument for pinned_use_background_threads, but got '1'");
 }
 
 TEST(AllocConf, BadAllocatorModeOptionsAreValueErrors) {
@@ -164,27 +173,61 @@ TEST(AllocConf, BadAllocatorModeOptionsAreValueErrors) {
   EXPECT_EQ(error_of("pinned_num_register_threads:256"),
             "Number of register threads should be less than or equal to 128, got 256");
   EXPECT_EQ(error_of("pinned_num_register_threads:x"),
-            "Expected a non-negative integer for pinned_num_register_threads in PYTORCH_CUDA_ALLOC_CONF, but got 'x'");
+            "Expected a non-negative integer for pinned_num_register_threads in the CUDA allocator config, but got 'x'");
   EXPECT_EQ(error_of("pinned_use_cuda_host_register:yes"),
             "Expected a single True/False argument for pinned_use_cuda_host_register, but got 'yes'");
   EXPECT_THAT(error_of("pinned_use_host_register:True"),
-              ::testing::StartsWith("Unrecognized key 'pinned_use_host_register' in PYTORCH_CUDA_ALLOC_CONF"));
+              ::testing::StartsWith("Unrecognized key 'pinned_use_host_register' in CUDA allocator config."));
   // A bad option anywhere rejects the whole value: nothing before it is applied.
   EXPECT_THAT(error_of("expandable_segments:True,backend:cudaMallocAsync,pinned_num_register_threads:3"),
               ::testing::StartsWith("Number of register threads"));
 }
 
+TEST(AllocConf, PerProcessMemoryFraction) {
+  EXPECT_FALSE(parse_alloc_conf("").per_process_memory_fraction.has_value());
+  EXPECT_EQ(parse_alloc_conf("per_process_memory_fraction:0.25").per_process_memory_fraction, 0.25);
+  EXPECT_EQ(parse_alloc_conf("per_process_memory_fraction:0").per_process_memory_fraction, 0.0);
+  EXPECT_EQ(parse_alloc_conf("per_process_memory_fraction:1").per_process_memory_fraction, 1.0);
+  EXPECT_EQ(error_of("per_process_memory_fraction:1.5"),
+            "per_process_memory_fraction is invalid, set it in [0.0, 1.0], but got 1.5");
+  EXPECT_THAT(error_of("per_process_memory_fraction:x"),
+              ::testing::StartsWith("Expected a number for per_process_memory_fraction"));
+}
+
+// Note [Allocator settings at run time]: PyTorch's parseArgs resets three keys to their
+// defaults on every parse and leaves the others as they were.
+TEST(AllocConf, ParsingOverTheSettingsInForce) {
+  const AllocatorConfig in_force = parse_alloc_conf(
+      "max_split_size_mb:64,roundup_power2_divisions:4,garbage_collection_threshold:0.5,expandable_segments:True,"
+      "max_non_split_rounding_mb:40,release_lock_on_cudamalloc:True,pinned_use_cuda_host_register:True,"
+      "per_process_memory_fraction:0.5");
+  const AllocatorConfig next = parse_alloc_conf("pinned_num_register_threads:4", in_force);
+  EXPECT_EQ(next.max_split_size, std::numeric_limits<size_t>::max());
+  EXPECT_EQ(next.divisions_for(5 * MiB), 0u);
+  EXPECT_EQ(next.garbage_collection_threshold, 0.0);
+  EXPECT_TRUE(next.expandable_segments);
+  EXPECT_EQ(next.max_non_split_rounding_size, 40 * MiB);
+  EXPECT_TRUE(next.release_lock_on_malloc);
+  EXPECT_TRUE(next.pinned_use_host_register);
+  EXPECT_EQ(next.pinned_num_register_threads, 4u);
+  EXPECT_EQ(next.per_process_memory_fraction, 0.5);
+  EXPECT_FALSE(parse_alloc_conf("expandable_segments:False", in_force).expandable_segments);
+}
+
 TEST(AllocConf, EnvironmentIsReadOnceAndAMalformedValueKeepsFailing) {
   // The only test touching the process-wide config: it is frozen by the first success.
-  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:10", 1);
+  // PYTORCH_ALLOC_CONF is read; its deprecated alias only when it is unset.
+  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:100", 1);
+  ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:10", 1);
   EXPECT_THROW(env_alloc_config(), ValueError);
   EXPECT_THROW(env_alloc_config(), ValueError);  // not silently replaced by defaults
-  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:64", 1);
+  ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:64", 1);
   ::setenv("PYTORCH_NO_CUDA_MEMORY_CACHING", "1", 1);
   const AllocatorConfig& config = env_alloc_config();
   EXPECT_EQ(config.max_split_size, 64 * MiB);
   EXPECT_FALSE(config.caching_enabled);
-  ::setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:100", 1);
+  EXPECT_EQ(last_allocator_settings(), "max_split_size_mb:64");
+  ::setenv("PYTORCH_ALLOC_CONF", "max_split_size_mb:100", 1);
   EXPECT_EQ(env_alloc_config().max_split_size, 64 * MiB);
 }
 

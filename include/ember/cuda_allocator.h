@@ -58,4 +58,23 @@ void change_current_allocator(const PluggableAllocator& allocator);
 /// change_current_allocator), as torch.cuda.get_allocator_backend().
 std::string get_allocator_backend();
 
+namespace memory {
+
+/// torch.cuda.memory._set_allocator_settings: `settings`, in PYTORCH_ALLOC_CONF's format
+/// ("expandable_segments:True,max_split_size_mb:64"), change the allocator settings from
+/// now on where PyTorch allows it (Note [Allocator settings at run time] in
+/// src/memory/alloc_conf.h). ValueError for an unknown key or a bad value, Error for a
+/// backend other than the process's; nothing changes then.
+void set_allocator_settings(const std::string& settings);
+
+/// The settings string last applied: set_allocator_settings' or the environment's.
+std::string get_allocator_settings();
+
+}  // namespace memory
+
+/// torch._C._cuda_clearCublasWorkspaces: frees every (cuBLAS handle, stream) workspace
+/// (CUBLAS_WORKSPACE_CONFIG's size) into its device's caching allocator, where it stays
+/// reserved until empty_cache(). The next GEMM on a stream takes a new one.
+void clear_cublas_workspaces();
+
 }  // namespace ember::cuda

@@ -33,15 +33,26 @@ size_t roundup_power2_next_division(size_t size, size_t divisions) {
 }  // namespace
 
 CachingAllocator::CachingAllocator(Backend& backend, int device, AllocatorConfig config)
-    : backend_(backend),
-      device_(device),
-      config_(config),
-      power2_rounding_(std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
-                                   [](size_t divisions) { return divisions > 1; })),
-      use_expandable_(config.expandable_segments && config.caching_enabled && backend.supports_virtual_memory(device)) {
+    : backend_(backend), device_(device) {
+  adopt_settings(config);
+  if (config.per_process_memory_fraction) set_memory_fraction(*config.per_process_memory_fraction);
+}
+
+void CachingAllocator::adopt_settings(const AllocatorConfig& config) {
+  config_ = config;
+  power2_rounding_ = std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
+                                 [](size_t divisions) { return divisions > 1; });
+  use_expandable_ = config.expandable_segments && config.caching_enabled && backend_.supports_virtual_memory(device_);
   stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
                               ? -1
                               : static_cast<int64_t>(config_.max_split_size);
+}
+
+void CachingAllocator::apply_settings(const AllocatorConfig& config) {
+  std::lock_guard lock(mutex_);
+  AllocatorConfig adopted = config;
+  adopted.caching_enabled = config_.caching_enabled;
+  adopt_settings(adopted);
 }
 
 CachingAllocator::~CachingAllocator() {

@@ -79,6 +79,9 @@ class CachingAllocator {
 
   /// Caps this process's reserved memory at `fraction` of the device's total.
   void set_memory_fraction(double fraction);
+  /// set_allocator_settings: takes `config`'s tunables from now on (Note [Allocator
+  /// settings at run time] in alloc_conf.h); PYTORCH_NO_CUDA_MEMORY_CACHING stays as it was.
+  void apply_settings(const AllocatorConfig& config);
   void record_history(bool enabled, size_t max_entries);
 
   int device() const noexcept { return device_; }
@@ -258,9 +261,11 @@ class CachingAllocator {
 
   Backend& backend_;
   const int device_;
-  const AllocatorConfig config_;
-  const bool power2_rounding_;  // some roundup_power2_divisions entry is above 1
-  const bool use_expandable_;   // expandable_segments on a backend with virtual memory
+  // Changed only by apply_settings, under mutex_.
+  AllocatorConfig config_;
+  bool power2_rounding_ = false;  // some roundup_power2_divisions entry is above 1
+  bool use_expandable_ = false;   // expandable_segments on a backend with virtual memory
+  void adopt_settings(const AllocatorConfig& config);
   mutable std::mutex mutex_;
   DeviceStats stats_;
   NodeRecycler set_nodes_;  // before the pools: their nodes come from it

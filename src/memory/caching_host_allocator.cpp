@@ -2,6 +2,7 @@
 #include "memory/caching_host_allocator.h"
 
 #include <bit>
+#include <chrono>
 
 #include "ember/errors.h"
 #include "memory/host_register.h"
@@ -14,7 +15,24 @@ constexpr size_t kMaxPinnedRequest = size_t{1} << 62;  // beyond this bit_ceil o
 
 }  // namespace
 
+CachingHostAllocator::CachingHostAllocator(Backend& backend, bool use_host_register, size_t register_threads,
+                                           bool background_thread)
+    : backend_(backend),
+      use_host_register_(use_host_register),
+      register_threads_(register_threads),
+      background_events_(background_thread) {
+  if (background_events_) background_ = std::thread([this] { background_loop(); });
+}
+
 CachingHostAllocator::~CachingHostAllocator() {
+  if (background_.joinable()) {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    pending_changed_.notify_all();
+    background_.join();
+  }
   std::lock_guard lock(mutex_);
   try {
     for (const PendingFree& entry : pending_) backend_.synchronize(entry.event);
@@ -37,7 +55,8 @@ void* CachingHostAllocator::malloc(size_t bytes) {
   const size_t size = std::bit_ceil(bytes);
   const size_t size_class = std::bit_width(size) - 1;
   std::lock_guard lock(mutex_);
-  if (!pending_.empty() && !backend_.any_capture_open()) process_events();  // Note [Pinned reuse during capture]
+  // Note [Pinned reuse during capture]; with the background thread, it polls instead.
+  if (!background_events_ && !pending_.empty() && !backend_.any_capture_open()) process_events();
   Block* block = nullptr;
   if (auto& cached = free_blocks_[size_class]; !cached.empty()) {
     block = cached.back();
@@ -99,6 +118,7 @@ void CachingHostAllocator::free(void* ptr) noexcept {
       backend_.record(event, use.native);
       pending_.push_back({event, block});
       ++block->event_count;
+      if (background_events_) pending_changed_.notify_one();
     } catch (...) {
       // Could not defer: wait for the stream so the block is safe to reuse.
       if (event) backend_.destroy_event(event);
@@ -126,6 +146,44 @@ void CachingHostAllocator::empty_cache() {
   std::lock_guard lock(mutex_);
   if (!pending_.empty() && !backend_.any_capture_open()) process_events();
   release_free_blocks();
+}
+
+void CachingHostAllocator::set_register_options(bool use_host_register, size_t register_threads) {
+  std::lock_guard lock(mutex_);
+  use_host_register_ = use_host_register;
+  register_threads_ = register_threads;
+}
+
+size_t CachingHostAllocator::pending_frees() const {
+  std::lock_guard lock(mutex_);
+  return pending_.size();
+}
+
+void CachingHostAllocator::wait_for_background_pass() {
+  std::unique_lock lock(mutex_);
+  if (!background_events_) return;
+  // A pass runs under mutex_, so the next one sees every event recorded before this call.
+  const uint64_t target = background_passes_ + 1;
+  pending_changed_.notify_one();
+  passes_changed_.wait(lock, [&] { return background_passes_ >= target || pending_.empty(); });
+}
+
+void CachingHostAllocator::background_loop() {
+  std::unique_lock lock(mutex_);
+  while (true) {
+    pending_changed_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
+    if (stopping_) return;
+    // A sticky device error makes query throw: the events are left for the destructor.
+    try {
+      if (!backend_.any_capture_open()) process_events();  // Note [Pinned reuse during capture]
+    } catch (...) {
+    }
+    ++background_passes_;
+    passes_changed_.notify_all();
+    // PyTorch's thread polls every 100 us; it sleeps only while events are pending.
+    if (!pending_.empty())
+      pending_changed_.wait_for(lock, std::chrono::microseconds(100), [&] { return stopping_; });
+  }
 }
 
 std::map<std::string, int64_t> CachingHostAllocator::stats() const {

@@ -33,6 +33,10 @@ class DeviceMemoryAllocator : public Allocator {
   virtual void reset_peak_stats() = 0;
   virtual void reset_accumulated_stats() = 0;
   virtual void set_memory_fraction(double fraction) = 0;
+  /// set_allocator_settings (Note [Allocator settings at run time] in alloc_conf.h): only
+  /// the native mode has tunables; cudaMallocAsync and a user's allocator ignore them, as
+  /// PyTorch's do.
+  virtual void apply_settings(const AllocatorConfig& /*config*/) {}
   virtual void record_history(bool enabled, size_t max_entries) = 0;
   /// PyTorch snapshot "segments" entries and "device_traces" entry of this device.
   virtual nlohmann::json segments_json() const = 0;

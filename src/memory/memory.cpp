@@ -21,6 +21,7 @@
 #include "ember/cuda.h"
 #include "ember/cuda_allocator.h"
 #include "ember/errors.h"
+#include "memory/blas_workspace.h"
 #include "memory/caching_allocator.h"
 #include "memory/caching_host_allocator.h"
 #include "memory/device_allocator.h"
@@ -50,6 +51,7 @@ class DeviceAllocator final : public DeviceMemoryAllocator {
   void reset_peak_stats() override { cache_.reset_peak_stats(); }
   void reset_accumulated_stats() override { cache_.reset_accumulated_stats(); }
   void set_memory_fraction(double fraction) override { cache_.set_memory_fraction(fraction); }
+  void apply_settings(const AllocatorConfig& config) override { cache_.apply_settings(config); }
   void record_history(bool enabled, size_t max_entries) override { cache_.record_history(enabled, max_entries); }
   nlohmann::json segments_json() const override { return cache_.segments_json(); }
   nlohmann::json trace_json() const override { return cache_.trace_json(); }
@@ -74,7 +76,8 @@ class DeviceAllocator final : public DeviceMemoryAllocator {
 class PinnedAllocator final : public Allocator {
  public:
   PinnedAllocator(Backend& backend, const AllocatorConfig& config)
-      : cache_(backend, config.pinned_use_host_register, config.pinned_num_register_threads) {}
+      : cache_(backend, config.pinned_use_host_register, config.pinned_num_register_threads,
+               config.pinned_use_background_threads) {}
   void* allocate(size_t nbytes) override { return cache_.malloc(nbytes); }
   void deallocate(void* ptr) noexcept override { cache_.free(ptr); }
   void record_stream(void* ptr, StreamState* stream) override { cache_.record_stream(ptr, stream_ref(stream)); }
@@ -124,7 +127,7 @@ DeviceMemoryAllocator& device_allocator(int device) {
   std::lock_guard lock(r.mutex);
   DeviceMemoryAllocator* allocator = r.devices[device].load(std::memory_order_relaxed);
   if (allocator == nullptr) {
-    const AllocatorConfig& config = env_alloc_config();
+    const AllocatorConfig config = current_alloc_config();
     std::unique_ptr<DeviceMemoryAllocator> made;
     if (r.pluggable) made = make_pluggable_allocator(*r.pluggable, device);
     else if (config.use_async_allocator) made = make_async_allocator(undecorated_backend(), device);
@@ -148,7 +151,7 @@ std::vector<DeviceMemoryAllocator*> existing_allocators() {
 }
 
 PinnedAllocator& pinned() {
-  static auto* instance = new PinnedAllocator(undecorated_backend(), env_alloc_config());  // leaked on purpose
+  static auto* instance = new PinnedAllocator(undecorated_backend(), current_alloc_config());  // leaked on purpose
   return *instance;
 }
 
@@ -170,6 +173,7 @@ void empty_device_cache(int device) {
   Registry& r = registry();
   size_registry(r);
   if (device < 0 || device >= r.device_count) return;
+  clear_blas_workspaces(device);  // their memory does not outlive a device reset
   if (DeviceMemoryAllocator* allocator = r.devices[device].load(std::memory_order_acquire)) allocator->empty_cache();
 }
 
@@ -304,7 +308,7 @@ std::string memory_snapshot_json() {
     for (auto& segment : allocator->segments_json()) segments.push_back(std::move(segment));
     traces.push_back(allocator->trace_json());
   }
-  const detail::AllocatorConfig& config = detail::env_alloc_config();
+  const detail::AllocatorConfig config = detail::current_alloc_config();
   nlohmann::json settings = {{"PYTORCH_NO_CUDA_MEMORY_CACHING", !config.caching_enabled},
                              {"expandable_segments", config.expandable_segments},
                              {"garbage_collection_threshold", config.garbage_collection_threshold}};
@@ -354,6 +358,23 @@ void change_current_allocator(const PluggableAllocator& allocator) {
   EMBER_CHECK(!r.initialized, Error, "Can't swap an already initialized allocator");
   r.pluggable = allocator.functions();
 }
+
+namespace memory {
+
+void set_allocator_settings(const std::string& settings) {
+  detail::Registry& r = detail::registry();
+  detail::size_registry(r);
+  // Under the registry's mutex: a device allocator made meanwhile starts from the new settings.
+  std::lock_guard lock(r.mutex);
+  const detail::AllocatorConfig config = detail::update_alloc_config(settings);
+  for (detail::DeviceMemoryAllocator* allocator : detail::existing_allocators())
+    if (allocator) allocator->apply_settings(config);
+  detail::pinned().cache().set_register_options(config.pinned_use_host_register, config.pinned_num_register_threads);
+}
+
+std::string get_allocator_settings() { return detail::last_allocator_settings(); }
+
+}  // namespace memory
 
 std::string get_allocator_backend() {
   detail::Registry& r = detail::registry();

@@ -92,8 +92,10 @@ std::span<const EnvVariable> env_variables() noexcept {
   static constexpr EnvVariable kVariables[] = {
       {"CUDA_VISIBLE_DEVICES", "which devices are visible, and their order"},
       {"CUDA_LAUNCH_BLOCKING", "1: every launch waits and raises its own errors"},
-      {"PYTORCH_CUDA_ALLOC_CONF", "caching allocator options"},
+      {"PYTORCH_ALLOC_CONF", "caching allocator options"},
+      {"PYTORCH_CUDA_ALLOC_CONF", "caching allocator options when PYTORCH_ALLOC_CONF is unset (deprecated)"},
       {"PYTORCH_NO_CUDA_MEMORY_CACHING", "set: no caching of device memory"},
+      {"CUBLAS_WORKSPACE_CONFIG", "size of each cuBLAS workspace (:SIZE_KiB:COUNT...)"},
       {"EMBER_EMULATED_DEVICES", "number of emulated cuda devices"},
       {"EMBER_EMULATED_MEMORY", "memory of each emulated device"},
       {"EMBER_NUM_THREADS", "threads of the cpu backend"},

@@ -24,9 +24,9 @@ struct ToolRun {
 // Runs ember-info with the variables it reads cleared, then `assignments` set.
 ToolRun run_info(const std::string& assignments, const std::string& arguments) {
   std::string command = "env";
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF",
-                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "EMBER_EMULATED_DEVICES", "EMBER_EMULATED_MEMORY",
-                           "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES",
+                           "EMBER_EMULATED_MEMORY", "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
     command += std::string(" -u ") + name;
   command += " " + assignments + " '" EMBER_INFO_PATH "' " + arguments + " 2>&1";
   ToolRun run;
@@ -125,9 +125,9 @@ TEST(EmberInfo, VersionsAndBuild) {
   EXPECT_THAT(report.at("libraries").at("FFTW").get<std::string>(), StartsWith("fftw-3."));
   EXPECT_THAT(report.at("libraries").at("Gloo").get<std::string>(), StartsWith("0."));
   // The environment lists the variables ember reads (all unset here).
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF",
-                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "EMBER_EMULATED_DEVICES", "EMBER_EMULATED_MEMORY",
-                           "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
+  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES",
+                           "EMBER_EMULATED_MEMORY", "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
     EXPECT_TRUE(report.at("environment").at(name).is_null()) << name;
 }
 

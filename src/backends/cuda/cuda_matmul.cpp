@@ -10,7 +10,8 @@
 // type (CUBLAS_COMPUTE_32F_FAST_TF32 vs CUBLAS_COMPUTE_32F).
 //
 // One cuBLAS handle per device and thread (handles are not thread-safe to share),
-// bound to the launch stream on every call; Note [Driver reset generations] retires
+// bound to the launch stream and to that pair's workspace (Note [cuBLAS workspaces] in
+// memory/blas_workspace.h) on every call; Note [Driver reset generations] retires
 // handles that a cudaDeviceReset destroyed.
 #include <cuComplex.h>
 #include <cublas_v2.h>
@@ -28,6 +29,7 @@
 #include "backends/cuda/cuda_workspace.h"
 #include "ember/errors.h"
 #include "kernels/dtype_dispatch.h"
+#include "memory/blas_workspace.h"
 
 namespace ember::detail::driver {
 namespace {
@@ -187,6 +189,11 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
   cublasHandle_t handle = blas_handle(device);
   const BlasLibrary& blas = blas_library();
   check_cublas(blas.set_stream(handle, stream), "cublasSetStream(handle, stream)");
+  // The pair's workspace from the caching allocator (Note [cuBLAS workspaces]), set on
+  // every call as PyTorch does.
+  const BlasWorkspace workspace = blas_workspace(device, handle, stream);
+  check_cublas(blas.set_workspace(handle, workspace.ptr, workspace.size),
+               "cublasSetWorkspace(handle, workspace, size)");
   // An operand with batch size 1 is broadcast over the batch (stride 0).
   auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
   check_cublas(blas.gemm_strided_batched_ex(

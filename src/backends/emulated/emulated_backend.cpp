@@ -7,6 +7,7 @@
 #include "backends/cpu/fftw_plan.h"
 #include "ember/errors.h"
 #include "kernels/host_task.h"
+#include "memory/blas_workspace.h"
 #include "runtime/env.h"
 #include "runtime/visible_devices.h"
 
@@ -17,6 +18,19 @@ std::unique_ptr<Backend> make_emulated_backend(size_t bytes_per_device, const st
 }
 
 namespace emulated {
+namespace {
+
+// Note [cuBLAS workspaces] (memory/blas_workspace.h): the driver runs a Matmul of a
+// floating or complex dtype through cuBLAS unless it is empty (no output, or k = 0: a fill),
+// and cuBLAS's (handle, stream) pair then holds a workspace. The same GEMMs take the same
+// workspace here, so memory figures match a GPU's.
+void take_blas_workspace(int device, BackendStream* stream, const KernelCall& call) {
+  const TensorArg& out = call.outputs[0];
+  if (is_integral(out.dtype, /*include_bool=*/true) || out.numel() == 0 || call.inputs[0].sizes.back() == 0) return;
+  (void)blas_workspace(device, nullptr, stream);
+}
+
+}  // namespace
 
 EmulatedBackend::EmulatedBackend(size_t bytes_per_device, const std::vector<int>& visible)
     : launch_blocking_(env_flag("CUDA_LAUNCH_BLOCKING")) {
@@ -316,6 +330,7 @@ void EmulatedBackend::submitted(EmulatedStream& stream, uint64_t seq) {
 
 void EmulatedBackend::launch(BackendStream* native, const KernelCall& call) {
   EmulatedStream& stream = cast(native);
+  if (call.op == OpKind::Matmul) take_blas_workspace(stream.device(), native, call);
   if (stream.capture() != nullptr && captures_.append_kernel(stream, call)) [[unlikely]]
     return;
   submitted(stream, stream.enqueue_kernel(call));
