@@ -2,6 +2,7 @@
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/matmul_math.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/matmul_precision.h"
@@ -23,6 +24,22 @@ Tensor as_batched(const Tensor& t, const IntList& batch, int64_t batch_numel) {
   shape.push_back(t.size(-2));
   shape.push_back(t.size(-1));
   return t.expand(shape).reshape({batch_numel, t.size(-2), t.size(-1)});
+}
+
+// cuBLAS's reduced-precision switches as a Matmul launch carries them (Note [Matmul math]):
+// float16 / bfloat16 on a cuda device only, read now, as PyTorch reads them per call.
+int64_t blas_math(const Tensor& a) {
+  using backends::detail::BlasSwitch;
+  using detail::blas_allows;
+  if (!a.is_cuda()) return -1;
+  if (a.dtype() == kFloat16) {
+    return (blas_allows(BlasSwitch::kFp16ReducedPrecisionReduction) ? detail::kMatmulReducedReduction : 0) |
+           (blas_allows(BlasSwitch::kFp16Accumulation) ? detail::kMatmulHalfAccumulation : 0);
+  }
+  if (a.dtype() == kBFloat16) {
+    return blas_allows(BlasSwitch::kBf16ReducedPrecisionReduction) ? detail::kMatmulReducedReduction : 0;
+  }
+  return -1;
 }
 
 // c10's TypeMeta names, as PyTorch prints a tensor's dtype() in some messages.
@@ -79,6 +96,7 @@ Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
   // TF32 is a GPU tensor-core mode: cuda devices only; the cpu computes in full float32.
   call.allow_tf32 = a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32();
+  call.dim = blas_math(a);
   detail::launch(a.device(), call);
 
   IntList shape = batch;
