@@ -179,10 +179,17 @@ TEST_P(Tf32Table, Float16AccumulationLosesSmallAddendsOnCudaDevicesOnly) {
   column[0] = 2048;
   const Tensor a = ones({1, 101}, TensorOptions(kFloat16).device(dev_));
   const Tensor b = tensor(column).view({101, 1}).to(TensorOptions(kFloat16).device(dev_));
-  EXPECT_EQ(matmul(a, b).item<float>(), 2148.0f);  // the default: float32 accumulation
+  const Tensor zero = zeros({1}, TensorOptions(kFloat16).device(dev_));
+  // matmul, bmm, addmm, baddbmm and Linear with a bias (an addmm).
+  auto products = [&] {
+    return std::vector<float>{matmul(a, b).item<float>(), bmm(a.unsqueeze(0), b.unsqueeze(0)).item<float>(),
+                              addmm(zero, a, b).item<float>(),
+                              baddbmm(zero, a.unsqueeze(0), b.unsqueeze(0)).item<float>(),
+                              F::linear(a, b.t(), zero).item<float>()};
+  };
+  EXPECT_EQ(products(), std::vector<float>(5, 2148.0f));  // the default: float32 accumulation
   backends::cuda::matmul.allow_fp16_accumulation = true;
-  EXPECT_EQ(matmul(a, b).item<float>(), dev_.is_cpu() ? 2148.0f : 2048.0f);
-  EXPECT_EQ(bmm(a.unsqueeze(0), b.unsqueeze(0)).item<float>(), dev_.is_cpu() ? 2148.0f : 2048.0f);
+  EXPECT_EQ(products(), std::vector<float>(5, dev_.is_cpu() ? 2148.0f : 2048.0f));
   // bfloat16 has no such mode: the switch is float16's.
   EXPECT_EQ(matmul(a.to(kBFloat16), b.to(kBFloat16)).item<float>(), 2144.0f);  // 2148 in bfloat16
 }
@@ -205,9 +212,13 @@ TEST_P(Tf32Table, ReducedPrecisionReductionRoundsSplitKPartialsOnCudaDevicesOnly
     column[1024] = 1;
     const Tensor a = ones({1, 2048}, TensorOptions(dtype).device(dev_));
     const Tensor b = tensor(column).view({2048, 1}).to(TensorOptions(dtype).device(dev_));
-    EXPECT_EQ(matmul(a, b).item<float>(), dev_.is_cpu() ? exact : reduced) << dtype_name(dtype) << " allowed";
+    const Tensor zero = zeros({1}, TensorOptions(dtype).device(dev_));
+    auto products = [&] {  // matmul and addmm (so Linear with a bias)
+      return std::vector<float>{matmul(a, b).item<float>(), addmm(zero, a, b).item<float>()};
+    };
+    EXPECT_EQ(products(), std::vector<float>(2, dev_.is_cpu() ? exact : reduced)) << dtype_name(dtype) << " allowed";
     *flag = false;
-    EXPECT_EQ(matmul(a, b).item<float>(), exact) << dtype_name(dtype) << " disallowed";
+    EXPECT_EQ(products(), std::vector<float>(2, exact)) << dtype_name(dtype) << " disallowed";
     *flag = true;
     // A product within one block has nothing to reduce across blocks.
     EXPECT_EQ(matmul(a.narrow(1, 0, 1024), b.narrow(0, 0, 1024)).item<float>(), dtype == kFloat16 ? 2048 : 256);

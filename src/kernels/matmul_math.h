@@ -13,8 +13,9 @@ namespace ember::detail {
 // them when it launches, from the flags of that moment, and only for float16 / bfloat16
 // operands on a cuda device, in matmul's launch (ops/linalg.cpp): the cpu ignores the flags, as
 // PyTorch's does, and so do convolutions and the recurrent modules' recurrence (cuDNN in
-// PyTorch), whose launches carry no bits, and addmm / baddbmm, which compute float16 and
-// bfloat16 in float32. Every backend reads them:
+// PyTorch), whose launches carry no bits; addmm / baddbmm compute float16 and bfloat16 in
+// float32 except where the bits change the product (then they take matmul's). Every backend
+// reads them:
 //   - the driver: kMatmulReducedReduction off sets CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
 //     on the handle, kMatmulHalfAccumulation takes CUBLAS_COMPUTE_16F (cuda_matmul.cpp);
 //   - host kernels (emulated devices) emulate them (cpu_matmul.cpp): float16 accumulation

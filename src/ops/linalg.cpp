@@ -137,16 +137,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 namespace {
-// beta * bias + alpha * (a @ b), addmm's and baddbmm's value (bias broadcasts to the product,
-// not the reverse). float16 and bfloat16 operands: the product and the sum in float32, rounded
-// once, as PyTorch's GEMMs with a beta term (cuBLAS, oneDNN) round; float16 and bfloat16 values
-// are exact in float32 and in TF32.
-Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
-                           const Scalar& alpha) {
-  if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
-    return scaled_product_plus(bias.to(kFloat32), a.to(kFloat32), b.to(kFloat32), beta, alpha).to(a.dtype());
-  }
-  Tensor product = matmul(a, b);
+// beta * bias + alpha * product (bias broadcasts to the product, not the reverse).
+Tensor scaled_sum(const Tensor& bias, Tensor product, const Scalar& beta, const Scalar& alpha) {
   Tensor expanded = bias.expand(product.sizes());
   const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
   const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
@@ -154,6 +146,24 @@ Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b,
   if (!unit_alpha) product = product * alpha;
   if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
   return product.add_(unit_beta ? expanded : expanded * beta);
+}
+
+// beta * bias + alpha * (a @ b), addmm's and baddbmm's value. float16 and bfloat16 operands:
+// the product and the sum in float32, rounded once, as PyTorch's GEMMs with a beta term (cuBLAS,
+// oneDNN) round; float16 and bfloat16 values are exact in float32 and in TF32. Except where
+// cuBLAS's reduced-precision switches change the product on a cuda device (Note [Matmul math]:
+// float16 accumulation, or a reduced-precision reduction over more than one split-k block): then
+// the product is matmul's, in its dtype, and the sum float32, rounded once more.
+Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
+                           const Scalar& alpha) {
+  if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
+    const int64_t math = blas_math(a);
+    const bool reduced =
+        math > 0 && ((math & detail::kMatmulHalfAccumulation) != 0 || a.size(-1) > detail::kSplitKBlock);
+    Tensor product = reduced ? matmul(a, b).to(kFloat32) : matmul(a.to(kFloat32), b.to(kFloat32));
+    return scaled_sum(bias.to(kFloat32), std::move(product), beta, alpha).to(a.dtype());
+  }
+  return scaled_sum(bias, matmul(a, b), beta, alpha);
 }
 }  // namespace
 
