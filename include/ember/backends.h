@@ -1,8 +1,10 @@
-// Backend flags (TF32) and the per-device FFT plan caches (torch.backends).
+// Backend flags (TF32, float32 precision, reduced-precision GEMMs) and the per-device FFT plan
+// caches (torch.backends).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ember/device.h"
 
@@ -15,23 +17,78 @@ std::string get_float32_matmul_precision();
 namespace backends {
 
 namespace detail {
-/// torch.backends.cuda.matmul.allow_tf32: reads and writes the float32 matmul precision.
+
+/// The float32 precision settings of PyTorch 2.9's torch.backends, a tree: the global one,
+/// cuDNN's ("cuda", "all" in PyTorch), and under it matmul, conv and rnn.
+enum class Fp32Setting : uint8_t { kGlobal, kCudnn, kMatmul, kConv, kRnn };
+
+/// One fp32_precision setting: "ieee", "tf32", "none" (inherit from the parent) or, for the
+/// global one only, "bf16". Reading it answers the value in force (a "none" resolved through
+/// its parents, as PyTorch's getter). A bad value throws Error ("Unknown precision: ..." or
+/// "backend 'cuda' does not support precision 'bf16'") and changes nothing.
+class Fp32Precision {
+ public:
+  explicit constexpr Fp32Precision(Fp32Setting setting) noexcept : setting_(setting) {}
+  Fp32Precision(const Fp32Precision&) = delete;
+  Fp32Precision& operator=(const Fp32Precision&) = delete;
+  Fp32Precision& operator=(std::string_view precision);
+  operator std::string() const;  // NOLINT: reads like PyTorch's attribute
+  friend bool operator==(const Fp32Precision& setting, std::string_view precision) {
+    return std::string(setting) == precision;
+  }
+
+ private:
+  Fp32Setting setting_;
+};
+
+/// torch.backends.cuda.matmul.allow_tf32: a view of matmul.fp32_precision ("tf32" or "ieee").
 struct MatmulTf32Flag {
   MatmulTf32Flag& operator=(bool allow);
   operator bool() const;  // NOLINT
 };
-/// torch.backends.cudnn.allow_tf32.
+/// torch.backends.cudnn.allow_tf32: writes conv and rnn ("tf32", or "none" to inherit), reads
+/// them when they agree (Error, PyTorch's message, when they do not).
 struct CudnnTf32Flag {
   CudnnTf32Flag& operator=(bool allow);
   operator bool() const;  // NOLINT
 };
+
+/// The boolean cuBLAS switches of torch.backends.cuda.matmul.
+enum class BlasSwitch : uint8_t { kFp16ReducedPrecisionReduction, kBf16ReducedPrecisionReduction, kFp16Accumulation };
+class BlasFlag {
+ public:
+  explicit constexpr BlasFlag(BlasSwitch which) noexcept : which_(which) {}
+  BlasFlag(const BlasFlag&) = delete;
+  BlasFlag& operator=(const BlasFlag&) = delete;
+  BlasFlag& operator=(bool allow);
+  operator bool() const;  // NOLINT
+
+ private:
+  BlasSwitch which_;
+};
+
 struct MatmulFlags {
   MatmulTf32Flag allow_tf32;
+  /// float16 / bfloat16 GEMMs may reduce split-k partial sums in their own precision (default true).
+  BlasFlag allow_fp16_reduced_precision_reduction{BlasSwitch::kFp16ReducedPrecisionReduction};
+  BlasFlag allow_bf16_reduced_precision_reduction{BlasSwitch::kBf16ReducedPrecisionReduction};
+  /// float16 GEMMs accumulate in float16 (default false).
+  BlasFlag allow_fp16_accumulation{BlasSwitch::kFp16Accumulation};
+  Fp32Precision fp32_precision{Fp32Setting::kMatmul};
+};
+struct CudnnFamily {
+  Fp32Precision fp32_precision;
 };
 struct CudnnFlags {
   CudnnTf32Flag allow_tf32;
+  Fp32Precision fp32_precision{Fp32Setting::kCudnn};
+  CudnnFamily conv{Fp32Precision{Fp32Setting::kConv}};
+  CudnnFamily rnn{Fp32Precision{Fp32Setting::kRnn}};
 };
 }  // namespace detail
+
+/// torch.backends.fp32_precision: the global setting the others inherit through "none".
+inline detail::Fp32Precision fp32_precision{detail::Fp32Setting::kGlobal};
 
 namespace cuda {
 

@@ -2,6 +2,7 @@
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/matmul_math.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/matmul_precision.h"
@@ -23,6 +24,22 @@ Tensor as_batched(const Tensor& t, const IntList& batch, int64_t batch_numel) {
   shape.push_back(t.size(-2));
   shape.push_back(t.size(-1));
   return t.expand(shape).reshape({batch_numel, t.size(-2), t.size(-1)});
+}
+
+// cuBLAS's reduced-precision switches as a Matmul launch carries them (Note [Matmul math]):
+// float16 / bfloat16 on a cuda device only, read now, as PyTorch reads them per call.
+int64_t blas_math(const Tensor& a) {
+  using backends::detail::BlasSwitch;
+  using detail::blas_allows;
+  if (!a.is_cuda()) return -1;
+  if (a.dtype() == kFloat16) {
+    return (blas_allows(BlasSwitch::kFp16ReducedPrecisionReduction) ? detail::kMatmulReducedReduction : 0) |
+           (blas_allows(BlasSwitch::kFp16Accumulation) ? detail::kMatmulHalfAccumulation : 0);
+  }
+  if (a.dtype() == kBFloat16) {
+    return blas_allows(BlasSwitch::kBf16ReducedPrecisionReduction) ? detail::kMatmulReducedReduction : 0;
+  }
+  return -1;
 }
 
 // c10's TypeMeta names, as PyTorch prints a tensor's dtype() in some messages.
@@ -79,6 +96,7 @@ Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
   // TF32 is a GPU tensor-core mode: cuda devices only; the cpu computes in full float32.
   call.allow_tf32 = a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32();
+  call.dim = blas_math(a);
   detail::launch(a.device(), call);
 
   IntList shape = batch;
@@ -119,16 +137,8 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 namespace {
-// beta * bias + alpha * (a @ b), addmm's and baddbmm's value (bias broadcasts to the product,
-// not the reverse). float16 and bfloat16 operands: the product and the sum in float32, rounded
-// once, as PyTorch's GEMMs with a beta term (cuBLAS, oneDNN) round; float16 and bfloat16 values
-// are exact in float32 and in TF32.
-Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
-                           const Scalar& alpha) {
-  if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
-    return scaled_product_plus(bias.to(kFloat32), a.to(kFloat32), b.to(kFloat32), beta, alpha).to(a.dtype());
-  }
-  Tensor product = matmul(a, b);
+// beta * bias + alpha * product (bias broadcasts to the product, not the reverse).
+Tensor scaled_sum(const Tensor& bias, Tensor product, const Scalar& beta, const Scalar& alpha) {
   Tensor expanded = bias.expand(product.sizes());
   const bool unit_alpha = !alpha.is_complex() && alpha.to<double>() == 1.0;
   const bool unit_beta = !beta.is_complex() && beta.to<double>() == 1.0;
@@ -136,6 +146,24 @@ Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b,
   if (!unit_alpha) product = product * alpha;
   if (zero_beta) return product;  // as PyTorch: bias is ignored (NaN in it does not propagate)
   return product.add_(unit_beta ? expanded : expanded * beta);
+}
+
+// beta * bias + alpha * (a @ b), addmm's and baddbmm's value. float16 and bfloat16 operands:
+// the product and the sum in float32, rounded once, as PyTorch's GEMMs with a beta term (cuBLAS,
+// oneDNN) round; float16 and bfloat16 values are exact in float32 and in TF32. Except where
+// cuBLAS's reduced-precision switches change the product on a cuda device (Note [Matmul math]:
+// float16 accumulation, or a reduced-precision reduction over more than one split-k block): then
+// the product is matmul's, in its dtype, and the sum float32, rounded once more.
+Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta,
+                           const Scalar& alpha) {
+  if (a.dtype() == kFloat16 || a.dtype() == kBFloat16) {
+    const int64_t math = blas_math(a);
+    const bool reduced =
+        math > 0 && ((math & detail::kMatmulHalfAccumulation) != 0 || a.size(-1) > detail::kSplitKBlock);
+    Tensor product = reduced ? matmul(a, b).to(kFloat32) : matmul(a.to(kFloat32), b.to(kFloat32));
+    return scaled_sum(bias.to(kFloat32), std::move(product), beta, alpha).to(a.dtype());
+  }
+  return scaled_sum(bias, matmul(a, b), beta, alpha);
 }
 }  // namespace
 

@@ -7,8 +7,15 @@
 // tensor cores do, so the precision trade-off is observable on every backend.
 // float16 and bfloat16 go to sgemm through float32 copies of their operands: float32
 // accumulation and one rounding of the result, as cuBLAS's 32F compute type and oneDNN's
-// half GEMMs (the copies cost O(MK + KN) beside the product's O(MNK)). Integers use a plain
-// loop accumulating in int64 (which wraps exactly like arithmetic in the narrow type).
+// half GEMMs (the copies cost O(MK + KN) beside the product's O(MNK)). A launch from a cuda
+// device may carry cuBLAS's reduced-precision choices (Note [Matmul math] in
+// kernels/matmul_math.h), which the emulation follows beside TF32's: float16 accumulation
+// (a scalar loop rounding the running sum to float16 after every multiply-add: each product
+// of two float16 values is exact in float32, so the float32 sum is rounded once, to float32,
+// then to float16) and split-k reductions in the output dtype (one sgemm per block of
+// kSplitKBlock products, the running sum rounded to the output dtype after each block).
+// Integers use a plain loop accumulating in int64 (which wraps exactly like arithmetic in the
+// narrow type).
 #include <cblas.h>
 
 #include <algorithm>
@@ -19,6 +26,7 @@
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "kernels/matmul_math.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -166,15 +174,54 @@ void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batc
   });
 }
 
+// c[M, N] = a[M, K] @ b[K, N] (dense row-major float copies of float16 values), accumulated in
+// float16: the running sum of each output is rounded to float16 after every multiply-add, in k
+// order (the emulation of CUBLAS_COMPUTE_16F).
+void gemm_half_accumulated(int M, int N, int K, const float* A, const float* B, float* C) {
+  for (int r = 0; r < M; ++r) {
+    float* acc = C + static_cast<int64_t>(r) * N;
+    std::fill_n(acc, N, 0.0f);
+    for (int k = 0; k < K; ++k) {
+      const float aik = A[static_cast<int64_t>(r) * K + k];
+      const float* Bk = B + static_cast<int64_t>(k) * N;
+      for (int col = 0; col < N; ++col) acc[col] = convert<float>(convert<Half>(acc[col] + aik * Bk[col]));
+    }
+  }
+}
+
+// c = a @ b (dense row-major float copies of T values) as a split-k GEMM that reduces in T:
+// each block of kSplitKBlock products is summed in float32 (sgemm) and the running sum is
+// rounded to T after each block (the emulation of a reduced-precision split-k reduction).
 template <typename T>
-void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int64_t begin, int64_t end) {
+void gemm_split_k_rounded(int M, int N, int K, const float* A, const float* B, float* C, std::vector<float>& part) {
+  part.resize(static_cast<size_t>(M) * N);
+  std::fill_n(C, static_cast<size_t>(M) * N, 0.0f);
+  for (int k0 = 0; k0 < K; k0 += static_cast<int>(kSplitKBlock)) {
+    const int depth = std::min(static_cast<int>(kSplitKBlock), K - k0);
+    gemm<float>(true, false, false, M, N, depth, A + k0, std::max(1, K), B + static_cast<int64_t>(k0) * N,
+                std::max(1, N), part.data(), std::max(1, N));
+    for (size_t i = 0; i < part.size(); ++i) C[i] = convert<float>(convert<T>(C[i] + part[i]));
+  }
+}
+
+template <typename T>
+void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int64_t begin, int64_t end,
+                          int64_t math) {
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
-  std::vector<float> abuf, bbuf, cbuf(static_cast<size_t>(M) * N);
+  const bool half_accumulation = std::is_same_v<T, Half> && (math & kMatmulHalfAccumulation) != 0;
+  const bool split_k = (math & kMatmulReducedReduction) != 0 && K > kSplitKBlock;
+  std::vector<float> abuf, bbuf, cbuf(static_cast<size_t>(M) * N), part;
   for (int64_t i = begin; i < end; ++i) {
     if (i == begin || a.batch_stride != 0) pack<T, float>(a, i, false, abuf);  // a broadcast batch once
     if (i == begin || b.batch_stride != 0) pack<T, float>(b, i, false, bbuf);
-    gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cbuf.data(),
-                std::max(1, N));
+    if (half_accumulation) {
+      gemm_half_accumulated(M, N, K, abuf.data(), bbuf.data(), cbuf.data());
+    } else if (split_k) {
+      gemm_split_k_rounded<T>(M, N, K, abuf.data(), bbuf.data(), cbuf.data(), part);
+    } else {
+      gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N),
+                  cbuf.data(), std::max(1, N));
+    }
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
     for (int64_t r = 0; r < M; ++r) {
       for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = convert<T>(cbuf[r * N + col]);
@@ -183,8 +230,8 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
 }
 
 template <typename T>
-void matmul_widened(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch) {
-  over_batch(a, c, batch, [&](int64_t begin, int64_t end) { matmul_widened_items<T>(a, b, c, begin, end); });
+void matmul_widened(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, int64_t math) {
+  over_batch(a, c, batch, [&](int64_t begin, int64_t end) { matmul_widened_items<T>(a, b, c, begin, end, math); });
 }
 
 template <typename T>
@@ -242,7 +289,7 @@ void run_matmul(const KernelCall& call) {
     if constexpr (std::is_floating_point_v<T> || is_complex_v<T>) {
       matmul_blas<T>(a, b, c, batch, call.allow_tf32 && std::is_same_v<T, float>);
     } else if constexpr (is_reduced_float_v<T>) {
-      matmul_widened<T>(a, b, c, batch);
+      matmul_widened<T>(a, b, c, batch, matmul_math(call));
     } else if constexpr (std::is_same_v<T, bool>) {
       not_implemented("addmm_impl_cpu_", out.dtype);
     } else {

@@ -43,6 +43,7 @@ std::string open_locked() {
   resolve(handle, resolved.destroy, "cublasDestroy_v2", missing);
   resolve(handle, resolved.set_stream, "cublasSetStream_v2", missing);
   resolve(handle, resolved.set_workspace, "cublasSetWorkspace_v2", missing);
+  resolve(handle, resolved.set_math_mode, "cublasSetMathMode", missing);
   resolve(handle, resolved.gemm_strided_batched_ex, "cublasGemmStridedBatchedEx", missing);
   resolve(handle, resolved.status_string, "cublasGetStatusString", missing);
   resolve(handle, resolved.get_property, "cublasGetProperty", missing);

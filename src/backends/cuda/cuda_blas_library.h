@@ -27,6 +27,7 @@ struct BlasLibrary {
   decltype(&::cublasDestroy_v2) destroy = nullptr;
   decltype(&::cublasSetStream_v2) set_stream = nullptr;
   decltype(&::cublasSetWorkspace_v2) set_workspace = nullptr;
+  decltype(&::cublasSetMathMode) set_math_mode = nullptr;
   GemmStridedBatchedEx gemm_strided_batched_ex = nullptr;
   decltype(&::cublasGetStatusString) status_string = nullptr;
   decltype(&::cublasGetProperty) get_property = nullptr;

@@ -7,7 +7,12 @@
 // an output that is not row-major, go through a contiguous temporary (a Workspace, Note
 // [Driver temporaries]). Batches use cublasGemmStridedBatchedEx with the operands' batch strides
 // (0 for a broadcast operand). float32 honours call.allow_tf32 through the compute
-// type (CUBLAS_COMPUTE_32F_FAST_TF32 vs CUBLAS_COMPUTE_32F).
+// type (CUBLAS_COMPUTE_32F_FAST_TF32 vs CUBLAS_COMPUTE_32F); float16 and bfloat16 honour
+// the launch's math bits (Note [Matmul math] in kernels/matmul_math.h): float16
+// accumulation through CUBLAS_COMPUTE_16F (alpha and beta then float16), and a disallowed
+// reduced-precision reduction through the handle's math mode
+// (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION), which is set on every launch because a
+// thread's handle serves every dtype.
 //
 // One cuBLAS handle per device and thread (handles are not thread-safe to share),
 // bound to the launch stream and to that pair's workspace (Note [cuBLAS workspaces] in
@@ -29,6 +34,7 @@
 #include "backends/cuda/cuda_workspace.h"
 #include "ember/errors.h"
 #include "kernels/dtype_dispatch.h"
+#include "kernels/matmul_math.h"
 #include "memory/blas_workspace.h"
 
 namespace ember::detail::driver {
@@ -99,7 +105,8 @@ struct BlasTypes {
   const void* zero;
 };
 
-BlasTypes blas_types(DType dtype, bool allow_tf32) {
+BlasTypes blas_types(DType dtype, bool allow_tf32, int64_t math) {
+  static const uint16_t h_one = 0x3c00, h_zero = 0;  // float16 1 and 0, CUBLAS_COMPUTE_16F's scalar type
   static const float f_one = 1, f_zero = 0;
   static const double d_one = 1, d_zero = 0;
   static const cuComplex c_one{1, 0}, c_zero{0, 0};
@@ -108,7 +115,9 @@ BlasTypes blas_types(DType dtype, bool allow_tf32) {
     case DType::Float32:
       return {CUDA_R_32F, allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, &f_one, &f_zero};
     case DType::Float64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, &d_one, &d_zero};
-    case DType::Float16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, &f_one, &f_zero};
+    case DType::Float16:
+      if (math & kMatmulHalfAccumulation) return {CUDA_R_16F, CUBLAS_COMPUTE_16F, &h_one, &h_zero};
+      return {CUDA_R_16F, CUBLAS_COMPUTE_32F, &f_one, &f_zero};
     case DType::BFloat16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, &f_one, &f_zero};
     case DType::Complex64: return {CUDA_C_32F, CUBLAS_COMPUTE_32F, &c_one, &c_zero};
     case DType::Complex128: return {CUDA_C_64F, CUBLAS_COMPUTE_64F, &z_one, &z_zero};
@@ -154,7 +163,8 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
   if (dtype == kUInt8 || dtype == kInt8 || dtype == kInt16 || dtype == kInt32 || dtype == kInt64) {
     return launch_integer_matmul(call, stream);
   }
-  BlasTypes types = blas_types(dtype, call.allow_tf32);
+  const int64_t math = matmul_math(call);
+  BlasTypes types = blas_types(dtype, call.allow_tf32, math);
   EMBER_ASSERT(out.sizes.size() == 3 && call.inputs.at(0).sizes.size() == 3 && call.inputs.at(1).sizes.size() == 3);
   int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = call.inputs[0].sizes[2];
   if (batch == 0 || m == 0 || n == 0) return;
@@ -194,6 +204,11 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
   const BlasWorkspace workspace = blas_workspace(device, handle, stream);
   check_cublas(blas.set_workspace(handle, workspace.ptr, workspace.size),
                "cublasSetWorkspace(handle, workspace, size)");
+  const bool reduced_types = dtype == kFloat16 || dtype == kBFloat16;
+  const bool disallow_reduction = reduced_types && (math & kMatmulReducedReduction) == 0;
+  check_cublas(blas.set_math_mode(handle, disallow_reduction ? CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+                                                             : CUBLAS_DEFAULT_MATH),
+               "cublasSetMathMode(handle, mode)");
   // An operand with batch size 1 is broadcast over the batch (stride 0).
   auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
   check_cublas(blas.gemm_strided_batched_ex(

@@ -27,13 +27,14 @@ namespace ember::detail::nn {
 // padded row. The input projection of all rows is one matrix product made by the caller.
 
 // Note [Recurrent TF32]
-// The contract: on cuda devices RNN, LSTM and GRU follow backends::cudnn.allow_tf32 (PyTorch
-// runs them through cuDNN, whose descriptor takes that flag), the cells follow
-// backends::cuda::matmul.allow_tf32 (PyTorch's cells are at::linear). matmul reads the matmul
-// flag, so the modules' products go through TF32Matmul, a custom Function over the op layer's
-// matmul_2d_with_tf32 (ops/matmul_precision.h) with the decision taken once, at the forward,
-// and its backward products made with the same decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by
-// rounding as TF32 would; a cpu tensor never asks for it.
+// The contract: on cuda devices RNN, LSTM and GRU follow backends::cudnn.rnn.fp32_precision,
+// which backends::cudnn.allow_tf32 writes (PyTorch runs them through cuDNN, whose descriptor
+// takes it), the cells follow backends::cuda::matmul.fp32_precision (allow_tf32; PyTorch's cells
+// are at::linear). matmul reads the matmul setting, so the modules' products go through
+// TF32Matmul, a custom Function over the op layer's matmul_2d_with_tf32 (ops/matmul_precision.h)
+// with the decision taken once, at the forward, and its backward products made with the same
+// decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by rounding as TF32
+// would; a cpu tensor never asks for it.
 namespace {
 
 struct TF32Matmul : autograd::Function<TF32Matmul> {
@@ -61,7 +62,7 @@ Tensor project(const Tensor& x, const Tensor& weight, const Tensor& bias, Tf32 t
   if (tf32 == Tf32::kCudnnFlag && x.is_cuda() && x.dtype() == kFloat32) {
     check_same_device(x, weight);
     EMBER_CHECK(weight.dtype() == x.dtype(), ValueError, "mat1 and mat2 must have the same dtype");
-    Tensor out = TF32Matmul::apply(x, weight.t(), cudnn_allows_tf32());
+    Tensor out = TF32Matmul::apply(x, weight.t(), cudnn_rnn_allows_tf32());
     return bias.defined() ? out + bias : out;
   }
   return bias.defined() ? addmm(bias, x, weight.t()) : matmul(x, weight.t());
@@ -265,7 +266,7 @@ LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const 
   if (batched) {
     check_same_device(h0, w_hh);
     EMBER_CHECK(w_hh.dtype() == h0.dtype(), ValueError, "mat1 and mat2 must have the same dtype");
-    stash->allow_tf32 = h0.is_cuda() && h0.dtype() == kFloat32 && cudnn_allows_tf32();
+    stash->allow_tf32 = h0.is_cuda() && h0.dtype() == kFloat32 && cudnn_rnn_allows_tf32();
   }
   auto hidden_part = [&](const Tensor& h, int64_t t) {
     if (!batched) return project(h, w_hh, b_hh, tf32);

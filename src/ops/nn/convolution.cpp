@@ -6,10 +6,13 @@
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
 // one Matmul KernelCall per group: out[:, group] = weight[group] @ columns[group] (Note
 // [Channel-major columns]). The matmuls are built here rather than through ember::matmul
-// because their TF32 switch is backends.cudnn.allow_tf32 (cudnn_allows_tf32()), not the
-// matmul precision: a user who turns off matmul TF32 but keeps cuDNN's gets TF32
-// convolutions, as in PyTorch. Both host Matmul (cpu, emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32,
-// which is set for cuda devices only: the cpu convolves in full float32, as PyTorch's.
+// because their TF32 switch is backends::cudnn.conv.fp32_precision (cudnn_conv_allows_tf32(),
+// which backends::cudnn.allow_tf32 writes), not the matmul precision: a user who turns off
+// matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both host Matmul (cpu,
+// emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32, which is set for
+// cuda devices only: the cpu convolves in full float32, as PyTorch's. cuBLAS's
+// reduced-precision switches (backends::cuda::matmul.allow_fp16_*) do not reach convolutions
+// (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
 #include "ops/recording.h"
 #include "ember/nn.h"
 #include "ember/nn/functional/conv.h"
@@ -50,7 +53,9 @@ detail::TensorArg matrix_arg(const Tensor& base, int64_t offset, IntList sizes, 
 }
 
 // Note [Convolution TF32]: cuDNN's switch, on cuda float32 only.
-bool conv_allows_tf32(const Tensor& t) { return t.is_cuda() && t.dtype() == kFloat32 && detail::cudnn_allows_tf32(); }
+bool conv_allows_tf32(const Tensor& t) {
+  return t.is_cuda() && t.dtype() == kFloat32 && detail::cudnn_conv_allows_tf32();
+}
 
 // One operand of a grouped product: a 3-D (batch, rows, cols) strided view of `base`
 // starting `group_offset` elements further for each group.
