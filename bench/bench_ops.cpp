@@ -10,6 +10,7 @@
 #include "ember/ember.h"
 
 #if EMBER_BENCH_WITH_TORCH
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 #endif
 
@@ -88,7 +89,40 @@ void ember_conv2d_relu_64x1x28x28(benchmark::State& state) {
   ember::backends::cudnn.allow_tf32 = true;
 }
 
+// Random numbers (issue 39's generator lookup on the op path and randn's throughput): a small
+// draw (host cost), with the default generator and with one of the caller's, and a large one.
+void ember_small_randn(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(ember::randn({16}));
+}
+
+void ember_small_randn_generator(benchmark::State& state) {
+  ember::Generator gen;
+  gen.manual_seed(1);
+  for (auto _ : state) benchmark::DoNotOptimize(ember::randn({16}, {}, gen));
+}
+
+void ember_randn(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(ember::randn({n}));
+  state.SetBytesProcessed(state.iterations() * n * 4);
+}
+
 #if EMBER_BENCH_WITH_TORCH
+void torch_small_randn(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(torch::randn({16}));
+}
+
+void torch_small_randn_generator(benchmark::State& state) {
+  auto gen = at::detail::createCPUGenerator(1);
+  for (auto _ : state) benchmark::DoNotOptimize(torch::randn({16}, gen));
+}
+
+void torch_randn(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  for (auto _ : state) benchmark::DoNotOptimize(torch::randn({n}));
+  state.SetBytesProcessed(state.iterations() * n * 4);
+}
+
 void torch_softmax_64x10(benchmark::State& state) {
   auto x = torch::randn({64, 10});
   for (auto _ : state) benchmark::DoNotOptimize(x.softmax(1));
@@ -155,6 +189,9 @@ BENCHMARK(ember_softmax_64x784)->UseRealTime();
 BENCHMARK(ember_cross_entropy_64x10);
 BENCHMARK(ember_max_pool2d_64x8x26x26)->UseRealTime();
 BENCHMARK(ember_conv2d_relu_64x1x28x28)->UseRealTime();
+BENCHMARK(ember_small_randn);
+BENCHMARK(ember_small_randn_generator);
+BENCHMARK(ember_randn)->Arg(1 << 22)->UseRealTime();
 #if EMBER_BENCH_WITH_TORCH
 BENCHMARK(torch_softmax_64x10);
 BENCHMARK(torch_softmax_64x784)->UseRealTime();
@@ -165,6 +202,9 @@ BENCHMARK(torch_small_add);
 BENCHMARK(torch_large_add)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(torch_large_sum)->Arg(1 << 24)->UseRealTime();
 BENCHMARK(torch_matmul)->Arg(1024)->UseRealTime();
+BENCHMARK(torch_small_randn);
+BENCHMARK(torch_small_randn_generator);
+BENCHMARK(torch_randn)->Arg(1 << 22)->UseRealTime();
 #endif
 
 int main(int argc, char** argv) {

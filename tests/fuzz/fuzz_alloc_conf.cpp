@@ -55,7 +55,7 @@ std::string escaped(std::string_view s) {
 void check_invariants(std::string_view input, const ember::detail::AllocatorConfig& config) {
   constexpr size_t kLargeBuffer = size_t{20} << 20;
   if (config.max_split_size != std::numeric_limits<size_t>::max() &&
-      (config.max_split_size <= kLargeBuffer ||
+      (config.max_split_size < kLargeBuffer ||
        config.max_split_size > static_cast<size_t>(std::numeric_limits<int64_t>::max())))
     fail(input, "max_split_size out of range: " + std::to_string(config.max_split_size));
   if (config.max_non_split_rounding_size < kLargeBuffer)
