@@ -32,6 +32,22 @@ TEST(CpuRandom, SameSeedSameNumbers) {
   EXPECT_EQ(a[77777], detail::normal_at<float>(42, 0, 77777, 0.0f, 1.0f));
 }
 
+// The cpu computes each Philox block once for the elements sharing it (Note [Normal by
+// Philox blocks]): every element still equals normal_at's, for offsets that start mid-block
+// and batch boundaries (32 floats, 16 doubles), and for the offsets that take normal_at.
+TEST(CpuRandom, NormalEqualsTheSharedBodyElementByElement) {
+  for (uint64_t offset : {0u, 2u, 4u, 6u, 8u, 1u, 12u}) {
+    SCOPED_TRACE(offset);
+    const int64_t n = 1000 + static_cast<int64_t>(offset);
+    auto f = draw<float>(OpKind::Normal, n, 77, offset, 0.5, 2.0);
+    auto d = draw<double>(OpKind::Normal, n, 77, offset, 0.5, 2.0);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(f[i], detail::normal_at<float>(77, offset, static_cast<uint64_t>(i), 0.5f, 2.0f)) << i;
+      ASSERT_EQ(d[i], detail::normal_at<double>(77, offset, static_cast<uint64_t>(i), 0.5, 2.0)) << i;
+    }
+  }
+}
+
 TEST(CpuRandom, OffsetContinuesTheStream) {
   // Uniform element i uses stream index offset + i, so two halves equal one draw.
   auto whole = draw<double>(OpKind::Uniform, 100000, 5, 0, 0.0, 1.0);

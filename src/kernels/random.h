@@ -48,15 +48,20 @@ EMBER_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t offset, uint64_
   }
 }
 
-/// mean + std * z, z standard normal by Box-Muller, for element i.
+/// mean + std * z, z standard normal by Box-Muller from the uniforms u1, u2 in [0, 1).
 template <typename R>
-EMBER_HOST_DEVICE inline R normal_at(uint64_t seed, uint64_t offset, uint64_t i, R mean, R std) {
-  R u1 = philox_uniform<R>(seed, offset + 2 * i);
-  R u2 = philox_uniform<R>(seed, offset + 2 * i + 1);
+EMBER_HOST_DEVICE inline R normal_from_uniforms(R u1, R u2, R mean, R std) {
   // 1 - u1 lies in (0, 1], so the log is finite.
   R radius = std::sqrt(R(-2) * std::log(R(1) - u1));
   R z = radius * std::cos(R(6.283185307179586476925286766559) * u2);
   return mean + std * z;
+}
+
+/// mean + std * z, z standard normal by Box-Muller, for element i.
+template <typename R>
+EMBER_HOST_DEVICE inline R normal_at(uint64_t seed, uint64_t offset, uint64_t i, R mean, R std) {
+  return normal_from_uniforms<R>(philox_uniform<R>(seed, offset + 2 * i), philox_uniform<R>(seed, offset + 2 * i + 1),
+                                 mean, std);
 }
 
 }  // namespace ember::detail

@@ -1,10 +1,12 @@
 // Normal, Uniform and Arange: values depend only on each element's row-major index
 // (kernels/random.h), so the loop keeps row-major order (no dim reordering) and
 // passes each row's starting index to the body.
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "backends/cpu/cpu_vector.h"
 #include "kernels/random.h"
 
 namespace ember::detail::cpu {
@@ -25,6 +27,99 @@ void generate(const TensorArg& out, ValueFn value) {
   });
 }
 
+// Note [Normal by Philox blocks]
+// normal_at computes, for each element, the Philox block of each word it takes: four blocks
+// per float element (two words, one block each, every block yielding four words of which one
+// is used), eight per double. Elements 2j and 2j + 1 of a float draw take the four words of
+// one block (when the offset is a multiple of 4, as the generators keep it), and a double
+// element the four words of one block (offset even). normal_rows computes each block once,
+// 16 blocks at a time with the rounds outermost so the lanes vectorize, then applies the
+// same Box-Muller (normal_from_uniforms) to the same words: the values are normal_at's, bit
+// for bit (tests/test_cpu_random.cpp compares every element). Other offsets take normal_at.
+constexpr int kLanes = 16;
+
+// The 4 * kLanes words of blocks first_block, first_block + 1, ..., in stream order.
+EMBER_VECTOR_CLONES void philox_blocks(uint64_t seed, uint64_t first_block, uint32_t* words) {
+  uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
+  for (int j = 0; j < kLanes; ++j) {
+    const uint64_t counter = first_block + static_cast<uint64_t>(j);
+    c0[j] = static_cast<uint32_t>(counter);
+    c1[j] = static_cast<uint32_t>(counter >> 32);
+    c2[j] = 0;
+    c3[j] = 0;
+  }
+  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    for (int j = 0; j < kLanes; ++j) {  // philox4x32's round, lane by lane
+      const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[j];
+      const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[j];
+      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[j] ^ k0;
+      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[j] ^ k1;
+      c1[j] = static_cast<uint32_t>(p1);
+      c3[j] = static_cast<uint32_t>(p0);
+      c0[j] = n0;
+      c2[j] = n2;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  for (int j = 0; j < kLanes; ++j) {
+    words[4 * j] = c0[j];
+    words[4 * j + 1] = c1[j];
+    words[4 * j + 2] = c2[j];
+    words[4 * j + 3] = c3[j];
+  }
+}
+
+// Elements [first, first + n) of a normal draw in R (Note [Normal by Philox blocks]); the
+// offset is a multiple of 4 (float) or even (double).
+template <typename T, typename R>
+void normal_rows(uint64_t seed, uint64_t offset, int64_t first, int64_t n, R mean, R std, char* out,
+                 int64_t stride) {
+  constexpr int64_t kPerBatch = std::is_same_v<R, double> ? kLanes : 2 * kLanes;  // elements per 16 blocks
+  uint32_t words[4 * kLanes];
+  int64_t k = 0;
+  while (k < n) {
+    const int64_t i = first + k;
+    // Float: element i's words start at stream index offset + 2i; double: at 2 (offset + 2i).
+    const uint64_t word = std::is_same_v<R, double> ? 2 * (offset + 2 * static_cast<uint64_t>(i))
+                                                    : offset + 2 * static_cast<uint64_t>(i);
+    philox_blocks(seed, word / 4, words);
+    const int64_t skip = static_cast<int64_t>(word % 4) / (std::is_same_v<R, double> ? 4 : 2);  // 0 or 1
+    const int64_t count = std::min(n - k, kPerBatch - skip);
+    for (int64_t e = 0; e < count; ++e) {
+      R u1, u2;
+      const uint32_t* w = words + (std::is_same_v<R, double> ? 4 : 2) * (skip + e);
+      if constexpr (std::is_same_v<R, double>) {
+        u1 = static_cast<double>((uint64_t{w[0]} >> 5) * 67108864ull + (w[1] >> 6)) * (1.0 / 9007199254740992.0);
+        u2 = static_cast<double>((uint64_t{w[2]} >> 5) * 67108864ull + (w[3] >> 6)) * (1.0 / 9007199254740992.0);
+      } else {
+        u1 = static_cast<float>(w[0] >> 8) * (1.0f / 16777216.0f);
+        u2 = static_cast<float>(w[1] >> 8) * (1.0f / 16777216.0f);
+      }
+      *reinterpret_cast<T*>(out + (k + e) * stride) = T(normal_from_uniforms<R>(u1, u2, mean, std));
+    }
+    k += count;
+  }
+}
+
+template <typename T, typename R>
+void generate_normal(const TensorArg& out, uint64_t seed, uint64_t offset, R mean, R std) {
+  if (offset % (std::is_same_v<R, double> ? 2 : 4) != 0) {
+    return generate<T>(out, [=](int64_t i) { return T(normal_at<R>(seed, offset, i, mean, std)); });
+  }
+  LoopShape s = make_loop_shape({&out}, /*reorder=*/false);
+  char* base[] = {static_cast<char*>(out.data)};
+  parallel_for(0, s.numel, kGrainSize, [&](int64_t begin, int64_t end) {
+    int64_t index = begin;
+    auto body = [&](char* const* p, const int64_t* st, int64_t n) {
+      normal_rows<T, R>(seed, offset, index, n, mean, std, p[0], st[0]);
+      index += n;
+    };
+    for_each_row(s, base, begin, end, body);
+  });
+}
+
 template <typename T>
 void run_typed(const KernelCall& call, const TensorArg& out) {
   constexpr bool kFloating = is_floating_v<T>;
@@ -37,8 +132,7 @@ void run_typed(const KernelCall& call, const TensorArg& out) {
       if constexpr (!kFloating) {
         not_implemented("normal_kernel_cpu", out.dtype);
       } else {
-        const R mean = call.s0.to<R>(), std = call.s1.to<R>();
-        return generate<T>(out, [=](int64_t i) { return T(normal_at<R>(seed, offset, i, mean, std)); });
+        return generate_normal<T, R>(out, seed, offset, call.s0.to<R>(), call.s1.to<R>());
       }
     case OpKind::Uniform:
       if constexpr (!kFloating) {
