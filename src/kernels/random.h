@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/philox.h"
@@ -48,13 +49,60 @@ EMBER_HOST_DEVICE inline T uniform_value(uint64_t seed, uint64_t offset, uint64_
   }
 }
 
+/// log(x) for a float x in (0, 1] (fdlibm's logf: x = 2^k m, m in [sqrt(1/2), sqrt(2)), log1p
+/// of m - 1 by its odd series in s = f / (2 + f)); within 1 ulp. Branch-free, so a loop of it
+/// vectorizes, and the same bits on every executor (Note [Box-Muller in float]).
+EMBER_HOST_DEVICE inline float box_muller_log(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int32_t k = static_cast<int32_t>(bits - 0x3f3504f3u) >> 23;  // bits of sqrt(1/2) below
+  const uint32_t m_bits = bits - (static_cast<uint32_t>(k) << 23);
+  float m;
+  std::memcpy(&m, &m_bits, sizeof m);
+  const float f = m - 1.0f, s = f / (2.0f + f), z = s * s, w = z * z;
+  const float t1 = w * (0.40000972152f + w * 0.24279078841f), t2 = z * (0.66666662693f + w * 0.28498786688f);
+  const float hfsq = 0.5f * f * f, dk = static_cast<float>(k);
+  return s * (hfsq + (t2 + t1)) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+}
+
+/// cos(2 pi t) for a float t in [0, 1): t - q/4 (q the nearest quarter, exact) is at most 1/8,
+/// so the angle lies in [-pi/4, pi/4], where Cephes's sinf and cosf polynomials hold within
+/// 2 ulp; the quarter picks cos, -sin, -cos or sin. Branch-free like box_muller_log.
+EMBER_HOST_DEVICE inline float box_muller_cos(float t) {
+  const int quarter_count = static_cast<int>(t * 4.0f + 0.5f);  // the nearest quarter, 0..4 (t >= 0)
+  const float a = (t - static_cast<float>(quarter_count) * 0.25f) * 6.28318530717958647692f, z = a * a;
+  const float sin_a = a + a * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
+  const float cos_a = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
+  // Quarters 1 and 3 take sin, 1 and 2 are negative: selected and signed by bit masks.
+  const uint32_t take_sin = 0u - static_cast<uint32_t>(quarter_count & 1);
+  const uint32_t negative = static_cast<uint32_t>((quarter_count + 1) & 2) << 30;
+  uint32_t sin_bits, cos_bits;
+  std::memcpy(&sin_bits, &sin_a, sizeof sin_bits);
+  std::memcpy(&cos_bits, &cos_a, sizeof cos_bits);
+  const uint32_t bits = ((sin_bits & take_sin) | (cos_bits & ~take_sin)) ^ negative;
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+// Note [Box-Muller in float]
+// float draws (float, and float16/bfloat16 through float) take log and cos from the two
+// functions above rather than the math library's, so that the cpu's batched loop vectorizes
+// (libm's logf and cosf were half of randn's time) and every executor that runs this header
+// computes the same bits from the same words. double draws keep std::log and std::cos.
+
 /// mean + std * z, z standard normal by Box-Muller from the uniforms u1, u2 in [0, 1).
 template <typename R>
 EMBER_HOST_DEVICE inline R normal_from_uniforms(R u1, R u2, R mean, R std) {
   // 1 - u1 lies in (0, 1], so the log is finite.
-  R radius = std::sqrt(R(-2) * std::log(R(1) - u1));
-  R z = radius * std::cos(R(6.283185307179586476925286766559) * u2);
-  return mean + std * z;
+  if constexpr (std::is_same_v<R, float>) {
+    const float radius = std::sqrt(-2.0f * box_muller_log(1.0f - u1));
+    return mean + std * (radius * box_muller_cos(u2));
+  } else {
+    R radius = std::sqrt(R(-2) * std::log(R(1) - u1));
+    R z = radius * std::cos(R(6.283185307179586476925286766559) * u2);
+    return mean + std * z;
+  }
 }
 
 /// mean + std * z, z standard normal by Box-Muller, for element i.

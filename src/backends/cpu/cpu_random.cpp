@@ -40,34 +40,47 @@ constexpr int kLanes = 16;
 
 // The 4 * kLanes words of blocks first_block, first_block + 1, ..., in stream order.
 EMBER_VECTOR_CLONES void philox_blocks(uint64_t seed, uint64_t first_block, uint32_t* words) {
-  uint32_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
+  // philox4x32's state in 64-bit lanes holding 32-bit values: the products of zero-extended
+  // 32-bit operands then vectorize as pmuludq, which the 32-bit form does not.
+  uint64_t c0[kLanes], c1[kLanes], c2[kLanes], c3[kLanes];
   for (int j = 0; j < kLanes; ++j) {
     const uint64_t counter = first_block + static_cast<uint64_t>(j);
-    c0[j] = static_cast<uint32_t>(counter);
-    c1[j] = static_cast<uint32_t>(counter >> 32);
+    c0[j] = counter & 0xffffffffu;
+    c1[j] = counter >> 32;
     c2[j] = 0;
     c3[j] = 0;
   }
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+  uint64_t k0 = seed & 0xffffffffu, k1 = seed >> 32;
   for (int round = 0; round < 10; ++round) {
+#pragma GCC unroll 1
     for (int j = 0; j < kLanes; ++j) {  // philox4x32's round, lane by lane
-      const uint64_t p0 = static_cast<uint64_t>(0xD2511F53u) * c0[j];
-      const uint64_t p1 = static_cast<uint64_t>(0xCD9E8D57u) * c2[j];
-      const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[j] ^ k0;
-      const uint32_t n2 = static_cast<uint32_t>(p0 >> 32) ^ c3[j] ^ k1;
-      c1[j] = static_cast<uint32_t>(p1);
-      c3[j] = static_cast<uint32_t>(p0);
+      const uint64_t p0 = (c0[j] & 0xffffffffu) * uint64_t{0xD2511F53u};
+      const uint64_t p1 = (c2[j] & 0xffffffffu) * uint64_t{0xCD9E8D57u};
+      const uint64_t n0 = (p1 >> 32) ^ c1[j] ^ k0;
+      const uint64_t n2 = (p0 >> 32) ^ c3[j] ^ k1;
+      c1[j] = p1 & 0xffffffffu;
+      c3[j] = p0 & 0xffffffffu;
       c0[j] = n0;
       c2[j] = n2;
     }
-    k0 += 0x9E3779B9u;
-    k1 += 0xBB67AE85u;
+    k0 = (k0 + 0x9E3779B9u) & 0xffffffffu;
+    k1 = (k1 + 0xBB67AE85u) & 0xffffffffu;
   }
   for (int j = 0; j < kLanes; ++j) {
-    words[4 * j] = c0[j];
-    words[4 * j + 1] = c1[j];
-    words[4 * j + 2] = c2[j];
-    words[4 * j + 3] = c3[j];
+    words[4 * j] = static_cast<uint32_t>(c0[j]);
+    words[4 * j + 1] = static_cast<uint32_t>(c1[j]);
+    words[4 * j + 2] = static_cast<uint32_t>(c2[j]);
+    words[4 * j + 3] = static_cast<uint32_t>(c3[j]);
+  }
+}
+
+// count float normals from the word pairs w[0..2 count) (Note [Box-Muller in float]): one
+// loop without calls, so it vectorizes.
+EMBER_VECTOR_CLONES void box_muller_floats(const uint32_t* w, int64_t count, float mean, float std, float* values) {
+  for (int64_t e = 0; e < count; ++e) {
+    const float u1 = static_cast<float>(static_cast<int32_t>(w[2 * e] >> 8)) * (1.0f / 16777216.0f);
+    const float u2 = static_cast<float>(static_cast<int32_t>(w[2 * e + 1] >> 8)) * (1.0f / 16777216.0f);
+    values[e] = normal_from_uniforms<float>(u1, u2, mean, std);
   }
 }
 
@@ -87,6 +100,13 @@ void normal_rows(uint64_t seed, uint64_t offset, int64_t first, int64_t n, R mea
     philox_blocks(seed, word / 4, words);
     const int64_t skip = static_cast<int64_t>(word % 4) / (std::is_same_v<R, double> ? 4 : 2);  // 0 or 1
     const int64_t count = std::min(n - k, kPerBatch - skip);
+    if constexpr (std::is_same_v<R, float>) {
+      float values[2 * kLanes];
+      box_muller_floats(words + 2 * skip, count, mean, std, values);
+      for (int64_t e = 0; e < count; ++e) *reinterpret_cast<T*>(out + (k + e) * stride) = T(values[e]);
+      k += count;
+      continue;
+    }
     for (int64_t e = 0; e < count; ++e) {
       R u1, u2;
       const uint32_t* w = words + (std::is_same_v<R, double> ? 4 : 2) * (skip + e);
