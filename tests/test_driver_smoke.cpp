@@ -131,5 +131,80 @@ TEST(DriverSmoke, PinnedCopiesAndATimedEvent) {
   for (int i = 0; i < 4096; ++i) ASSERT_EQ(got[i], float(i) + 1.0f);
 }
 
+// Issue 39's driver paths: a MemPool's guard routes allocations (its use count), each
+// (handle, stream) takes a cuBLAS workspace from the caching allocator on its first GEMM
+// and clear_cublas_workspaces() gives it back, a registered generator draws new numbers on
+// each replay equal to eager draws, and float16 GEMMs run under each cuBLAS precision switch.
+TEST(DriverSmoke, MemPoolGuardRoutesAllocations) {
+  SKIP_WITHOUT_DRIVER();
+  cuda::MemPool pool;
+  EXPECT_EQ(pool.use_count(), 1);
+  {
+    cuda::use_mem_pool guard(pool);
+    EXPECT_EQ(pool.use_count(), 2);
+    Tensor t = ones({1 << 18}, cuda0());
+    EXPECT_EQ(t.sum().item<float>(), float(1 << 18));
+  }
+  EXPECT_EQ(pool.use_count(), 1);
+}
+
+TEST(DriverSmoke, CublasWorkspaceComesFromTheCachingAllocator) {
+  SKIP_WITHOUT_DRIVER();
+  Tensor a = ones({64, 64}, cuda0()), b = ones({64, 64}, cuda0());
+  cuda::synchronize();
+  cuda::clear_cublas_workspaces();
+  const size_t before = cuda::memory_allocated(0);
+  {
+    Tensor c = matmul(a, b);
+    EXPECT_EQ(host(c)[0], 64.0f);
+  }
+  cuda::synchronize();
+  EXPECT_GT(cuda::memory_allocated(0), before);  // the workspace stays with its stream
+  cuda::clear_cublas_workspaces();
+  EXPECT_EQ(cuda::memory_allocated(0), before);
+}
+
+TEST(DriverSmoke, RegisteredGeneratorDrawsNewNumbersPerReplay) {
+  SKIP_WITHOUT_DRIVER();
+  Tensor x = empty({1000}, cuda0());
+  Generator gen(Device(kCUDA, 0)), eager(Device(kCUDA, 0));
+  gen.manual_seed(5);
+  eager.manual_seed(5);
+  cuda::CUDAGraph graph;
+  graph.register_generator_state(gen);
+  cuda::Stream side(0);
+  side.wait_stream(cuda::current_stream(0));
+  {
+    cuda::StreamGuard guard(side);
+    graph.capture_begin();
+    x.normal_(0, 1, gen);
+    graph.capture_end();
+  }
+  cuda::current_stream(0).wait_stream(side);
+  std::vector<float> previous;
+  for (int replay = 0; replay < 2; ++replay) {
+    graph.replay();
+    std::vector<float> got = host(x), want = host(randn({1000}, cuda0(), eager));
+    EXPECT_EQ(got, want);  // the same kernel on the same words
+    EXPECT_NE(got, previous);
+    previous = got;
+  }
+}
+
+TEST(DriverSmoke, HalfGemmsUnderEachPrecisionSwitch) {
+  SKIP_WITHOUT_DRIVER();
+  Tensor a = ones({16, 512}, cuda0()).to(kFloat16), b = ones({512, 16}, cuda0()).to(kFloat16);
+  for (bool reduced : {true, false}) {
+    for (bool fp16_accumulation : {false, true}) {
+      backends::cuda::matmul.allow_fp16_reduced_precision_reduction = reduced;
+      backends::cuda::matmul.allow_fp16_accumulation = fp16_accumulation;
+      std::vector<float> got = host(matmul(a, b).to(kFloat32));  // 512 is exact in float16
+      for (float v : got) EXPECT_EQ(v, 512.0f);
+    }
+  }
+  backends::cuda::matmul.allow_fp16_reduced_precision_reduction = true;
+  backends::cuda::matmul.allow_fp16_accumulation = false;
+}
+
 }  // namespace
 }  // namespace ember
