@@ -23,10 +23,7 @@
 #include <gloo/common/error.h>
 #include <gloo/common/logging.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/store.h>
 #include <gloo/transport/tcp/device.h>
-
-#include <signal.h>
 
 #include <condition_variable>
 #include <cstdlib>
@@ -38,6 +35,7 @@
 
 #include "distributed/collective_checks.h"
 #include "distributed/collective_record.h"
+#include "distributed/gloo_rendezvous.h"
 #include "distributed/host_work.h"
 #include "distributed/peer_report.h"
 #include "distributed/process_group.h"
@@ -55,37 +53,6 @@
 
 namespace ember::detail::distributed {
 namespace {
-
-/// Gloo writes to its sockets without MSG_NOSIGNAL: a peer that dies would otherwise kill
-/// this process with SIGPIPE instead of failing the collective with an error (Python,
-/// and so PyTorch, ignores SIGPIPE from the start). A handler the program installed stays.
-void ignore_sigpipe_unless_handled() {
-  struct sigaction current {};
-  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
-}
-
-/// Gloo's rendezvous reads and writes ember's store under the group's prefix.
-class GlooStore final : public gloo::rendezvous::Store {
- public:
-  GlooStore(ember::distributed::Store& store, std::string prefix) : store_(store), prefix_(std::move(prefix)) {}
-  void set(const std::string& key, const std::vector<char>& data) override {
-    store_.set(prefix_ + key, std::string(data.begin(), data.end()));
-  }
-  std::vector<char> get(const std::string& key) override {
-    std::string value = store_.get(prefix_ + key);
-    return {value.begin(), value.end()};
-  }
-  void wait(const std::vector<std::string>& keys) override { wait(keys, store_.timeout()); }
-  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
-    std::vector<std::string> prefixed;
-    for (const auto& k : keys) prefixed.push_back(prefix_ + k);
-    store_.wait(prefixed, timeout);
-  }
-
- private:
-  ember::distributed::Store& store_;
-  std::string prefix_;
-};
 
 /// The device memory a collective reads and writes (its host task's operands, for cuda
 /// tensors: Note [Collectives as stream work]).
