@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "ember/ember.h"
 
@@ -21,6 +22,17 @@ inline ember::Device choose_device(bool disable_cuda, const std::string& device,
     cuda::emulate(data_parallel ? 2 : 1, size_t{4} << 30);
   if (!cuda::is_available()) return Device(kCPU);
   return wanted.has_index() ? wanted : Device(kCUDA, cuda::current_device());
+}
+
+/// --data-parallel's devices: `device` first (the module's, where outputs are gathered), then
+/// every other cuda device of the process. `usage` refuses a device that is not cuda.
+inline std::vector<int> data_parallel_devices(ember::Device device, void (*usage)(const std::string&)) {
+  if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
+  std::vector<int> device_ids{device.index()};
+  for (int i = 0; i < ember::cuda::device_count(); ++i) {
+    if (i != device.index()) device_ids.push_back(i);
+  }
+  return device_ids;
 }
 
 struct DdpRank {

@@ -251,11 +251,7 @@ int main(int argc, char** argv) {
     // --data-parallel: the batch split over the chosen device, then every other cuda device.
     std::shared_ptr<nn::DataParallel> data_parallel;
     if (args.data_parallel) {
-      if (!device.is_cuda()) usage("--data-parallel needs cuda devices; the device is " + device.str());
-      std::vector<int> device_ids{device.index()};
-      for (int i = 0; i < cuda::device_count(); ++i) {
-        if (i != device.index()) device_ids.push_back(i);
-      }
+      const std::vector<int> device_ids = examples::data_parallel_devices(device, usage);
       data_parallel = std::make_shared<nn::DataParallel>(net, device_ids);
       std::cout << "DataParallel over " << device_ids.size() << " devices\n";
     }
