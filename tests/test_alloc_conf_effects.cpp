@@ -136,10 +136,10 @@ TEST(AllocConfEffects, PinnedBackgroundThreadsProcessEventsWithoutAMalloc) {
     pinned.record_stream(ptr, stream);
     backend.sleep(stream.native, std::chrono::nanoseconds(1));  // queued work using the block
     pinned.free(ptr);
-    pinned.wait_for_background_pass();
+    ASSERT_TRUE(pinned.wait_for_background_pass()) << "the background thread did not poll within 30 s";
     EXPECT_EQ(pinned.pending_frees(), 1u) << background;  // the stream has not run yet
     backend.synchronize(stream.native);
-    pinned.wait_for_background_pass();
+    ASSERT_TRUE(pinned.wait_for_background_pass()) << "the background thread did not poll within 30 s";
     EXPECT_EQ(pinned.pending_frees(), background ? 0u : 1u) << background;
     void* again = pinned.malloc(4096);  // without the thread, this malloc polls
     EXPECT_EQ(again, ptr) << background;

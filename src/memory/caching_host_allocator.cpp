@@ -159,13 +159,13 @@ size_t CachingHostAllocator::pending_frees() const {
   return pending_.size();
 }
 
-void CachingHostAllocator::wait_for_background_pass() {
+bool CachingHostAllocator::wait_for_background_pass(std::chrono::milliseconds limit) {
   std::unique_lock lock(mutex_);
-  if (!background_events_) return;
+  if (!background_events_) return true;
   // A pass runs under mutex_, so the next one sees every event recorded before this call.
   const uint64_t target = background_passes_ + 1;
   pending_changed_.notify_one();
-  passes_changed_.wait(lock, [&] { return background_passes_ >= target || pending_.empty(); });
+  return passes_changed_.wait_for(lock, limit, [&] { return background_passes_ >= target || pending_.empty(); });
 }
 
 void CachingHostAllocator::background_loop() {

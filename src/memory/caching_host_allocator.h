@@ -13,6 +13,8 @@
 // reusable without an allocation to notice it, and malloc's path has no event queries.
 #pragma once
 
+#include <chrono>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -57,9 +59,10 @@ class CachingHostAllocator {
   std::map<std::string, int64_t> stats() const;
   /// Frees still waiting for their streams' events.
   size_t pending_frees() const;
-  /// With the background thread: returns once it has polled every event recorded before
-  /// the call at least once (tests; no time-based waiting).
-  void wait_for_background_pass();
+  /// With the background thread: returns true once it has polled every event recorded
+  /// before the call at least once, false if that takes longer than `limit` (tests: a
+  /// thread that never runs fails the test instead of hanging it).
+  bool wait_for_background_pass(std::chrono::milliseconds limit = std::chrono::seconds(30));
 
  private:
   struct Block {
