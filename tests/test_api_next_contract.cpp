@@ -160,4 +160,48 @@ TEST(ApiNextContract, AllocatorBackendName) {
   EXPECT_EQ(cuda::get_allocator_backend(), "native");
 }
 
+// ../shared/api-cuda-note-2x.md's spellings (memory pools, settings, workspaces, precision
+// flags, graphs with generators and several callables), as the contract writes them.
+TEST(ApiCudaNote2xContract, NamesAsWritten) {
+  ASSERT_TRUE(configured);
+  ember::cuda::MemPool pool;
+  {
+    ember::cuda::use_mem_pool guard(pool /*, device = current */);
+    auto t = ember::empty({1 << 20}, "cuda");
+    EXPECT_EQ(pool.use_count(), 2);
+  }
+  ember::cuda::MempoolId id = pool.id();
+  int64_t n = pool.use_count();
+  std::string s = pool.snapshot();
+  EXPECT_EQ(n, 1);
+  EXPECT_FALSE(s.empty());
+  EXPECT_NE(id, ember::cuda::MempoolId{});
+  ember::cuda::memory::set_allocator_settings("expandable_segments:False");
+  ember::cuda::clear_cublas_workspaces();
+
+  ember::backends::cuda::matmul.allow_fp16_reduced_precision_reduction = true;
+  ember::backends::cuda::matmul.allow_bf16_reduced_precision_reduction = true;
+  ember::backends::cuda::matmul.allow_fp16_accumulation = false;
+  ember::backends::fp32_precision = "ieee";
+  ember::backends::cuda::matmul.fp32_precision = "tf32";
+  ember::backends::cudnn.fp32_precision = "none";
+  ember::backends::cudnn.conv.fp32_precision = "tf32";
+  ember::backends::cudnn.rnn.fp32_precision = "ieee";
+  EXPECT_TRUE(ember::backends::cuda::matmul.allow_tf32);
+  ember::backends::cudnn.rnn.fp32_precision = "tf32";
+
+  ember::Generator gen(ember::Device("cuda:0"));
+  ember::cuda::CUDAGraph g;
+  g.register_generator_state(gen);
+  auto state = gen.graphsafe_get_state();
+  gen.graphsafe_set_state(state);
+  auto module_a = std::make_shared<ember::nn::Linear>(4, 4);
+  auto module_b = std::make_shared<ember::nn::Linear>(4, 4);
+  module_a->to("cuda:0");
+  module_b->to("cuda:0");
+  Tensor sample_a = zeros({2, 4}, "cuda:0"), sample_b1 = zeros({2, 4}, "cuda:0");
+  auto graphed = ember::cuda::make_graphed_callables({module_a, module_b}, {{sample_a}, {sample_b1}});
+  EXPECT_EQ(graphed.size(), 2u);
+}
+
 }  // namespace
