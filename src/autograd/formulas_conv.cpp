@@ -104,7 +104,7 @@ struct Permutations {
 };
 
 // The input gradient of the convolution `w` walks, as differentiable ops (double backward).
-Tensor input_grad_ops(const Tensor& grad_output, const Tensor& weight, const ConvWindow& w, int64_t groups) {
+Tensor conv2d_backward_input(const Tensor& grad_output, const Tensor& weight, const ConvWindow& w, int64_t groups) {
   const int64_t cout_g = weight.size(0) / groups, cin_g = weight.size(1);
   const Permutations perm(w.dims);
   Tensor padded = zeros(w.padded_sizes(), TensorOptions(grad_output.dtype()).device(grad_output.device()));
@@ -121,8 +121,8 @@ Tensor input_grad_ops(const Tensor& grad_output, const Tensor& weight, const Con
 
 // The weight gradient of the convolution `w` walks from `input` to `grad_output`'s shape, as
 // differentiable ops (double backward).
-Tensor weight_grad_ops(const Tensor& input, const Tensor& grad_output, const Tensor& weight, const ConvWindow& w,
-                       int64_t groups) {
+Tensor conv2d_backward_weight(const Tensor& input, const Tensor& grad_output, const Tensor& weight, const ConvWindow& w,
+                              int64_t groups) {
   const int64_t cout = weight.size(0), cout_g = cout / groups, cin_g = weight.size(1);
   const Permutations perm(w.dims);
   const TensorOptions options = TensorOptions(grad_output.dtype()).device(grad_output.device());
@@ -157,7 +157,7 @@ Tensor convolve(const Tensor& input, const Tensor& weight, const ConvWindow& w, 
 // dilation..., groups, transposed. A convolution maps x {N, C_in, spatial...} with weight
 // {C_out, C_in/groups, kernel...} to {N, C_out, out...}; a transposed one is its adjoint: x
 // plays the convolution's output and the node's output its input (weight {C_in, C_out/groups, ...}).
-Grads conv2d(const FormulaNode& n, const Grads& g) {
+Grads conv2d_backward(const FormulaNode& n, const Grads& g) {
   const IntList& geometry = n.args<WindowArgs>().geometry;
   const bool transposed = geometry.back() != 0;
   const int64_t groups = geometry[geometry.size() - 2];
@@ -184,10 +184,10 @@ Grads conv2d(const FormulaNode& n, const Grads& g) {
     }
   } else {
     if (n.needs_grad(0))
-      out[0] = transposed ? convolve(g[0], weight, w, groups, x_sizes) : input_grad_ops(g[0], weight, w, groups);
+      out[0] = transposed ? convolve(g[0], weight, w, groups, x_sizes) : conv2d_backward_input(g[0], weight, w, groups);
     if (n.needs_grad(1)) {
-      out[1] = transposed ? weight_grad_ops(g[0], n.input(0), weight, w, groups)
-                          : weight_grad_ops(n.input(0), g[0], weight, w, groups);
+      out[1] = transposed ? conv2d_backward_weight(g[0], n.input(0), weight, w, groups)
+                          : conv2d_backward_weight(n.input(0), g[0], weight, w, groups);
     }
   }
   if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane

@@ -46,17 +46,17 @@ bool column_major(const InputInfo& in) {
 }
 }  // namespace
 
-Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1) {
+Tensor mm_backward_mat1(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1) {
   if (column_major(mat1) && grad.dim() == 2) return conj(mat2).matmul(grad.transpose(0, 1)).transpose(0, 1);
   return grad.matmul(conj(mat2).transpose(-1, -2));
 }
 
-Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2) {
+Tensor mm_backward_mat2(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2) {
   if (column_major(mat2) && grad.dim() == 2) return grad.transpose(0, 1).matmul(conj(mat1)).transpose(0, 1);
   return conj(mat1).transpose(-1, -2).matmul(grad);
 }
 
-Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index) {
+Tensor index_select_backward_self(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index) {
   if (sizes.empty()) return grad.reshape({});
   // A one-hot matrix M[k, j] = (index[k] == j) moves slice k back to position j: summing
   // over k is a matmul, which accumulates repeated indices.
@@ -164,7 +164,7 @@ int64_t extent_of(const Geometry& g) {
 
 }  // namespace
 
-Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args) {
+Tensor as_strided_backward_self(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args) {
   // Both geometries relative to the lower of their offsets (Note [as_strided backward]).
   const int64_t shared = std::min(in.offset, args.offset);
   Geometry input{in.sizes, in.strides, in.offset - shared};
@@ -180,7 +180,7 @@ Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const AsStri
   return flat.as_strided(input.sizes, input.strides, input.offset).clone();
 }
 
-Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const CopyArgs& args) {
+Tensor to_copy_backward_self(const Tensor& grad, const InputInfo& in, const CopyArgs& args) {
   TensorOptions back = TensorOptions(in.dtype).device(in.device);
   if (grad.device() == in.device || !args.source_stream) return grad.to(back);
   // Across devices, the destination (the forward's source) is written on the stream that

@@ -20,16 +20,16 @@ Tensor scaled(const Tensor& g, const Scalar& s);
 /// matrix, as weight.t() in linear), the product is computed transposed so that the
 /// gradient comes out in that layout: the weight's gradient is then contiguous and
 /// AccumulateGrad keeps it without a copy. The result may be broadcast (batched case).
-Tensor mm_mat1_backward(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1);
-Tensor mm_mat2_backward(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2);
+Tensor mm_backward_mat1(const Tensor& grad, const Tensor& mat2, const InputInfo& mat1);
+Tensor mm_backward_mat2(const Tensor& grad, const Tensor& mat1, const InputInfo& mat2);
 
 /// Gradient of index_select(dim, index) for an input of `sizes`: each output slice added
 /// back at its index (repeated indices accumulate).
-Tensor index_select_backward(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index);
+Tensor index_select_backward_self(const Tensor& grad, const IntList& sizes, int64_t dim, const Tensor& index);
 /// Gradient of as_strided(args.sizes, args.strides, args.offset) of an input with geometry `in`.
-Tensor as_strided_backward(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args);
+Tensor as_strided_backward_self(const Tensor& grad, const InputInfo& in, const AsStridedArgs& args);
 /// Gradient of a dtype/device conversion: back to the input's dtype and device; a copy
 /// across devices runs on the source side's forward stream (args.source_stream).
-Tensor to_copy_backward(const Tensor& grad, const InputInfo& in, const CopyArgs& args);
+Tensor to_copy_backward_self(const Tensor& grad, const InputInfo& in, const CopyArgs& args);
 
 }  // namespace ember::autograd::detail

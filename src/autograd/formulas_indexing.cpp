@@ -24,7 +24,7 @@ Tensor unsqueeze_dims(Tensor t, const IntList& dims, bool keepdim) {
 }
 
 // var's input gradient for the gradient `grad` of var (kept dims): 2 (x - mean) / (N - c).
-Tensor var_input_grad(const Tensor& x, const Tensor& grad, const VarArgs& a) {
+Tensor var_backward_self(const Tensor& x, const Tensor& grad, const VarArgs& a) {
   int64_t count = 1;
   for (int64_t d : a.dims) count *= x.size(d);
   Tensor mean = x;
@@ -37,7 +37,7 @@ Tensor var_input_grad(const Tensor& x, const Tensor& grad, const VarArgs& a) {
 }  // namespace
 
 // The reversed cumulative sum: flip, cumsum, flip (flips as index_select of a reversed arange).
-Grads cumsum(const FormulaNode& n, const Grads& g) {
+Grads cumsum_backward(const FormulaNode& n, const Grads& g) {
   const int64_t dim = n.args<DimArgs>().dim;
   if (g[0].dim() == 0) return {g[0]};
   const int64_t size = g[0].size(dim);
@@ -45,43 +45,43 @@ Grads cumsum(const FormulaNode& n, const Grads& g) {
   return {g[0].index_select(dim, reversed).cumsum(dim).index_select(dim, reversed)};
 }
 
-Grads logsumexp(const FormulaNode& n, const Grads& g) {
+Grads logsumexp_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<ReduceDimsArgs>();
   Tensor x = n.input(0);
   return {unsqueeze_dims(g[0], a.dims, a.keepdim) * (x - unsqueeze_dims(n.output(), a.dims, a.keepdim)).exp()};
 }
 
-Grads var(const FormulaNode& n, const Grads& g) {
+Grads var_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<VarArgs>();
-  return {var_input_grad(n.input(0), unsqueeze_dims(g[0], a.dims, a.keepdim), a)};
+  return {var_backward_self(n.input(0), unsqueeze_dims(g[0], a.dims, a.keepdim), a)};
 }
 
 // PyTorch's std_backward: var's gradient of grad / (2 std), 0 where std is 0.
-Grads std(const FormulaNode& n, const Grads& g) {
+Grads std_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<VarArgs>();
   Tensor result = unsqueeze_dims(n.output(), a.dims, a.keepdim);
   Tensor grad_var = (unsqueeze_dims(g[0], a.dims, a.keepdim) / (result * 2)).masked_fill(result.eq(0), 0);
-  return {var_input_grad(n.input(0), grad_var, a)};
+  return {var_backward_self(n.input(0), grad_var, a)};
 }
 
-Grads triu(const FormulaNode& n, const Grads& g) { return {g[0].triu(n.args<DiagonalArgs>().diagonal)}; }
-Grads tril(const FormulaNode& n, const Grads& g) { return {g[0].tril(n.args<DiagonalArgs>().diagonal)}; }
+Grads triu_backward(const FormulaNode& n, const Grads& g) { return {g[0].triu(n.args<DiagonalArgs>().diagonal)}; }
+Grads tril_backward(const FormulaNode& n, const Grads& g) { return {g[0].tril(n.args<DiagonalArgs>().diagonal)}; }
 
 // sort and topk: the values' gradient put back at the positions they came from.
-Grads sort(const FormulaNode& n, const Grads& g) {
+Grads sort_backward(const FormulaNode& n, const Grads& g) {
   const IntList& sizes = n.info(0).sizes;
   if (sizes.empty()) return {g[0].reshape({})};
   Tensor zero = zeros(sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
   return {zero.scatter_add(n.args<DimArgs>().dim, n.output(1), g[0])};
 }
 
-Grads gather(const FormulaNode& n, const Grads& g) {
+Grads gather_backward(const FormulaNode& n, const Grads& g) {
   Tensor zero = zeros(n.info(0).sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
   return {zero.scatter_add(n.args<DimArgs>().dim, n.input(1), g[0]), Tensor()};
 }
 
 // self: the gradient as is; src: the gradient gathered at index, zero past the index's extent.
-Grads scatter_add(const FormulaNode& n, const Grads& g) {
+Grads scatter_add_backward(const FormulaNode& n, const Grads& g) {
   const int64_t dim = n.args<DimArgs>().dim;
   Tensor src_grad;
   if (n.needs_grad(2)) {

@@ -8,14 +8,14 @@ namespace ember::autograd::detail::indexing_formulas {
 
 using Grads = std::vector<Tensor>;
 
-Grads cumsum(const FormulaNode& n, const Grads& g);
-Grads logsumexp(const FormulaNode& n, const Grads& g);
-Grads var(const FormulaNode& n, const Grads& g);
-Grads std(const FormulaNode& n, const Grads& g);
-Grads triu(const FormulaNode& n, const Grads& g);
-Grads tril(const FormulaNode& n, const Grads& g);
-Grads sort(const FormulaNode& n, const Grads& g);
-Grads gather(const FormulaNode& n, const Grads& g);
-Grads scatter_add(const FormulaNode& n, const Grads& g);
+Grads cumsum_backward(const FormulaNode& n, const Grads& g);
+Grads logsumexp_backward(const FormulaNode& n, const Grads& g);
+Grads var_backward(const FormulaNode& n, const Grads& g);
+Grads std_backward(const FormulaNode& n, const Grads& g);
+Grads triu_backward(const FormulaNode& n, const Grads& g);
+Grads tril_backward(const FormulaNode& n, const Grads& g);
+Grads sort_backward(const FormulaNode& n, const Grads& g);
+Grads gather_backward(const FormulaNode& n, const Grads& g);
+Grads scatter_add_backward(const FormulaNode& n, const Grads& g);
 
 }  // namespace ember::autograd::detail::indexing_formulas

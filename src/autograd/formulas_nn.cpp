@@ -58,7 +58,7 @@ Tensor host_tensor_on(std::vector<double> values, const IntList& shape, DType dt
 
 }  // namespace
 
-Grads cat(const FormulaNode& n, const Grads& g) {
+Grads cat_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<CatArgs>();
   Grads out(a.sizes.size());
   int64_t offset = 0;
@@ -72,10 +72,10 @@ Grads cat(const FormulaNode& n, const Grads& g) {
 
 // split/chunk: one node for all the parts (DimArgs); a part without a gradient counts
 // as zeros (FormulaNode::apply), so the parts' gradients join back into the input's.
-Grads split(const FormulaNode& n, const Grads& g) { return {ember::cat(g, n.args<DimArgs>().dim)}; }
+Grads split_backward(const FormulaNode& n, const Grads& g) { return {ember::cat(g, n.args<DimArgs>().dim)}; }
 
 // stack: input i's gradient is slice i of the output's along DimArgs::dim.
-Grads stack(const FormulaNode& n, const Grads& g) {
+Grads stack_backward(const FormulaNode& n, const Grads& g) {
   Grads out(n.next_edges().size());
   for (size_t i = 0; i < out.size(); ++i) {
     if (n.needs_grad(i)) out[i] = g[0].select(n.args<DimArgs>().dim, static_cast<int64_t>(i));
@@ -84,7 +84,7 @@ Grads stack(const FormulaNode& n, const Grads& g) {
 }
 
 // Inputs: condition, a (taken where true), b (where false); also masked_fill (mask, value, self).
-Grads where(const FormulaNode& n, const Grads& g) {
+Grads where_backward(const FormulaNode& n, const Grads& g) {
   Tensor cond = n.input(0);
   Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
   Tensor ga = n.needs_grad(1) ? on(ember::where(cond, g[0], zero), n.info(1)) : Tensor();
@@ -93,7 +93,7 @@ Grads where(const FormulaNode& n, const Grads& g) {
 }
 
 // ClampArgs: the scalar bounds given.
-Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
+Grads clamp_scalar_backward(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0);
   const auto& a = n.args<ClampArgs>();
   Tensor keep = ones_like(x, TensorOptions(g[0].dtype()));
@@ -104,7 +104,7 @@ Grads clamp_scalar(const FormulaNode& n, const Grads& g) {
 
 // Inputs: x, min, max (either bound may be undefined). As PyTorch's clamp_backward_min_max:
 // where min > max the output is max, so max takes the whole gradient there.
-Grads clamp(const FormulaNode& n, const Grads& g) {
+Grads clamp_backward(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0), lo = n.input(1), hi = n.input(2);
   Tensor zero = zeros({}, TensorOptions(g[0].dtype()).device(g[0].device()));
   auto pick = [&](const Tensor& where_true) { return ember::where(where_true, g[0], zero); };
@@ -128,21 +128,21 @@ Grads clamp(const FormulaNode& n, const Grads& g) {
   return out;
 }
 
-Grads softmax(const FormulaNode& n, const Grads& g) {
+Grads softmax_backward(const FormulaNode& n, const Grads& g) {
   int64_t d = n.args<DimArgs>().dim;
   Tensor y = is_grad_enabled() ? ember::softmax(n.input(0), d) : n.output();
   Tensor gy = g[0] * y;
   return {gy - y * gy.sum(d, true)};
 }
 
-Grads log_softmax(const FormulaNode& n, const Grads& g) {
+Grads log_softmax_backward(const FormulaNode& n, const Grads& g) {
   int64_t d = n.args<DimArgs>().dim;
   Tensor y = is_grad_enabled() ? ember::log_softmax(n.input(0), d) : n.output();
   return {g[0] - y.exp() * g[0].sum(d, true)};
 }
 
 // Batch statistics of x {N, C, L} per channel: mean and biased variance (outputs 0, 1).
-Grads var_mean(const FormulaNode& n, const Grads& g) {
+Grads var_mean_backward(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0);
   Tensor mean = is_grad_enabled() ? x.mean(2, true).mean(0, true) : n.output(0).reshape({1, -1, 1});
   double count = static_cast<double>(x.size(0) * x.size(2));
@@ -156,7 +156,7 @@ Grads var_mean(const FormulaNode& n, const Grads& g) {
 // PyTorch's nll_loss_backward, only the picked entries of counted elements are written:
 // every other entry's gradient is exactly 0, whatever the incoming gradient (the
 // infinite one of a mean over no counted element included).
-Grads nll_loss(const FormulaNode& n, const Grads& g) {
+Grads nll_loss_backward(const FormulaNode& n, const Grads& g) {
   Tensor t = n.input(1);
   const InputInfo& x = n.info(0);
   Tensor classes = arange(x.sizes[1], TensorOptions(kInt64).device(x.device)).reshape({1, -1, 1});
@@ -170,7 +170,7 @@ Grads nll_loss(const FormulaNode& n, const Grads& g) {
 }
 
 // WindowArgs: kh, kw, sh, sw, ph, pw, dh, dw; output 1: the flat input index of each maximum.
-Grads max_pool2d(const FormulaNode& n, const Grads& g) {
+Grads max_pool2d_backward(const FormulaNode& n, const Grads& g) {
   Tensor indices = n.output(1);
   Window w = window_of(n.args<WindowArgs>().geometry, n.info(0).sizes, indices.sizes());
   if (!is_grad_enabled()) {
@@ -196,7 +196,7 @@ Grads max_pool2d(const FormulaNode& n, const Grads& g) {
 }
 
 // AvgPoolArgs: the window (kh, kw, sh, sw, ph, pw, 1, 1), count_include_pad, divisor_override.
-Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
+Grads avg_pool2d_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<AvgPoolArgs>();
   Window w = window_of(a.geometry, n.info(0).sizes, g[0].sizes());
   Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));
@@ -230,7 +230,7 @@ Grads avg_pool2d(const FormulaNode& n, const Grads& g) {
 // R2C (onesided) or C2R; forward: sign -; scale: the norm's scale. The adjoint of an
 // unnormalized DFT is the unnormalized DFT of opposite sign; the onesided transforms follow
 // PyTorch's fft_r2c_backward / fft_c2r_backward.
-Grads fft(const FormulaNode& n, const Grads& g) {
+Grads fft_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<FftArgs>();
   const int64_t k = static_cast<int64_t>(a.signal_sizes.size());
   Tensor grad = g[0];

@@ -19,7 +19,7 @@ using ember::detail::LayerNormArgs;
 
 // Input: weight. The gradient rows are added into zeros of weight's shape in index order
 // (index_add_, deterministic); padding_idx's row gets nothing.
-Grads embedding(const FormulaNode& n, const Grads& g) {
+Grads embedding_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<EmbeddingArgs>();
   const IntList& sizes = n.info(0).sizes;
   Tensor grad = zeros(sizes, TensorOptions(g[0].dtype()).device(g[0].device()));
@@ -29,7 +29,7 @@ Grads embedding(const FormulaNode& n, const Grads& g) {
 }
 
 // Inputs: self, source.
-Grads index_add(const FormulaNode& n, const Grads& g) {
+Grads index_add_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<IndexAddArgs>();
   Tensor g_source;
   if (n.needs_grad(1)) {
@@ -43,7 +43,7 @@ Grads index_add(const FormulaNode& n, const Grads& g) {
 // Inputs: x, weight, bias (either may be undefined); outputs: y, mean, rstd (the latter
 // two are the saved statistics: their gradients are not used, as PyTorch's native_layer_norm
 // does in its first-order backward).
-Grads layer_norm(const FormulaNode& n, const Grads& g) {
+Grads layer_norm_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<LayerNormArgs>();
   Tensor x = n.input(0), w = n.input(1);
   const bool need_x = n.needs_grad(0), need_w = n.needs_grad(1), need_b = n.needs_grad(2);
@@ -72,7 +72,7 @@ Grads layer_norm(const FormulaNode& n, const Grads& g) {
   return out;
 }
 
-Grads gelu(const FormulaNode& n, const Grads& g) {
+Grads gelu_backward(const FormulaNode& n, const Grads& g) {
   const bool tanh_form = n.args<GeluArgs>().approximate_tanh;
   Tensor x = n.input(0);
   if (!is_grad_enabled()) return {ember::detail::nn::gelu_backward(g[0], x, tanh_form)};
@@ -82,7 +82,7 @@ Grads gelu(const FormulaNode& n, const Grads& g) {
 
 // Inputs: g (the output's gradient), x; output g * gelu'(x). Its gradients: gg * gelu'(x)
 // for g (the same op again, so it differentiates further), gg * g * gelu''(x) for x.
-Grads gelu_backward(const FormulaNode& n, const Grads& g) {
+Grads gelu_backward_backward(const FormulaNode& n, const Grads& g) {
   const bool tanh_form = n.args<GeluArgs>().approximate_tanh;
   Tensor grad = n.input(0), x = n.input(1);
   Grads out(2);

@@ -8,10 +8,10 @@ namespace ember::autograd::detail::transformer_formulas {
 
 using Grads = std::vector<Tensor>;
 
-Grads embedding(const FormulaNode& n, const Grads& g);
-Grads index_add(const FormulaNode& n, const Grads& g);
-Grads layer_norm(const FormulaNode& n, const Grads& g);
-Grads gelu(const FormulaNode& n, const Grads& g);
+Grads embedding_backward(const FormulaNode& n, const Grads& g);
+Grads index_add_backward(const FormulaNode& n, const Grads& g);
+Grads layer_norm_backward(const FormulaNode& n, const Grads& g);
 Grads gelu_backward(const FormulaNode& n, const Grads& g);
+Grads gelu_backward_backward(const FormulaNode& n, const Grads& g);
 
 }  // namespace ember::autograd::detail::transformer_formulas
