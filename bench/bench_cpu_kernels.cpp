@@ -33,7 +33,7 @@ void BM_EmberAddFloat(benchmark::State& state) {
   call.op = OpKind::Add;
   call.outputs = {dense(out, {kNumel})};
   call.inputs = {dense(a, {kNumel}), dense(b, {kNumel})};
-  call.s0 = 1;
+  call.args = ember::detail::kargs::Alpha{1};
   for (auto _ : state) {
     ember::detail::cpu::run(call);
     benchmark::DoNotOptimize(out.data());
@@ -49,7 +49,7 @@ void BM_EmberSumFloat(benchmark::State& state) {
   call.op = OpKind::Sum;
   call.outputs = {dense(out, {})};
   call.inputs = {dense(a, {kNumel})};
-  call.dim = -1;
+  call.args = ember::detail::kargs::Dim{-1};
   for (auto _ : state) {
     ember::detail::cpu::run(call);
     benchmark::DoNotOptimize(out.data());
@@ -66,7 +66,7 @@ void BM_EmberSumDim0Float(benchmark::State& state) {
   call.op = OpKind::Sum;
   call.outputs = {TensorArg{out.data(), ember::kFloat32, {n}, {1}}};
   call.inputs = {TensorArg{a.data(), ember::kFloat32, {n, n}, {n, 1}}};
-  call.dim = 0;
+  call.args = ember::detail::kargs::Dim{0};
   for (auto _ : state) {
     ember::detail::cpu::run(call);
     benchmark::DoNotOptimize(out.data());

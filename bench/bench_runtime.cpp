@@ -46,7 +46,7 @@ void BM_EnqueueTinyKernel(benchmark::State& state) {
   ember::detail::KernelCall call;
   call.op = ember::detail::OpKind::Fill;
   call.device = 0;
-  call.s0 = 1.0;
+  call.args = ember::detail::kargs::Value{1.0};
   call.outputs = {{&value, ember::kFloat32, {1}, {1}}};
   int64_t n = 0;
   for (auto _ : state) {

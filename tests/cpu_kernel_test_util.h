@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "kernels/kernel_call.h"
+#include "kernels/op_name.h"
 
 namespace ember::test {
 
@@ -38,14 +39,31 @@ inline TensorArg bool_arg(std::vector<uint8_t>& data, IntList sizes, IntList str
   return a;
 }
 
+/// The arguments of `op`'s row (kernels/op_args.h) from up to two scalars, for the ops whose
+/// struct holds only scalars: alpha, the tensor-scalar value, isclose's atol and rtol, the
+/// random ops' pair; the others carry their row's struct, default-constructed.
+inline detail::OpArgs scalar_args(OpKind op, Scalar s0 = 0, Scalar s1 = 0) {
+  namespace kargs = detail::kargs;
+  switch (op) {
+    case OpKind::Add: case OpKind::Sub: return kargs::Alpha{s0};
+    case OpKind::Fill: case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar:
+    case OpKind::RSubScalar: case OpKind::RDivScalar:
+      return kargs::Value{s0};
+    case OpKind::IsClose: return kargs::IsClose{s0, s1, false};
+    case OpKind::Normal: return kargs::Normal{s0, s1};
+    case OpKind::Uniform: return kargs::Uniform{s0, s1};
+    case OpKind::Arange: return kargs::Arange{s0, s1};
+    default: return detail::default_args(op);
+  }
+}
+
 inline KernelCall call(OpKind op, std::vector<TensorArg> outputs, std::vector<TensorArg> inputs, Scalar s0 = 0,
                        Scalar s1 = 0) {
   KernelCall c;
   c.op = op;
   c.outputs = std::move(outputs);
   c.inputs = std::move(inputs);
-  c.s0 = s0;
-  c.s1 = s1;
+  c.args = scalar_args(op, s0, s1);
   return c;
 }
 

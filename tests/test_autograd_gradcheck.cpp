@@ -3,6 +3,7 @@
 // gradients on the cuda device against the cpu's. One line per op.
 #include <cmath>
 
+#include "kernels/op_list.h"
 #include "test_support.h"
 
 using namespace ember;
@@ -84,6 +85,19 @@ TEST_P(Gradcheck, Elementwise) {
           return y;
         }),
         {R({3}), R({3})});
+}
+
+// Every row of the floating unary and binary op lists (Note [Declaring an op] in
+// kernels/unary_ops.h, Note [Declaring a binary op] in kernels/op_list.h): a new row is checked
+// here without an edit. Inputs in [0.5, 1.5) keep away from the poles of log, sqrt and rsqrt.
+TEST_P(Gradcheck, EveryFloatFamilyRow) {
+#define EMBER_CHECK_UNARY(Kind, name, ...) check(#name, fn([](const Ts& x) { return ember::name(x[0]); }), {P({2, 3})});
+  EMBER_FLOAT_UNARY_OPS(EMBER_CHECK_UNARY)
+#undef EMBER_CHECK_UNARY
+#define EMBER_CHECK_BINARY(Kind, name, ...) \
+  check(#name, fn([](const Ts& x) { return ember::name(x[0], x[1]); }), {P({2, 3}), R({3})});
+  EMBER_FLOAT_BINARY_OPS(EMBER_CHECK_BINARY)
+#undef EMBER_CHECK_BINARY
 }
 
 TEST_P(Gradcheck, ComplexElementwise) {

@@ -186,8 +186,7 @@ TEST(CpuElementwise, IsClose) {
   KernelCall c = call(OpKind::IsClose, {bool_arg(out, {5})}, {arg(a, {5}), arg(b, {5})}, 1e-8, 1e-5);
   run(c);
   EXPECT_EQ(out, (std::vector<uint8_t>{1, 0, 0, 1, 0}));
-  c.flag = true;  // equal_nan
-  c.s1 = 0.01;    // rtol: |100 - 101| <= 0.01 * 101
+  c.args = detail::kargs::IsClose{1e-8, 0.01, /*equal_nan=*/true};  // rtol: |100 - 101| <= 0.01 * 101
   run(c);
   EXPECT_EQ(out, (std::vector<uint8_t>{1, 0, 1, 1, 1}));
 }

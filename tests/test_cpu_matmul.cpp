@@ -15,7 +15,7 @@ namespace {
 
 KernelCall matmul(TensorArg out, TensorArg a, TensorArg b, bool tf32 = false) {
   KernelCall c = call(OpKind::Matmul, {std::move(out)}, {std::move(a), std::move(b)});
-  c.allow_tf32 = tf32;
+  c.args = detail::kargs::Matmul{tf32, 0};
   return c;
 }
 

@@ -20,7 +20,7 @@ std::vector<Out> reduce(OpKind op, std::vector<In>& in, IntList sizes, int64_t d
   for (int64_t s : out_sizes) n *= s;
   std::vector<Out> out(static_cast<size_t>(n), Out(-7));
   KernelCall c = call(op, {arg(out, out_sizes)}, {arg(in, sizes, in_strides)});
-  c.dim = dim;
+  c.args = detail::kargs::Dim{dim};
   run(c);
   return out;
 }
@@ -42,7 +42,7 @@ TEST(CpuReduce, IntegerAndBoolSumsToInt64) {
   std::vector<int64_t> out(2);
   TensorArg in = bool_arg(b, {2, 3});
   KernelCall c = call(OpKind::Sum, {arg(out, {2})}, {in});
-  c.dim = 1;
+  c.args = detail::kargs::Dim{1};
   run(c);
   EXPECT_EQ(out, (std::vector<int64_t>{2, 2}));
 }
@@ -57,7 +57,7 @@ TEST(CpuReduce, MeanMaxMinAll) {
   EXPECT_EQ((reduce<int32_t, int32_t>(OpKind::Min, xi, {3}, 0, {})), (std::vector<int32_t>{-9}));
   std::vector<uint8_t> all_out(2);
   KernelCall c = call(OpKind::All, {bool_arg(all_out, {2})}, {arg(x, {2, 3})});
-  c.dim = 1;
+  c.args = detail::kargs::Dim{1};
   run(c);
   EXPECT_EQ(all_out, (std::vector<uint8_t>{1, 0}));  // the second row holds a 0
   std::vector<Half> h{Half(1.0f), Half(2.0f), Half(4.0f)};
@@ -85,7 +85,7 @@ TEST(CpuReduce, EmptyReductions) {
   EXPECT_TRUE(std::isnan((reduce<float, float>(OpKind::Mean, none, {0}, -1, {}))[0]));
   std::vector<uint8_t> out(3);
   KernelCall c = call(OpKind::All, {bool_arg(out, {3})}, {arg(none, {3, 0})});
-  c.dim = 1;
+  c.args = detail::kargs::Dim{1};
   run(c);
   EXPECT_EQ(out, (std::vector<uint8_t>{1, 1, 1}));
 }
@@ -126,7 +126,7 @@ TEST(CpuReduce, MatchesDoubleReferenceForEveryLayout) {
   // A 3-D tensor reduced over its middle dim, written into a strided output.
   std::vector<float> out(2 * 10 * 2, -1.0f);
   KernelCall call3 = call(OpKind::Mean, {arg(out, {2, 10}, {20, 2})}, {arg(x, {2, 35, 10}, {1050, 10, 1})});
-  call3.dim = 1;
+  call3.args = detail::kargs::Dim{1};
   run(call3);
   for (int64_t a = 0; a < 2; ++a) {
     for (int64_t b = 0; b < 10; ++b) {
@@ -151,7 +151,7 @@ TEST(CpuReduce, WideColumnBlocks) {
   auto sums = reduce<float, Half>(OpKind::Sum, x, {rows, cols}, 0, {cols});
   std::vector<uint8_t> all(cols);
   KernelCall c = call(OpKind::All, {bool_arg(all, {cols})}, {bool_arg(flags, {rows, cols})});
-  c.dim = 0;
+  c.args = detail::kargs::Dim{0};
   run(c);
   for (int64_t j = 0; j < cols; ++j) {
     double ref = 0;

@@ -17,6 +17,7 @@
 #include "ember/ember.h"
 #include "ember/errors.h"
 #include "kernels/kernel_call.h"
+#include "kernels/op_name.h"
 #include "kernels/random.h"
 #include "runtime/backend.h"
 #include "runtime/driver_probe.h"
@@ -154,7 +155,7 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
     add.device = 0;
     add.outputs = {out.arg(kFloat32, {2, 3}, {3, 1})};
     add.inputs = {a.arg(kFloat32, {2, 3}, {3, 1}), b.arg(kFloat32, {2, 3}, {1, 2})};  // b read transposed
-    add.s0 = 2.0;
+    add.args = kargs::Alpha{2.0};
     backend->launch(stream, add);
     EXPECT_EQ(out.download(), (std::vector<float>{21, 62, 103, 44, 85, 126}));
 
@@ -162,13 +163,13 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
     KernelCall reduce{};
     reduce.op = OpKind::Sum;
     reduce.device = 0;
-    reduce.dim = 1;
+    reduce.args = kargs::Dim{1};
     reduce.inputs = {a.arg(kFloat32, {2, 3}, {3, 1})};
     reduce.outputs = {sum.arg(kFloat32, {2, 1}, {1, 1})};
     backend->launch(stream, reduce);
     EXPECT_EQ(sum.download(), (std::vector<float>{6, 15}));
     reduce.op = OpKind::Max;
-    reduce.dim = -1;
+    reduce.args = kargs::Dim{-1};
     reduce.outputs = {sum.arg(kFloat32, {}, {})};
     backend->launch(stream, reduce);
     EXPECT_EQ(sum.download()[0], 6.0f);
@@ -176,6 +177,7 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
     KernelCall matmul{};  // [[1,2,3],[4,5,6]] @ [[1,2],[3,4],[5,6]] with tf32 off
     matmul.op = OpKind::Matmul;
     matmul.device = 0;
+    matmul.args = kargs::Matmul{};
     matmul.inputs = {a.arg(kFloat32, {1, 2, 3}, {6, 3, 1}), a.arg(kFloat32, {1, 3, 2}, {6, 2, 1})};
     DeviceBuffer<float> product(*backend, 0, stream, 4);
     matmul.outputs = {product.arg(kFloat32, {1, 2, 2}, {4, 2, 1})};
@@ -187,8 +189,7 @@ TEST(DriverBackend, ElementwiseReductionMatmulRandom) {
     normal.device = 0;
     normal.seed = 42;
     normal.offset = 8;
-    normal.s0 = 1.0;
-    normal.s1 = 2.0;
+    normal.args = kargs::Normal{1.0, 2.0};
     normal.outputs = {out.arg(kFloat32, {6}, {1})};
     backend->launch(stream, normal);
     std::vector<float> values = out.download();
@@ -205,6 +206,7 @@ KernelCall make_call(OpKind op, std::vector<TensorArg> outputs, std::vector<Tens
   call.device = 0;
   call.outputs = std::move(outputs);
   call.inputs = std::move(inputs);
+  call.args = default_args(op);
   return call;
 }
 
@@ -225,8 +227,7 @@ TEST(DriverBackend, CopiesGeneratorsComparisonsIndexing) {
 
   DeviceBuffer<int64_t> range(*backend, 0, stream, 4);
   KernelCall arange = make_call(OpKind::Arange, {range.arg(kInt64, {4}, {1})}, {});
-  arange.s0 = 3;
-  arange.s1 = 2;
+  arange.args = kargs::Arange{3, 2};
   backend->launch(stream, arange);
   EXPECT_EQ(range.download(), (std::vector<int64_t>{3, 5, 7, 9}));
 
@@ -249,13 +250,13 @@ TEST(DriverBackend, CopiesGeneratorsComparisonsIndexing) {
   index.upload({3, 0, 3});
   KernelCall select = make_call(OpKind::IndexSelect, {picked.arg(kFloat32, {3}, {1})},
                                 {data.arg(kFloat32, {4}, {1}), index.arg(kInt32, {3}, {1})});
-  select.dim = 0;
+  select.args = kargs::Dim{0};
   backend->launch(stream, select);
   EXPECT_EQ(picked.download(), (std::vector<float>{40, 10, 40}));
 
   DeviceBuffer<float> mean(*backend, 0, stream, 3);  // mean over dim 0 of a 2x3 matrix
   KernelCall reduce = make_call(OpKind::Mean, {mean.arg(kFloat32, {1, 3}, {3, 1})}, {a.arg(kFloat32, {2, 3}, {3, 1})});
-  reduce.dim = 0;
+  reduce.args = kargs::Dim{0};
   backend->launch(stream, reduce);
   EXPECT_EQ(mean.download(), (std::vector<float>{2.75f, 1.375f, 4.5f}));
 
@@ -263,8 +264,7 @@ TEST(DriverBackend, CopiesGeneratorsComparisonsIndexing) {
   KernelCall draw = make_call(OpKind::Uniform, {uniform.arg(kFloat64, {5}, {1})}, {});
   draw.seed = 7;
   draw.offset = 100;
-  draw.s0 = -1.0;
-  draw.s1 = 1.0;
+  draw.args = kargs::Uniform{-1.0, 1.0};
   backend->launch(stream, draw);
   std::vector<double> drawn = uniform.download();
   for (size_t i = 0; i < drawn.size(); ++i) EXPECT_NEAR(drawn[i], uniform_at<double>(7, 100, i, -1.0, 1.0), 1e-12);
@@ -298,7 +298,7 @@ TEST(DriverBackend, IndexOutOfRangeIsAnAsynchronousKernelError) {
   KernelCall select{};
   select.op = OpKind::IndexSelect;
   select.device = 0;
-  select.dim = 0;
+  select.args = kargs::Dim{0};
   select.inputs = {data.arg(kFloat32, {4}, {1}), index.arg(kInt64, {1}, {1})};
   select.outputs = {out.arg(kFloat32, {1}, {1})};
   const char* blocking = std::getenv("CUDA_LAUNCH_BLOCKING");

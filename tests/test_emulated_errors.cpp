@@ -79,7 +79,7 @@ TEST(EmulatedErrors, KernelLaunchFailureFromTheKernel) {
   ember::detail::KernelCall call;
   call.op = ember::detail::OpKind::IndexSelect;
   call.device = 3;
-  call.dim = 0;
+  call.args = ember::detail::kargs::Dim{0};
   call.inputs = {{source.data(), ember::kFloat32, {3}, {1}}, {index.data(), ember::kInt64, {2}, {1}}};
   call.outputs = {{out.data(), ember::kFloat32, {2}, {1}}};
   EXPECT_NO_THROW(emulated().launch(emulated().default_stream(3), call));

@@ -70,7 +70,7 @@ void run(const PlanKey& key, void* in, ember::DType in_dtype, int64_t in_count, 
   call.op = OpKind::FFT;
   call.inputs.push_back(arg(in, in_dtype, in_count));
   call.outputs.push_back(arg(out, out_dtype, out_count));
-  call.s0 = scale;
+  call.args = ember::detail::kargs::Fft{scale};
   call.payload = ember::detail::fft::host_plan_cache().get(key);
   ember::detail::cpu::run_fft(call);
 }

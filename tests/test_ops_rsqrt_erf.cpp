@@ -30,6 +30,33 @@ TEST_P(RsqrtErf, ErfMatchesPyTorch) {
   EXPECT_THROW_MSG(erf(T({1.0}, kComplex64)), TypeError, "\"erf\" not implemented for 'ComplexFloat'");
 }
 
+// atan2, a row of the binary op list (Note [Declaring a binary op]): values, broadcasting,
+// integer promotion and the refusal of complex inputs as PyTorch 1.13's; float16 and bfloat16
+// computed in float32 (PyTorch 2.x's cpu has them, 1.13's refuses float16).
+TEST_P(RsqrtErf, Atan2MatchesPyTorch) {
+  Tensor a = T({{1.0, -2.0, 0.0}, {3.5, -0.5, 0.0}}, kFloat32), b = T({2.0, -1.0, 0.0}, kFloat32);
+  expect_values(atan2(a, b), {0.46364760398864746, -2.0344438552856445, 0.0, 1.0516501665115356, -2.677945137023926, 0.0},
+                1e-6);
+  Tensor i = atan2(T({1, 2}, kInt64), T({3, -4}, kInt64));
+  EXPECT_EQ(i.dtype(), kFloat32);
+  expect_values(i, {0.32175055146217346, 2.677945137023926}, 1e-6);
+  Tensor h = atan2(T({1.0}, kBFloat16), T({3.0}, kBFloat16));
+  EXPECT_EQ(h.dtype(), kBFloat16);
+  expect_values(h, {0.322265625});
+  EXPECT_EQ(atan2(T({1.0}, kFloat16), T({3.0}, kFloat16)).dtype(), kFloat16);
+  const char* where = dev_.is_cuda() ? "\"atan2_cuda\"" : "\"atan2_cpu\"";
+  EXPECT_THROW_MSG(atan2(T({1.0}, kComplex64), T({1.0}, kComplex64)), TypeError,
+                   std::string(where) + " not implemented for 'ComplexFloat'");
+  using Ts = std::vector<Tensor>;
+  Tensor x = T({0.7, 1.2}).requires_grad_(true), y = T({0.9, -0.4}).requires_grad_(true);
+  Tensor z = atan2(x, y);
+  EXPECT_EQ(z.grad_fn()->name(), "Atan2Backward0");
+  z.sum().backward();
+  expect_values(x.grad(), {0.6923076923076923, -0.25});
+  expect_values(y.grad(), {-0.5384615384615383, -0.75});
+  gradcheck("atan2", [](const Ts& v) { return Ts{atan2(v[0], v[1])}; }, {R({2, 3}), R({3})});
+}
+
 TEST_P(RsqrtErf, NonContiguousAndEmpty) {
   Tensor x = (T({{1.0, 4.0, 9.0}, {16.0, 25.0, 36.0}})).t();
   expect_values(rsqrt(x), {1.0, 0.25, 0.5, 0.2, 1.0 / 3, 1.0 / 6});

@@ -98,6 +98,9 @@ DType result_type(const Tensor& a, const Scalar& b);
 // ---- math, scans, statistics, sorting, indexing and sampling (transformer ops) ----
 Tensor rsqrt(const Tensor& a);
 Tensor erf(const Tensor& a);  // real floating inputs (integers promote), as PyTorch
+/// atan2(a, b) element-wise (the angle of the point (b, a)), broadcasting; integral inputs promote
+/// to the default floating dtype, complex ones are refused, as PyTorch.
+Tensor atan2(const Tensor& a, const Tensor& b);
 /// Cumulative sum along `dim`; integral and bool inputs give int64, as PyTorch.
 Tensor cumsum(const Tensor& a, int64_t dim);
 /// log(sum(exp(a))) over `dims` (empty: every dim), computed around the maximum so it

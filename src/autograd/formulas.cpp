@@ -94,6 +94,24 @@ Grads relu_backward(const Node& n, const Grads& g) { return {g[0].masked_fill(n.
 EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
 #undef EMBER_UNARY_BACKWARD
 
+// The floating binary ops' backwards, from the derivative columns of their rows (Note
+// [Declaring a binary op] in kernels/op_list.h): self() and other() the saved inputs, result()
+// the output (saved, or recomputed under create_graph, as y() above). A gradient is computed
+// only for an input that needs one; the engine sums a broadcast one down to its input's shape.
+#define EMBER_BINARY_BACKWARD(Kind, name, Functor, saves_output, derivative_self, derivative_other)   \
+  Grads name##_backward(const Node& n, const Grads& grads) {                                           \
+    const Tensor& g = grads[0];                                                                        \
+    [[maybe_unused]] auto self = [&] { return n.input(0); };                                           \
+    [[maybe_unused]] auto other = [&] { return n.input(1); };                                          \
+    [[maybe_unused]] auto result = [&] {                                                               \
+      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(self(), other());         \
+    };                                                                                                 \
+    return {n.needs_grad(0) ? Tensor(derivative_self) : Tensor(),                                      \
+            n.needs_grad(1) ? Tensor(derivative_other) : Tensor()};                                    \
+  }
+EMBER_FLOAT_BINARY_OPS(EMBER_BINARY_BACKWARD)
+#undef EMBER_BINARY_BACKWARD
+
 // ---- reductions ---------------------------------------------------------------------------
 // The output's gradient with the reduced dim put back (size 1) when keepdim was false.
 Tensor unsqueeze_reduced(const Node& n, const Tensor& g) {
@@ -289,6 +307,7 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {{
     {Formula::ScatterAdd, indexing_formulas::scatter_add_backward},
 #define EMBER_UNARY_ROW(Kind, name, ...) {Formula::Kind, name##_backward},
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
+    EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW
 }};
 

@@ -6,7 +6,7 @@
 // by (batch, signal sizes, kind, direction, precision) with dense strides, and the same
 // plan serves fft(x, dim=0) and fft(x.t(), dim=1). The result is the contiguous output
 // permuted back, a view with the input's dim order (PyTorch also returns restrided
-// outputs). Normalization is applied by the kernel (KernelCall::s0), fused with the
+// outputs). Normalization is applied by the kernel (kargs::Fft::scale), fused with the
 // transform's output pass.
 #include "ember/fft.h"
 
@@ -140,7 +140,7 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   call.op = detail::OpKind::FFT;
   call.inputs.push_back(arg_of(in, key.batch, in_sizes));
   call.outputs.push_back(arg_of(out, key.batch, out_sizes));
-  call.s0 = scale;
+  call.args = detail::kargs::Fft{scale};
   call.device = device.is_cuda() ? device.index() : -1;
   call.payload = device.is_cuda() ? detail::fft::device_plan_cache(device.index()).get(key)
                                   : detail::fft::host_plan_cache().get(key);

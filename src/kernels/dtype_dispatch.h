@@ -80,4 +80,18 @@ decltype(auto) dispatch(DType dtype, F&& f) {
   fail<ValueError>("unknown dtype ", static_cast<int>(dtype));
 }
 
+// The dtype classes a kernel takes: the driver's dispatch_if instantiates a kernel for the
+// dtypes of its class and refuses the others; the cpu's kernels check the same classes, and the
+// op list's family rows name them (kernels/op_list.h).
+template <typename T> inline constexpr bool is_numeric_v = !std::is_same_v<T, bool>;
+template <typename T> inline constexpr bool is_real_v = !is_complex_v<T>;
+template <typename T> inline constexpr bool is_float_or_complex_v = is_floating_v<T> || is_complex_v<T>;
+template <typename T> struct AnyType : std::true_type {};
+template <typename T> struct NumericType : std::bool_constant<is_numeric_v<T>> {};
+template <typename T> struct RealType_ : std::bool_constant<is_real_v<T>> {};
+template <typename T> struct RealNumericType : std::bool_constant<is_real_v<T> && is_numeric_v<T>> {};
+template <typename T> struct FloatType : std::bool_constant<is_floating_v<T>> {};
+template <typename T> struct FloatComplexType : std::bool_constant<is_float_or_complex_v<T>> {};
+template <typename T> struct IntegerType : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
+
 }  // namespace ember::detail

@@ -84,6 +84,10 @@ template <typename C> struct DivFn {
 template <typename C> struct PowFn {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return pow_value(a, b); }
 };
+// The floating binary ops (Note [Declaring a binary op] in op_list.h): real C only.
+template <typename C> struct Atan2Fn {
+  EMBER_HOST_DEVICE C operator()(C a, C b) const { return std::atan2(a, b); }
+};
 
 // ---- tensor-scalar ------------------------------------------------------------
 template <typename C> struct AddScalarFn {

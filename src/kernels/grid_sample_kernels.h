@@ -7,8 +7,8 @@
 // `dims` is 2 (input {N, C, H, W}, grid {N, Ho, Wo, 2}) or 3 (input {N, C, D, H, W}, grid
 // {N, Do, Ho, Wo, 3}); grid[..., 0] is x (along W), [..., 1] y, [..., 2] z. P is the number
 // of grid points of a batch entry, S the number of input points of a channel, K the taps of a
-// point (GridGeometry::taps: bilinear 2^dims, nearest 1, bicubic 16). call.dim holds the
-// interpolation and padding modes (encode_grid_modes), call.flag align_corners.
+// point (GridGeometry::taps: bilinear 2^dims, nearest 1, bicubic 16). The arguments
+// (kargs::GridSample) hold the interpolation and padding modes and align_corners.
 //
 // GridSample
 //   inputs[0] input, inputs[1] grid; outputs[0] {N, C, grid's spatial sizes}
@@ -45,9 +45,9 @@ namespace ember::detail {
 enum class GridInterpolation : uint8_t { Bilinear, Nearest, Bicubic };
 enum class GridPadding : uint8_t { Zeros, Border, Reflection };
 
-/// The interpolation and padding modes as one KernelCall::dim.
-constexpr int64_t encode_grid_modes(GridInterpolation interpolation, GridPadding padding) {
-  return static_cast<int64_t>(interpolation) + 3 * static_cast<int64_t>(padding);
+/// The arguments of a GridSample or GridSampleBackward launch.
+constexpr kargs::GridSample grid_args(GridInterpolation interpolation, GridPadding padding, bool align_corners) {
+  return {static_cast<uint8_t>(interpolation), static_cast<uint8_t>(padding), align_corners};
 }
 
 /// What the bodies need of a launch: sizes along x, y, z (an absent z is 1) and the modes.
@@ -80,9 +80,10 @@ inline GridGeometry grid_geometry(const KernelCall& call) {
   for (int d = 0; d < g.dims; ++d) g.in_size[d] = input.sizes.at(input.sizes.size() - 1 - d);
   g.points = 1;
   for (size_t d = 1; d + 1 < grid.sizes.size(); ++d) g.points *= grid.sizes[d];
-  g.interpolation = static_cast<GridInterpolation>(call.dim % 3);
-  g.padding = static_cast<GridPadding>(call.dim / 3);
-  g.align_corners = call.flag;
+  const auto& args = call.arg<kargs::GridSample>();
+  g.interpolation = static_cast<GridInterpolation>(args.interpolation);
+  g.padding = static_cast<GridPadding>(args.padding);
+  g.align_corners = args.align_corners;
   return g;
 }
 

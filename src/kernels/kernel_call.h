@@ -19,7 +19,8 @@
 #include "ember/scalar.h"
 #include "ember/tensor.h"
 #include "kernels/kernel_payload.h"
-#include "kernels/unary_ops.h"
+#include "kernels/op_args.h"
+#include "kernels/op_list.h"
 
 namespace ember::detail {
 
@@ -46,103 +47,119 @@ struct TensorArg {
   }
 };
 
+// Note [Kernel operands]
+// What each op's launch carries (the args named are the fields of its row's struct):
+// Element-wise. Operands share sizes (broadcast already applied); inputs have the
+// computation dtype (already promoted), outputs have it too, except comparisons
+// (bool output) and Copy (any dtype to any dtype).
+//   Copy,        // out = in0, converting dtype
+//   Fill,        // out = value
+//   Add,         // out = in0 + alpha * in1
+//   Sub,         // out = in0 - alpha * in1
+//   Mul, Div, Pow,
+//   AddScalar,   // out = in0 + value
+//   MulScalar,   // out = in0 * value
+//   PowScalar,   // out = in0 ^ value
+//   RSubScalar,  // out = value - in0
+//   RDivScalar,  // out = value / in0
+//   Eq, Ne, Lt, Le, Gt, Ge,              // bool out
+//   Hypot, ...: the floating binary ops (Note [Declaring a binary op] in op_list.h)
+//   Neg, Abs, Relu,
+//   Exp, Log, ...: the floating unary ops (Note [Declaring an op] in unary_ops.h)
+//   IsClose,     // bool out = |in0 - in1| <= atol + rtol * |in1|, equal_nan
+// Reductions over `dim` (dim == -1: all elements). in0 is the input as is; out has
+// in0's sizes with sizes[dim] = 1 (the keepdim form; the op layer squeezes it), or,
+// for dim == -1, a single element (sizes {}).
+//   Sum, Mean, Max, Min, All,
+// Linear algebra: out[b] = in0[b] @ in1[b]; operands are 3-D (batch, rows, cols), any strides.
+//   Matmul,
+// out = in0.index_select(dim, in1); in1 is int64 or int32. Out-of-range indices are kernel errors.
+//   IndexSelect,
+// Random: Philox with (seed, offset); element i of out (row-major) uses counter offset + i.
+//   Normal,      // mean, std
+//   Uniform,     // [from, to)
+//   Arange,      // out[i] = start + i * step
+// Selection (element-wise; operands broadcast to out's sizes, values in out's dtype).
+//   Where,        // out = in0 (bool) ? in1 : in2
+//   Clamp,        // out = min(max(in0, in1), in2); has_min: in1 is a bound, has_max: in2 is
+//   ClampScalar,  // out = min(max(in0, min), max), each where it is set
+// Along `dim` of in0 (any strides); out has in0's sizes, or for ArgMax/ArgMin the
+// keepdim shape (dim == -1: all elements, out a single element) and dtype int64.
+//   Softmax, LogSoftmax,
+//   ArgMax, ArgMin,  // the first index of the extreme value; NaN counts as the extreme
+// Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/kernels/pool_geometry.h).
+//   MaxPool2d,   // outputs: values, int64 indices (h * W + w); NaN wins
+//   AvgPool2d,
+//   MaxPool2dBackward,  // in0 grad of the output, in1 its int64 indices; out0 the input's grad
+// Losses and normalisation (contracts in src/kernels/loss_kernels.h).
+//   NllLoss,         // in0 {N, C, S} log-probabilities, in1 {N, S} int64 targets;
+//                    out0 {N, S} losses (0 where ignored), out1 {N, S} 1 or 0 (counted or ignored).
+//                    A target outside [0, C) other than ignore_index is a kernel error.
+//   BatchNormStats,  // in0 {N, C, S}; out0 {C} mean, out1 {C} biased variance
+// Extensions implemented beside their subsystem (src/fft, src/nn); `payload` carries
+// their backend-specific state (an FFT plan, convolution geometry).
+//   FFT,
+//   Im2Col,
+//   Col2Im,  // Im2Col's adjoint: sums columns back into the input's shape (src/kernels/conv_geometry.h)
+// The fused update of a group of parameters (Note [Fused optimizer step] in
+// kernels/optimizer_step.h); payload: a FusedStep.
+//   OptimizerStep,
+// Along `dim` of in0 (any strides), one line at a time (kernels/line_bodies.h).
+//   Cumsum,       // out = running sum of in0; out int64 for integral in0, else in0's dtype
+//   Sort,         // out0 values, out1 int64 indices: the first out0.sizes[dim] of in0's line in
+//                 stable order (descending: largest first; NaN largest); sort and topk
+//   Gather,       // out = in0.gather(dim, in1); in1 int64 of out's sizes. Out-of-range indices are kernel errors.
+//   ScatterAdd,   // out0 (read and written) += in1 at in0 (int64) along dim, one line in order:
+//                 deterministic. Out-of-range indices are kernel errors.
+//   Multinomial,  // out0 {R, K} int64 samples of the rows of out1 {R, N} (float64 weights, contiguous,
+//                 overwritten); with or without replacement; row r, draw s uses Philox index offset + r*K + s
+// Transformer ops (contracts in src/kernels/transformer_kernels.h).
+//   IndexAdd,
+//   LayerNorm, LayerNormBackward,
+//   Gelu, GeluBackward,
+// Multi-tensor in-place scaling (torch._foreach_mul_ by a tensor): outputs[i] *= in0's
+// single element, for every output; each output a dense, contiguous 1-D run of real
+// elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.
+//   ForeachMul,
+// Mixed precision's gradient check (torch._amp_foreach_non_finite_check_and_unscale_): out0 the
+// float32 found-inf flag (read and written: set to 1 when any element is inf or NaN, never
+// cleared); out1... the gradients, scaled in place by in0's single float32 element (the inverse
+// scale; the multiplication in float32, or float64 for float64 gradients), each a dense,
+// contiguous 1-D run of one floating dtype, as ForeachMul's.
+//   AmpNonFiniteCheckAndUnscale,
+// Mixed precision's scale update (torch._amp_update_scale_): out0 the float32 scale and out1
+// the int32 growth tracker (one element each, read and written), in0 the float32 found-inf
+// count; its args growth_factor, backoff_factor, growth_interval.
+//   AmpUpdateScale,
+// Fused reductions and masks of one launch each.
+//   LogSumExp,  // out = log(sum(exp(in0))) along `dim`, the maximum subtracted first (an infinite
+//               maximum counts as 0; an empty line gives -inf); out has in0's sizes with
+//               sizes[dim] = 1; floating in0, out of its dtype
+//   Triangle,   // out = in0 where column - row >= diagonal (upper: triu) or <= diagonal (tril) over in0's last
+//               two dims (in0 at least 2-D, any batch dims and strides), else 0; out has in0's
+//               sizes and dtype
+// The fused recurrent cells (contracts in src/kernels/rnn_cell_kernels.h).
+//   LstmCell, LstmCellBackward, GruCell, GruCellBackward,
+// Grid sampling, 2-D and 3-D (contracts in src/kernels/grid_sample_kernels.h).
+//   GridSample, GridSampleBackward,
+
+/// The kernel ops, one per row of the op list (Note [The op list] in kernels/op_list.h), in its
+/// order; Note [Kernel operands] above says what each launch carries.
 enum class OpKind : uint8_t {
-  // Element-wise. Operands share sizes (broadcast already applied); inputs have the
-  // computation dtype (already promoted), outputs have it too, except comparisons
-  // (bool output) and Copy (any dtype to any dtype).
-  Copy,        // out = in0, converting dtype
-  Fill,        // out = s0
-  Add,         // out = in0 + s0 * in1   (s0 is alpha)
-  Sub,         // out = in0 - s0 * in1
-  Mul, Div, Pow,
-  AddScalar,   // out = in0 + s0
-  MulScalar,   // out = in0 * s0
-  PowScalar,   // out = in0 ^ s0
-  RSubScalar,  // out = s0 - in0
-  RDivScalar,  // out = s0 / in0
-  Eq, Ne, Lt, Le, Gt, Ge,              // bool out
-  Neg, Abs, Relu,
-#define EMBER_OP_KIND(Kind, ...) Kind,
-  EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)  // exp, log, ... (Note [Declaring an op] in unary_ops.h)
-#undef EMBER_OP_KIND
-  IsClose,     // bool out = |in0 - in1| <= s0 (atol) + s1 (rtol) * |in1|; flag: equal_nan
-  // Reductions over `dim` (dim == -1: all elements). in0 is the input as is; out has
-  // in0's sizes with sizes[dim] = 1 (the keepdim form; the op layer squeezes it), or,
-  // for dim == -1, a single element (sizes {}).
-  Sum, Mean, Max, Min, All,
-  // Linear algebra: out[b] = in0[b] @ in1[b]; operands are 3-D (batch, rows, cols), any strides.
-  Matmul,
-  // out = in0.index_select(dim, in1); in1 is int64 or int32. Out-of-range indices are kernel errors.
-  IndexSelect,
-  // Random: Philox with (seed, offset); element i of out (row-major) uses counter offset + i.
-  Normal,      // s0 mean, s1 std
-  Uniform,     // s0 from, s1 to
-  Arange,      // out[i] = s0 + i * s1
-  // Selection (element-wise; operands broadcast to out's sizes, values in out's dtype).
-  Where,        // out = in0 (bool) ? in1 : in2
-  Clamp,        // out = min(max(in0, in1), in2); dim bit 1: in1 is a bound, bit 2: in2 is a bound
-  ClampScalar,  // out = min(max(in0, s0), s1); dim bit 1: s0 is a bound, bit 2: s1 is a bound
-  // Along `dim` of in0 (any strides); out has in0's sizes, or for ArgMax/ArgMin the
-  // keepdim shape (dim == -1: all elements, out a single element) and dtype int64.
-  Softmax, LogSoftmax,
-  ArgMax, ArgMin,  // the first index of the extreme value; NaN counts as the extreme
-  // Pooling over in0 {N, C, H, W}; payload a PoolGeometry (src/kernels/pool_geometry.h).
-  MaxPool2d,   // outputs: values, int64 indices (h * W + w); NaN wins
-  AvgPool2d,
-  MaxPool2dBackward,  // in0 grad of the output, in1 its int64 indices; out0 the input's grad
-  // Losses and normalisation (contracts in src/kernels/loss_kernels.h).
-  NllLoss,         // in0 {N, C, S} log-probabilities, in1 {N, S} int64 targets; s0 ignore_index;
-                   // out0 {N, S} losses (0 where ignored), out1 {N, S} 1 or 0 (counted or ignored).
-                   // A target outside [0, C) other than ignore_index is a kernel error.
-  BatchNormStats,  // in0 {N, C, S}; out0 {C} mean, out1 {C} biased variance
-  // Extensions implemented beside their subsystem (src/fft, src/nn); `payload` carries
-  // their backend-specific state (an FFT plan, convolution geometry).
-  FFT,
-  Im2Col,
-  Col2Im,  // Im2Col's adjoint: sums columns back into the input's shape (src/kernels/conv_geometry.h)
-  // The fused update of a group of parameters (Note [Fused optimizer step] in
-  // kernels/optimizer_step.h); payload: a FusedStep.
-  OptimizerStep,
-  // Along `dim` of in0 (any strides), one line at a time (kernels/line_bodies.h).
-  Cumsum,       // out = running sum of in0; out int64 for integral in0, else in0's dtype
-  Sort,         // out0 values, out1 int64 indices: the first out0.sizes[dim] of in0's line in
-                // stable order (flag: descending; NaN largest); sort and topk
-  Gather,       // out = in0.gather(dim, in1); in1 int64 of out's sizes. Out-of-range indices are kernel errors.
-  ScatterAdd,   // out0 (read and written) += in1 at in0 (int64) along dim, one line in order:
-                // deterministic. Out-of-range indices are kernel errors.
-  Multinomial,  // out0 {R, K} int64 samples of the rows of out1 {R, N} (float64 weights, contiguous,
-                // overwritten); flag: with replacement; row r, draw s uses Philox index offset + r*K + s
-  // Transformer ops (contracts in src/kernels/transformer_kernels.h).
-  IndexAdd,
-  LayerNorm, LayerNormBackward,
-  Gelu, GeluBackward,
-  // Multi-tensor in-place scaling (torch._foreach_mul_ by a tensor): outputs[i] *= in0's
-  // single element, for every output; each output a dense, contiguous 1-D run of real
-  // elements of in0's dtype (float16, bfloat16, float32 or float64), as OptimizerStep's.
-  ForeachMul,
-  // Mixed precision's gradient check (torch._amp_foreach_non_finite_check_and_unscale_): out0 the
-  // float32 found-inf flag (read and written: set to 1 when any element is inf or NaN, never
-  // cleared); out1... the gradients, scaled in place by in0's single float32 element (the inverse
-  // scale; the multiplication in float32, or float64 for float64 gradients), each a dense,
-  // contiguous 1-D run of one floating dtype, as ForeachMul's.
-  AmpNonFiniteCheckAndUnscale,
-  // Mixed precision's scale update (torch._amp_update_scale_): out0 the float32 scale and out1
-  // the int32 growth tracker (one element each, read and written), in0 the float32 found-inf
-  // count; s0 growth_factor, s1 backoff_factor, dim growth_interval.
-  AmpUpdateScale,
-  // Fused reductions and masks of one launch each.
-  LogSumExp,  // out = log(sum(exp(in0))) along `dim`, the maximum subtracted first (an infinite
-              // maximum counts as 0; an empty line gives -inf); out has in0's sizes with
-              // sizes[dim] = 1; floating in0, out of its dtype
-  Triangle,   // out = in0 where column - row >= s0 (flag: triu) or <= s0 (tril) over in0's last
-              // two dims (in0 at least 2-D, any batch dims and strides), else 0; out has in0's
-              // sizes and dtype
-  // The fused recurrent cells (contracts in src/kernels/rnn_cell_kernels.h).
-  LstmCell, LstmCellBackward, GruCell, GruCellBackward,
-  // Grid sampling, 2-D and 3-D (contracts in src/kernels/grid_sample_kernels.h): `dim` holds
-  // the interpolation and padding modes, `flag` align_corners.
-  GridSample, GridSampleBackward,
+#define EMBER_OP_ROW(Kind, ...) Kind,
+  EMBER_OP_LIST
+#undef EMBER_OP_ROW
+  kCount,
 };
+inline constexpr size_t kOpCount = static_cast<size_t>(OpKind::kCount);
+
+/// What kind of op a row is (the op list's Family column).
+enum class OpFamily : uint8_t {
+  Elementwise, Unary, Binary, Compare, Reduce, Linalg, Index, Random, Select, Line, Pool, Loss, Norm,
+  Extension, Foreach, Rnn, Sampling,
+};
+/// A row's family.
+OpFamily op_family(OpKind op) noexcept;
 
 using OperandList = SmallVector<TensorArg, kInlineOperands>;
 
@@ -150,19 +167,22 @@ struct KernelCall {
   OpKind op;
   OperandList outputs;
   OperandList inputs;
-  Scalar s0, s1;
-  int64_t dim = -1;
-  uint64_t seed = 0;
+  OpArgs args;  // the struct of the op's row (Note [Typed kernel arguments] in kernels/op_args.h)
+  uint64_t seed = 0;    // random ops: Philox's key and counter offset
   uint64_t offset = 0;
-  bool flag = false;        // IsClose: equal_nan
-  bool allow_tf32 = false;  // Matmul on float32
-  int device = -1;          // the cuda device it runs on; -1 on cpu
+  int device = -1;      // the cuda device it runs on; -1 on cpu
   KernelPayload payload;  // op-specific state (FFT, Im2Col, Col2Im, pooling, OptimizerStep): Note [Typed kernel payload]
   // Random ops captured in a CUDA graph (Note [Graph-safe Philox] in ops/graph_rng.h): the
   // seed and a base offset read from device memory when the kernel runs; `offset` is then
   // relative to the base. Both nullptr otherwise.
   const int64_t* philox_seed_ptr = nullptr;
   const int64_t* philox_offset_ptr = nullptr;
+
+  /// The op's arguments, which must be a T (Note [Typed kernel arguments]).
+  template <typename T>
+  const T& arg() const {
+    return args.get<T>(op);
+  }
 };
 
 }  // namespace ember::detail

@@ -5,10 +5,10 @@
 // NllLoss
 //   inputs[0]  {N, C, S} log-probabilities, any strides, float dtype
 //   inputs[1]  {N, S} int64 class indices, any strides
-//   dim 0 (reduction "none"):
-//     outputs[0] {N, S} -input[n, target, s], 0 where target == ignore_index (s0)
+//   kargs::NllLoss: ignore_index, reduction; reduction 0 ("none"):
+//     outputs[0] {N, S} -input[n, target, s], 0 where target == ignore_index
 //     outputs[1] {N, S} 1 where the element counts, 0 where it is ignored (input's dtype)
-//   dim 1 ("sum") / 2 ("mean"): outputs[0] and outputs[1] are single elements: the sum
+//   reduction 1 ("sum") / 2 ("mean"): outputs[0] and outputs[1] are single elements: the sum
 //     (or the sum over the count: NaN when every element is ignored, as PyTorch) of
 //     those losses, accumulated in double, and the count
 //   A target outside [0, C) other than ignore_index fails the kernel with

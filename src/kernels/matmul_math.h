@@ -8,8 +8,8 @@
 namespace ember::detail {
 
 // Note [Matmul math]
-// backends::cuda::matmul's cuBLAS switches reach a Matmul launch as bits in KernelCall::dim
-// (Matmul has no dim of its own; a negative dim, the default, means no bits). The op layer sets
+// backends::cuda::matmul's cuBLAS switches reach a Matmul launch as bits in its arguments'
+// kargs::Matmul::math (0, the default, means no bits). The op layer sets
 // them when it launches, from the flags of that moment, and only for float16 / bfloat16
 // operands on a cuda device, in matmul's launch (ops/linalg.cpp): the cpu ignores the flags, as
 // PyTorch's does, and so do convolutions and the recurrent modules' recurrence (cuDNN in
@@ -29,6 +29,6 @@ inline constexpr int64_t kMatmulHalfAccumulation = 2;  // float16: accumulate in
 inline constexpr int64_t kSplitKBlock = 1024;
 
 /// The math bits (kMatmul*) of a Matmul launch.
-inline int64_t matmul_math(const KernelCall& call) noexcept { return call.dim < 0 ? 0 : call.dim; }
+inline int64_t matmul_math(const KernelCall& call) { return call.arg<kargs::Matmul>().math; }
 
 }  // namespace ember::detail

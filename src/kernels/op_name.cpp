@@ -1,79 +1,81 @@
 #include "kernels/op_name.h"
 
+#include <array>
+#include <string>
+
+#include "ember/errors.h"
+
 namespace ember::detail {
 
+namespace {
+
+// The op list's name and family columns (Note [The op list]).
+constexpr std::array kOpNames = {
+#define EMBER_OP_ROW(Kind, name, ...) name,
+    EMBER_OP_LIST
+#undef EMBER_OP_ROW
+};
+static_assert(kOpNames.size() == kOpCount, "one name per row of the op list");
+
+constexpr std::array kOpFamilies = {
+#define EMBER_OP_ROW(Kind, name, Family, ...) OpFamily::Family,
+    EMBER_OP_LIST
+#undef EMBER_OP_ROW
+};
+static_assert(kOpFamilies.size() == kOpCount, "one family per row of the op list");
+
+// The Args column, as positions in ArgsVariant.
+constexpr std::array kOpArgs = {
+#define EMBER_OP_ROW(Kind, name, Family, cpu, cuda, Args) kernel_args_index<kargs::Args>(),
+    EMBER_OP_LIST
+#undef EMBER_OP_ROW
+};
+static_assert(kOpArgs.size() == kOpCount, "one argument struct per row of the op list");
+
+constexpr std::array kArgsNames = {
+    "kargs::None",        "kargs::Alpha",    "kargs::Value",          "kargs::IsClose", "kargs::Dim",
+    "kargs::Sort",        "kargs::Multinomial", "kargs::Normal",      "kargs::Uniform", "kargs::Arange",
+    "kargs::Clamp",       "kargs::ClampScalar", "kargs::NllLoss",     "kargs::LayerNorm", "kargs::Gelu",
+    "kargs::Triangle",    "kargs::IndexAdd", "kargs::AmpUpdateScale", "kargs::GridSample", "kargs::Matmul",
+    "kargs::Fft",
+};
+static_assert(kArgsNames.size() == std::variant_size_v<ArgsVariant>, "one name per kernel argument struct");
+static_assert(kernel_args_index<kargs::Fft>() == kArgsNames.size() - 1 && kernel_args_index<kargs::Dim>() == 4);
+
+}  // namespace
+
 const char* op_name(OpKind op) noexcept {
-  switch (op) {
-    case OpKind::Copy: return "copy_";
-    case OpKind::Fill: return "fill_";
-    case OpKind::Add: case OpKind::AddScalar: return "add";
-    case OpKind::Sub: return "sub";
-    case OpKind::RSubScalar: return "rsub";
-    case OpKind::Mul: case OpKind::MulScalar: return "mul";
-    case OpKind::Div: case OpKind::RDivScalar: return "div";
-    case OpKind::Pow: case OpKind::PowScalar: return "pow";
-    case OpKind::Eq: return "eq";
-    case OpKind::Ne: return "ne";
-    case OpKind::Lt: return "lt";
-    case OpKind::Le: return "le";
-    case OpKind::Gt: return "gt";
-    case OpKind::Ge: return "ge";
-    case OpKind::Neg: return "neg";
-    case OpKind::Abs: return "abs";
-    case OpKind::Relu: return "relu";
-#define EMBER_OP_NAME(Kind, name, ...) \
-  case OpKind::Kind: return #name;
-    EMBER_FLOAT_UNARY_OPS(EMBER_OP_NAME)
-#undef EMBER_OP_NAME
-    case OpKind::IsClose: return "isclose";
-    case OpKind::Sum: return "sum";
-    case OpKind::Mean: return "mean";
-    case OpKind::Max: return "max";
-    case OpKind::Min: return "min";
-    case OpKind::All: return "all";
-    case OpKind::Matmul: return "matmul";
-    case OpKind::IndexSelect: return "index_select";
-    case OpKind::Normal: return "normal_";
-    case OpKind::Uniform: return "uniform_";
-    case OpKind::Arange: return "arange";
-    case OpKind::Where: return "where";
-    case OpKind::Clamp: case OpKind::ClampScalar: return "clamp";
-    case OpKind::Softmax: return "softmax";
-    case OpKind::LogSoftmax: return "log_softmax";
-    case OpKind::ArgMax: return "argmax";
-    case OpKind::ArgMin: return "argmin";
-    case OpKind::MaxPool2d: return "max_pool2d";
-    case OpKind::AvgPool2d: return "avg_pool2d";
-    case OpKind::MaxPool2dBackward: return "max_pool2d_backward";
-    case OpKind::NllLoss: return "nll_loss";
-    case OpKind::BatchNormStats: return "batch_norm";
-    case OpKind::FFT: return "fft";
-    case OpKind::Im2Col: return "im2col";
-    case OpKind::Col2Im: return "col2im";
-    case OpKind::OptimizerStep: return "optimizer_step";
-    case OpKind::Cumsum: return "cumsum";
-    case OpKind::Sort: return "sort";
-    case OpKind::Gather: return "gather";
-    case OpKind::ScatterAdd: return "scatter_add_";
-    case OpKind::Multinomial: return "multinomial";
-    case OpKind::IndexAdd: return "index_add_";
-    case OpKind::LayerNorm: return "layer_norm";
-    case OpKind::LayerNormBackward: return "layer_norm_backward";
-    case OpKind::Gelu: return "gelu";
-    case OpKind::GeluBackward: return "gelu_backward";
-    case OpKind::ForeachMul: return "foreach_mul_";
-    case OpKind::AmpNonFiniteCheckAndUnscale: return "_amp_foreach_non_finite_check_and_unscale_";
-    case OpKind::AmpUpdateScale: return "_amp_update_scale_";
-    case OpKind::LogSumExp: return "logsumexp";
-    case OpKind::Triangle: return "triangle";
-    case OpKind::LstmCell: return "_thnn_fused_lstm_cell";
-    case OpKind::LstmCellBackward: return "_thnn_fused_lstm_cell_backward";
-    case OpKind::GruCell: return "_thnn_fused_gru_cell";
-    case OpKind::GruCellBackward: return "_thnn_fused_gru_cell_backward";
-    case OpKind::GridSample: return "grid_sampler";
-    case OpKind::GridSampleBackward: return "grid_sampler_backward";
+  auto i = static_cast<size_t>(op);
+  return i < kOpCount ? kOpNames[i] : "op";
+}
+
+OpFamily op_family(OpKind op) noexcept { return kOpFamilies[static_cast<size_t>(op) % kOpCount]; }
+
+const char* args_name(size_t index) noexcept { return index < kArgsNames.size() ? kArgsNames[index] : "kargs::?"; }
+
+void check_args(const KernelCall& call) {
+  const size_t expected = kOpArgs[static_cast<size_t>(call.op) % kOpCount];
+  if (call.args.index() != expected) [[unlikely]] {
+    const std::string what = cat("a ", op_name(call.op), " launch carries ", args_name(call.args.index()),
+                                 " where its row of the op list names ", args_name(expected));
+    assert_failed(what.c_str(), __FILE__, __LINE__);
   }
-  return "op";
+}
+
+OpArgs default_args(OpKind op) {
+  constexpr std::array kDefaults = {
+#define EMBER_OP_ROW(Kind, name, Family, cpu, cuda, Args) +[]() -> OpArgs { return kargs::Args{}; },
+      EMBER_OP_LIST
+#undef EMBER_OP_ROW
+  };
+  static_assert(kDefaults.size() == kOpCount);
+  return kDefaults[static_cast<size_t>(op) % kOpCount]();
+}
+
+void OpArgs::wrong_args(OpKind op, size_t expected) const {
+  const std::string what =
+      cat("the ", op_name(op), " kernel reads ", args_name(expected), " but the launch carries ", args_name(index()));
+  assert_failed(what.c_str(), __FILE__, __LINE__);
 }
 
 }  // namespace ember::detail

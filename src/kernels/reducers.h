@@ -70,6 +70,11 @@ struct MinMaxReducer {
 };
 
 template <typename T>
+using MaxReducer = MinMaxReducer<T, true>;
+template <typename T>
+using MinReducer = MinMaxReducer<T, false>;
+
+template <typename T>
 struct AllReducer {
   using Lane = bool;
   using Acc = bool;

@@ -6,7 +6,7 @@
 // IndexAdd (in place)
 //   outputs[0] self, any strides (0-d counts as {1}); inputs[0] the same tensor (it is read)
 //   inputs[1]  {K} or 0-d int64/int32 index; inputs[2] source: self's shape with
-//              sizes[dim] = K, any strides, self's dtype; s0 alpha; dim the dim
+//              sizes[dim] = K, any strides, self's dtype; kargs::IndexAdd: dim, alpha
 //   self.select(dim, index[k]) += alpha * source.select(dim, k), for k = 0, 1, ... in that
 //   order at every position: each element of self sums its contributions in index order on
 //   every backend (no atomics), so results are deterministic. An index outside
@@ -14,16 +14,16 @@
 //   cpu, checked before anything is written; a device-side assert on cuda).
 //
 // LayerNorm
-//   inputs[0] x {M, N} contiguous float; then weight {N} if dim & kLayerNormWeight, then
-//   bias {N} if dim & kLayerNormBias (contiguous, x's dtype); s0 eps
+//   inputs[0] x {M, N} contiguous float; then weight {N} if parts & kLayerNormWeight, then
+//   bias {N} if parts & kLayerNormBias (contiguous, x's dtype); kargs::LayerNorm: parts, eps
 //   outputs[0] y {M, N}, outputs[1] mean {M}, outputs[2] rstd {M} = 1 / sqrt(var + eps)
 //   (biased variance), x's dtype; statistics accumulated in double on the host, in the
 //   compute type's accumulator (float, or double for float64) on the device.
 //
 // LayerNormBackward
 //   inputs[0] grad of y {M, N}, inputs[1] x {M, N}, inputs[2] mean {M}, inputs[3] rstd {M}
-//   (all contiguous), then weight {N} if dim & kLayerNormWeight
-//   outputs, in this order, those that dim asks for: grad of x {M, N} (kLayerNormGradInput),
+//   (all contiguous), then weight {N} if parts & kLayerNormWeight
+//   outputs, in this order, those that parts asks for: grad of x {M, N} (kLayerNormGradInput),
 //   grad of weight {N} (kLayerNormGradWeight), grad of bias {N} (kLayerNormGradBias).
 //   The weight and bias gradients sum over rows in row order (deterministic).
 //

@@ -17,7 +17,8 @@
 //                 in scope (Note [Formulas as data] there)
 // The op layer promotes integral inputs to the default floating dtype; kernels accept
 // floating and complex dtypes and refuse the others; a functor named in kRealOnlyUnary
-// (functors.h) refuses complex ones too, as PyTorch's erf does. Every site that switches on OpKind
+// (functors.h) refuses complex ones too, as PyTorch's erf does. The op list (kernels/op_list.h,
+// Note [The op list]) takes these rows as its own, and every site that switches on OpKind
 // expands this list, so a new row needs no edit there. Ops outside this family (neg, abs,
 // relu: their own dtype rules) are written out by hand beside it.
 #pragma once

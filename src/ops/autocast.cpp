@@ -4,7 +4,8 @@
 // in float16/bfloat16), run in float32 (ops whose range or accuracy float16 loses: exp, log,
 // pow, softmax, sums, norms, losses), or run in the widest floating type of the inputs (ops
 // that must not mix types). PyTorch reaches them through the Autocast dispatch key; ember's
-// ops of the lists open an AutocastScope at their entry, one row each in kAutocastOps below,
+// ops of the lists open an AutocastScope at their entry, one row each in the op list's precision
+// column (EMBER_AUTOCAST_OPS, kernels/op_list.h; kAutocastOps below),
 // and call themselves again with the cast inputs while the scope suspends autocast, so the
 // op's own inner ops (cdist's matmul, cross_entropy's log_softmax) run as the op calls them,
 // as PyTorch's kernels run below the key. Ops in no list never look further than
@@ -19,8 +20,10 @@
 // backward pass, whose ops then run in the dtypes the forward chose.
 #include "ops/autocast.h"
 
+#include <iterator>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -37,44 +40,20 @@ struct AutocastRow {
   CastPolicy cpu;
 };
 
-using P = CastPolicy;
-// PyTorch 2.x's lists, for the ops ember has (kAutocastOps[op] is op's row). cuda's
-// cross_entropy is not listed there: it runs as log_softmax and nll_loss, both float32. The
-// recurrent modules follow the layers PyTorch runs them with (cuDNN's on cuda, oneDNN's on the
-// cpu), whose autocast casts the whole layer. The cpu's cells are in no list: PyTorch's
-// composite cell then runs its GEMMs in bfloat16 and its state update in float32, returning
-// float32; ember's fused cell takes one dtype, so it runs in float32, returning the same dtype.
+// The op list's precision column (EMBER_AUTOCAST_OPS in kernels/op_list.h, with its sources):
+// kAutocastOps[op] is op's row.
+constexpr CastPolicy policy(std::string_view name) {
+  if (name == "Lower") return CastPolicy::kLowerPrecision;
+  if (name == "Float32") return CastPolicy::kFloat32;
+  if (name == "Promote") return CastPolicy::kPromote;
+  return CastPolicy::kNone;
+}
 constexpr AutocastRow kAutocastOps[] = {
-    {P::kLowerPrecision, P::kLowerPrecision},  // kMatmul
-    {P::kLowerPrecision, P::kLowerPrecision},  // kBmm
-    {P::kLowerPrecision, P::kLowerPrecision},  // kAddmm
-    {P::kLowerPrecision, P::kLowerPrecision},  // kBaddbmm
-    {P::kLowerPrecision, P::kLowerPrecision},  // kLinear
-    {P::kLowerPrecision, P::kLowerPrecision},  // kConvolution (conv1d/2d/3d)
-    {P::kLowerPrecision, P::kLowerPrecision},  // kConvTranspose
-    {P::kLowerPrecision, P::kLowerPrecision},  // kAttention (scaled_dot_product_attention)
-    {P::kLowerPrecision, P::kLowerPrecision},  // kRnn (cuda: _cudnn_rnn; cpu: mkldnn_rnn_layer)
-    {P::kLowerPrecision, P::kFloat32},         // kRnnCell (cuda: lstm_cell, gru_cell, rnn_*_cell; cpu: note)
-    {P::kFloat32, P::kNone},                   // kExp
-    {P::kFloat32, P::kNone},                   // kLog
-    {P::kFloat32, P::kNone},                   // kRsqrt
-    {P::kFloat32, P::kNone},                   // kPow
-    {P::kFloat32, P::kNone},                   // kSoftmax (fp32_set_opt_dtype)
-    {P::kFloat32, P::kNone},                   // kLogSoftmax (fp32_set_opt_dtype)
-    {P::kFloat32, P::kNone},                   // kSum (fp32_set_opt_dtype)
-    {P::kFloat32, P::kNone},                   // kCumsum (fp32_set_opt_dtype)
-    {P::kFloat32, P::kNone},                   // kLogSumExp
-    {P::kFloat32, P::kNone},                   // kLayerNorm
-    {P::kFloat32, P::kFloat32},                // kNllLoss
-    {P::kFloat32, P::kFloat32},                // kCrossEntropy (cpu: cross_entropy_loss)
-    {P::kFloat32, P::kFloat32},                // kMseLoss
-    {P::kFloat32, P::kFloat32},                // kCdist
-    {P::kPromote, P::kFloat32},                // kGridSample (grid_sampler)
-    {P::kPromote, P::kNone},                   // kTensordot
-    {P::kPromote, P::kNone},                   // kScatterAdd
-    {P::kNone, P::kPromote},                   // kCat
-    {P::kNone, P::kPromote},                   // kStack
+#define EMBER_AUTOCAST_ROW(Op, cuda, cpu) {policy(#cuda), policy(#cpu)},
+    EMBER_AUTOCAST_OPS(EMBER_AUTOCAST_ROW)
+#undef EMBER_AUTOCAST_ROW
 };
+static_assert(policy("Lower") == CastPolicy::kLowerPrecision && policy("None") == CastPolicy::kNone);
 static_assert(std::size(kAutocastOps) == static_cast<size_t>(AutocastOp::kCount),
               "kAutocastOps has one row per AutocastOp, in order");
 

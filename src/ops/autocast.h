@@ -4,11 +4,14 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <iterator>
+#include <string_view>
 #include <vector>
 
 #include "ember/device.h"
 #include "ember/dtype.h"
 #include "ember/tensor.h"
+#include "kernels/op_list.h"
 
 namespace ember::detail {
 
@@ -20,13 +23,29 @@ enum class CastPolicy : uint8_t {
   kPromote,         // to the widest floating type among them
 };
 
-/// The ops of PyTorch's lists that ember has, one row each in kAutocastOps (autocast.cpp).
+/// The ops of PyTorch's lists that ember has: the op list's precision column,
+/// EMBER_AUTOCAST_OPS (kernels/op_list.h), one enumerator k<Op> per row, in its order.
 enum class AutocastOp : uint8_t {
-  kMatmul, kBmm, kAddmm, kBaddbmm, kLinear, kConvolution, kConvTranspose, kAttention, kRnn, kRnnCell,
-  kExp, kLog, kRsqrt, kPow, kSoftmax, kLogSoftmax, kSum, kCumsum, kLogSumExp, kLayerNorm,
-  kNllLoss, kCrossEntropy, kMseLoss, kCdist, kGridSample, kTensordot, kScatterAdd, kCat, kStack,
+#define EMBER_AUTOCAST_ID(Op, ...) k##Op,
+  EMBER_AUTOCAST_OPS(EMBER_AUTOCAST_ID)
+#undef EMBER_AUTOCAST_ID
   kCount,
 };
+
+/// The row of the precision column named `op` ("Exp", "Atan2": an op list row's Kind), or
+/// kCount where autocast leaves that op alone: entry points made from a family list find
+/// their policy here, at compile time.
+constexpr AutocastOp autocast_op_named(std::string_view op) {
+  constexpr std::string_view kNames[] = {
+#define EMBER_AUTOCAST_NAME(Op, ...) #Op,
+      EMBER_AUTOCAST_OPS(EMBER_AUTOCAST_NAME)
+#undef EMBER_AUTOCAST_NAME
+  };
+  for (size_t i = 0; i < std::size(kNames); ++i) {
+    if (kNames[i] == op) return static_cast<AutocastOp>(i);
+  }
+  return AutocastOp::kCount;
+}
 
 struct AutocastState {
   bool enabled[2] = {false, false};            // by DeviceType: cpu, cuda

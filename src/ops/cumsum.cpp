@@ -16,7 +16,7 @@ Tensor cumsum_impl(const Tensor& a, int64_t dim) {
   Tensor x = a.dim() == 0 ? a.reshape({1}) : a;
   Tensor out = detail::empty_on(x.sizes(), is_integral(x.dtype(), true) ? kInt64 : x.dtype(), x.device());
   detail::KernelCall call{detail::OpKind::Cumsum, {detail::make_arg(out)}, {detail::make_arg(x)}};
-  call.dim = dim;
+  call.args = detail::kargs::Dim{dim};
   detail::launch(x.device(), call);
   return a.dim() == 0 ? out.reshape({}) : out;
 }

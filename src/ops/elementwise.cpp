@@ -8,6 +8,7 @@
 #include "kernels/functors.h"
 #include "kernels/op_name.h"
 #include "ops/autocast.h"
+#include "ops/op_entry.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
 #include "ops/recording.h"
@@ -63,6 +64,12 @@ DType compute_dtype(OpKind op, DType promoted_dtype) {
   return promoted_dtype;
 }
 
+// A tensor-tensor launch's arguments: add and sub carry alpha, the others none.
+detail::OpArgs binary_args(OpKind op, const Scalar& alpha) {
+  if (op == OpKind::Add || op == OpKind::Sub) return detail::kargs::Alpha{alpha};
+  return detail::kargs::None{};
+}
+
 Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
   EMBER_CHECK(op != OpKind::Sub || (a.dtype() != kBool && b.dtype() != kBool), TypeError, kBoolSubtraction);
   align_devices(a, b);
@@ -76,7 +83,7 @@ Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
   if (b.dtype() != dtype) b = b.to(dtype);
   const IntList& shape = same_shape ? a.sizes() : broadcast;
   Tensor out = detail::empty_on(shape, is_comparison(op) ? kBool : dtype, a.device());
-  KernelCall call{op, {}, {}, alpha};
+  KernelCall call{op, {}, {}, binary_args(op, alpha)};
   detail::add_arg(call.outputs, out);
   detail::add_arg(call.inputs, a, shape);
   detail::add_arg(call.inputs, b, shape);
@@ -89,7 +96,7 @@ Tensor with_scalar(OpKind op, Tensor a, const Scalar& s) {
   check_op_dtype(op, dtype);
   if (a.dtype() != dtype) a = a.to(dtype);
   Tensor out = detail::empty_on(a.sizes(), is_comparison(op) ? kBool : dtype, a.device());
-  KernelCall call{op, {}, {}, s};
+  KernelCall call{op, {}, {}, detail::kargs::Value{s}};
   detail::add_arg(call.outputs, out);
   detail::add_arg(call.inputs, a);
   detail::launch(out.device(), call);
@@ -142,7 +149,7 @@ Tensor& inplace(Tensor& self, OpKind op, Tensor other, const Scalar& alpha = 1) 
               " doesn't match the broadcast shape ", detail::IntListPrinter{shape});
   if (other.dtype() != dtype) other = other.to(dtype);
   if (dtype == self.dtype()) {
-    KernelCall call{op, {}, {}, alpha};
+    KernelCall call{op, {}, {}, binary_args(op, alpha)};
     detail::add_arg(call.outputs, self);
     detail::add_arg(call.inputs, self);
     detail::add_arg(call.inputs, other, shape);
@@ -161,7 +168,7 @@ Tensor& inplace_scalar(Tensor& self, OpKind op, const Scalar& s) {
     self.copy_(with_scalar(op, self, s));
     return self;
   }
-  KernelCall call{op, {}, {}, s};
+  KernelCall call{op, {}, {}, detail::kargs::Value{s}};
   detail::add_arg(call.outputs, self);
   detail::add_arg(call.inputs, self);
   detail::launch(self.device(), call);
@@ -224,28 +231,43 @@ Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a
 // exp, log, ...: integral inputs promoted to floating (Note [Declaring an op] in kernels/unary_ops.h).
 // A real-only op (kRealOnlyUnary) refuses complex input here, before any launch, with the
 // kernels' words.
-namespace {
-// The unary ops of autocast's lists (Note [Autocast] in ops/autocast.cpp); kCount: in none.
-constexpr detail::AutocastOp unary_autocast_op(OpKind kind) {
-  switch (kind) {
-    case OpKind::Exp: return detail::AutocastOp::kExp;
-    case OpKind::Log: return detail::AutocastOp::kLog;
-    case OpKind::Rsqrt: return detail::AutocastOp::kRsqrt;
-    default: return detail::AutocastOp::kCount;
-  }
-}
-}  // namespace
+// Each through op_entry (Note [Op entry]): autocast's policy from the op list's precision
+// column, then the recorded op.
 #define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                       \
   Tensor name(const Tensor& a) {                                                              \
-    if (unary_autocast_op(OpKind::Kind) != detail::AutocastOp::kCount && detail::autocast_may_apply()) { \
-      if (detail::AutocastScope ac{unary_autocast_op(OpKind::Kind), {&a}}) return name(ac.cast(a));  \
-    }                                                                                         \
     EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError, \
                 "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'"); \
-    return unary_recorded(Formula::Kind, OpKind::Kind, a, true);                              \
+    return detail::op_entry(                                                                  \
+        detail::autocast_op_named(#Kind), Formula::Kind,                                      \
+        [](const Tensor& x) { return unary(OpKind::Kind, x, true); }, a);                     \
   }
 EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
 #undef EMBER_FLOAT_UNARY_ENTRY
+
+// atan2, ...: Note [Declaring a binary op] in kernels/op_list.h. Both inputs promoted to one
+// dtype, integral ones to the default floating dtype (PyTorch's binary_float_op); complex ones
+// refused with the kernels' words, before any launch.
+namespace {
+void check_float_binary(const char* name, const Tensor& a, const Tensor& b) {
+  const DType dtype = promoted(a, b);
+  EMBER_CHECK(!is_complex(dtype), TypeError, "\"", name, a.is_cuda() || b.is_cuda() ? "_cuda" : "_cpu",
+              "\" not implemented for '", detail::scalar_type_name(dtype), "'");
+}
+Tensor float_binary(OpKind op, const Tensor& a, const Tensor& b) {
+  DType dtype = promoted(a, b);
+  if (is_integral(dtype, true)) dtype = default_dtype();
+  return binary(op, a.to(dtype), b.to(dtype));
+}
+}  // namespace
+#define EMBER_FLOAT_BINARY_ENTRY(Kind, name, Functor, ...)                                          \
+  Tensor name(const Tensor& a, const Tensor& b) {                                                 \
+    check_float_binary(#name, a, b);                                                              \
+    return detail::op_entry(                                                                      \
+        detail::autocast_op_named(#Kind), Formula::Kind,                                          \
+        [](const Tensor& x, const Tensor& y) { return float_binary(OpKind::Kind, x, y); }, a, b); \
+  }
+EMBER_FLOAT_BINARY_OPS(EMBER_FLOAT_BINARY_ENTRY)
+#undef EMBER_FLOAT_BINARY_ENTRY
 Tensor relu(const Tensor& a) {
   EMBER_CHECK(a.dtype() != kBool && !is_complex(a.dtype()), TypeError, "relu is not supported for ", a.dtype());
   return unary_recorded(Formula::Relu, OpKind::Relu, a, false);
@@ -346,7 +368,7 @@ Tensor& Tensor::fill_(const Scalar& value) {
   // As c10::checked_convert: a value the dtype cannot hold is refused, not wrapped.
   detail::dispatch(dtype(), [&]<typename T>(detail::TypeTag<T>) { (void)detail::checked_to<T>(value); });
   return recorded_inplace(Formula::Fill, *this, Tensor(), [&] {
-    KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, value};
+    KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, detail::kargs::Value{value}};
     detail::launch(device(), call);
   });
 }

@@ -126,7 +126,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   int64_t n = static_cast<int64_t>(size);
   Tensor out = allocate({n}, o);
   if (n > 0) {
-    detail::KernelCall call{detail::OpKind::Arange, {detail::make_arg(out)}, {}, start, step};
+    detail::KernelCall call{detail::OpKind::Arange, {detail::make_arg(out)}, {}, detail::kargs::Arange{start, step}};
     detail::launch(out.device(), call);
   }
   return leaf(out, options);

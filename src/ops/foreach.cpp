@@ -123,9 +123,7 @@ void update_scale_(Tensor& scale, Tensor& growth_tracker, const Tensor& found_in
   call.outputs.push_back(detail::make_arg(scale));
   call.outputs.push_back(detail::make_arg(growth_tracker));
   call.inputs.push_back(detail::make_arg(found_inf));
-  call.s0 = growth_factor;
-  call.s1 = backoff_factor;
-  call.dim = growth_interval;
+  call.args = detail::kargs::AmpUpdateScale{growth_factor, backoff_factor, growth_interval};
   detail::launch(scale.device(), call);
   detail::bump_version(scale);
   detail::bump_version(growth_tracker);

@@ -1,12 +1,14 @@
 // The derivative formulas an op may record, declared once: each one's node name and save
 // rule. src/autograd/formulas.cpp gives each its backward, in a table a static_assert ties
-// to this list (Note [Declaring an op] in src/kernels/unary_ops.h).
+// to this list. The floating unary and binary ops' formulas come from their rows of the op
+// list (Note [Declaring an op] in src/kernels/unary_ops.h, Note [Declaring a binary op] in
+// src/kernels/op_list.h).
 #pragma once
 
 #include <array>
 #include <cstdint>
 
-#include "kernels/unary_ops.h"
+#include "kernels/op_list.h"
 #include "ops/formula_args.h"
 
 namespace ember::detail {
@@ -20,8 +22,9 @@ enum FormulaFlags : uint8_t {
 };
 
 // X(Formula, PyTorch's node name, flags, the arguments its node keeps (formula_args.h)).
-// The element-wise float ops' formulas follow, from their own list (kernels/unary_ops.h):
-// each keeps its input, and its output where its row says so; none has arguments.
+// The element-wise float ops' formulas follow, from their own lists (kernels/unary_ops.h,
+// kernels/op_list.h): each keeps its inputs, and its output where its row says so; none has
+// arguments.
 // clang-format off
 #define EMBER_FORMULAS(X)                                                      \
   /* element-wise */                                                           \
@@ -105,6 +108,7 @@ enum class Formula : uint8_t {
 #define EMBER_FORMULA_ID(F, ...) F,
   EMBER_FORMULAS(EMBER_FORMULA_ID)
   EMBER_FLOAT_UNARY_OPS(EMBER_FORMULA_ID)
+  EMBER_FLOAT_BINARY_OPS(EMBER_FORMULA_ID)
 #undef EMBER_FORMULA_ID
   kCount,
 };
@@ -124,6 +128,7 @@ inline constexpr std::array<FormulaDecl, static_cast<size_t>(Formula::kCount)> k
    static_cast<uint8_t>(args_index<NoArgs>())},
     EMBER_FORMULAS(EMBER_FORMULA_DECL)
     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_FORMULA_DECL)
+    EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_FORMULA_DECL)  // both inputs kept, as a unary row keeps its one
 #undef EMBER_UNARY_FORMULA_DECL
 #undef EMBER_FORMULA_DECL
 }};

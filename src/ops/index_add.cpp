@@ -43,8 +43,7 @@ void launch_index_add(const Tensor& self, int64_t d, const Tensor& index, const 
   Tensor src = source.dim() != s.dim() ? source.reshape(IntList{1}) : source;
   detail::KernelCall call{detail::OpKind::IndexAdd, {detail::make_arg(s)},
                           {detail::make_arg(s), detail::make_arg(index), detail::make_arg(src)}};
-  call.dim = d;
-  call.s0 = alpha;
+  call.args = detail::kargs::IndexAdd{d, alpha};
   detail::launch(self.device(), call);
 }
 

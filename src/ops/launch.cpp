@@ -2,12 +2,14 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "ember/errors.h"
+#include "kernels/op_name.h"
 #include "runtime/context.h"
 #include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 
 void launch(Device device, KernelCall& call) {
+  check_args(call);  // the op list's Args column (Note [Typed kernel arguments])
   if (device.is_cpu()) {
     call.device = -1;
     if (sanitizer::enabled()) [[unlikely]] sanitizer::on_host_launch(call);  // pinned memory

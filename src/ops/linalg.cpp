@@ -95,8 +95,8 @@ Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   Tensor a3 = as_batched(a, batch, batch_numel), b3 = as_batched(b, batch, batch_numel);
   KernelCall call{OpKind::Matmul, {detail::make_arg(out)}, {detail::make_arg(a3), detail::make_arg(b3)}};
   // TF32 is a GPU tensor-core mode: cuda devices only; the cpu computes in full float32.
-  call.allow_tf32 = a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32();
-  call.dim = blas_math(a);
+  call.args = detail::kargs::Matmul{a.is_cuda() && a.dtype() == kFloat32 && detail::matmul_allows_tf32(),
+                                    std::max<int64_t>(0, blas_math(a))};
   detail::launch(a.device(), call);
 
   IntList shape = batch;
@@ -197,7 +197,7 @@ Tensor index_select_impl(const Tensor& a, int64_t dim, const Tensor& index) {
   Tensor out = detail::empty_on(shape, a.dtype(), a.device());
   if (out.numel() == 0 && index.numel() == 0) return out;
   KernelCall call{OpKind::IndexSelect, {detail::make_arg(out)}, {detail::make_arg(a), detail::make_arg(index)}};
-  call.dim = d;
+  call.args = detail::kargs::Dim{d};
   detail::launch(a.device(), call);
   return out;
 }
@@ -245,7 +245,7 @@ Tensor matmul_2d_with_tf32(const Tensor& a, const Tensor& b, bool allow_tf32) {
               b.size(-1), ")");
   Tensor out = empty_on({1, a.size(0), b.size(1)}, a.dtype(), a.device());
   KernelCall call{OpKind::Matmul, {make_arg(out)}, {make_arg(a.unsqueeze(0)), make_arg(b.unsqueeze(0))}};
-  call.allow_tf32 = allow_tf32 && a.is_cuda() && a.dtype() == kFloat32;
+  call.args = kargs::Matmul{allow_tf32 && a.is_cuda() && a.dtype() == kFloat32, 0};
   launch(a.device(), call);
   return out.view({a.size(0), b.size(1)});
 }

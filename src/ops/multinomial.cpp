@@ -44,7 +44,7 @@ Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, s
     auto [seed, offset] =
         detail::reserve_random(probs.device(), 4 * static_cast<uint64_t>(rows * num_samples), generator);
     detail::KernelCall call{detail::OpKind::Multinomial, {detail::make_arg(out), detail::make_arg(work)}, {}};
-    call.flag = replacement;
+    call.args = detail::kargs::Multinomial{replacement};
     call.seed = seed;
     call.offset = offset;
     detail::launch(probs.device(), call);

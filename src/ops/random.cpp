@@ -248,7 +248,9 @@ void fill_random(Tensor& t, detail::OpKind op, double a, double b, const std::op
   detail::TensorArg out = real_view(t);
   // Normal takes two uniforms per element, double uniforms two words each: reserve 4.
   const uint64_t count = 4 * static_cast<uint64_t>(out.numel());
-  detail::KernelCall call{op, {std::move(out)}, {}, a, b};
+  detail::KernelCall call{op, {std::move(out)}, {}};
+  if (op == detail::OpKind::Normal) call.args = detail::kargs::Normal{a, b};
+  else call.args = detail::kargs::Uniform{a, b};
   if (generators().any_capture() && t.device().is_cuda()) [[unlikely]] {
     // On a capturing stream: graph-safe Philox (Note [Graph-safe Philox]) from a state
     // registered with the capture.

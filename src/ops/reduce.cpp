@@ -37,8 +37,7 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
                 "(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim with "
                 "the 'dim' argument.");
     Tensor out = detail::empty_on({}, out_dtype, a.device());
-    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
-    call.dim = -1;
+    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{-1}};
     detail::launch(a.device(), call);
     return out;
   }
@@ -49,8 +48,7 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
   IntList kept = a.sizes();
   kept[d] = 1;
   Tensor out = detail::empty_on(kept, out_dtype, a.device());
-  KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
-  call.dim = d;
+  KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{d}};
   detail::launch(a.device(), call);
   return keepdim ? out : out.squeeze(d);
 }
@@ -96,8 +94,7 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
   IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
   Tensor close = detail::empty_on(shape, kBool, a.device());
   KernelCall call{OpKind::IsClose, {detail::make_arg(close)}, {detail::make_arg(a, shape), detail::make_arg(b, shape)},
-                  atol, rtol};
-  call.flag = equal_nan;
+                  detail::kargs::IsClose{atol, rtol, equal_nan}};
   detail::launch(a.device(), call);
   return reduce(OpKind::All, close, true, -1, false).item<bool>();
 }

@@ -36,7 +36,7 @@ Tensor gather_impl(const Tensor& a, int64_t dim, const Tensor& index) {
   }
   Tensor out = detail::empty_on(ix.sizes(), x.dtype(), x.device());
   KernelCall call{OpKind::Gather, {detail::make_arg(out)}, {detail::make_arg(x), detail::make_arg(ix)}};
-  call.dim = d;
+  call.args = detail::kargs::Dim{d};
   detail::launch(x.device(), call);
   return index.dim() == 0 ? out.reshape({}) : out;
 }
@@ -62,7 +62,7 @@ int64_t check_scatter(const Tensor& self, int64_t dim, const Tensor& index, cons
 void scatter_add_into(Tensor& out, int64_t d, const Tensor& index, const Tensor& src) {
   Tensor o = at_least_1d(out), ix = at_least_1d(index), s = at_least_1d(src);
   KernelCall call{OpKind::ScatterAdd, {detail::make_arg(o)}, {detail::make_arg(ix), detail::make_arg(s)}};
-  call.dim = d;
+  call.args = detail::kargs::Dim{d};
   detail::launch(out.device(), call);
 }
 

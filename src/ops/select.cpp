@@ -99,8 +99,8 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
   check_clamp_dtype(dtype);
   Tensor x = as_dtype(a, dtype);
   Tensor out = detail::empty_on(x.sizes(), dtype, x.device());
-  KernelCall call{OpKind::ClampScalar, {make_arg(out)}, {make_arg(x)}, min.value_or(0), max.value_or(0)};
-  call.dim = (min ? 1 : 0) | (max ? 2 : 0);
+  KernelCall call{OpKind::ClampScalar, {make_arg(out)}, {make_arg(x)},
+                  detail::kargs::ClampScalar{min.value_or(0), max.value_or(0), min.has_value(), max.has_value()}};
   detail::launch(out.device(), call);
   if (ember::detail::should_record(a)) {
     ember::detail::ClampArgs attrs{min.value_or(0), max.value_or(0), min.has_value(), max.has_value()};
@@ -131,7 +131,7 @@ Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max) {
   detail::check_same_device(x, hi);
   Tensor out = detail::empty_on(shape, dtype, device);
   KernelCall call{OpKind::Clamp, {make_arg(out)}, {make_arg(x, shape), make_arg(lo, shape), make_arg(hi, shape)}};
-  call.dim = (min.defined() ? 1 : 0) | (max.defined() ? 2 : 0);
+  call.args = detail::kargs::Clamp{min.defined(), max.defined()};
   detail::launch(device, call);
   if (ember::detail::should_record({&a, &min, &max})) {
     ember::detail::record(ember::detail::Formula::Clamp, {a, min, max}, out);

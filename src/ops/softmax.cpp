@@ -21,11 +21,11 @@ Tensor softmax_op(OpKind op, const Tensor& a, int64_t dim) {
               "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'");
   Tensor out = detail::empty_on(a.sizes(), a.dtype(), a.device());
   if (a.numel() == 0) return out;
-  KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
-  call.dim = a.dim() == 0 ? 0 : d;
+  const int64_t along = a.dim() == 0 ? 0 : d;
+  KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{along}};
   detail::launch(a.device(), call);
   if (ember::detail::should_record(a)) {
-    ember::detail::DimArgs attrs{call.dim};
+    ember::detail::DimArgs attrs{along};
     ember::detail::record(op == OpKind::Softmax ? ember::detail::Formula::Softmax
                                                    : ember::detail::Formula::LogSoftmax,
                              {a}, out, std::move(attrs));
@@ -42,8 +42,7 @@ Tensor arg_reduce(OpKind op, const Tensor& a, std::optional<int64_t> dim, bool k
     EMBER_CHECK(a.numel() > 0, IndexError, name,
                 "(): Expected reduction dim to be specified for input.numel() == 0.");
     Tensor out = detail::empty_on({}, kInt64, a.device());
-    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
-    call.dim = -1;
+    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{-1}};
     detail::launch(a.device(), call);
     if (keepdim) return out.reshape(IntList(static_cast<size_t>(a.dim()), 1));
     return out;
@@ -54,8 +53,7 @@ Tensor arg_reduce(OpKind op, const Tensor& a, std::optional<int64_t> dim, bool k
   kept[d] = 1;
   Tensor out = detail::empty_on(kept, kInt64, a.device());
   if (out.numel() > 0) {
-    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
-    call.dim = d;
+    KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{d}};
     detail::launch(a.device(), call);
   }
   return keepdim ? out : out.squeeze(d);

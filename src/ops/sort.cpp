@@ -24,8 +24,7 @@ std::pair<Tensor, Tensor> sorted_prefix(const Tensor& a, int64_t dim, int64_t k,
   Tensor values = detail::empty_on(sizes, x.dtype(), x.device());
   Tensor indices = detail::empty_on(sizes, kInt64, x.device());
   KernelCall call{OpKind::Sort, {detail::make_arg(values), detail::make_arg(indices)}, {detail::make_arg(x)}};
-  call.dim = dim;
-  call.flag = descending;
+  call.args = detail::kargs::Sort{dim, descending};
   detail::launch(x.device(), call);
   if (a.dim() == 0) return {values.squeeze(0), indices.squeeze(0)};
   return {values, indices};

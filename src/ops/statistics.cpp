@@ -78,7 +78,7 @@ Tensor logsumexp_keepdim(const Tensor& x, const IntList& dims) {
   if (in.dim() > 0) out_sizes[static_cast<size_t>(dim)] = 1;
   Tensor out = detail::empty_on(out_sizes, in.dtype(), in.device());
   detail::KernelCall call{detail::OpKind::LogSumExp, {detail::make_arg(out)}, {detail::make_arg(in)}};
-  call.dim = dim;
+  call.args = detail::kargs::Dim{dim};
   detail::launch(in.device(), call);
   return dims.size() > 1 ? out.reshape(kept) : out;
 }

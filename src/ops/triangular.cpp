@@ -14,8 +14,7 @@ Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
               ": input tensor must have at least 2 dimensions");
   Tensor out = detail::empty_on(a.sizes(), a.dtype(), a.device());
   detail::KernelCall call{detail::OpKind::Triangle, {detail::make_arg(out)}, {detail::make_arg(a)}};
-  call.s0 = Scalar(diagonal);
-  call.flag = upper;
+  call.args = detail::kargs::Triangle{diagonal, upper};
   detail::launch(a.device(), call);
   return out;
 }

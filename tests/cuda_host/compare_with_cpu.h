@@ -21,6 +21,7 @@
 #include "ember/ember.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
+#include "kernels/op_name.h"
 #include "kernels/conv_geometry.h"
 
 namespace ember::host_test {
@@ -44,61 +45,30 @@ using detail::KernelCall;
 using detail::OpKind;
 using detail::TensorArg;
 
-inline TensorArg arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype(), t.sizes(), t.strides()}; }
+namespace kargs = detail::kargs;
 
-inline void launch_on_host(const KernelCall& call) {
-  switch (call.op) {
-    case OpKind::Copy: return host::launch_copy(call, nullptr);
-    case OpKind::Fill: return host::launch_fill(call, nullptr);
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-      return host::launch_binary(call, nullptr);
-    case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar: case OpKind::RSubScalar:
-    case OpKind::RDivScalar:
-      return host::launch_scalar_op(call, nullptr);
-    case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
-    case OpKind::IsClose:
-      return host::launch_compare(call, nullptr);
-    case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
-    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE)
-      return host::launch_unary(call, nullptr);
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:
-      return host::launch_reduce(call, nullptr);
-    case OpKind::Matmul: return host::launch_integer_matmul(call, nullptr);
-    case OpKind::IndexSelect: return host::launch_index_select(call, nullptr);
-    case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange: return host::launch_generate(call, nullptr);
-    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: return host::launch_select(call, nullptr);
-    case OpKind::Softmax: case OpKind::LogSoftmax: return host::launch_softmax(call, nullptr);
-    case OpKind::ArgMax: case OpKind::ArgMin: return host::launch_arg_reduce(call, nullptr);
-    case OpKind::MaxPool2d: case OpKind::AvgPool2d: return host::launch_pool(call, nullptr);
-    case OpKind::NllLoss: return host::launch_nll_loss(call, nullptr);
-    case OpKind::BatchNormStats: return host::launch_batch_norm_stats(call, nullptr);
-    case OpKind::OptimizerStep: return host::launch_optimizer_step(call, nullptr);
-    case OpKind::ForeachMul: return host::launch_foreach_mul(call, nullptr);
-    case OpKind::AmpNonFiniteCheckAndUnscale: return host::launch_amp_check_and_unscale(call, nullptr);
-    case OpKind::AmpUpdateScale: return host::launch_amp_update_scale(call, nullptr);
-    case OpKind::Im2Col:
-      return host::launch_im2col(call.inputs.at(0), call.outputs.at(0),
-                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
-    case OpKind::Col2Im:
-      return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
-                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
-    case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
-    case OpKind::Cumsum: return host::launch_cumsum(call, nullptr);
-    case OpKind::Sort: return host::launch_sort(call, nullptr);
-    case OpKind::Gather: case OpKind::ScatterAdd: return host::launch_scatter(call, nullptr);
-    case OpKind::Multinomial: return host::launch_multinomial(call, nullptr);
-    case OpKind::IndexAdd: return host::launch_index_add(call, nullptr);
-    case OpKind::LayerNorm: return host::launch_layer_norm(call, nullptr);
-    case OpKind::LayerNormBackward: return host::launch_layer_norm_backward(call, nullptr);
-    case OpKind::Gelu: case OpKind::GeluBackward: return host::launch_gelu(call, nullptr);
-    case OpKind::LogSumExp: return host::launch_logsumexp(call, nullptr);
-    case OpKind::Triangle: return host::launch_triangle(call, nullptr);
-    case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
-      return host::launch_rnn_cell(call, nullptr);
-    case OpKind::GridSample: case OpKind::GridSampleBackward: return host::launch_grid_sample(call, nullptr);
-    default: FAIL() << "no host launch for this op";
+/// The arguments of `op`'s row (kernels/op_args.h) from up to two scalars, for the ops whose
+/// struct holds only scalars: alpha, the tensor-scalar value, isclose's atol and rtol, the random
+/// ops' pair; the others carry their row's struct, default-constructed.
+inline detail::OpArgs scalar_args(OpKind op, Scalar s0 = 0, Scalar s1 = 0) {
+  switch (op) {
+    case OpKind::Add: case OpKind::Sub: return kargs::Alpha{s0};
+    case OpKind::Fill: case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar:
+    case OpKind::RSubScalar: case OpKind::RDivScalar:
+      return kargs::Value{s0};
+    case OpKind::IsClose: return kargs::IsClose{s0, s1, false};
+    case OpKind::Normal: return kargs::Normal{s0, s1};
+    case OpKind::Uniform: return kargs::Uniform{s0, s1};
+    case OpKind::Arange: return kargs::Arange{s0, s1};
+    default: return detail::default_args(op);
   }
 }
+
+inline TensorArg arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype(), t.sizes(), t.strides()}; }
+
+/// Runs `call` through the driver's host-compiled launcher of its row of the op list
+/// (kCudaLaunchers, backends/cuda/cuda_ops.h; host_launchers.cpp for those outside .cu files).
+inline void launch_on_host(const KernelCall& call) { host::kCudaLaunchers[static_cast<size_t>(call.op)](call, nullptr); }
 
 /// Random values of `dtype` in a small range (so integer products do not overflow).
 inline Tensor random(const IntList& sizes, DType dtype) {

@@ -24,6 +24,7 @@ bool supported(OpKind op, DType d) {
   switch (op) {
     case OpKind::Sub: case OpKind::Neg: case OpKind::Pow: case OpKind::Div: return numeric;
     EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return op == OpKind::Erf ? is_floating_point(d) : floating;
+    EMBER_FLOAT_BINARY_OPS(EMBER_FLOAT_BINARY_CASE) return is_floating_point(d);
     case OpKind::Relu: return real && numeric;
     case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return real;
     case OpKind::Mean: return floating;
@@ -34,9 +35,10 @@ bool supported(OpKind op, DType d) {
 
 TEST(CudaKernelsOnHost, ElementWiseMatchCpu) {
   manual_seed(1);
-  const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow,
-                           OpKind::Eq,  OpKind::Lt,  OpKind::Ge};
 #define EMBER_OP_KIND(Kind, ...) OpKind::Kind,
+  // Every row of the binary list too (Note [Declaring a binary op] in kernels/op_list.h).
+  const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow,
+                           OpKind::Eq,  OpKind::Lt,  OpKind::Ge, EMBER_FLOAT_BINARY_OPS(EMBER_OP_KIND)};
   // Every op of the list (Note [Declaring an op] in kernels/unary_ops.h).
   const OpKind unary[] = {OpKind::Neg, OpKind::Abs, OpKind::Relu, EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)};
 #undef EMBER_OP_KIND
@@ -55,7 +57,7 @@ TEST(CudaKernelsOnHost, ElementWiseMatchCpu) {
           // Small exponents: complex results near the float range's end round to inf differently.
           if (op == OpKind::Pow && is_complex(d)) rhs = b * 0.125;
           KernelCall call{op, {TensorArg{}}, {arg(a), arg(rhs)}};
-          call.s0 = Scalar(op == OpKind::Add || op == OpKind::Sub ? 2 : 1);
+          call.args = scalar_args(call.op, Scalar(op == OpKind::Add || op == OpKind::Sub ? 2 : 1));
           bool boolean = op == OpKind::Eq || op == OpKind::Lt || op == OpKind::Ge;
           // cuda::std::pow of complex is exp(b * log(a)), std::pow rounds differently.
           double rtol = op == OpKind::Pow && is_complex(d) ? 1e-3 : 1e-5;
@@ -74,7 +76,7 @@ TEST(CudaKernelsOnHost, ElementWiseMatchCpu) {
           compare(call, empty(sizes, to), what + " copy");
         }
         KernelCall scalar{OpKind::MulScalar, {TensorArg{}}, {arg(a)}};
-        scalar.s0 = Scalar(3);
+        scalar.args = scalar_args(scalar.op, Scalar(3));
         compare(scalar, empty(sizes, d), what + " mul scalar");
       }
     }
@@ -90,18 +92,16 @@ TEST(CudaKernelsOnHost, ScalarOpsFillAndIsCloseMatchCpu) {
         Tensor a = view(sizes, d, layout);
         for (OpKind op : {OpKind::AddScalar, OpKind::MulScalar, OpKind::RSubScalar}) {
           KernelCall call{op, {TensorArg{}}, {arg(a)}};
-          call.s0 = Scalar(5);
+          call.args = scalar_args(call.op, Scalar(5));
           compare(call, empty(sizes, d), layout_name(layout));
         }
         KernelCall fill{OpKind::Fill, {TensorArg{}}, {}};
-        fill.s0 = Scalar(-3);
+        fill.args = scalar_args(fill.op, Scalar(-3));
         compare(fill, view(sizes, d, layout == Layout::Unaligned ? layout : Layout::Transposed), "fill");
         if (is_floating_point(d) || is_complex(d)) {
           Tensor b = a + view(sizes, d, Layout::Contiguous) * 1e-6;
           KernelCall close{OpKind::IsClose, {TensorArg{}}, {arg(a), arg(b)}};
-          close.s0 = Scalar(1e-8);
-          close.s1 = Scalar(1e-5);
-          close.flag = true;
+          close.args = kargs::IsClose{1e-8, 1e-5, /*equal_nan=*/true};
           compare(close, empty(sizes, kBool), "isclose");
         }
       }
@@ -143,7 +143,7 @@ TEST(CudaKernelsOnHost, ReductionsMatchCpu) {
           }
           DType out = op == OpKind::All ? kBool : op == OpKind::Sum && is_integral(d, true) ? kInt64 : d;
           KernelCall call{op, {TensorArg{}}, {arg(in)}};
-          call.dim = c.dim;
+          call.args = kargs::Dim{c.dim};
           compare(call, empty(out_sizes, out), std::string(layout_name(layout)) + " dim " + std::to_string(c.dim),
                   1e-4, 1e-4);
         }
@@ -173,7 +173,7 @@ TEST(CudaKernelsOnHost, IndexSelectMatchesCpu) {
           if (!out_sizes.empty()) out_sizes[c.dim] = c.count;
           else out_sizes = {c.count};
           KernelCall call{OpKind::IndexSelect, {TensorArg{}}, {arg(in), arg(index)}};
-          call.dim = c.dim;
+          call.args = kargs::Dim{c.dim};
           compare(call, empty(c.sizes.empty() ? IntList{c.count} : out_sizes, d), layout_name(layout));
         }
       }
@@ -186,7 +186,7 @@ TEST(CudaKernelsOnHost, IndexSelectOutOfRangeIsAnAsynchronousDeviceAssert) {
   Tensor index = Tensor(arange(3, kInt64)) + 3;  // 3, 4, 5: 5 is out of range
   Tensor out = empty({3, 2}, kFloat32);
   KernelCall call{OpKind::IndexSelect, {arg(out)}, {arg(in), arg(index)}};
-  call.dim = 0;
+  call.args = kargs::Dim{0};
   host::launch_index_select(call, nullptr);  // the launch itself succeeds (asynchronous error)
   EXPECT_EQ(synchronize_and_reset(), kDeviceAssertMessage);
 }
@@ -196,8 +196,7 @@ void compare_random(const std::vector<DType>& dtypes, const std::vector<OpKind>&
     for (DType d : dtypes) {
       for (OpKind op : ops) {
         KernelCall call{op, {TensorArg{}}, {}};
-        call.s0 = Scalar(1.5);
-        call.s1 = Scalar(2.0);
+        call.args = scalar_args(call.op, Scalar(1.5), Scalar(2.0));
         call.seed = 1234;
         call.offset = 8;
         compare(call, empty(sizes, d), "random", 1e-5, 1e-5);
@@ -213,8 +212,7 @@ TEST(CudaKernelsOnHost, RandomAndArangeMatchCpu) {
   for (const IntList& sizes : std::vector<IntList>{{}, {0}, {1}, {9}, {4099}, {70001}, {3, 5}}) {
     for (DType d : {kInt64, kInt32, kFloat32, kFloat64}) {
       KernelCall call{OpKind::Arange, {TensorArg{}}, {}};
-      call.s0 = Scalar(-4);
-      call.s1 = Scalar(3);
+      call.args = scalar_args(call.op, Scalar(-4), Scalar(3));
       compare(call, empty(sizes, d), "arange");
     }
   }
@@ -223,8 +221,7 @@ TEST(CudaKernelsOnHost, RandomAndArangeMatchCpu) {
   const int64_t seed = 1234, base = 4;
   for (OpKind op : {OpKind::Normal, OpKind::Uniform}) {
     KernelCall call{op, {TensorArg{}}, {}};
-    call.s0 = Scalar(0.0);
-    call.s1 = Scalar(1.0);
+    call.args = scalar_args(call.op, Scalar(0.0), Scalar(1.0));
     call.offset = 4;
     call.philox_seed_ptr = &seed;
     call.philox_offset_ptr = &base;
@@ -326,11 +323,11 @@ TEST(CudaKernelsOnHost, MoreThan2To32ElementsAtTheGridsEdges) {
   host::check_cuda(cudaSetDevice(1));
   {
     ember_cuda_host::EdgeBlocksOnly edges(2);
-    KernelCall arange{OpKind::Arange, {big_a}, {}, Scalar(0), Scalar(1)};
+    KernelCall arange{OpKind::Arange, {big_a}, {}, kargs::Arange{0, 1}};
     host::launch_generate(arange, nullptr);
     expect_edges(a, [](int64_t i) { return i; }, "arange");
     KernelCall add{OpKind::Add, {big_out}, {big_a, ones}};
-    add.s0 = Scalar(1);
+    add.args = scalar_args(add.op, Scalar(1));
     host::launch_binary(add, nullptr);  // a broadcast operand: the strided kernel
     expect_edges(out, [](int64_t i) { return i + 1; }, "add");
   }
@@ -340,7 +337,7 @@ TEST(CudaKernelsOnHost, MoreThan2To32ElementsAtTheGridsEdges) {
     const int64_t span = 2 * 256 * 8, last = ((n + 7) / 8 + 255) / 256 * span / 2 - span;  // the last two blocks' first
     std::memset(out, 0xEE, span + 1);
     std::memset(out + last - 1, 0xEE, n - last + 1);
-    KernelCall scale{OpKind::MulScalar, {big_out}, {big_a}, Scalar(3)};
+    KernelCall scale{OpKind::MulScalar, {big_out}, {big_a}, kargs::Value{3}};
     host::launch_scalar_op(scale, nullptr);
     for (int64_t i = 0; i < span; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(3 * a[i])) << i;
     for (int64_t i = last; i < n; ++i) ASSERT_EQ(out[i], static_cast<uint8_t>(3 * a[i])) << i;

@@ -78,9 +78,7 @@ TEST(ForeachKernelsOnHost, AmpUpdateScaleMatchesCpu) {
       Tensor cpu_tracker = full({1}, tracker, TensorOptions(kInt32)), host_tracker = cpu_tracker.clone();
       const Tensor flag = tensor({found});
       KernelCall call{OpKind::AmpUpdateScale, {arg(cpu_scale), arg(cpu_tracker)}, {arg(flag)}};
-      call.s0 = 2.0;
-      call.s1 = 0.5;
-      call.dim = 4;
+      call.args = kargs::AmpUpdateScale{2.0, 0.5, 4};
       detail::cpu::run(call);
       call.outputs[0] = arg(host_scale);
       call.outputs[1] = arg(host_tracker);
@@ -94,9 +92,7 @@ TEST(ForeachKernelsOnHost, AmpUpdateScaleMatchesCpu) {
   Tensor scale = tensor({1024.0f}), tracker = full({1}, 3, TensorOptions(kInt32));
   const Tensor clean = tensor({0.0f});
   KernelCall call{OpKind::AmpUpdateScale, {arg(scale), arg(tracker)}, {arg(clean)}};
-  call.s0 = 2.0;
-  call.s1 = 0.5;
-  call.dim = 4;
+  call.args = kargs::AmpUpdateScale{2.0, 0.5, 4};
   detail::cpu::run(call);
   EXPECT_EQ(scale.item<float>(), 2048.0f);
   EXPECT_EQ(tracker.item<int32_t>(), 0);

@@ -41,7 +41,7 @@ TEST(LineKernelsOnHost, CumsumMatchesCpu) {
         if (c.sizes.size() < 2 && layout != Layout::Contiguous) continue;
         Tensor in = view(c.sizes, d, layout);
         KernelCall call{OpKind::Cumsum, {TensorArg{}}, {arg(in)}};
-        call.dim = c.dim;
+        call.args = kargs::Dim{c.dim};
         compare(call, empty(c.sizes, is_integral(d, true) ? kInt64 : d), layout_name(layout), 0, 0);
       }
     }
@@ -61,8 +61,7 @@ TEST(LineKernelsOnHost, SortAndTopkMatchCpu) {
             IntList sizes = c.sizes;
             sizes[static_cast<size_t>(c.dim)] = k;
             KernelCall call{OpKind::Sort, {TensorArg{}, TensorArg{}}, {arg(in)}};
-            call.dim = c.dim;
-            call.flag = descending;
+            call.args = kargs::Sort{c.dim, descending};
             compare_outputs(call, {empty(sizes, d), empty(sizes, kInt64)},
                             std::string(layout_name(layout)) + " k " + std::to_string(k), 0, 0);
           }
@@ -86,8 +85,7 @@ TEST(LineKernelsOnHost, TriangleMatchesCpu) {
                                  std::numeric_limits<int64_t>::max()}) {
           for (bool upper : {true, false}) {
             KernelCall call{OpKind::Triangle, {TensorArg{}}, {arg(in)}};
-            call.s0 = Scalar(diagonal);
-            call.flag = upper;
+            call.args = kargs::Triangle{diagonal, upper};
             compare(call, empty(sizes, d),
                     std::string(layout_name(layout)) + " diagonal " + std::to_string(diagonal) + (upper ? " triu" : " tril"),
                     0, 0);
@@ -110,14 +108,14 @@ TEST(LineKernelsOnHost, GatherAndScatterAddMatchCpu) {
       Tensor index = (rand(index_sizes, kFloat64) * static_cast<double>(size)).to(kInt64).clamp(0, size - 1);
       Tensor self = view(c.sizes, d, Layout::Contiguous);
       KernelCall gather{OpKind::Gather, {TensorArg{}}, {arg(self), arg(index)}};
-      gather.dim = c.dim;
+      gather.args = kargs::Dim{c.dim};
       compare(gather, empty(index_sizes, d), "gather", 0, 0);
       // ScatterAdd reads and writes its output: both executors start from the same values.
       Tensor src = view(index_sizes, d, Layout::Contiguous);
       Tensor start = view(c.sizes, d, Layout::Transposed);
       Tensor expected = start.clone(), actual = start.clone();
       KernelCall scatter{OpKind::ScatterAdd, {arg(expected)}, {arg(index), arg(src)}};
-      scatter.dim = c.dim;
+      scatter.args = kargs::Dim{c.dim};
       detail::cpu::run(scatter);
       scatter.outputs[0] = arg(actual);
       launch_on_host(scatter);
@@ -131,11 +129,11 @@ TEST(LineKernelsOnHost, IndexOutOfRangeIsAnAsynchronousDeviceAssert) {
   Tensor self = randn({5}, kFloat32), index = tensor({int64_t{1}, int64_t{7}});
   Tensor out = empty({2}, kFloat32);
   KernelCall gather{OpKind::Gather, {arg(out)}, {arg(self), arg(index)}};
-  gather.dim = 0;
+  gather.args = kargs::Dim{0};
   host::launch_scatter(gather, nullptr);  // the launch itself succeeds (asynchronous error)
   EXPECT_EQ(synchronize_and_reset(), kDeviceAssertMessage);
   KernelCall scatter{OpKind::ScatterAdd, {arg(self)}, {arg(index), arg(out)}};
-  scatter.dim = 0;
+  scatter.args = kargs::Dim{0};
   host::launch_scatter(scatter, nullptr);
   EXPECT_EQ(synchronize_and_reset(), kDeviceAssertMessage);
 }
@@ -150,7 +148,7 @@ TEST(LineKernelsOnHost, MultinomialDrawsMatchCpu) {
       Tensor expected = empty({shape[0], k}, kInt64), actual = empty({shape[0], k}, kInt64);
       Tensor work_cpu = weights.clone(), work_host = weights.clone();
       KernelCall call{OpKind::Multinomial, {arg(expected), arg(work_cpu)}, {}};
-      call.flag = replacement;
+      call.args = kargs::Multinomial{replacement};
       call.seed = 99;
       call.offset = 16;
       detail::cpu::run(call);

@@ -47,11 +47,11 @@ TEST(TrainingKernelsOnHost, WhereAndClampMatchCpu) {
         if (is_complex(d)) continue;  // clamp is real only
         Tensor lo = view(sizes, d, Layout::Strided), hi = view(sizes, d, Layout::Broadcast);
         for (int64_t bounds : {1, 2, 3}) {  // bit 1: min given, bit 2: max given
-          KernelCall clamp{OpKind::Clamp, {TensorArg{}}, {arg(a), arg(lo), arg(hi)}};
-          clamp.dim = bounds;
+          KernelCall clamp{OpKind::Clamp, {TensorArg{}}, {arg(a), arg(lo), arg(hi)},
+                           kargs::Clamp{(bounds & 1) != 0, (bounds & 2) != 0}};
           compare(clamp, empty(sizes, d), what + " clamp " + std::to_string(bounds));
-          KernelCall scalar{OpKind::ClampScalar, {TensorArg{}}, {arg(a)}, Scalar(-2), Scalar(3)};
-          scalar.dim = bounds;
+          KernelCall scalar{OpKind::ClampScalar, {TensorArg{}}, {arg(a)},
+                            kargs::ClampScalar{-2, 3, (bounds & 1) != 0, (bounds & 2) != 0}};
           compare(scalar, empty(sizes, d), what + " clamp scalar " + std::to_string(bounds));
         }
       }
@@ -85,7 +85,7 @@ TEST(TrainingKernelsOnHost, SoftmaxAndLogSoftmaxMatchCpu) {
         Tensor in = view(c.sizes, d, layout);
         for (OpKind op : {OpKind::Softmax, OpKind::LogSoftmax}) {
           KernelCall call{op, {TensorArg{}}, {arg(in)}};
-          call.dim = c.dim;
+          call.args = kargs::Dim{c.dim};
           // The output in the input's layout too (the kernel takes any output strides).
           Tensor out = layout == Layout::Transposed ? view(c.sizes, d, layout) : empty(c.sizes, d);
           compare(call, out, std::string(layout_name(layout)) + " dim " + std::to_string(c.dim), 1e-5, 1e-5);
@@ -113,7 +113,7 @@ TEST(TrainingKernelsOnHost, LogSumExpMatchesCpu) {
         IntList out_sizes = c.sizes;
         if (!out_sizes.empty()) out_sizes[static_cast<size_t>(c.dim)] = 1;
         KernelCall call{OpKind::LogSumExp, {TensorArg{}}, {arg(in)}};
-        call.dim = c.dim;
+        call.args = kargs::Dim{c.dim};
         compare(call, empty(out_sizes, d), std::string(layout_name(layout)) + " dim " + std::to_string(c.dim), 1e-5,
                 1e-5);
       }
@@ -138,7 +138,7 @@ TEST(TrainingKernelsOnHost, ArgMaxAndArgMinMatchCpu) {
           for (bool whole : {false, true}) {  // along c.dim, or over the whole tensor (dim -1)
             if (whole && in.numel() == 0) continue;
             KernelCall call{op, {TensorArg{}}, {arg(in)}};
-            call.dim = whole ? -1 : c.dim;
+            call.args = kargs::Dim{whole ? -1 : c.dim};
             IntList kept = c.sizes;
             if (!kept.empty()) kept[c.dim] = 1;
             compare(call, empty(whole ? IntList{} : kept, kInt64),
@@ -264,8 +264,8 @@ TEST(TrainingKernelsOnHost, NllLossMatchesCpu) {
           if (t.numel() > 2) t.view({-1}).narrow(0, 1, 1).fill_(ignore);
           for (int64_t reduction : {0, 1, 2}) {
             if (reduction != 0 && t.numel() == 0) continue;  // nll_loss fills those itself
-            KernelCall call{OpKind::NllLoss, {TensorArg{}, TensorArg{}}, {arg(in), arg(t)}, Scalar(ignore)};
-            call.dim = reduction;
+            KernelCall call{OpKind::NllLoss, {TensorArg{}, TensorArg{}}, {arg(in), arg(t)},
+                            kargs::NllLoss{ignore, reduction}};
             const IntList shape = reduction == 0 ? IntList{c.batch, c.spatial} : IntList{};
             compare_outputs(call, {empty(shape, d), empty(shape, d)},
                             "nll reduction " + std::to_string(reduction) + " ignore " + std::to_string(ignore), 1e-5,
@@ -283,8 +283,7 @@ TEST(TrainingKernelsOnHost, NllLossTargetOutOfBoundsIsAnAsynchronousDeviceAssert
   for (int64_t reduction : {0, 2}) {
     const IntList shape = reduction == 0 ? IntList{3, 1} : IntList{};
     Tensor loss = empty(shape, kFloat32), counted = empty(shape, kFloat32);
-    KernelCall call{OpKind::NllLoss, {arg(loss), arg(counted)}, {arg(in), arg(target)}, Scalar(-100)};
-    call.dim = reduction;
+    KernelCall call{OpKind::NllLoss, {arg(loss), arg(counted)}, {arg(in), arg(target)}, kargs::NllLoss{-100, reduction}};
     try {
       detail::cpu::run(call);
       ADD_FAILURE() << "the cpu accepted target 5";

@@ -24,13 +24,11 @@ TEST(TransformerKernelsOnHost, GeluAndItsBackwardMatchCpu) {
         for (bool tanh : {false, true}) {
           const std::string what = std::string(layout_name(layout)) + (tanh ? " tanh" : " none");
           Tensor x = view(sizes, d, layout), g = view(sizes, d, layout);
-          KernelCall forward{OpKind::Gelu, {TensorArg{}}, {arg(x)}};
-          forward.flag = tanh;
+          KernelCall forward{OpKind::Gelu, {TensorArg{}}, {arg(x)}, kargs::Gelu{tanh}};
           // The cpu's float bodies approximate erf and exp (within about 2e-7 of them,
           // cpu_gelu.cpp); the driver's call the device's erff and expf.
           compare(forward, empty(sizes, d), what, 1e-5, 2e-6);
-          KernelCall backward{OpKind::GeluBackward, {TensorArg{}}, {arg(g), arg(x)}};
-          backward.flag = tanh;
+          KernelCall backward{OpKind::GeluBackward, {TensorArg{}}, {arg(g), arg(x)}, kargs::Gelu{tanh}};
           compare(backward, empty(sizes, d), what + " backward", 1e-5, 2e-5);  // times |g| up to about 20
         }
       }
@@ -46,8 +44,7 @@ TEST(TransformerKernelsOnHost, LayerNormAndItsBackwardMatchCpu) {
       for (int64_t affine : {int64_t{0}, detail::kLayerNormWeight, detail::kLayerNormWeight | detail::kLayerNormBias}) {
         const std::string what = "affine " + std::to_string(affine);
         Tensor x = random(sizes, d), w = random({sizes[1]}, d), b = random({sizes[1]}, d);
-        KernelCall forward{OpKind::LayerNorm, {}, {arg(x)}, Scalar(1e-5)};
-        forward.dim = affine;
+        KernelCall forward{OpKind::LayerNorm, {}, {arg(x)}, kargs::LayerNorm{affine, 1e-5}};
         if (affine & detail::kLayerNormWeight) forward.inputs.push_back(arg(w));
         if (affine & detail::kLayerNormBias) forward.inputs.push_back(arg(b));
         Tensor y = empty(sizes, d), mean = empty({sizes[0]}, d), rstd = empty({sizes[0]}, d);
@@ -55,11 +52,12 @@ TEST(TransformerKernelsOnHost, LayerNormAndItsBackwardMatchCpu) {
         // The backward from the cpu's statistics (compare_outputs left them in mean, rstd).
         Tensor g = random(sizes, d);
         KernelCall backward{OpKind::LayerNormBackward, {}, {arg(g), arg(x), arg(mean), arg(rstd)}};
-        backward.dim = detail::kLayerNormGradInput | detail::kLayerNormGradWeight | detail::kLayerNormGradBias;
+        kargs::LayerNorm parts{detail::kLayerNormGradInput | detail::kLayerNormGradWeight | detail::kLayerNormGradBias};
         if (affine & detail::kLayerNormWeight) {
           backward.inputs.push_back(arg(w));
-          backward.dim |= detail::kLayerNormWeight;
+          parts.parts |= detail::kLayerNormWeight;
         }
+        backward.args = parts;
         compare_outputs(backward, {empty(sizes, d), empty({sizes[1]}, d), empty({sizes[1]}, d)}, what + " backward",
                         1e-4, 1e-4);
       }
@@ -80,8 +78,8 @@ TEST(TransformerKernelsOnHost, IndexAddMatchesCpuExactly) {
         for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<int64_t>((k * 7 + 3) % 11) % self.size(dim);
         Tensor index = tensor(TensorData(positions));
         Tensor cpu_self = self.clone(), host_self = self.clone();
-        KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)}, Scalar(2)};
-        call.dim = dim;
+        KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)},
+                        kargs::IndexAdd{dim, 2}};
         detail::cpu::run(call);
         call.outputs[0] = call.inputs[0] = arg(host_self);
         launch_on_host(call);
@@ -102,8 +100,8 @@ TEST(TransformerKernelsOnHost, IndexAddOfManyRowsMatchesCpuExactly) {
     for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<int64_t>((k * 7919) % 5000);
     Tensor index = tensor(TensorData(positions));
     Tensor cpu_self = self.clone(), host_self = self.clone();
-    KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)}, Scalar(1)};
-    call.dim = 0;
+    KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)},
+                    kargs::IndexAdd{0, 1}};
     detail::cpu::run(call);
     call.outputs[0] = call.inputs[0] = arg(host_self);
     launch_on_host(call);
@@ -115,8 +113,7 @@ TEST(TransformerKernelsOnHost, IndexAddOfManyRowsMatchesCpuExactly) {
 TEST(TransformerKernelsOnHost, IndexAddOutOfRangeIsAnAsynchronousDeviceAssert) {
   Tensor self = zeros({4, 3}, kFloat32), source = ones({2, 3}, kFloat32);
   Tensor index = tensor({int64_t{1}, int64_t{4}});
-  KernelCall call{OpKind::IndexAdd, {arg(self)}, {arg(self), arg(index), arg(source)}, Scalar(1)};
-  call.dim = 0;
+  KernelCall call{OpKind::IndexAdd, {arg(self)}, {arg(self), arg(index), arg(source)}, kargs::IndexAdd{0, 1}};
   try {
     detail::cpu::run(call);
     ADD_FAILURE() << "the cpu accepted index 4";

@@ -71,8 +71,8 @@ void run_arg_reduce(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   expect_dtype(op_name(call.op), out, kInt64);
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
-  const int64_t dim = nd == 0 ? -1 : call.dim;
-  EMBER_CHECK(dim >= -1 && dim < nd, IndexError, op_name(call.op), ": bad dim ", call.dim);
+  const int64_t dim = nd == 0 ? -1 : call.arg<kargs::Dim>().dim;
+  EMBER_CHECK(dim >= -1 && dim < nd, IndexError, op_name(call.op), ": bad dim ", dim);
   EMBER_CHECK(in.numel() > 0, IndexError, op_name(call.op), "(): Expected reduction dim to be specified for input.numel() == 0.");
   const bool is_max = call.op == OpKind::ArgMax;
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {

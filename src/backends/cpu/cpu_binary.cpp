@@ -23,12 +23,12 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a,
     map_binary<bool, T>(out, a, b, fn);
   };
   switch (call.op) {
-    case OpKind::Add: return arith(AddFn<C>{call.s0.to<C>()});
+    case OpKind::Add: return arith(AddFn<C>{call.arg<kargs::Alpha>().alpha.to<C>()});
     case OpKind::Sub:
       EMBER_CHECK(!is_bool, TypeError,
                   "Subtraction, the `-` operator, with two bool tensors is not supported. "
                   "Use the `^` or `logical_xor()` operator instead.");
-      return arith(SubFn<C>{call.s0.to<C>()});
+      return arith(SubFn<C>{call.arg<kargs::Alpha>().alpha.to<C>()});
     case OpKind::Mul: return arith(MulFn<C>{});
     case OpKind::Div:
       if constexpr (std::is_integral_v<T>) check_no_zero_divisor(b);
@@ -36,20 +36,26 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a,
     case OpKind::Pow:
       if constexpr (is_bool) not_implemented(name, a.dtype);
       else return arith(PowFn<C>{});
-    case OpKind::Eq: return compare(EqFn<C>{});
-    case OpKind::Ne: return compare(NeFn<C>{});
-    case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
-      if constexpr (is_complex_v<T>) {
-        not_implemented(name, a.dtype);
-      } else {
-        if (call.op == OpKind::Lt) return compare(LtFn<C>{});
-        if (call.op == OpKind::Le) return compare(LeFn<C>{});
-        if (call.op == OpKind::Gt) return compare(GtFn<C>{});
-        return compare(GeFn<C>{});
-      }
+      // Note [Declaring a binary op] (kernels/op_list.h): real floating dtypes only.
+#define EMBER_CPU_FLOAT_BINARY(Kind, public_name, Functor, ...) \
+  case OpKind::Kind:                                           \
+    if constexpr (!is_floating_v<T>) not_implemented(name, a.dtype); \
+    else return arith(Functor<C>{});                           \
+    break;
+      EMBER_FLOAT_BINARY_OPS(EMBER_CPU_FLOAT_BINARY)
+#undef EMBER_CPU_FLOAT_BINARY
+      // EMBER_COMPARE_OPS (kernels/op_list.h): complex inputs only where the row takes them.
+#define EMBER_CPU_COMPARE(Kind, public_name, Functor, complex_ok)        \
+  case OpKind::Kind:                                                   \
+    if constexpr (is_complex_v<T> && !(complex_ok)) not_implemented(name, a.dtype); \
+    else return compare(Functor<C>{});                                 \
+    break;
+      EMBER_COMPARE_OPS(EMBER_CPU_COMPARE)
+#undef EMBER_CPU_COMPARE
     case OpKind::IsClose: {
       using R = typename IsCloseFn<C>::R;
-      return compare(IsCloseFn<C>{call.s0.to<R>(), call.s1.to<R>(), call.flag});
+      const auto& a = call.arg<kargs::IsClose>();
+      return compare(IsCloseFn<C>{a.atol.to<R>(), a.rtol.to<R>(), a.equal_nan});
     }
     default: fail<ValueError>("cpu::run_binary: not a binary op: ", static_cast<int>(call.op));
   }

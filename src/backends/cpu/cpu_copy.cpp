@@ -43,7 +43,7 @@ void run_copy(const KernelCall& call) {
 void run_fill(const KernelCall& call) {
   const TensorArg& out = call.outputs.at(0);
   dispatch(out.dtype, [&]<typename T>(TypeTag<T>) {
-    const T value = call.s0.to<T>();
+    const T value = call.arg<kargs::Value>().value.to<T>();
     LoopShape s = make_loop_shape({&out}, /*reorder=*/true);
     char* base[] = {static_cast<char*>(out.data)};
     parallel_loop(s, base, [value](char* const* p, const int64_t* st, int64_t n) {

@@ -11,7 +11,8 @@ void run_cumsum(const KernelCall& call) {
   EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError,
               "cumsum: expected 1 output and 1 input");
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
-  const auto dim = static_cast<size_t>(call.dim);
+  const int64_t along = call.arg<kargs::Dim>().dim;
+  const auto dim = static_cast<size_t>(along);
   const int64_t n = in.sizes[dim];
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     if constexpr (is_complex_v<T>) {
@@ -22,7 +23,7 @@ void run_cumsum(const KernelCall& call) {
       expect_dtype("cumsum", out, std::is_integral_v<T> ? kInt64 : in.dtype);
       const int64_t out_step = out.strides[dim] * static_cast<int64_t>(sizeof(Out));
       const int64_t in_step = in.strides[dim] * static_cast<int64_t>(sizeof(T));
-      for_each_line<2>({out, in}, in.sizes, call.dim, n, [&](const std::array<char*, 2>& line) {
+      for_each_line<2>({out, in}, in.sizes, along, n, [&](const std::array<char*, 2>& line) {
         cumsum_line<Out, T, C>(line[0], out_step, line[1], in_step, n);
       });
     }
@@ -39,7 +40,7 @@ void run_multinomial(const KernelCall& call) {
   auto* samples = static_cast<int64_t*>(out.data);
   auto* weights = static_cast<double*>(work.data);
   const uint64_t seed = call.seed, offset = call.offset;
-  const bool replacement = call.flag;
+  const bool replacement = call.arg<kargs::Multinomial>().replacement;
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n * k)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) multinomial_row(weights + r * n, n, samples + r * k, k, replacement, seed, offset, r);
   });

@@ -4,7 +4,7 @@
 //   payload    a fft::HostPlan (shared, so an evicted plan outlives queued work)
 //   inputs[0]  the input signal, laid out as the plan's key says; overwritten for C2R
 //   outputs[0] the output, sizes {batch, out_sizes...} with its strides
-//   s0         the normalization factor applied to every output element (1: none)
+//   args       kargs::Fft: scale, the normalization factor applied to every output element (1: none)
 #include <complex>
 #include <vector>
 
@@ -50,7 +50,7 @@ void run_fft(const KernelCall& call) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
   const auto& plan = static_cast<const fft::HostPlan&>(call.payload.get<fft::Plan>(call.op));
   plan.execute(call.inputs[0].data, call.outputs[0].data);
-  const double scale = call.s0.to_double();
+  const double scale = call.arg<kargs::Fft>().scale;
   if (scale != 1.0) scale_output(call.outputs[0], scale);
 }
 

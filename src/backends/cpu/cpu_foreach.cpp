@@ -68,8 +68,9 @@ void run_amp_update_scale(const KernelCall& call) {
   float& scale = *static_cast<float*>(call.outputs[0].data);
   int32_t& tracker = *static_cast<int32_t*>(call.outputs[1].data);
   const float found_inf = *static_cast<const float*>(call.inputs[0].data);
-  amp_update_scale(scale, tracker, found_inf, static_cast<float>(call.s0.to<double>()),
-                   static_cast<float>(call.s1.to<double>()), static_cast<int32_t>(call.dim));
+  const auto& args = call.arg<kargs::AmpUpdateScale>();
+  amp_update_scale(scale, tracker, found_inf, static_cast<float>(args.growth_factor),
+                   static_cast<float>(args.backoff_factor), static_cast<int32_t>(args.growth_interval));
 }
 
 void run_foreach_mul(const KernelCall& call) {

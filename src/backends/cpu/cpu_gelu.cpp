@@ -98,6 +98,7 @@ template <typename T>
 void gelu_typed(const KernelCall& call) {
   const TensorArg& out = call.outputs.at(0);
   const bool forward = call.op == OpKind::Gelu;
+  const bool use_tanh = call.arg<kargs::Gelu>().tanh;
   if constexpr (std::is_same_v<T, float>) {
     const bool all_dense = dense(out) && dense(call.inputs.at(0)) && (forward || dense(call.inputs.at(1)));
     if (all_dense) {
@@ -105,24 +106,24 @@ void gelu_typed(const KernelCall& call) {
       const auto* a = static_cast<const float*>(call.inputs[0].data);
       const auto* b = forward ? nullptr : static_cast<const float*>(call.inputs[1].data);
       parallel_for(0, out.numel(), kGrainSize, [&](int64_t begin, int64_t end) {
-        if (forward) gelu_dense(a + begin, y + begin, end - begin, call.flag);
-        else gelu_backward_dense(a + begin, b + begin, y + begin, end - begin, call.flag);
+        if (forward) gelu_dense(a + begin, y + begin, end - begin, use_tanh);
+        else gelu_backward_dense(a + begin, b + begin, y + begin, end - begin, use_tanh);
       });
       return;
     }
   }
   if constexpr (std::is_same_v<compute_t<T>, float>) {
     if (forward) {
-      if (call.flag) map_unary<T, T>(out, call.inputs.at(0), GeluTanhFloat{});
+      if (use_tanh) map_unary<T, T>(out, call.inputs.at(0), GeluTanhFloat{});
       else map_unary<T, T>(out, call.inputs.at(0), GeluFloat{});
     } else {
-      if (call.flag) map_binary<T, T>(out, call.inputs.at(0), call.inputs.at(1), GeluTanhBackwardFloat{});
+      if (use_tanh) map_binary<T, T>(out, call.inputs.at(0), call.inputs.at(1), GeluTanhBackwardFloat{});
       else map_binary<T, T>(out, call.inputs.at(0), call.inputs.at(1), GeluBackwardFloat{});
     }
   } else {
     using C = compute_t<T>;
-    if (forward) map_unary<T, T>(out, call.inputs.at(0), GeluFn<C>{call.flag});
-    else map_binary<T, T>(out, call.inputs.at(0), call.inputs.at(1), GeluBackwardFn<C>{call.flag});
+    if (forward) map_unary<T, T>(out, call.inputs.at(0), GeluFn<C>{use_tanh});
+    else map_binary<T, T>(out, call.inputs.at(0), call.inputs.at(1), GeluBackwardFn<C>{use_tanh});
   }
 }
 

@@ -71,7 +71,8 @@ void run_index_add(const KernelCall& call) {
               "index_add_(): Expected dtype int32/int64 for index but got: ", scalar_type_name(index.dtype));
   EMBER_CHECK(source.dtype == self.dtype, TypeError, "index_add_(): self (", scalar_type_name(self.dtype),
               ") and source (", scalar_type_name(source.dtype), ") must have the same scalar type");
-  const auto d = static_cast<size_t>(call.dim);
+  const auto& args = call.arg<kargs::IndexAdd>();
+  const auto d = static_cast<size_t>(args.dim);
   const int64_t limit = self.sizes.empty() ? 1 : self.sizes[d];
   const int64_t count = index.numel();
   if (index.dtype == kInt64) check_indices<int64_t>(index, count, limit);
@@ -81,9 +82,9 @@ void run_index_add(const KernelCall& call) {
     if constexpr (std::is_same_v<T, bool>) {
       not_implemented("index_add_cpu_", self.dtype);
     } else if (index.dtype == kInt64) {
-      index_add_typed<T, int64_t>(self, source, index, d, call.s0);
+      index_add_typed<T, int64_t>(self, source, index, d, args.alpha);
     } else {
-      index_add_typed<T, int32_t>(self, source, index, d, call.s0);
+      index_add_typed<T, int32_t>(self, source, index, d, args.alpha);
     }
   });
 }

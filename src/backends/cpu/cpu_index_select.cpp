@@ -81,29 +81,30 @@ void run_index_select(const KernelCall& call) {
   // A 0-d input behaves as a 1-element vector.
   TensorArg src = in;
   if (src.sizes.empty()) src.sizes = {1}, src.strides = {1};
+  const int64_t dim = call.arg<kargs::Dim>().dim;
   const int64_t nd = static_cast<int64_t>(src.sizes.size());
-  EMBER_CHECK(call.dim >= 0 && call.dim < nd, IndexError, "Dimension out of range (expected to be in range of [",
-              -nd, ", ", nd - 1, "], but got ", call.dim, ")");
+  EMBER_CHECK(dim >= 0 && dim < nd, IndexError, "Dimension out of range (expected to be in range of [",
+              -nd, ", ", nd - 1, "], but got ", dim, ")");
   const int64_t count = index.numel();
   TensorArg dst = out;
   if (dst.sizes.empty()) dst.sizes = {1}, dst.strides = {1};
-  EMBER_CHECK(static_cast<int64_t>(dst.sizes.size()) == nd && dst.sizes[call.dim] == count, ValueError,
+  EMBER_CHECK(static_cast<int64_t>(dst.sizes.size()) == nd && dst.sizes[dim] == count, ValueError,
               "index_select(): output has the wrong shape");
-  if (index.dtype == kInt64) check_indices<int64_t>(index, src.sizes[call.dim]);
-  else check_indices<int32_t>(index, src.sizes[call.dim]);
+  if (index.dtype == kInt64) check_indices<int64_t>(index, src.sizes[dim]);
+  else check_indices<int32_t>(index, src.sizes[dim]);
   if (dst.numel() == 0) return;
-  if (call.dim == 0 && contiguous_rows(src) && contiguous_rows(dst)) {  // embedding's lookup: whole rows
+  if (dim == 0 && contiguous_rows(src) && contiguous_rows(dst)) {  // embedding's lookup: whole rows
     if (index.dtype == kInt64) copy_rows<int64_t>(dst, src, index);
     else copy_rows<int32_t>(dst, src, index);
     return;
   }
 
-  const int64_t dim_stride_bytes = src.strides[call.dim] * static_cast<int64_t>(itemsize(src.dtype));
+  const int64_t dim_stride_bytes = src.strides[dim] * static_cast<int64_t>(itemsize(src.dtype));
   TensorArg base = src;  // broadcast along dim: every position starts at the slice base
   base.sizes = dst.sizes;
-  base.strides[call.dim] = 0;
+  base.strides[dim] = 0;
   TensorArg idx{index.data, index.dtype, dst.sizes, IntList(nd, 0)};
-  idx.strides[call.dim] = index.sizes.empty() ? 0 : index.strides[0];
+  idx.strides[dim] = index.sizes.empty() ? 0 : index.strides[0];
   auto run_typed = [&]<typename I>(TypeTag<I>) {
     switch (itemsize(src.dtype)) {
       case 1: return gather<I, 1>(dst, base, idx, dim_stride_bytes);

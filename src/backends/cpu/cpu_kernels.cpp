@@ -1,5 +1,7 @@
-// cpu::run: the host executor's entry point, a switch over OpKind.
+// cpu::run: the host executor's entry point, a table over OpKind made from the op list.
 #include "backends/cpu/cpu_kernels.h"
+
+#include <array>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
@@ -32,52 +34,22 @@ void check_no_zero_divisor(const TensorArg& divisor) {
   });
 }
 
+namespace {
+
+// The op list's cpu column (Note [The op list]): row i's runner at index i.
+constexpr std::array kRunners = {
+#define EMBER_OP_ROW(Kind, name, Family, cpu, ...) &run_##cpu,
+    EMBER_OP_LIST
+#undef EMBER_OP_ROW
+};
+static_assert(kRunners.size() == kOpCount, "one cpu runner per row of the op list");
+
+}  // namespace
+
 void run(const KernelCall& call) {
-  switch (call.op) {
-    case OpKind::Copy: return run_copy(call);
-    case OpKind::Fill: return run_fill(call);
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-    case OpKind::Eq: case OpKind::Ne: case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge:
-    case OpKind::IsClose:
-      return run_binary(call);
-    case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar: case OpKind::RSubScalar:
-    case OpKind::RDivScalar: case OpKind::Neg: case OpKind::Abs: case OpKind::Relu:
-    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE)
-      return run_unary(call);
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Max: case OpKind::Min: case OpKind::All:
-      return run_reduce(call);
-    case OpKind::Matmul: return run_matmul(call);
-    case OpKind::IndexSelect: return run_index_select(call);
-    case OpKind::Normal: case OpKind::Uniform: case OpKind::Arange: return run_random(call);
-    case OpKind::Where: case OpKind::Clamp: case OpKind::ClampScalar: return run_select(call);
-    case OpKind::Softmax: case OpKind::LogSoftmax: return run_softmax(call);
-    case OpKind::ArgMax: case OpKind::ArgMin: return run_arg_reduce(call);
-    case OpKind::MaxPool2d: case OpKind::AvgPool2d: return run_pool(call);
-    case OpKind::MaxPool2dBackward: return run_max_pool_backward(call);
-    case OpKind::NllLoss: return run_nll_loss(call);
-    case OpKind::BatchNormStats: return run_batch_norm_stats(call);
-    case OpKind::FFT: return run_fft(call);
-    case OpKind::Im2Col: return run_im2col(call);
-    case OpKind::Col2Im: return run_col2im(call);
-    case OpKind::OptimizerStep: return run_optimizer_step(call);
-    case OpKind::Cumsum: return run_cumsum(call);
-    case OpKind::Sort: return run_sort(call);
-    case OpKind::Gather: case OpKind::ScatterAdd: return run_scatter(call);
-    case OpKind::Multinomial: return run_multinomial(call);
-    case OpKind::IndexAdd: return run_index_add(call);
-    case OpKind::LayerNorm: return run_layer_norm(call);
-    case OpKind::LayerNormBackward: return run_layer_norm_backward(call);
-    case OpKind::Gelu: case OpKind::GeluBackward: return run_gelu(call);
-    case OpKind::ForeachMul: return run_foreach_mul(call);
-    case OpKind::AmpNonFiniteCheckAndUnscale: return run_amp_check_and_unscale(call);
-    case OpKind::AmpUpdateScale: return run_amp_update_scale(call);
-    case OpKind::LogSumExp: return run_logsumexp(call);
-    case OpKind::Triangle: return run_triangle(call);
-    case OpKind::LstmCell: case OpKind::LstmCellBackward: case OpKind::GruCell: case OpKind::GruCellBackward:
-      return run_rnn_cell(call);
-    case OpKind::GridSample: case OpKind::GridSampleBackward: return run_grid_sample(call);
-  }
-  fail<ValueError>("cpu::run: unknown op kind ", static_cast<int>(call.op));
+  const auto i = static_cast<size_t>(call.op);
+  EMBER_CHECK(i < kOpCount, ValueError, "cpu::run: unknown op kind ", i);
+  kRunners[i](call);
 }
 
 }  // namespace ember::detail::cpu

@@ -174,12 +174,13 @@ void layer_norm_typed(const KernelCall& call) {
   const int64_t rows = in.sizes[0], cols = in.sizes[1];
   const T* x = static_cast<const T*>(in.data);
   size_t next = 1;
-  const T* w = (call.dim & kLayerNormWeight) ? static_cast<const T*>(call.inputs[next++].data) : nullptr;
-  const T* b = (call.dim & kLayerNormBias) ? static_cast<const T*>(call.inputs[next++].data) : nullptr;
+  const auto& args = call.arg<kargs::LayerNorm>();
+  const T* w = (args.parts & kLayerNormWeight) ? static_cast<const T*>(call.inputs[next++].data) : nullptr;
+  const T* b = (args.parts & kLayerNormBias) ? static_cast<const T*>(call.inputs[next++].data) : nullptr;
   T* y = static_cast<T*>(call.outputs[0].data);
   T* mean = static_cast<T*>(call.outputs[1].data);
   T* rstd = static_cast<T*>(call.outputs[2].data);
-  const A eps = static_cast<A>(call.s0.to<double>());
+  const A eps = static_cast<A>(args.eps);
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       if constexpr (std::is_same_v<T, float>) {
@@ -199,11 +200,12 @@ void layer_norm_backward_typed(const KernelCall& call) {
   const T* x = static_cast<const T*>(call.inputs[1].data);
   const T* mean = static_cast<const T*>(call.inputs[2].data);
   const T* rstd = static_cast<const T*>(call.inputs[3].data);
-  const T* w = (call.dim & kLayerNormWeight) ? static_cast<const T*>(call.inputs[4].data) : nullptr;
+  const int64_t parts = call.arg<kargs::LayerNorm>().parts;
+  const T* w = (parts & kLayerNormWeight) ? static_cast<const T*>(call.inputs[4].data) : nullptr;
   size_t next = 0;
-  T* gx = (call.dim & kLayerNormGradInput) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
-  T* gw = (call.dim & kLayerNormGradWeight) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
-  T* gb = (call.dim & kLayerNormGradBias) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
+  T* gx = (parts & kLayerNormGradInput) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
+  T* gw = (parts & kLayerNormGradWeight) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
+  T* gb = (parts & kLayerNormGradBias) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
   if (gx != nullptr) {
     parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {

@@ -11,7 +11,8 @@ void nll_typed(const KernelCall& call) {
   const TensorArg &in = call.inputs[0], &target = call.inputs[1];
   const TensorArg &loss = call.outputs[0], &counted = call.outputs[1];
   const int64_t batch = in.sizes[0], classes = in.sizes[1], spatial = in.sizes[2];
-  const int64_t ignore = call.s0.to<int64_t>();
+  const auto& args = call.arg<kargs::NllLoss>();
+  const int64_t ignore = args.ignore_index;
   const auto* t = static_cast<const int64_t*>(target.data);
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t s = 0; s < spatial; ++s) {
@@ -25,7 +26,7 @@ void nll_typed(const KernelCall& call) {
   auto value = [&](int64_t n, int64_t s, int64_t c) {
     return convert<double>(x[n * in.strides[0] + c * in.strides[1] + s * in.strides[2]]);
   };
-  if (call.dim != 0) {  // reduced: one pass in double
+  if (args.reduction != 0) {  // reduced: one pass in double
     double sum = 0, count = 0;
     for (int64_t n = 0; n < batch; ++n) {
       for (int64_t s = 0; s < spatial; ++s) {
@@ -35,7 +36,7 @@ void nll_typed(const KernelCall& call) {
         count += 1;
       }
     }
-    *l = convert<T>(call.dim == 2 ? sum / count : sum);
+    *l = convert<T>(args.reduction == 2 ? sum / count : sum);
     *w = convert<T>(count);
     return;
   }

@@ -287,7 +287,7 @@ void run_matmul(const KernelCall& call) {
       return;
     }
     if constexpr (std::is_floating_point_v<T> || is_complex_v<T>) {
-      matmul_blas<T>(a, b, c, batch, call.allow_tf32 && std::is_same_v<T, float>);
+      matmul_blas<T>(a, b, c, batch, call.arg<kargs::Matmul>().allow_tf32 && std::is_same_v<T, float>);
     } else if constexpr (is_reduced_float_v<T>) {
       matmul_widened<T>(a, b, c, batch, matmul_math(call));
     } else if constexpr (std::is_same_v<T, bool>) {

@@ -152,13 +152,15 @@ void run_typed(const KernelCall& call, const TensorArg& out) {
       if constexpr (!kFloating) {
         not_implemented("normal_kernel_cpu", out.dtype);
       } else {
-        return generate_normal<T, R>(out, seed, offset, call.s0.to<R>(), call.s1.to<R>());
+        return generate_normal<T, R>(out, seed, offset, call.arg<kargs::Normal>().mean.to<R>(),
+                                     call.arg<kargs::Normal>().std.to<R>());
       }
     case OpKind::Uniform:
       if constexpr (!kFloating) {
         not_implemented("uniform_kernel_cpu", out.dtype);
       } else {
-        const R from = call.s0.to<R>(), to = call.s1.to<R>();
+        const auto& a = call.arg<kargs::Uniform>();
+        const R from = a.from.to<R>(), to = a.to.to<R>();
         return generate<T>(out, [=](int64_t i) { return uniform_value<T, R>(seed, offset, i, from, to); });
       }
     case OpKind::Arange:
@@ -166,10 +168,12 @@ void run_typed(const KernelCall& call, const TensorArg& out) {
         not_implemented("arange_cpu", out.dtype);
       } else if constexpr (kFloating) {
         // Computed in double like PyTorch's accumulate type, then rounded once.
-        const double start = call.s0.to<double>(), step = call.s1.to<double>();
+        const auto& a = call.arg<kargs::Arange>();
+        const double start = a.start.to<double>(), step = a.step.to<double>();
         return generate<T>(out, [=](int64_t i) { return convert<T>(start + static_cast<double>(i) * step); });
       } else {
-        const int64_t start = call.s0.to<int64_t>(), step = call.s1.to<int64_t>();
+        const auto& a = call.arg<kargs::Arange>();
+        const int64_t start = a.start.to<int64_t>(), step = a.step.to<int64_t>();
         return generate<T>(out, [=](int64_t i) { return convert<T>(start + i * step); });
       }
     default: fail<ValueError>("cpu::run_random: not a random op: ", static_cast<int>(call.op));

@@ -58,14 +58,15 @@ void coalesce(std::vector<Dim>& dims) {
 
 Geometry make_geometry(const KernelCall& call, const TensorArg& out, const TensorArg& in) {
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
-  EMBER_CHECK(call.dim >= -1 && call.dim < std::max<int64_t>(nd, 1), IndexError,
+  const int64_t dim = call.arg<kargs::Dim>().dim;
+  EMBER_CHECK(dim >= -1 && dim < std::max<int64_t>(nd, 1), IndexError,
               "Dimension out of range (expected to be in range of [", -std::max<int64_t>(nd, 1), ", ",
-              std::max<int64_t>(nd, 1) - 1, "], but got ", call.dim, ")");
-  const bool keepdim = static_cast<int64_t>(out.sizes.size()) == nd && call.dim != -1;
+              std::max<int64_t>(nd, 1) - 1, "], but got ", dim, ")");
+  const bool keepdim = static_cast<int64_t>(out.sizes.size()) == nd && dim != -1;
   Geometry g;
   int64_t out_dim = 0;
   for (int64_t d = 0; d < nd; ++d) {
-    bool reduce = call.dim == -1 || d == call.dim;
+    bool reduce = dim == -1 || d == dim;
     if (reduce) {
       g.reduced.push_back({in.sizes[d], in.strides[d], 0});
       g.reduce_size *= in.sizes[d];
@@ -280,18 +281,14 @@ void run_reduce(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     switch (call.op) {
-      case OpKind::Sum: return reduce<SumReducer<T>, T>(call, out, in);
-      case OpKind::Mean:
-        if constexpr (std::is_integral_v<T>) not_implemented("mean", in.dtype);
-        else return reduce<MeanReducer<T>, T>(call, out, in);
-      case OpKind::Max: case OpKind::Min:
-        if constexpr (is_complex_v<T>) {
-          not_implemented(op_name(call.op), in.dtype);
-        } else {
-          if (call.op == OpKind::Max) return reduce<MinMaxReducer<T, true>, T>(call, out, in);
-          return reduce<MinMaxReducer<T, false>, T>(call, out, in);
-        }
-      case OpKind::All: return reduce<AllReducer<T>, T>(call, out, in);
+      // EMBER_REDUCE_OPS (kernels/op_list.h): each reducer for the dtypes of its row's class.
+#define EMBER_CPU_REDUCE(Kind, name, Reducer, Types)                  \
+  case OpKind::Kind:                                                \
+    if constexpr (!Types<T>::value) not_implemented(#name, in.dtype); \
+    else return reduce<Reducer<T>, T>(call, out, in);               \
+    break;
+      EMBER_REDUCE_OPS(EMBER_CPU_REDUCE)
+#undef EMBER_CPU_REDUCE
       default: fail<ValueError>("cpu::run_reduce: not a reduction: ", static_cast<int>(call.op));
     }
   });

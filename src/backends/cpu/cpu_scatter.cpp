@@ -69,7 +69,8 @@ bool gather_bytes(const TensorArg& out, const TensorArg& base, const TensorArg& 
 
 void run_gather(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &in = call.inputs[0], &index = call.inputs[1];
-  const auto dim = static_cast<size_t>(call.dim);
+  const int64_t along = call.arg<kargs::Dim>().dim;
+  const auto dim = static_cast<size_t>(along);
   expect_dtype("gather", out, in.dtype);
   expect_dtype("gather", index, kInt64);
   if (out.numel() == 0) return;
@@ -87,22 +88,23 @@ void run_gather(const KernelCall& call) {
   }
   // The output is the op's own fresh tensor, so the check rides along the copy; a second,
   // ordered scan names the first bad index, as PyTorch's message does.
-  if (!in_range) check_index_bounds(index, call.dim, size);
+  if (!in_range) check_index_bounds(index, along, size);
 }
 
 void run_scatter_add(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &index = call.inputs[0], &src = call.inputs[1];
-  const auto dim = static_cast<size_t>(call.dim);
+  const int64_t along = call.arg<kargs::Dim>().dim;
+  const auto dim = static_cast<size_t>(along);
   expect_dtype("scatter_add_", src, out.dtype);
   expect_dtype("scatter_add_", index, kInt64);
-  check_index_bounds(index, call.dim, out.sizes[dim]);
+  check_index_bounds(index, along, out.sizes[dim]);
   const int64_t n = index.sizes[dim];
   dispatch(out.dtype, [&]<typename T>(TypeTag<T>) {
     using C = compute_t<T>;
     const int64_t out_step = out.strides[dim] * static_cast<int64_t>(sizeof(T));
     const int64_t index_step = index.strides[dim] * static_cast<int64_t>(sizeof(int64_t));
     const int64_t src_step = src.strides[dim] * static_cast<int64_t>(sizeof(T));
-    for_each_line<3>({out, index, src}, index.sizes, call.dim, n, [&](const std::array<char*, 3>& line) {
+    for_each_line<3>({out, index, src}, index.sizes, along, n, [&](const std::array<char*, 3>& line) {
       scatter_add_line<T, C>(line[0], out_step, line[1], index_step, line[2], src_step, n);
     });
   });

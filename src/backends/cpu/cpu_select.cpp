@@ -57,7 +57,6 @@ void map_ternary(const KernelCall& call, F f) {
 void run_select(const KernelCall& call) {
   EMBER_CHECK(call.outputs.size() == 1, ValueError, op_name(call.op), ": expected 1 output");
   const TensorArg& out = call.outputs[0];
-  const bool has_lo = (call.dim & 1) != 0, has_hi = (call.dim & 2) != 0;
   dispatch(out.dtype, [&]<typename T>(TypeTag<T>) {
     using C = compute_t<T>;
     switch (call.op) {
@@ -66,13 +65,14 @@ void run_select(const KernelCall& call) {
         return map_ternary<T, bool>(call, WhereFn<C>{});
       case OpKind::Clamp:
         if constexpr (is_complex_v<T>) not_implemented("clamp", out.dtype);
-        else return map_ternary<T, T>(call, ClampFn<C>{has_lo, has_hi});
+        else return map_ternary<T, T>(call, ClampFn<C>{call.arg<kargs::Clamp>().has_min, call.arg<kargs::Clamp>().has_max});
       case OpKind::ClampScalar:
         if constexpr (is_complex_v<T>) {
           not_implemented("clamp", out.dtype);
         } else {
+          const auto& a = call.arg<kargs::ClampScalar>();
           return map_unary<T, T>(out, call.inputs.at(0),
-                                 ClampScalarFn<C>{call.s0.to<C>(), call.s1.to<C>(), has_lo, has_hi});
+                                 ClampScalarFn<C>{a.min.to<C>(), a.max.to<C>(), a.has_min, a.has_max});
         }
       default: fail<ValueError>("cpu::run_select: not a selection op: ", op_name(call.op));
     }

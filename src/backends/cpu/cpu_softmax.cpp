@@ -317,14 +317,15 @@ void run_softmax(const KernelCall& call) {
   expect_dtype(op_name(call.op), out, in.dtype);
   const bool log = call.op == OpKind::LogSoftmax;
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
-  EMBER_CHECK(call.dim >= 0 && call.dim < std::max<int64_t>(nd, 1), IndexError, op_name(call.op), ": bad dim ", call.dim);
+  const int64_t dim = call.arg<kargs::Dim>().dim;
+  EMBER_CHECK(dim >= 0 && dim < std::max<int64_t>(nd, 1), IndexError, op_name(call.op), ": bad dim ", dim);
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     if constexpr (!is_floating_v<T>) {
       not_implemented(log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl", in.dtype);
     } else if (log) {
-      softmax_typed<T, true>(out, in, call.dim);
+      softmax_typed<T, true>(out, in, dim);
     } else {
-      softmax_typed<T, false>(out, in, call.dim);
+      softmax_typed<T, false>(out, in, dim);
     }
   });
 }
@@ -335,10 +336,11 @@ void run_logsumexp(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   expect_dtype("logsumexp", out, in.dtype);
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
-  EMBER_CHECK(call.dim >= 0 && call.dim < std::max<int64_t>(nd, 1), IndexError, "logsumexp: bad dim ", call.dim);
+  const int64_t dim = call.arg<kargs::Dim>().dim;
+  EMBER_CHECK(dim >= 0 && dim < std::max<int64_t>(nd, 1), IndexError, "logsumexp: bad dim ", dim);
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     if constexpr (!is_floating_v<T>) not_implemented("logsumexp", in.dtype);
-    else logsumexp_typed<T>(out, in, call.dim);
+    else logsumexp_typed<T>(out, in, dim);
   });
 }
 

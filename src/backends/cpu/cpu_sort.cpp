@@ -103,12 +103,13 @@ template <typename T>
 void sort_typed(const KernelCall& call) {
   using C = compute_t<T>;
   const TensorArg &values = call.outputs[0], &indices = call.outputs[1], &in = call.inputs[0];
-  const auto dim = static_cast<size_t>(call.dim);
+  const auto& args = call.arg<kargs::Sort>();
+  const auto dim = static_cast<size_t>(args.dim);
   const int64_t n = in.sizes[dim], k = values.sizes[dim];
   const int64_t in_step = in.strides[dim] * static_cast<int64_t>(sizeof(T));
   const int64_t value_step = values.strides[dim] * static_cast<int64_t>(sizeof(T));
   const int64_t index_step = indices.strides[dim] * static_cast<int64_t>(sizeof(int64_t));
-  const bool descending = call.flag;
+  const bool descending = args.descending;
   auto write = [&](const std::array<char*, 3>& line, int64_t j, int64_t from) {
     *reinterpret_cast<T*>(line[0] + j * value_step) = *reinterpret_cast<const T*>(line[2] + from * in_step);
     *reinterpret_cast<int64_t*>(line[1] + j * index_step) = from;
@@ -119,7 +120,7 @@ void sort_typed(const KernelCall& call) {
   if constexpr (sizeof(C) <= 4) {
     if (n <= int64_t{UINT32_MAX}) {
       const uint64_t flip = descending ? ~uint64_t{0} << 32 : 0;
-      for_each_line<3>({values, indices, in}, in.sizes, call.dim, n * 4, [&](const std::array<char*, 3>& line) {
+      for_each_line<3>({values, indices, in}, in.sizes, args.dim, n * 4, [&](const std::array<char*, 3>& line) {
         thread_local std::vector<uint64_t> order;
         select_first_k(
             order, n, k,
@@ -136,7 +137,7 @@ void sort_typed(const KernelCall& call) {
     }
   }
   const uint64_t flip = descending ? ~uint64_t{0} : 0;
-  for_each_line<3>({values, indices, in}, in.sizes, call.dim, n * 8, [&](const std::array<char*, 3>& line) {
+  for_each_line<3>({values, indices, in}, in.sizes, args.dim, n * 8, [&](const std::array<char*, 3>& line) {
     thread_local std::vector<std::pair<uint64_t, int64_t>> order;
     auto make_item = [&](int64_t j) { return std::pair{order_key(value_at(line[2], j)) ^ flip, j}; };
     select_first_k(order, n, k, make_item,

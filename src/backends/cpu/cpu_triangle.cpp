@@ -46,7 +46,8 @@ void run_triangle(const KernelCall& call) {
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   expect_dtype("triangle", out, in.dtype);
   const size_t nd = in.sizes.size();
-  EMBER_CHECK(nd >= 2, ValueError, call.flag ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
+  const auto& args = call.arg<kargs::Triangle>();
+  EMBER_CHECK(nd >= 2, ValueError, args.upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
   const int64_t rows = in.sizes[nd - 2], cols = in.sizes[nd - 1];
   TensorArg o = out, x = in;  // the matrices: the batch dims alone
   o.sizes = x.sizes = in.sizes;
@@ -57,7 +58,7 @@ void run_triangle(const KernelCall& call) {
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (rows * cols));
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     const auto bytes = static_cast<int64_t>(sizeof(T));
-    const MatrixWalk w{rows, cols, clamp_diagonal(call.s0.to<int64_t>(), rows, cols), call.flag,
+    const MatrixWalk w{rows, cols, clamp_diagonal(args.diagonal, rows, cols), args.upper,
                        out.strides[nd - 2] * bytes, out.strides[nd - 1] * bytes,
                        in.strides[nd - 2] * bytes, in.strides[nd - 1] * bytes};
     parallel_loop(s, base, [&w](char* const* p, const int64_t* st, int64_t count) {

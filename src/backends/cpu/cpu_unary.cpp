@@ -29,27 +29,25 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
     expect_dtype(name, out, in.dtype);
     map_unary<T, T>(out, in, fn);
   };
-  const C s = call.s0.to<C>();
+  auto value = [&] { return call.arg<kargs::Value>().value; };
+  // The tensor-scalar ops' own rules, then their shared body (EMBER_SCALAR_OPS, op_list.h).
+  if constexpr (std::is_integral_v<T> && !is_bool) {
+    if (call.op == OpKind::PowScalar) {
+      EMBER_CHECK(value().template to<int64_t>() >= 0, ValueError, "Integers to negative integer powers are not allowed.");
+    }
+    if (call.op == OpKind::RDivScalar) check_no_zero_divisor(in);
+  }
+  EMBER_CHECK(!is_bool || call.op != OpKind::RSubScalar, TypeError,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   switch (call.op) {
-    case OpKind::AddScalar: return apply(AddScalarFn<C>{s});
-    case OpKind::MulScalar: return apply(MulScalarFn<C>{s});
-    case OpKind::PowScalar:
-      if constexpr (is_bool) {
-        not_implemented(name, in.dtype);
-      } else {
-        if constexpr (std::is_integral_v<T>) {
-          EMBER_CHECK(call.s0.to<int64_t>() >= 0, ValueError, "Integers to negative integer powers are not allowed.");
-        }
-        return apply(PowScalarFn<C>{s});
-      }
-    case OpKind::RSubScalar:
-      EMBER_CHECK(!is_bool, TypeError,
-                  "Subtraction, the `-` operator, with a bool tensor is not supported. "
-                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-      return apply(RSubScalarFn<C>{s});
-    case OpKind::RDivScalar:
-      if constexpr (std::is_integral_v<T>) check_no_zero_divisor(in);
-      return apply(RDivScalarFn<C>{s});
+#define EMBER_CPU_SCALAR_OP(Kind, public_name, Functor, bool_ok)                  \
+  case OpKind::Kind:                                                            \
+    if constexpr (is_bool && !(bool_ok)) not_implemented(name, in.dtype);       \
+    else return apply(Functor<C>{value().template to<C>()});                    \
+    break;
+    EMBER_SCALAR_OPS(EMBER_CPU_SCALAR_OP)
+#undef EMBER_CPU_SCALAR_OP
     case OpKind::Neg:
       EMBER_CHECK(!is_bool, TypeError,
                   "Negation, the `-` operator, on a bool tensor is not supported. "

@@ -11,7 +11,7 @@ void run(const KernelCall& call, cudaStream_t stream, const char* name) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
     if constexpr (std::is_same_v<Fn<C>, AddFn<C>> || std::is_same_v<Fn<C>, SubFn<C>>) {
-      launch_map<T, T, 2>(call, stream, Fn<C>{scalar_as<C>(call.s0)});
+      launch_map<T, T, 2>(call, stream, Fn<C>{scalar_as<C>(call.arg<kargs::Alpha>().alpha)});
     } else {
       launch_map<T, T, 2>(call, stream, Fn<C>{});
     }
@@ -33,6 +33,11 @@ void launch_binary(const KernelCall& call, cudaStream_t stream) {
     // checking the divisor first would cost a synchronization.
     case OpKind::Div: return run<AnyType, DivFn>(call, stream, "div");
     case OpKind::Pow: return run<NumericType, PowFn>(call, stream, "pow");
+      // Note [Declaring a binary op] (kernels/op_list.h): real floating dtypes only.
+#define EMBER_CUDA_FLOAT_BINARY(Kind, name, Functor, ...) \
+  case OpKind::Kind: return run<FloatType, Functor>(call, stream, #name);
+      EMBER_FLOAT_BINARY_OPS(EMBER_CUDA_FLOAT_BINARY)
+#undef EMBER_CUDA_FLOAT_BINARY
     default: EMBER_ASSERT(false);
   }
 }

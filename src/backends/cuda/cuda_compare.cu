@@ -18,7 +18,8 @@ void run_isclose(const KernelCall& call, cudaStream_t stream) {
     using T = typename decltype(tag)::type;
     using Fn = IsCloseFn<compute_t<T>>;
     using R = decltype(Fn::atol);
-    launch_map<bool, T, 2>(call, stream, Fn{call.s0.to<R>(), call.s1.to<R>(), call.flag});
+    const auto& a = call.arg<kargs::IsClose>();
+    launch_map<bool, T, 2>(call, stream, Fn{a.atol.to<R>(), a.rtol.to<R>(), a.equal_nan});
   });
 }
 
@@ -26,12 +27,13 @@ void run_isclose(const KernelCall& call, cudaStream_t stream) {
 
 void launch_compare(const KernelCall& call, cudaStream_t stream) {
   switch (call.op) {
-    case OpKind::Eq: return run<AnyType, EqFn>(call, stream, "eq");
-    case OpKind::Ne: return run<AnyType, NeFn>(call, stream, "ne");
-    case OpKind::Lt: return run<RealType_, LtFn>(call, stream, "lt");
-    case OpKind::Le: return run<RealType_, LeFn>(call, stream, "le");
-    case OpKind::Gt: return run<RealType_, GtFn>(call, stream, "gt");
-    case OpKind::Ge: return run<RealType_, GeFn>(call, stream, "ge");
+    // EMBER_COMPARE_OPS (kernels/op_list.h): complex inputs only where the row takes them.
+#define EMBER_CUDA_COMPARE(Kind, name, Functor, complex_ok)                                  \
+  case OpKind::Kind:                                                                       \
+    if constexpr (complex_ok) return run<AnyType, Functor>(call, stream, #name);           \
+    else return run<RealType_, Functor>(call, stream, #name);
+    EMBER_COMPARE_OPS(EMBER_CUDA_COMPARE)
+#undef EMBER_CUDA_COMPARE
     case OpKind::IsClose: return run_isclose(call, stream);
     default: EMBER_ASSERT(false);
   }

@@ -70,7 +70,7 @@ void launch_fill(const KernelCall& call, cudaStream_t stream) {
   unsigned char bits[16] = {};
   dispatch(out.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T value = call.s0.to<T>();
+    T value = call.arg<kargs::Value>().value.to<T>();
     std::memcpy(bits, &value, sizeof(T));
   });
   dispatch_bits(itemsize(out.dtype), [&](auto tag) {

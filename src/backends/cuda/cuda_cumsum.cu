@@ -30,7 +30,7 @@ __global__ void multinomial_kernel(int64_t rows, int64_t n, int64_t k, int64_t* 
 
 void launch_cumsum(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0);
-  const auto dim = static_cast<size_t>(call.dim);
+  const auto dim = static_cast<size_t>(call.arg<kargs::Dim>().dim);
   const int64_t n = in.sizes[dim];
   if (in.numel() == 0) return;
   TensorArg o = out, x = in;
@@ -53,7 +53,8 @@ void launch_multinomial(const KernelCall& call, cudaStream_t stream) {
   const int64_t rows = work.sizes[0], n = work.sizes[1], k = out.sizes[1];
   if (rows == 0 || k == 0) return;
   multinomial_kernel<<<grid_blocks(rows), kThreads, 0, stream>>>(rows, n, k, static_cast<int64_t*>(out.data),
-                                                                 static_cast<double*>(work.data), call.flag,
+                                                                 static_cast<double*>(work.data),
+                                                                 call.arg<kargs::Multinomial>().replacement,
                                                                  call.seed, call.offset);
   check_launch(stream);
 }

@@ -33,10 +33,7 @@ template <typename R> struct DeviceType<std::complex<R>> { using type = ::cuda::
 /// The type an element of storage type T has in device code.
 template <typename T> using device_t = typename DeviceType<T>::type;
 
-// ---- dtype sets: which element types an op is compiled for ----------------------------
-template <typename T> inline constexpr bool is_numeric_v = !std::is_same_v<T, bool>;
-template <typename T> inline constexpr bool is_real_v = !is_complex_v<T>;
-template <typename T> inline constexpr bool is_float_or_complex_v = is_floating_v<T> || is_complex_v<T>;
+// ---- dtype sets: which element types an op is compiled for (the classes: kernels/dtype_dispatch.h)
 
 /// Calls f(TypeTag<device_t<T>>{}) when the element type T of `dtype` satisfies
 /// Allowed<T>; otherwise throws PyTorch's TypeError ("\"pow\" not implemented for 'Bool'"),
@@ -53,13 +50,6 @@ void dispatch_if(DType dtype, const char* op, F&& f) {
   });
 }
 
-template <typename T> struct AnyType : std::true_type {};
-template <typename T> struct NumericType : std::bool_constant<is_numeric_v<T>> {};
-template <typename T> struct RealType_ : std::bool_constant<is_real_v<T>> {};
-template <typename T> struct RealNumericType : std::bool_constant<is_real_v<T> && is_numeric_v<T>> {};
-template <typename T> struct FloatType : std::bool_constant<is_floating_v<T>> {};
-template <typename T> struct FloatComplexType : std::bool_constant<is_float_or_complex_v<T>> {};
-template <typename T> struct IntegerType : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
 
 /// A Scalar as the compute type C of a kernel (host side).
 template <typename C>

@@ -1,4 +1,4 @@
-// cuFFT plans and run_fft on the driver backend (Note [FFT plan cache]).
+// cuFFT plans and launch_fft on the driver backend (Note [FFT plan cache]).
 //
 // Note [cuFFT work areas]
 // Plans are made with cufftSetAutoAllocation(0), so a cached plan holds no device memory
@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_extensions.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
+#include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cuda_workspace.h"
 #include "ember/errors.h"
 #include "kernels/fft_plan.h"
@@ -132,17 +133,18 @@ std::shared_ptr<const fft::Plan> create_cufft_plan(const fft::PlanKey& key, int 
   return std::make_shared<const CufftPlan>(key, device);
 }
 
-void run_fft(const KernelCall& call, cudaStream_t stream) {
+void launch_fft(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
   const auto& plan = static_cast<const CufftPlan&>(call.payload.get<fft::Plan>(call.op));
   const TensorArg& out = call.outputs[0];
   plan.execute(call.inputs[0].data, out.data, stream);
-  const double scale = call.s0.to_double();
+  const double scale = call.arg<kargs::Fft>().scale;
   if (scale != 1.0) {
     // The op layer hands over a dense output: scale it as one flat array of reals.
     const int64_t reals = out.numel() * (is_complex(out.dtype) ? 2 : 1);
     launch_fft_scale(out.data, reals, to_real(out.dtype) == kFloat64, scale, stream);
   }
+  check_launch(stream);
 }
 
 }  // namespace ember::detail::driver

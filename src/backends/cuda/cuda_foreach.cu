@@ -124,8 +124,10 @@ void launch_amp_check_and_unscale(const KernelCall& call, cudaStream_t stream) {
 void launch_amp_update_scale(const KernelCall& call, cudaStream_t stream) {
   update_scale_kernel<<<1, 1, 0, stream>>>(
       static_cast<float*>(call.outputs[0].data), static_cast<int32_t*>(call.outputs[1].data),
-      static_cast<const float*>(call.inputs[0].data), static_cast<float>(call.s0.to<double>()),
-      static_cast<float>(call.s1.to<double>()), static_cast<int32_t>(call.dim));
+      static_cast<const float*>(call.inputs[0].data),
+      static_cast<float>(call.arg<kargs::AmpUpdateScale>().growth_factor),
+      static_cast<float>(call.arg<kargs::AmpUpdateScale>().backoff_factor),
+      static_cast<int32_t>(call.arg<kargs::AmpUpdateScale>().growth_interval));
   check_launch(stream);
 }
 

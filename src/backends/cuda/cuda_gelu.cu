@@ -7,12 +7,13 @@ namespace ember::detail::driver {
 
 void launch_gelu(const KernelCall& call, cudaStream_t stream) {
   const bool forward = call.op == OpKind::Gelu;
+  const bool use_tanh = call.arg<kargs::Gelu>().tanh;
   dispatch_if<FloatType>(call.outputs.at(0).dtype, forward ? "GeluCUDAKernelImpl" : "GeluBackwardCUDAKernelImpl",
                          [&](auto tag) {
                            using T = typename decltype(tag)::type;
                            using C = compute_t<T>;
-                           if (forward) launch_map<T, T, 1>(call, stream, GeluFn<C>{call.flag});
-                           else launch_map<T, T, 2>(call, stream, GeluBackwardFn<C>{call.flag});
+                           if (forward) launch_map<T, T, 1>(call, stream, GeluFn<C>{use_tanh});
+                           else launch_map<T, T, 2>(call, stream, GeluBackwardFn<C>{use_tanh});
                          });
 }
 

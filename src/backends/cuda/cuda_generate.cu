@@ -78,19 +78,21 @@ void launch_generate(const KernelCall& call, cudaStream_t stream) {
       return dispatch_if<FloatType>(dtype, "normal", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, NormalGen<R>{PhiloxArgs(call), call.s0.to<R>(), call.s1.to<R>()});
+        generate<T>(call, stream, NormalGen<R>{PhiloxArgs(call), call.arg<kargs::Normal>().mean.to<R>(),
+                                                call.arg<kargs::Normal>().std.to<R>()});
       });
     case OpKind::Uniform:
       return dispatch_if<FloatType>(dtype, "uniform", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, UniformGen<T, R>{PhiloxArgs(call), call.s0.to<R>(), call.s1.to<R>()});
+        generate<T>(call, stream, UniformGen<T, R>{PhiloxArgs(call), call.arg<kargs::Uniform>().from.to<R>(),
+                                                    call.arg<kargs::Uniform>().to.to<R>()});
       });
     case OpKind::Arange:
       return dispatch_if<RealNumericType>(dtype, "arange", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-        generate<T>(call, stream, ArangeGen<V>{call.s0.to<V>(), call.s1.to<V>()});
+        generate<T>(call, stream, ArangeGen<V>{call.arg<kargs::Arange>().start.to<V>(), call.arg<kargs::Arange>().step.to<V>()});
       });
     default: EMBER_ASSERT(false);
   }

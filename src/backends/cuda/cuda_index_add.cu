@@ -75,7 +75,8 @@ void launch_index_add(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &self = call.outputs.at(0), &index = call.inputs.at(1), &source = call.inputs.at(2);
   EMBER_CHECK(index.dtype == kInt64 || index.dtype == kInt32, TypeError,
               "index_add_(): Expected dtype int32/int64 for index but got: ", scalar_type_name(index.dtype));
-  const auto d = static_cast<size_t>(call.dim);
+  const auto& args = call.arg<kargs::IndexAdd>();
+  const auto d = static_cast<size_t>(args.dim);
   const int64_t count = index.numel();
   if (self.numel() == 0 || count == 0) return;
   const int64_t dim_size = self.sizes.empty() ? 1 : self.sizes[d];
@@ -88,7 +89,7 @@ void launch_index_add(const KernelCall& call, cudaStream_t stream) {
     const int64_t size = static_cast<int64_t>(sizeof(T));
     const int64_t self_step = (self.sizes.empty() ? 0 : self.strides[d]) * size;
     const int64_t source_step = (source.sizes.empty() ? 0 : source.strides[d]) * size;
-    const auto alpha = scalar_as<compute_t<T>>(call.s0);
+    const auto alpha = scalar_as<compute_t<T>>(args.alpha);
     auto* self_ptr = static_cast<char*>(self.data);
     auto* source_ptr = static_cast<const char*>(source.data);
     auto run = [&](auto index_tag) {

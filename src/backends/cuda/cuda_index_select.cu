@@ -39,8 +39,9 @@ void launch_index_select(const KernelCall& call, cudaStream_t stream) {
   const TensorArg& out = call.outputs.at(0);
   const TensorArg& in = call.inputs.at(0);
   const TensorArg& index = call.inputs.at(1);
-  auto dim = static_cast<size_t>(call.dim);
-  EMBER_ASSERT(dim < in.sizes.size() || (in.sizes.empty() && call.dim == 0));
+  const int64_t along = call.arg<kargs::Dim>().dim;
+  auto dim = static_cast<size_t>(along);
+  EMBER_ASSERT(dim < in.sizes.size() || (in.sizes.empty() && along == 0));
   EMBER_CHECK(index.dtype == kInt64 || index.dtype == kInt32, TypeError,
               "index_select(): Expected dtype int32 or int64 for index");
   if (out.numel() == 0) return;

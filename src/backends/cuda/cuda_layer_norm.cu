@@ -108,12 +108,13 @@ void launch_layer_norm(const KernelCall& call, cudaStream_t stream) {
   dispatch_if<FloatType>(in.dtype, "LayerNormKernelImpl", [&](auto tag) {
     using T = typename decltype(tag)::type;
     size_t next = 1;
-    const T* w = (call.dim & kLayerNormWeight) ? static_cast<const T*>(call.inputs.at(next++).data) : nullptr;
-    const T* b = (call.dim & kLayerNormBias) ? static_cast<const T*>(call.inputs.at(next++).data) : nullptr;
+    const auto& args = call.arg<kargs::LayerNorm>();
+    const T* w = (args.parts & kLayerNormWeight) ? static_cast<const T*>(call.inputs.at(next++).data) : nullptr;
+    const T* b = (args.parts & kLayerNormBias) ? static_cast<const T*>(call.inputs.at(next++).data) : nullptr;
     layer_norm_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
         static_cast<T*>(call.outputs.at(0).data), static_cast<T*>(call.outputs.at(1).data),
         static_cast<T*>(call.outputs.at(2).data), static_cast<const T*>(in.data), w, b, cols,
-        static_cast<acc_t<T>>(call.s0.to<double>()));
+        static_cast<acc_t<T>>(args.eps));
   });
   check_launch(stream);
 }
@@ -127,11 +128,12 @@ void launch_layer_norm_backward(const KernelCall& call, cudaStream_t stream) {
     const T* xp = static_cast<const T*>(x.data);
     const T* mean = static_cast<const T*>(call.inputs.at(2).data);
     const T* rstd = static_cast<const T*>(call.inputs.at(3).data);
-    const T* w = (call.dim & kLayerNormWeight) ? static_cast<const T*>(call.inputs.at(4).data) : nullptr;
+    const int64_t parts = call.arg<kargs::LayerNorm>().parts;
+    const T* w = (parts & kLayerNormWeight) ? static_cast<const T*>(call.inputs.at(4).data) : nullptr;
     size_t next = 0;
-    T* gx = (call.dim & kLayerNormGradInput) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
-    T* gw = (call.dim & kLayerNormGradWeight) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
-    T* gb = (call.dim & kLayerNormGradBias) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
+    T* gx = (parts & kLayerNormGradInput) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
+    T* gw = (parts & kLayerNormGradWeight) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
+    T* gb = (parts & kLayerNormGradBias) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
     if (gx != nullptr && rows > 0) {
       layer_norm_grad_input_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(gx, g, xp, mean, rstd, w,
                                                                                             cols);

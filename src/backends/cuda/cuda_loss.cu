@@ -103,7 +103,8 @@ void launch_nll_loss(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &in = call.inputs.at(0), &target = call.inputs.at(1);
   const TensorArg &loss = call.outputs.at(0), &counted = call.outputs.at(1);
   EMBER_CHECK(target.dtype == kInt64, TypeError, "expected scalar type Long but found ", scalar_type_name(target.dtype));
-  const bool reduced = call.dim != 0;
+  const auto& args = call.arg<kargs::NllLoss>();
+  const bool reduced = args.reduction != 0;
   const NllDims d{in.sizes[0],       in.sizes[1],       in.sizes[2],      in.strides[0],   in.strides[1],
                   in.strides[2],     target.strides[0], target.strides[1],
                   reduced ? 0 : loss.strides[0], reduced ? 0 : loss.strides[1],
@@ -116,12 +117,12 @@ void launch_nll_loss(const KernelCall& call, cudaStream_t stream) {
       nll_reduced_kernel<T><<<1, kThreads, 0, stream>>>(static_cast<T*>(loss.data), static_cast<T*>(counted.data),
                                                         static_cast<const T*>(in.data),
                                                         static_cast<const int64_t*>(target.data), d,
-                                                        call.s0.to<int64_t>(), call.dim == 2);
+                                                        args.ignore_index, args.reduction == 2);
       return;
     }
     nll_kernel<T><<<grid_blocks(total), kThreads, 0, stream>>>(
         static_cast<T*>(loss.data), static_cast<T*>(counted.data), static_cast<const T*>(in.data),
-        static_cast<const int64_t*>(target.data), d, call.s0.to<int64_t>());
+        static_cast<const int64_t*>(target.data), d, args.ignore_index);
   });
   check_launch(stream);
 }

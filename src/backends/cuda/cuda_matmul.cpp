@@ -6,7 +6,7 @@
 // column-major in memory (a transpose flag covers the latter). Any other strides, and
 // an output that is not row-major, go through a contiguous temporary (a Workspace, Note
 // [Driver temporaries]). Batches use cublasGemmStridedBatchedEx with the operands' batch strides
-// (0 for a broadcast operand). float32 honours call.allow_tf32 through the compute
+// (0 for a broadcast operand). float32 honours kargs::Matmul::allow_tf32 through the compute
 // type (CUBLAS_COMPUTE_32F_FAST_TF32 vs CUBLAS_COMPUTE_32F); float16 and bfloat16 honour
 // the launch's math bits (Note [Matmul math] in kernels/matmul_math.h): float16
 // accumulation through CUBLAS_COMPUTE_16F (alpha and beta then float16), and a disallowed
@@ -164,7 +164,7 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
     return launch_integer_matmul(call, stream);
   }
   const int64_t math = matmul_math(call);
-  BlasTypes types = blas_types(dtype, call.allow_tf32, math);
+  BlasTypes types = blas_types(dtype, call.arg<kargs::Matmul>().allow_tf32, math);
   EMBER_ASSERT(out.sizes.size() == 3 && call.inputs.at(0).sizes.size() == 3 && call.inputs.at(1).sizes.size() == 3);
   int64_t batch = out.sizes[0], m = out.sizes[1], n = out.sizes[2], k = call.inputs[0].sizes[2];
   if (batch == 0 || m == 0 || n == 0) return;
@@ -172,7 +172,7 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
     KernelCall fill{};
     fill.op = OpKind::Fill;
     fill.outputs = {out};
-    fill.s0 = 0;
+    fill.args = kargs::Value{0};
     return launch_fill(fill, stream);
   }
 

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <iterator>
+
 #include "kernels/kernel_call.h"
 
 namespace ember::detail::driver {
@@ -47,6 +49,20 @@ void launch_logsumexp(const KernelCall& call, cudaStream_t stream);     // LogSu
 void launch_triangle(const KernelCall& call, cudaStream_t stream);      // Triangle (cuda_triangle.cu)
 void launch_rnn_cell(const KernelCall& call, cudaStream_t stream);      // LstmCell GruCell, backward (cuda_rnn_cell.cu)
 void launch_grid_sample(const KernelCall& call, cudaStream_t stream);   // GridSample, backward (cuda_grid_sample.cu)
+// Beside their subsystems (cuda_extensions.h): cuFFT, and the convolution's column transforms.
+void launch_fft(const KernelCall& call, cudaStream_t stream);     // FFT (cuda_fft.cpp)
+void launch_im2col(const KernelCall& call, cudaStream_t stream);  // Im2Col (cuda_conv.cpp)
+void launch_col2im(const KernelCall& call, cudaStream_t stream);  // Col2Im (cuda_conv.cpp)
+
+/// The op list's cuda column (Note [The op list]): row i's launcher at index i. The driver's
+/// launch() and the host-run CUDA tests (tests/cuda_host) both call through it.
+using Launcher = void (*)(const KernelCall& call, cudaStream_t stream);
+inline constexpr Launcher kCudaLaunchers[] = {  // the element type picks launch_im2col's KernelCall overload
+#define EMBER_OP_ROW(Kind, name, Family, cpu, cuda, ...) &launch_##cuda,
+    EMBER_OP_LIST
+#undef EMBER_OP_ROW
+};
+static_assert(std::size(kCudaLaunchers) == kOpCount, "one cuda launcher per row of the op list");
 /// Spins the stream for `cycles` clock cycles (torch.cuda._sleep).
 void launch_sleep(cudaStream_t stream, long long cycles);
 

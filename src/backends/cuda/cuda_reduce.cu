@@ -171,10 +171,11 @@ template <typename In, typename Acc, typename Op>
 void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
   const TensorArg& in = call.inputs.at(0);
   const TensorArg& out = call.outputs.at(0);
-  auto dim = static_cast<size_t>(call.dim);
+  const int64_t along = call.arg<kargs::Dim>().dim;
+  auto dim = static_cast<size_t>(along);
   EMBER_CHECK(dim < in.sizes.size(), IndexError, "Dimension out of range (expected to be in range of [",
               -static_cast<int64_t>(in.sizes.size()), ", ", static_cast<int64_t>(in.sizes.size()) - 1,
-              "], but got ", call.dim, ")");
+              "], but got ", along, ")");
   TensorArg in_rest = without_dim(in, dim);
   // out is in keepdim form (size 1 at dim); accept it squeezed too.
   TensorArg out_rest = out.sizes.size() == in.sizes.size() ? without_dim(out, dim) : out;
@@ -198,7 +199,7 @@ void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
 
 template <typename In, typename Acc, typename Op>
 void reduce(const KernelCall& call, cudaStream_t stream, const Op& op) {
-  bool whole = call.dim < 0 || call.inputs.at(0).sizes.empty();
+  bool whole = call.arg<kargs::Dim>().dim < 0 || call.inputs.at(0).sizes.empty();
   if (whole) reduce_all<In, Acc>(call, stream, op);
   else reduce_dim<In, Acc>(call, stream, op);
 }
@@ -211,26 +212,12 @@ void launch_reduce(const KernelCall& call, cudaStream_t stream) {
     reduce<T, typename R::Acc>(call, stream, Fold<R>{});
   };
   switch (call.op) {
-    case OpKind::Sum:
-      return dispatch_if<AnyType>(dtype, "sum", [&]<typename T>(TypeTag<T>) {
-        run(TypeTag<SumReducer<T>>{}, TypeTag<T>{});
-      });
-    case OpKind::Mean:
-      return dispatch_if<FloatComplexType>(dtype, "mean", [&]<typename T>(TypeTag<T>) {
-        run(TypeTag<MeanReducer<T>>{}, TypeTag<T>{});
-      });
-    case OpKind::Max:
-      return dispatch_if<RealType_>(dtype, "max", [&]<typename T>(TypeTag<T>) {
-        run(TypeTag<MinMaxReducer<T, true>>{}, TypeTag<T>{});
-      });
-    case OpKind::Min:
-      return dispatch_if<RealType_>(dtype, "min", [&]<typename T>(TypeTag<T>) {
-        run(TypeTag<MinMaxReducer<T, false>>{}, TypeTag<T>{});
-      });
-    case OpKind::All:
-      return dispatch_if<AnyType>(dtype, "all", [&]<typename T>(TypeTag<T>) {
-        run(TypeTag<AllReducer<T>>{}, TypeTag<T>{});
-      });
+    // EMBER_REDUCE_OPS (kernels/op_list.h): each reducer for the dtypes of its row's class.
+#define EMBER_CUDA_REDUCE(Kind, name, Reducer, Types)                                              \
+  case OpKind::Kind:                                                                             \
+    return dispatch_if<Types>(dtype, #name, [&]<typename T>(TypeTag<T>) { run(TypeTag<Reducer<T>>{}, TypeTag<T>{}); });
+    EMBER_REDUCE_OPS(EMBER_CUDA_REDUCE)
+#undef EMBER_CUDA_REDUCE
     default: EMBER_ASSERT(false);
   }
 }

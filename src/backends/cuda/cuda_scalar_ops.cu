@@ -10,23 +10,24 @@ void run(const KernelCall& call, cudaStream_t stream, const char* name) {
   dispatch_if<Allowed>(call.outputs.at(0).dtype, name, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = compute_t<T>;
-    launch_map<T, T, 1>(call, stream, Fn<C>{scalar_as<C>(call.s0)});
+    launch_map<T, T, 1>(call, stream, Fn<C>{scalar_as<C>(call.arg<kargs::Value>().value)});
   });
 }
 
 }  // namespace
 
 void launch_scalar_op(const KernelCall& call, cudaStream_t stream) {
+  EMBER_CHECK(call.op != OpKind::RSubScalar || call.outputs.at(0).dtype != kBool, TypeError,
+              "Subtraction, the `-` operator, with a bool tensor is not supported. "
+              "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   switch (call.op) {
-    case OpKind::AddScalar: return run<AnyType, AddScalarFn>(call, stream, "add");
-    case OpKind::MulScalar: return run<AnyType, MulScalarFn>(call, stream, "mul");
-    case OpKind::PowScalar: return run<NumericType, PowScalarFn>(call, stream, "pow");
-    case OpKind::RSubScalar:
-      EMBER_CHECK(call.outputs.at(0).dtype != kBool, TypeError,
-                  "Subtraction, the `-` operator, with a bool tensor is not supported. "
-                  "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
-      return run<NumericType, RSubScalarFn>(call, stream, "rsub");
-    case OpKind::RDivScalar: return run<AnyType, RDivScalarFn>(call, stream, "div");
+    // EMBER_SCALAR_OPS (kernels/op_list.h): bool tensors only where the row takes them.
+#define EMBER_CUDA_SCALAR_OP(Kind, name, Functor, bool_ok)                                   \
+  case OpKind::Kind:                                                                       \
+    if constexpr (bool_ok) return run<AnyType, Functor>(call, stream, #name);              \
+    else return run<NumericType, Functor>(call, stream, #name);
+    EMBER_SCALAR_OPS(EMBER_CUDA_SCALAR_OP)
+#undef EMBER_CUDA_SCALAR_OP
     default: EMBER_ASSERT(false);
   }
 }

@@ -48,7 +48,7 @@ __global__ void scatter_add_kernel(int64_t lines, int64_t n, char* out, const ch
 
 void launch_gather(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0), &index = call.inputs.at(1);
-  const auto dim = static_cast<size_t>(call.dim);
+  const auto dim = static_cast<size_t>(call.arg<kargs::Dim>().dim);
   EMBER_CHECK(index.dtype == kInt64, TypeError, "gather(): Expected dtype int64 for index");
   if (out.numel() == 0) return;
   TensorArg base = in;
@@ -68,7 +68,7 @@ void launch_gather(const KernelCall& call, cudaStream_t stream) {
 
 void launch_scatter_add(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &index = call.inputs.at(0), &src = call.inputs.at(1);
-  const auto dim = static_cast<size_t>(call.dim);
+  const auto dim = static_cast<size_t>(call.arg<kargs::Dim>().dim);
   EMBER_CHECK(index.dtype == kInt64, TypeError, "scatter_add_(): Expected dtype int64 for index");
   if (index.numel() == 0) return;
   TensorArg o = out, ix = index, s = src;

@@ -38,7 +38,6 @@ void launch_ternary(const KernelCall& call, cudaStream_t stream, const Op& op) {
 
 void launch_select(const KernelCall& call, cudaStream_t stream) {
   const DType dtype = call.outputs.at(0).dtype;
-  const bool has_lo = (call.dim & 1) != 0, has_hi = (call.dim & 2) != 0;
   switch (call.op) {
     case OpKind::Where:
       EMBER_CHECK(call.inputs.at(0).dtype == kBool, TypeError, "where expected condition to be a boolean tensor");
@@ -49,13 +48,15 @@ void launch_select(const KernelCall& call, cudaStream_t stream) {
     case OpKind::Clamp:
       return dispatch_if<RealType_>(dtype, "clamp", [&](auto tag) {
         using T = typename decltype(tag)::type;
-        launch_ternary<T, T>(call, stream, ClampFn<compute_t<T>>{has_lo, has_hi});
+        const auto& a = call.arg<kargs::Clamp>();
+        launch_ternary<T, T>(call, stream, ClampFn<compute_t<T>>{a.has_min, a.has_max});
       });
     case OpKind::ClampScalar:
       return dispatch_if<RealType_>(dtype, "clamp", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
-        launch_map<T, T, 1>(call, stream, ClampScalarFn<C>{scalar_as<C>(call.s0), scalar_as<C>(call.s1), has_lo, has_hi});
+        const auto& a = call.arg<kargs::ClampScalar>();
+        launch_map<T, T, 1>(call, stream, ClampScalarFn<C>{scalar_as<C>(a.min), scalar_as<C>(a.max), a.has_min, a.has_max});
       });
     default: EMBER_ASSERT(false);
   }

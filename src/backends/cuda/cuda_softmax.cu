@@ -163,7 +163,7 @@ void launch_softmax(const KernelCall& call, cudaStream_t stream) {
   const bool log = call.op == OpKind::LogSoftmax;
   TensorArg in1 = in, out1 = out;
   if (in1.sizes.empty()) in1.sizes = out1.sizes = {1}, in1.strides = out1.strides = {1};
-  const int64_t dim = call.dim;
+  const int64_t dim = call.arg<kargs::Dim>().dim;
   const int64_t n = in1.sizes[dim];
   dispatch_if<FloatType>(in.dtype, log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
                          [&](auto tag) {
@@ -189,7 +189,7 @@ void launch_logsumexp(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0);
   TensorArg in1 = in, out1 = out;
   if (in1.sizes.empty()) in1.sizes = out1.sizes = {1}, in1.strides = out1.strides = {1};
-  const int64_t dim = call.dim;
+  const int64_t dim = call.arg<kargs::Dim>().dim;
   const int64_t n = in1.sizes[dim];
   dispatch_if<FloatType>(in.dtype, "logsumexp", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -206,7 +206,7 @@ void launch_logsumexp(const KernelCall& call, cudaStream_t stream) {
 void launch_arg_reduce(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0);
   const bool is_max = call.op == OpKind::ArgMax;
-  const int64_t dim = in.sizes.empty() ? -1 : call.dim;
+  const int64_t dim = in.sizes.empty() ? -1 : call.arg<kargs::Dim>().dim;
   dispatch_if<RealType_>(in.dtype, is_max ? "argmax_cuda" : "argmin_cuda", [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto* o = static_cast<char*>(out.data);

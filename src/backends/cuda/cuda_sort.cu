@@ -39,7 +39,8 @@ __global__ void sort_rank_kernel(int64_t lines, int64_t n, int64_t k, char* valu
 
 void launch_sort(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &values = call.outputs.at(0), &indices = call.outputs.at(1), &in = call.inputs.at(0);
-  const auto dim = static_cast<size_t>(call.dim);
+  const auto& args = call.arg<kargs::Sort>();
+  const auto dim = static_cast<size_t>(args.dim);
   const int64_t n = in.sizes[dim], k = values.sizes[dim];
   if (in.numel() == 0 || k == 0) return;
   TensorArg v = values, ix = indices, x = in;
@@ -53,7 +54,7 @@ void launch_sort(const KernelCall& call, cudaStream_t stream) {
     sort_rank_kernel<T><<<grid_blocks(lines.numel * n), kThreads, 0, stream>>>(
         lines.numel, n, k, static_cast<char*>(values.data), static_cast<char*>(indices.data),
         static_cast<const char*>(in.data), values.strides[dim] * bytes,
-        indices.strides[dim] * static_cast<int64_t>(sizeof(int64_t)), in.strides[dim] * bytes, call.flag, calc);
+        indices.strides[dim] * static_cast<int64_t>(sizeof(int64_t)), in.strides[dim] * bytes, args.descending, calc);
   });
   check_launch(stream);
 }

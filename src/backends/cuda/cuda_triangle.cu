@@ -24,7 +24,8 @@ __global__ void triangle_kernel(int64_t lines, int64_t rows, int64_t cols, int64
 void launch_triangle(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &in = call.inputs.at(0);
   const size_t nd = in.sizes.size();
-  EMBER_CHECK(nd >= 2, ValueError, call.flag ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
+  const auto& args = call.arg<kargs::Triangle>();
+  EMBER_CHECK(nd >= 2, ValueError, args.upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
   const int64_t rows = in.sizes[nd - 2], cols = in.sizes[nd - 1];
   if (in.numel() == 0) return;
   TensorArg o = out, x = in;
@@ -32,12 +33,12 @@ void launch_triangle(const KernelCall& call, cudaStream_t stream) {
   o.sizes[nd - 1] = x.sizes[nd - 1] = 1;
   LoopShape lines = make_loop_shape({&o, &x}, /*reorder=*/false);
   OffsetCalc<2> calc = make_offset_calc<2>(lines);
-  const int64_t diagonal = clamp_diagonal(call.s0.to<int64_t>(), rows, cols);
+  const int64_t diagonal = clamp_diagonal(args.diagonal, rows, cols);
   dispatch_if<AnyType>(in.dtype, "triangle", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const auto bytes = static_cast<int64_t>(sizeof(T));
     triangle_kernel<T><<<grid_blocks(lines.numel), kThreads, 0, stream>>>(
-        lines.numel, rows, cols, diagonal, call.flag, static_cast<char*>(out.data), static_cast<const char*>(in.data),
+        lines.numel, rows, cols, diagonal, args.upper, static_cast<char*>(out.data), static_cast<const char*>(in.data),
         out.strides[nd - 1] * bytes, in.strides[nd - 1] * bytes, calc);
   });
   check_launch(stream);

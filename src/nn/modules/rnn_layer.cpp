@@ -33,7 +33,7 @@ namespace ember::detail::nn {
 // are at::linear). matmul reads the matmul setting, so the modules' products go through
 // TF32Matmul, a custom Function over the op layer's matmul_2d_with_tf32 (ops/matmul_precision.h)
 // with the decision taken once, at the forward, and its backward products made with the same
-// decision. Host kernels (cpu, emulated) honour KernelCall::allow_tf32 by rounding as TF32
+// decision. Host kernels (cpu, emulated) honour kargs::Matmul::allow_tf32 by rounding as TF32
 // would; a cpu tensor never asks for it.
 namespace {
 

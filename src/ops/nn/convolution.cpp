@@ -9,7 +9,7 @@
 // because their TF32 switch is backends::cudnn.conv.fp32_precision (cudnn_conv_allows_tf32(),
 // which backends::cudnn.allow_tf32 writes), not the matmul precision: a user who turns off
 // matmul TF32 but keeps cuDNN's gets TF32 convolutions, as in PyTorch. Both host Matmul (cpu,
-// emulated) and the driver's cuBLAS Matmul honour KernelCall::allow_tf32, which is set for
+// emulated) and the driver's cuBLAS Matmul honour kargs::Matmul::allow_tf32, which is set for
 // cuda devices only: the cpu convolves in full float32, as PyTorch's. cuBLAS's
 // reduced-precision switches (backends::cuda::matmul.allow_fp16_*) do not reach convolutions
 // (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
@@ -74,7 +74,7 @@ void grouped_matmul(const GroupOperand& a, const GroupOperand& b, const GroupOpe
     product.inputs.push_back(matrix_arg(a.base, g * a.group_offset, a.sizes, a.strides));
     product.inputs.push_back(matrix_arg(b.base, g * b.group_offset, b.sizes, b.strides));
     product.outputs.push_back(matrix_arg(out.base, g * out.group_offset, out.sizes, out.strides));
-    product.allow_tf32 = allow_tf32;
+    product.args = detail::kargs::Matmul{allow_tf32, 0};
     detail::launch(out.base.device(), product);
   }
 }
@@ -216,7 +216,7 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
                                {detail::make_arg(out3)},
                                {detail::make_arg(product.transpose(0, 1)),
                                 detail::make_arg(bias.view({1, out_channels, 1}), out3.sizes())},
-                               1};
+                               detail::kargs::Alpha{1}};
         detail::launch(device, add);
         return out;
       }

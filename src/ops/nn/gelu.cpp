@@ -19,7 +19,7 @@ Tensor gelu(const Tensor& input, const std::string& approximate) {
     Tensor out = detail::empty_on(input.sizes(), input.dtype(), input.device());
     if (out.numel() == 0) return out;
     detail::KernelCall call{detail::OpKind::Gelu, {detail::make_arg(out)}, {detail::make_arg(input)}};
-    call.flag = tanh;
+    call.args = detail::kargs::Gelu{tanh};
     detail::launch(input.device(), call);
     return out;
   };
@@ -34,7 +34,7 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approx
   Tensor out = empty_on(input.sizes(), input.dtype(), input.device());
   if (out.numel() == 0) return out;
   KernelCall call{OpKind::GeluBackward, {make_arg(out)}, {make_arg(grad_output, input.sizes()), make_arg(input)}};
-  call.flag = approximate_tanh;
+  call.args = kargs::Gelu{approximate_tanh};
   launch(input.device(), call);
   return out;
 }

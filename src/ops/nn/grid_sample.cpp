@@ -33,10 +33,8 @@ const char* caffe2_name(DType dtype) {
 }
 
 KernelCall grid_call(OpKind op, int64_t interpolation, int64_t padding, bool align_corners) {
-  KernelCall call{op, {}, {}};
-  call.dim = encode_grid_modes(static_cast<GridInterpolation>(interpolation), static_cast<GridPadding>(padding));
-  call.flag = align_corners;
-  return call;
+  return KernelCall{op, {}, {},
+                    grid_args(static_cast<GridInterpolation>(interpolation), static_cast<GridPadding>(padding), align_corners)};
 }
 
 }  // namespace

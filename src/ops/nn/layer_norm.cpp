@@ -37,19 +37,19 @@ Forward layer_norm_forward(const Tensor& input, int64_t rows, int64_t cols, cons
     detail::KernelCall call{detail::OpKind::LayerNorm,
                             {detail::make_arg(f.out), detail::make_arg(f.mean), detail::make_arg(f.rstd)},
                             {detail::make_arg(x)}};
-    call.dim = 0;
+    detail::kargs::LayerNorm args{0, eps};
     // Operands live until the launch: a freed temporary's memory could be handed out again.
     const Tensor w = weight.defined() ? weight.contiguous().view({cols}) : Tensor();
     const Tensor b = bias.defined() ? bias.contiguous().view({cols}) : Tensor();
     if (w.defined()) {
       detail::add_arg(call.inputs, w);
-      call.dim |= detail::kLayerNormWeight;
+      args.parts |= detail::kLayerNormWeight;
     }
     if (b.defined()) {
       detail::add_arg(call.inputs, b);
-      call.dim |= detail::kLayerNormBias;
+      args.parts |= detail::kLayerNormBias;
     }
-    call.s0 = eps;
+    call.args = args;
     detail::launch(input.device(), call);
   }
   f.out = f.out.view(input.sizes());
@@ -114,27 +114,28 @@ LayerNormGrads layer_norm_backward(const Tensor& grad_output, const Tensor& inpu
   add_arg(call.inputs, x);
   add_arg(call.inputs, mean);
   add_arg(call.inputs, rstd);
-  call.dim = 0;
+  kargs::LayerNorm args;
   if (w.defined()) {
     add_arg(call.inputs, w);
-    call.dim |= kLayerNormWeight;
+    args.parts |= kLayerNormWeight;
   }
   if (need_input) {
     grads.input = empty_on(input.sizes(), input.dtype(), input.device());
     add_arg(call.outputs, grads.input.view({rows, cols}));
-    call.dim |= kLayerNormGradInput;
+    args.parts |= kLayerNormGradInput;
   }
   if (need_weight) {
     grads.weight = empty_on(weight.sizes(), input.dtype(), input.device());
     add_arg(call.outputs, grads.weight.view({cols}));
-    call.dim |= kLayerNormGradWeight;
+    args.parts |= kLayerNormGradWeight;
   }
   if (need_bias) {
     IntList shape(input.sizes().end() - normalized_dims, input.sizes().end());
     grads.bias = empty_on(shape, input.dtype(), input.device());
     add_arg(call.outputs, grads.bias.view({cols}));
-    call.dim |= kLayerNormGradBias;
+    args.parts |= kLayerNormGradBias;
   }
+  call.args = args;
   if (call.outputs.empty()) return grads;
   if (rows == 0 || cols == 0) {  // nothing to sum: zero gradients
     for (Tensor* t : {&grads.input, &grads.weight, &grads.bias}) {

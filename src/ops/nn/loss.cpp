@@ -62,8 +62,7 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
     ember::detail::KernelCall call{ember::detail::OpKind::NllLoss,
                                    {ember::detail::make_arg(loss), ember::detail::make_arg(counted)},
                                    {ember::detail::make_arg(x3), ember::detail::make_arg(t2)},
-                                   ignore_index};
-    call.dim = call_reduction;
+                                   ember::detail::kargs::NllLoss{ignore_index, call_reduction}};
     ember::detail::launch(input.device(), call);
   }
   if (ember::detail::should_record(x3)) {
