@@ -79,11 +79,11 @@ EmulatedStream::WorkNode* EmulatedStream::take_node() {
   if (first_ == reclaimed_) {
     // Take back the nodes the worker has passed since last time (acquire: its reads of
     // them, and a host function's closure it destroyed, come before), releasing here what
-    // their entries own beyond a kernel's argument vectors (Note [Emulated queue pool]).
+    // their entries own beyond a launch record's buffer (Note [Emulated queue pool]).
     WorkNode* run = run_.load(std::memory_order_acquire);
     for (WorkNode* node = reclaimed_; node != run; node = node->next.load(std::memory_order_relaxed)) {
-      if (auto* kernel = std::get_if<KernelWork>(&node->item)) {
-        kernel->call.payload.reset();
+      if (node->is_launch) {
+        node->launch.release();
       } else if (!std::holds_alternative<SleepWork>(node->item)) {
         node->item = SleepWork{};
       }
@@ -102,9 +102,10 @@ uint64_t EmulatedStream::enqueue_with(Fill&& fill) {
   WorkNode* node = nullptr;
   try {
     node = take_node();
-    fill(node->item);
+    fill(*node);
   } catch (...) {
     if (node != nullptr) {
+      node->is_launch = false;
       node->item = SleepWork{};
       spare_ = node;
     }
@@ -127,17 +128,16 @@ uint64_t EmulatedStream::enqueue_with(Fill&& fill) {
 }
 
 uint64_t EmulatedStream::enqueue(WorkItem item) {
-  return enqueue_with([&](WorkItem& slot) { slot = std::move(item); });
+  return enqueue_with([&](WorkNode& node) {
+    node.is_launch = false;
+    node.item = std::move(item);
+  });
 }
 
 uint64_t EmulatedStream::enqueue_kernel(const KernelCall& call) {
-  return enqueue_with([&](WorkItem& slot) {
-    // Copy-assignment reuses the capacity of the previous launch's vectors.
-    if (auto* kernel = std::get_if<KernelWork>(&slot)) {
-      kernel->call = call;
-    } else {
-      slot.emplace<KernelWork>(KernelWork{call});
-    }
+  return enqueue_with([&](WorkNode& node) {
+    node.launch.pack(call);
+    node.is_launch = true;  // `item` was left SleepWork when the entry was recycled
   });
 }
 
@@ -171,7 +171,13 @@ bool EmulatedStream::run_worker() {
       std::lock_guard lock(park_mutex_);
       return self_delete_;
     }
-    execute(node->item);
+    if (node->is_launch) {
+      node->launch.unpack(launch_call_);
+      run_kernel(launch_call_);
+      node->launch.give_back(launch_call_);
+    } else {
+      execute(node->item);
+    }
     // A host function's closure goes before its completion is visible (what it captured
     // may be waited for); everything else stays for the host to reuse.
     if (auto* function = std::get_if<FunctionWork>(&node->item)) function->fn = nullptr;
@@ -182,19 +188,25 @@ bool EmulatedStream::run_worker() {
   }
 }
 
+template <typename Body>
+void EmulatedStream::guarded(Body&& body) {
+  if (error_.failed()) return;  // the device is in an error state: the work is skipped
+  try {
+    body();
+  } catch (const std::exception& e) {
+    error_.set(e.what(), launch_blocking_);
+  } catch (...) {
+    error_.set("unknown error", launch_blocking_);
+  }
+}
+
+void EmulatedStream::run_kernel(const KernelCall& call) {
+  guarded([&] { cpu::run(call); });
+}
+
 void EmulatedStream::execute(const WorkItem& item) {
-  auto guarded = [&](auto&& body) {
-    if (error_.failed()) return;  // the device is in an error state: the work is skipped
-    try {
-      body();
-    } catch (const std::exception& e) {
-      error_.set(e.what(), launch_blocking_);
-    } catch (...) {
-      error_.set("unknown error", launch_blocking_);
-    }
-  };
   std::visit(Overloaded{
-                 [&](const KernelWork& w) { guarded([&] { cpu::run(w.call); }); },
+                 [&](const KernelWork& w) { run_kernel(w.call); },
                  [&](const CopyWork& w) {
                    guarded([&] { std::memcpy(w.dst, w.staging ? w.staging.get() : w.src, w.bytes); });
                  },

@@ -37,17 +37,19 @@
 //
 // Note [Emulated queue pool]
 // Queue entries are WorkNodes owned by the stream and recycled, never freed while it
-// lives: the host refills the nodes the worker has passed in place. A kernel's arguments
-// are copy-assigned over the previous launch's, so their vectors keep their capacity: once
-// the stream has seen its deepest queue and its widest launches, enqueueing allocates
-// nothing, and the worker neither allocates nor frees. Everything an entry owns is
-// released on the host, when it takes back the nodes the worker has passed (a pageable
-// copy's staging buffer, an event's mark, a kernel's payload), except a host function's
-// closure, which the worker destroys right after running it so that what it captured is
-// released before its completion is visible (cudaLaunchHostFunc is a test hook here, not
-// an op path). The worker publishes a node as run before it marks its item complete, so
-// once the host has seen its work complete, every node but the last one run is free
-// again: the pool holds the deepest queue plus that one node.
+// lives: the host refills the nodes the worker has passed in place. A launch is packed
+// into the entry's record buffer, which keeps its size (Note [Emulated launch record]), and
+// the worker unpacks it into a KernelCall that keeps its vectors' capacity: once the stream
+// has seen its deepest queue and its widest launches, enqueueing allocates nothing, and the
+// worker neither allocates nor frees. Everything an entry owns is released on the host,
+// when it takes back the nodes the worker has passed (a pageable copy's staging buffer, an
+// event's mark, a kernel's payload), except a host function's closure, which the worker
+// destroys right after running it so that what it captured is released before its
+// completion is visible (cudaLaunchHostFunc is a test hook here, not an op path). Before,
+// each launch allocated its item on the host and freed it on the worker, and the two
+// threads contended for glibc's arena lock on every op. The worker publishes a node as run
+// before it marks its item complete, so once the host has seen its work complete, every
+// node but the last one run is free again: the pool holds the deepest queue plus one node.
 #pragma once
 
 #include <atomic>
@@ -58,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/emulated/launch_record.h"
 #include "backends/emulated/sticky_error.h"
 #include "backends/emulated/work_item.h"
 #include "runtime/backend.h"
@@ -84,7 +87,7 @@ class EmulatedStream final : public BackendStream {
 
   /// Queues `item` and returns its sequence number (1-based).
   uint64_t enqueue(WorkItem item);
-  /// Queues a kernel launch, copying `call` into a recycled entry (Note [Emulated queue pool]).
+  /// Queues a kernel launch, packing `call` into a recycled entry (Note [Emulated launch record]).
   uint64_t enqueue_kernel(const KernelCall& call);
   /// Number of items queued so far.
   uint64_t submitted() const noexcept { return submitted_.load(std::memory_order_acquire); }
@@ -96,12 +99,15 @@ class EmulatedStream final : public BackendStream {
   void release();
 
  private:
+  // A queue entry: a kernel launch's record (Note [Emulated launch record]), or other work.
   struct WorkNode {
-    WorkItem item;
     std::atomic<WorkNode*> next{nullptr};  // written by the host, read by the worker
+    bool is_launch = false;                // `launch` holds the work, and `item` SleepWork
+    LaunchRecord launch;
+    WorkItem item;
   };
 
-  /// Queues the node `fill` writes; returns its sequence number.
+  /// Queues the node `fill` writes (fill(WorkNode&)); returns its sequence number.
   template <typename Fill>
   uint64_t enqueue_with(Fill&& fill);
   /// Takes the producers' lock; returns whether the worker had parked (it must be woken).
@@ -113,6 +119,10 @@ class EmulatedStream final : public BackendStream {
   /// Worker only: sleeps until `last` has a successor, or returns false once stopping with none.
   bool wait_for_work(const WorkNode* last);
   void execute(const WorkItem& item);
+  void run_kernel(const KernelCall& call);
+  /// Runs `body` unless the device has failed; records what it throws as the device's error.
+  template <typename Body>
+  void guarded(Body&& body);
 
   const int device_;
   const int priority_;
@@ -133,8 +143,10 @@ class EmulatedStream final : public BackendStream {
   std::vector<std::unique_ptr<WorkNode>> nodes_;  // every node
   std::atomic<uint64_t> submitted_{0};
 
-  // The worker's side: the last node it has run (at first a node with no work).
+  // The worker's side: the last node it has run (at first a node with no work), and the
+  // call it unpacks launch records into.
   alignas(64) std::atomic<WorkNode*> run_;
+  KernelCall launch_call_;
 
   // Parking and stopping (Note [Emulated stream queue]).
   std::mutex park_mutex_;
