@@ -141,6 +141,18 @@ uint64_t EmulatedStream::enqueue_kernel(const KernelCall& call) {
   });
 }
 
+template <typename Body>
+void EmulatedStream::guarded(Body&& body) {
+  if (error_.failed()) return;  // the device is in an error state: the work is skipped
+  try {
+    body();
+  } catch (const std::exception& e) {
+    error_.set(e.what(), launch_blocking_);
+  } catch (...) {
+    error_.set("unknown error", launch_blocking_);
+  }
+}
+
 bool EmulatedStream::wait_for_work(const WorkNode* last) {
   auto has_work = [&] { return last->next.load(std::memory_order_acquire) != nullptr; };
   for (;;) {
@@ -172,15 +184,19 @@ bool EmulatedStream::run_worker() {
       return self_delete_;
     }
     if (node->is_launch) {
-      node->launch.unpack(launch_call_);
-      run_kernel(launch_call_);
+      // Unpacking allocates only for a launch wider than any before; if that fails, the
+      // launch fails as a kernel would.
+      guarded([&] {
+        node->launch.unpack(launch_call_);
+        cpu::run(launch_call_);
+      });
       node->launch.give_back(launch_call_);
     } else {
       execute(node->item);
+      // A host function's closure goes before its completion is visible (what it captured
+      // may be waited for); everything else stays for the host to reuse.
+      if (auto* function = std::get_if<FunctionWork>(&node->item)) function->fn = nullptr;
     }
-    // A host function's closure goes before its completion is visible (what it captured
-    // may be waited for); everything else stays for the host to reuse.
-    if (auto* function = std::get_if<FunctionWork>(&node->item)) function->fn = nullptr;
     // `last` goes back to the host before `node` completes (Note [Emulated queue pool]).
     run_.store(node, std::memory_order_release);
     last = node;
@@ -188,25 +204,9 @@ bool EmulatedStream::run_worker() {
   }
 }
 
-template <typename Body>
-void EmulatedStream::guarded(Body&& body) {
-  if (error_.failed()) return;  // the device is in an error state: the work is skipped
-  try {
-    body();
-  } catch (const std::exception& e) {
-    error_.set(e.what(), launch_blocking_);
-  } catch (...) {
-    error_.set("unknown error", launch_blocking_);
-  }
-}
-
-void EmulatedStream::run_kernel(const KernelCall& call) {
-  guarded([&] { cpu::run(call); });
-}
-
 void EmulatedStream::execute(const WorkItem& item) {
   std::visit(Overloaded{
-                 [&](const KernelWork& w) { run_kernel(w.call); },
+                 [&](const KernelWork& w) { guarded([&] { cpu::run(w.call); }); },
                  [&](const CopyWork& w) {
                    guarded([&] { std::memcpy(w.dst, w.staging ? w.staging.get() : w.src, w.bytes); });
                  },

@@ -119,7 +119,6 @@ class EmulatedStream final : public BackendStream {
   /// Worker only: sleeps until `last` has a successor, or returns false once stopping with none.
   bool wait_for_work(const WorkNode* last);
   void execute(const WorkItem& item);
-  void run_kernel(const KernelCall& call);
   /// Runs `body` unless the device has failed; records what it throws as the device's error.
   template <typename Body>
   void guarded(Body&& body);
