@@ -247,6 +247,81 @@ TEST(RuntimeStreams, WorkQueuedOnADroppedStreamStillRuns) {
   EXPECT_EQ(ran.load(), 10);
 }
 
+// Several host threads enqueue onto one stream at once (Note [Emulated stream producers]):
+// each thread's work runs in the order it was queued, kernels and host functions alike,
+// and none is lost. Each thread adds 1 to its own tensor, then queues a host function
+// that reads the tensor on the worker: it must see exactly the adds queued before it.
+TEST(RuntimeStreams, SeveralHostThreadsEnqueueOnOneStream) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
+  constexpr int kThreads = 4, kLaunches = 500;
+  cuda::Stream s;
+  ember::Tensor one = ember::ones({16}, "cuda:0");
+  std::vector<ember::Tensor> counts;
+  for (int t = 0; t < kThreads; ++t) counts.push_back(ember::zeros({16}, "cuda:0"));
+  s.wait_stream(cuda::current_stream());  // the tensors are filled on the default stream
+  std::vector<std::vector<float>> seen(kThreads);  // written on the worker, read after synchronize
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      cuda::StreamGuard guard(s);
+      auto* count = static_cast<const float*>(counts[static_cast<size_t>(t)].data_ptr());
+      for (int i = 0; i < kLaunches; ++i) {
+        counts[static_cast<size_t>(t)].add_(one);
+        on_stream(s, [&seen, t, count] { seen[static_cast<size_t>(t)].push_back(count[0]); });
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  s.synchronize();
+  for (int t = 0; t < kThreads; ++t) {
+    const std::vector<float>& values = seen[static_cast<size_t>(t)];
+    ASSERT_EQ(values.size(), static_cast<size_t>(kLaunches)) << "thread " << t;
+    for (int i = 0; i < kLaunches; ++i) ASSERT_EQ(values[static_cast<size_t>(i)], i + 1.0f) << "thread " << t;
+    EXPECT_EQ(counts[static_cast<size_t>(t)].cpu().data_ptr<float>()[15], static_cast<float>(kLaunches));
+  }
+}
+
+// A host thread enqueues while another synchronizes the stream and records events on it:
+// each synchronize returns only once everything queued before it has run, and each event
+// completes after the work queued before its recording. The producer pauses now and then
+// so that the worker goes to sleep and enqueues race with waking it (not needed for the
+// checks to hold).
+TEST(RuntimeStreams, EnqueueRacesWithSynchronize) {
+  EMBER_REQUIRE_EMULATED();  // queues host functions
+  constexpr int kLaunches = 3000;
+  cuda::Stream s;
+  std::atomic<int> queued{0}, ran{0};
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    cuda::StreamGuard guard(s);
+    ember::Tensor x = ember::zeros({16}, "cuda:0");
+    for (int i = 0; i < kLaunches; ++i) {
+      x.add_(x);
+      on_stream(s, [&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      queued.store(i + 1, std::memory_order_release);
+      if (i % 500 == 0) std::this_thread::sleep_for(200us);
+    }
+    done = true;
+  });
+  int checks = 0;
+  while (!done.load() || checks == 0) {
+    int before = queued.load(std::memory_order_acquire);
+    if (checks % 2 == 0) {
+      s.synchronize();
+    } else {
+      cuda::Event event;
+      event.record(s);
+      event.synchronize();
+    }
+    ASSERT_GE(ran.load(std::memory_order_relaxed), before) << "check " << checks;
+    ++checks;
+  }
+  producer.join();
+  s.synchronize();
+  EXPECT_EQ(ran.load(), kLaunches);
+  EXPECT_TRUE(s.query());
+}
+
 TEST(RuntimeStreams, SleepRejectsNegativeDurations) {
   EMBER_REQUIRE_DEVICES(1);
   EXPECT_THROW(cuda::sleep(-1ns), ember::ValueError);

@@ -29,6 +29,10 @@ void busy_for(std::chrono::nanoseconds duration) {
 
 EmulatedStream::EmulatedStream(int device, int priority, StickyError& error, bool launch_blocking)
     : device_(device), priority_(priority), error_(error), launch_blocking_(launch_blocking) {
+  // The queue starts with one node that stands for work already run.
+  nodes_.push_back(std::make_unique<WorkNode>());
+  tail_ = first_ = reclaimed_ = nodes_.back().get();
+  run_.store(tail_, std::memory_order_relaxed);
   try {
     worker_ = std::thread([this] {
       if (run_worker()) delete this;  // released by release(): the last thing the worker does
@@ -43,7 +47,7 @@ EmulatedStream::EmulatedStream(int device, int priority, StickyError& error, boo
 EmulatedStream::~EmulatedStream() {
   if (!worker_.joinable()) return;  // release()d: running on the worker, which has stopped
   {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(park_mutex_);
     stopping_ = true;
   }
   work_cv_.notify_one();
@@ -52,126 +56,155 @@ EmulatedStream::~EmulatedStream() {
 
 void EmulatedStream::release() {
   // Notified under the lock: once it is released the worker may delete the stream.
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(park_mutex_);
   worker_.detach();
   stopping_ = true;
   self_delete_ = true;
   work_cv_.notify_one();
 }
 
+bool EmulatedStream::lock_producers() noexcept {
+  uint32_t state = producer_state_.fetch_or(kLocked, std::memory_order_acquire);
+  while (state & kLocked) [[unlikely]] {
+    // Another host thread is enqueueing on this stream (Note [Emulated stream producers]):
+    // it holds the lock for a few stores, or one allocation when the queue is deeper than ever.
+    std::this_thread::yield();
+    state = producer_state_.fetch_or(kLocked, std::memory_order_acquire);
+  }
+  return (state & kParked) != 0;
+}
+
 EmulatedStream::WorkNode* EmulatedStream::take_node() {
-  if (free_ == nullptr && done_ != nullptr) {
-    // Recycle what the worker has run: release, here on the host, what its entries own
-    // beyond a kernel's argument vectors (Note [Emulated queue pool]).
-    for (WorkNode* node = done_; node != nullptr; node = node->next) {
-      if (auto* kernel = std::get_if<KernelWork>(&node->item)) {
-        kernel->call.payload.reset();
+  if (spare_ != nullptr) return std::exchange(spare_, nullptr);
+  if (first_ == reclaimed_) {
+    // Take back the nodes the worker has passed since last time (acquire: its reads of
+    // them, and a host function's closure it destroyed, come before), releasing here what
+    // their entries own beyond a launch record's buffer (Note [Emulated queue pool]).
+    WorkNode* run = run_.load(std::memory_order_acquire);
+    for (WorkNode* node = reclaimed_; node != run; node = node->next.load(std::memory_order_relaxed)) {
+      if (node->is_launch) {
+        node->launch.release();
       } else if (!std::holds_alternative<SleepWork>(node->item)) {
         node->item = SleepWork{};
       }
     }
-    free_ = std::exchange(done_, nullptr);
+    reclaimed_ = run;
   }
-  if (free_ != nullptr) return std::exchange(free_, free_->next);
+  if (first_ != reclaimed_) return std::exchange(first_, first_->next.load(std::memory_order_relaxed));
   // The queue is deeper than ever before: a new node, kept for the stream's lifetime.
-  auto node = std::make_unique<WorkNode>();
-  nodes_.push_back(std::move(node));
+  nodes_.push_back(std::make_unique<WorkNode>());
   return nodes_.back().get();
 }
 
 template <typename Fill>
 uint64_t EmulatedStream::enqueue_with(Fill&& fill) {
-  uint64_t seq;
-  bool wake;
-  {
-    std::lock_guard lock(mutex_);
-    WorkNode* node = take_node();
-    try {
-      fill(node->item);
-    } catch (...) {
+  const bool wake = lock_producers();
+  WorkNode* node = nullptr;
+  try {
+    node = take_node();
+    fill(*node);
+  } catch (...) {
+    if (node != nullptr) {
+      node->is_launch = false;
       node->item = SleepWork{};
-      node->next = free_;
-      free_ = node;
-      throw;
+      spare_ = node;
     }
-    node->next = nullptr;
-    (tail_ != nullptr ? tail_->next : head_) = node;
-    tail_ = node;
-    seq = submitted_.load(std::memory_order_relaxed) + 1;
-    submitted_.store(seq, std::memory_order_release);
-    wake = worker_asleep_;
+    producer_state_.store(wake ? kParked : 0, std::memory_order_release);
+    throw;
   }
-  if (wake) work_cv_.notify_one();
+  node->next.store(nullptr, std::memory_order_relaxed);  // not linked yet: the worker cannot reach it
+  tail_->next.store(node, std::memory_order_release);    // publishes the item
+  tail_ = node;
+  const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
+  submitted_.store(seq, std::memory_order_release);
+  // Unlocks, and clears PARKED: this producer wakes the worker.
+  producer_state_.store(0, std::memory_order_release);
+  if (wake) [[unlikely]] {
+    // The worker holds the mutex from setting PARKED until it waits.
+    { std::lock_guard lock(park_mutex_); }
+    work_cv_.notify_one();
+  }
   return seq;
 }
 
 uint64_t EmulatedStream::enqueue(WorkItem item) {
-  return enqueue_with([&](WorkItem& slot) { slot = std::move(item); });
+  return enqueue_with([&](WorkNode& node) {
+    node.is_launch = false;
+    node.item = std::move(item);
+  });
 }
 
 uint64_t EmulatedStream::enqueue_kernel(const KernelCall& call) {
-  return enqueue_with([&](WorkItem& slot) {
-    // Copy-assignment reuses the capacity of the previous launch's vectors.
-    if (auto* kernel = std::get_if<KernelWork>(&slot)) {
-      kernel->call = call;
-    } else {
-      slot.emplace<KernelWork>(KernelWork{call});
-    }
+  return enqueue_with([&](WorkNode& node) {
+    node.launch.pack(call);
+    node.is_launch = true;  // `item` was left SleepWork when the entry was recycled
   });
+}
+
+template <typename Body>
+void EmulatedStream::guarded(Body&& body) {
+  if (error_.failed()) return;  // the device is in an error state: the work is skipped
+  try {
+    body();
+  } catch (const std::exception& e) {
+    error_.set(e.what(), launch_blocking_);
+  } catch (...) {
+    error_.set("unknown error", launch_blocking_);
+  }
+}
+
+bool EmulatedStream::wait_for_work(const WorkNode* last) {
+  auto has_work = [&] { return last->next.load(std::memory_order_acquire) != nullptr; };
+  for (;;) {
+    // Poll briefly before sleeping, so a host that enqueues again soon (the common case)
+    // neither pays for a wake-up nor waits for one.
+    if (Timeline::spin_until(has_work)) return true;
+    std::unique_lock lock(park_mutex_);
+    // PARKED only while no producer holds the lock (Note [Emulated stream queue]); one
+    // that does is about to link its node.
+    uint32_t state = producer_state_.load(std::memory_order_relaxed);
+    do {
+      if (state & kLocked) break;
+    } while (!producer_state_.compare_exchange_weak(state, state | kParked, std::memory_order_acq_rel,
+                                                    std::memory_order_relaxed));
+    if (state & kLocked) continue;
+    work_cv_.wait(lock, [&] { return has_work() || stopping_; });
+    return has_work();  // else stopping, and everything queued has run
+  }
 }
 
 bool EmulatedStream::run_worker() {
   uint64_t done = 0;
+  WorkNode* last = run_.load(std::memory_order_relaxed);
   for (;;) {
-    // Poll briefly for more work before sleeping, so a host that enqueues again soon
-    // (the common case) neither pays for a wake-up nor waits for one.
-    Timeline::spin_until([&] { return submitted_.load(std::memory_order_acquire) != done; });
-    WorkNode* batch;
-    {
-      std::unique_lock lock(mutex_);
-      while (head_ == nullptr && !stopping_) {
-        worker_asleep_ = true;
-        work_cv_.wait(lock);
-        worker_asleep_ = false;
-      }
-      if (head_ == nullptr) return self_delete_;  // stopping, and everything queued has run
-      batch = std::exchange(head_, nullptr);
-      tail_ = nullptr;
+    WorkNode* node = last->next.load(std::memory_order_acquire);
+    if (node == nullptr) {
+      if (wait_for_work(last)) continue;
+      std::lock_guard lock(park_mutex_);
+      return self_delete_;
     }
-    // The host no longer writes these nodes' links: new work starts a new list.
-    for (WorkNode* node = batch;; node = node->next) {
+    if (node->is_launch) {
+      // Unpacking allocates only for a launch wider than any before; if that fails, the
+      // launch fails as a kernel would.
+      guarded([&] {
+        node->launch.unpack(launch_call_);
+        cpu::run(launch_call_);
+      });
+      node->launch.give_back(launch_call_);
+    } else {
       execute(node->item);
-      // A host function's closure goes before its completion is visible (what it
-      // captured may be waited for); everything else stays for the host to reuse.
+      // A host function's closure goes before its completion is visible (what it captured
+      // may be waited for); everything else stays for the host to reuse.
       if (auto* function = std::get_if<FunctionWork>(&node->item)) function->fn = nullptr;
-      if (node->next != nullptr) {
-        timeline_->advance(++done);
-        continue;
-      }
-      // The batch goes back to the host before its last item completes, so a host that
-      // has seen it complete finds every node it has used free again.
-      {
-        std::lock_guard lock(mutex_);
-        node->next = done_;
-        done_ = batch;
-      }
-      timeline_->advance(++done);
-      break;
     }
+    // `last` goes back to the host before `node` completes (Note [Emulated queue pool]).
+    run_.store(node, std::memory_order_release);
+    last = node;
+    timeline_->advance(++done);
   }
 }
 
 void EmulatedStream::execute(const WorkItem& item) {
-  auto guarded = [&](auto&& body) {
-    if (error_.failed()) return;  // the device is in an error state: the work is skipped
-    try {
-      body();
-    } catch (const std::exception& e) {
-      error_.set(e.what(), launch_blocking_);
-    } catch (...) {
-      error_.set("unknown error", launch_blocking_);
-    }
-  };
   std::visit(Overloaded{
                  [&](const KernelWork& w) { guarded([&] { cpu::run(w.call); }); },
                  [&](const CopyWork& w) {

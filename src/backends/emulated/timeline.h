@@ -5,10 +5,15 @@
 // for "completed >= seq". The timeline is shared (shared_ptr) by its stream and by every
 // event recorded on it, so waiting on an event outlives the stream that recorded it.
 //
-// Waking is cheap when nobody waits: the worker stores `completed_` and only takes the
-// mutex to notify when `waiters_` is non-zero. Both sides use sequentially consistent
-// operations (store completed / load waiters against increment waiters / load completed),
-// so either the worker sees the waiter or the waiter sees the new count: no lost wake-up.
+// Waking is cheap when nobody waits, and wakes a sleeper only when what it waits for has
+// happened: a waiter that sleeps lowers `wake_at_` to the position it waits for, and the
+// worker, after storing `completed_`, takes the mutex to notify only when it has reached
+// `wake_at_`. (Notifying at every item while anyone slept made a host that had queued far
+// ahead, then slept in a synchronize, cost the worker a system call per item, and the host
+// a futile wake-up each time.) Both sides use sequentially consistent operations (store
+// completed / load wake_at against store wake_at / load completed), so either the worker
+// sees the waiter's position or the waiter sees the new count: no lost wake-up. Woken
+// waiters whose position has not been reached lower `wake_at_` again before sleeping.
 #pragma once
 
 #include <atomic>
@@ -45,26 +50,28 @@ class Timeline {
   /// Blocks until item `seq` has completed.
   void wait_for(uint64_t seq) {
     if (spin_until([&] { return reached(seq); })) return;
-    waiters_.fetch_add(1);
-    {
-      std::unique_lock lock(mutex_);
-      cv_.wait(lock, [&] { return completed_.load() >= seq; });
+    std::unique_lock lock(mutex_);
+    while (completed_.load() < seq) {
+      if (seq < wake_at_.load()) wake_at_.store(seq);  // written under the mutex only
+      if (completed_.load() >= seq) break;
+      cv_.wait(lock);
     }
-    waiters_.fetch_sub(1);
   }
 
   /// Worker only: item `seq` (the next one) has completed.
   void advance(uint64_t seq) {
     completed_.store(seq);
-    if (waiters_.load() > 0) {
+    if (wake_at_.load() <= seq) [[unlikely]] {
       std::lock_guard lock(mutex_);
+      wake_at_.store(kNobody);
       cv_.notify_all();
     }
   }
 
  private:
+  static constexpr uint64_t kNobody = UINT64_MAX;
   std::atomic<uint64_t> completed_{0};
-  std::atomic<int> waiters_{0};
+  std::atomic<uint64_t> wake_at_{kNobody};  // the lowest position a sleeping waiter waits for
   std::mutex mutex_;
   std::condition_variable cv_;
 };
