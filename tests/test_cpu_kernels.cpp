@@ -282,20 +282,20 @@ TEST(CpuIndexSelect, SelectsAlongDims) {
   std::vector<int64_t> idx{2, 0, 2};
   std::vector<float> rows(12);
   KernelCall c = call(OpKind::IndexSelect, {arg(rows, {3, 4})}, {arg(in, {3, 4}), arg(idx, {3})});
-  c.dim = 0;
+  c.args = detail::kargs::Dim{0};
   run(c);
   EXPECT_EQ(rows, (std::vector<float>{8, 9, 10, 11, 0, 1, 2, 3, 8, 9, 10, 11}));
   std::vector<int32_t> idx32{3, 1};
   std::vector<float> cols(6);
   c = call(OpKind::IndexSelect, {arg(cols, {3, 2})}, {arg(in, {3, 4}), arg(idx32, {2})});
-  c.dim = 1;
+  c.args = detail::kargs::Dim{1};
   run(c);
   EXPECT_EQ(cols, (std::vector<float>{3, 1, 7, 5, 11, 9}));
   // Transposed input (4x3 view) and a strided index.
   std::vector<int64_t> sparse_idx{1, -9, 0};
   std::vector<float> t(6);
   c = call(OpKind::IndexSelect, {arg(t, {2, 3})}, {arg(in, {4, 3}, {1, 4}), arg(sparse_idx, {2}, {2})});
-  c.dim = 0;
+  c.args = detail::kargs::Dim{0};
   run(c);
   EXPECT_EQ(t, (std::vector<float>{1, 5, 9, 0, 4, 8}));
 }
@@ -306,7 +306,7 @@ TEST(CpuIndexSelect, OutOfRangeRaisesAndWritesNothing) {
   for (int64_t bad : {3, -1}) {
     std::vector<int64_t> idx{0, bad};
     KernelCall c = call(OpKind::IndexSelect, {arg(out, {2})}, {arg(in, {3}), arg(idx, {2})});
-    c.dim = 0;
+    c.args = detail::kargs::Dim{0};
     try {
       run(c);
       FAIL() << "index " << bad;
