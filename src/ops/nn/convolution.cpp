@@ -14,7 +14,7 @@
 // reduced-precision switches (backends::cuda::matmul.allow_fp16_*) do not reach convolutions
 // (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
 #include "ops/recording.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/nn/functional/conv.h"
 
 #include <memory>

@@ -6,7 +6,7 @@
 #include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/nn/backward_kernels.h"
 #include "kernels/pool_geometry.h"
