@@ -78,10 +78,10 @@ inline void launch_on_host(const KernelCall& call) {
     case OpKind::AmpUpdateScale: return host::launch_amp_update_scale(call, nullptr);
     case OpKind::Im2Col:
       return host::launch_im2col(call.inputs.at(0), call.outputs.at(0),
-                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
+                                 call.payload.get<detail::ConvGeometry>(call.op), nullptr);
     case OpKind::Col2Im:
       return host::launch_col2im(call.inputs.at(0), call.outputs.at(0),
-                                 call.payload.get<detail::nn::ConvGeometry>(call.op), nullptr);
+                                 call.payload.get<detail::ConvGeometry>(call.op), nullptr);
     case OpKind::MaxPool2dBackward: return host::launch_max_pool_backward(call, nullptr);
     case OpKind::Cumsum: return host::launch_cumsum(call, nullptr);
     case OpKind::Sort: return host::launch_sort(call, nullptr);
