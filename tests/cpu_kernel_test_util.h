@@ -7,7 +7,7 @@
 
 #include "backends/cpu/cpu_kernels.h"
 #include "kernels/kernel_call.h"
-#include "kernels/op_name.h"
+#include "kernel_args_util.h"
 
 namespace ember::test {
 
@@ -37,24 +37,6 @@ inline TensorArg bool_arg(std::vector<uint8_t>& data, IntList sizes, IntList str
   TensorArg a = arg(data, std::move(sizes), std::move(strides));
   a.dtype = kBool;
   return a;
-}
-
-/// The arguments of `op`'s row (kernels/op_args.h) from up to two scalars, for the ops whose
-/// struct holds only scalars: alpha, the tensor-scalar value, isclose's atol and rtol, the
-/// random ops' pair; the others carry their row's struct, default-constructed.
-inline detail::OpArgs scalar_args(OpKind op, Scalar s0 = 0, Scalar s1 = 0) {
-  namespace kargs = detail::kargs;
-  switch (op) {
-    case OpKind::Add: case OpKind::Sub: return kargs::Alpha{s0};
-    case OpKind::Fill: case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar:
-    case OpKind::RSubScalar: case OpKind::RDivScalar:
-      return kargs::Value{s0};
-    case OpKind::IsClose: return kargs::IsClose{s0, s1, false};
-    case OpKind::Normal: return kargs::Normal{s0, s1};
-    case OpKind::Uniform: return kargs::Uniform{s0, s1};
-    case OpKind::Arange: return kargs::Arange{s0, s1};
-    default: return detail::default_args(op);
-  }
 }
 
 inline KernelCall call(OpKind op, std::vector<TensorArg> outputs, std::vector<TensorArg> inputs, Scalar s0 = 0,

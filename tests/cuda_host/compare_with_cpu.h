@@ -21,6 +21,7 @@
 #include "ember/ember.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
+#include "kernel_args_util.h"
 #include "kernels/op_name.h"
 #include "kernels/conv_geometry.h"
 
@@ -47,22 +48,7 @@ using detail::TensorArg;
 
 namespace kargs = detail::kargs;
 
-/// The arguments of `op`'s row (kernels/op_args.h) from up to two scalars, for the ops whose
-/// struct holds only scalars: alpha, the tensor-scalar value, isclose's atol and rtol, the random
-/// ops' pair; the others carry their row's struct, default-constructed.
-inline detail::OpArgs scalar_args(OpKind op, Scalar s0 = 0, Scalar s1 = 0) {
-  switch (op) {
-    case OpKind::Add: case OpKind::Sub: return kargs::Alpha{s0};
-    case OpKind::Fill: case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar:
-    case OpKind::RSubScalar: case OpKind::RDivScalar:
-      return kargs::Value{s0};
-    case OpKind::IsClose: return kargs::IsClose{s0, s1, false};
-    case OpKind::Normal: return kargs::Normal{s0, s1};
-    case OpKind::Uniform: return kargs::Uniform{s0, s1};
-    case OpKind::Arange: return kargs::Arange{s0, s1};
-    default: return detail::default_args(op);
-  }
-}
+using test::scalar_args;
 
 inline TensorArg arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype(), t.sizes(), t.strides()}; }
 
