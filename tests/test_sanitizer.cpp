@@ -275,6 +275,27 @@ TEST_F(Sanitizer, DisabledItReportsNothing) {
   EXPECT_NO_THROW((void)a.sum());
 }
 
+// Note [Sanitizer hooks]: enable() installs the decorator the runtime hands out (the runtime
+// names no sanitizer header), disable() removes it.
+TEST_F(Sanitizer, EnableInstallsTheRuntimesBackendDecorator) {
+  EXPECT_NE(&detail::backend(), &detail::undecorated_backend());
+  EXPECT_EQ(detail::backend_or_null(), &detail::backend());
+  csan::disable();
+  EXPECT_EQ(&detail::backend(), &detail::undecorated_backend());
+  EXPECT_EQ(detail::backend_or_null(), &detail::undecorated_backend());
+  csan::enable();
+  EXPECT_NE(&detail::backend(), &detail::undecorated_backend());
+}
+
+// Note [Sanitizer hooks]: selecting the backend (the fixture's SetUp, first in this process
+// when ctest runs each test alone) ran the sanitizer's selection hook, which applied the variable.
+TEST_F(Sanitizer, BackendSelectionAppliesTheEnvironmentVariable) {
+  const char* value = std::getenv("EMBER_CUDA_SANITIZER");
+  if (value == nullptr || std::string(value) != "1") GTEST_SKIP() << "runs under EMBER_CUDA_SANITIZER=1";
+  EXPECT_TRUE(was_enabled_);
+  EXPECT_EQ(was_mode_, csan::Mode::Error);
+}
+
 TEST_F(Sanitizer, EnvironmentVariable) {
   const char* old = std::getenv("EMBER_CUDA_SANITIZER");
   std::string saved = old ? old : "";

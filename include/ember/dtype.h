@@ -11,9 +11,11 @@
 
 namespace ember {
 
+// clang-format off
 enum class DType : int8_t {
   Bool, UInt8, Int8, Int16, Int32, Int64, Float16, BFloat16, Float32, Float64, Complex64, Complex128,
 };
+// clang-format on
 inline constexpr int kNumDTypes = 12;
 
 inline constexpr DType kBool = DType::Bool;
@@ -53,6 +55,7 @@ DType default_dtype() noexcept;
 std::ostream& operator<<(std::ostream& out, DType dtype);  // prints "torch.float32"
 
 /// C++ element type of each dtype.
+// clang-format off
 template <DType D> struct dtype_traits;
 template <> struct dtype_traits<DType::Bool> { using type = bool; };
 template <> struct dtype_traits<DType::UInt8> { using type = uint8_t; };
@@ -66,9 +69,11 @@ template <> struct dtype_traits<DType::Float32> { using type = float; };
 template <> struct dtype_traits<DType::Float64> { using type = double; };
 template <> struct dtype_traits<DType::Complex64> { using type = std::complex<float>; };
 template <> struct dtype_traits<DType::Complex128> { using type = std::complex<double>; };
+// clang-format on
 template <DType D> using dtype_t = typename dtype_traits<D>::type;
 
 /// The dtype of a C++ element type.
+// clang-format off
 template <typename T> constexpr DType dtype_of();
 template <> constexpr DType dtype_of<bool>() { return kBool; }
 template <> constexpr DType dtype_of<uint8_t>() { return kUInt8; }
@@ -82,5 +87,6 @@ template <> constexpr DType dtype_of<float>() { return kFloat32; }
 template <> constexpr DType dtype_of<double>() { return kFloat64; }
 template <> constexpr DType dtype_of<std::complex<float>>() { return kComplex64; }
 template <> constexpr DType dtype_of<std::complex<double>>() { return kComplex128; }
+// clang-format on
 
 }  // namespace ember

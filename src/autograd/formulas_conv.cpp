@@ -12,7 +12,8 @@
 #include "autograd/formulas_nn.h"
 #include "ember/autograd.h"
 #include "ember/factories.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
+#include "ember/nn/functional/conv.h"
 #include "ember/ops.h"
 #include "ops/nn/backward_kernels.h"
 

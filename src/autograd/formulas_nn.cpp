@@ -174,7 +174,7 @@ Grads max_pool2d_backward(const FormulaNode& n, const Grads& g) {
   Tensor indices = n.output(1);
   Window w = window_of(n.args<WindowArgs>().geometry, n.info(0).sizes, indices.sizes());
   if (!is_grad_enabled()) {
-    const ember::detail::nn::PoolGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
+    const ember::detail::PoolGeometry geometry{w.kh, w.kw, w.sh, w.sw, w.ph, w.pw, w.dh, w.dw, w.oh, w.ow};
     return {ember::detail::nn::max_pool2d_input_grad(g[0], indices, n.info(0).sizes, geometry)};
   }
   Tensor padded = zeros({w.N, w.C, w.Hp(), w.Wp()}, TensorOptions(g[0].dtype()).device(g[0].device()));

@@ -6,7 +6,7 @@
 
 #include "ember/autograd.h"
 #include "ember/factories.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "ops/nn/transformer_backward.h"
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace ember::detail::nn {
+namespace ember::detail {
 
 /// Note [Convolution spatial dims]
 /// One geometry serves 1, 2 and 3 spatial dims (depth, height, width): the input's spatial
@@ -43,14 +43,14 @@ struct ConvGeometry {
 
 /// The input's spatial extent (depth, height, width) under Note [Convolution spatial dims]:
 /// sizes {N, C, spatial...} with 1 to 3 spatial dims; a missing dim has extent 1 (stride 0).
-struct SpatialExtent {
+struct ConvSpatialExtent {
   int64_t depth = 1, height = 1, width = 1;
   int64_t stride_d = 0, stride_h = 0, stride_w = 0;
 };
 
 template <typename Sizes>
-SpatialExtent spatial_extent(const Sizes& sizes, const Sizes& strides) {
-  SpatialExtent e;
+ConvSpatialExtent conv_spatial_extent(const Sizes& sizes, const Sizes& strides) {
+  ConvSpatialExtent e;
   const auto dims = static_cast<int64_t>(sizes.size());
   e.width = sizes[dims - 1];
   e.stride_w = strides[dims - 1];
@@ -65,4 +65,4 @@ SpatialExtent spatial_extent(const Sizes& sizes, const Sizes& strides) {
   return e;
 }
 
-}  // namespace ember::detail::nn
+}  // namespace ember::detail

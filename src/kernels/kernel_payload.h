@@ -14,10 +14,8 @@ struct FusedStep;             // kernels/optimizer_step.h
 namespace fft {
 class Plan;  // fft/plan_cache.h: the backend's plan derives from it
 }  // namespace fft
-namespace nn {
 struct ConvGeometry;  // kernels/conv_geometry.h
 struct PoolGeometry;  // kernels/pool_geometry.h
-}  // namespace nn
 
 /// The kinds of payload; None: the launch carries none.
 enum class PayloadKind : uint8_t { None, FftPlan, ConvGeometry, PoolGeometry, FusedStep };
@@ -30,9 +28,9 @@ inline constexpr PayloadKind payload_kind_of = PayloadKind::None;  // not a payl
 template <>
 inline constexpr PayloadKind payload_kind_of<fft::Plan> = PayloadKind::FftPlan;
 template <>
-inline constexpr PayloadKind payload_kind_of<nn::ConvGeometry> = PayloadKind::ConvGeometry;
+inline constexpr PayloadKind payload_kind_of<ConvGeometry> = PayloadKind::ConvGeometry;
 template <>
-inline constexpr PayloadKind payload_kind_of<nn::PoolGeometry> = PayloadKind::PoolGeometry;
+inline constexpr PayloadKind payload_kind_of<PoolGeometry> = PayloadKind::PoolGeometry;
 template <>
 inline constexpr PayloadKind payload_kind_of<FusedStep> = PayloadKind::FusedStep;
 

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-namespace ember::detail::nn {
+namespace ember::detail {
 
 /// Pooling KernelCall contract (built by src/ops/nn/pooling.cpp, run by cpu::run_pool and the
 /// driver's launch_pool):
@@ -30,4 +30,4 @@ struct PoolGeometry {
   int64_t divisor_override = 0;
 };
 
-}  // namespace ember::detail::nn
+}  // namespace ember::detail

@@ -147,9 +147,12 @@ Tensor tensor(const TensorData& data, const TensorOptions& options) {
     flatten_into(data, out);                   \
     break;                                     \
   }
+    // Macro calls without semicolons, which clang-format 14 does not settle on one layout.
+    // clang-format off
     EMBER_CASE(DType::Bool) EMBER_CASE(DType::UInt8) EMBER_CASE(DType::Int8) EMBER_CASE(DType::Int16)
     EMBER_CASE(DType::Int32) EMBER_CASE(DType::Int64) EMBER_CASE(DType::Float16) EMBER_CASE(DType::BFloat16)
     EMBER_CASE(DType::Float32) EMBER_CASE(DType::Float64) EMBER_CASE(DType::Complex64) EMBER_CASE(DType::Complex128)
+    // clang-format on
 #undef EMBER_CASE
   }
   return leaf(host.to(TensorOptions(dtype).device(options.device()).pinned_memory(options.pinned_memory())), options);

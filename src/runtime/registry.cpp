@@ -10,7 +10,6 @@
 #include "ember/errors.h"
 #include "runtime/driver_probe.h"
 #include "runtime/visible_devices.h"
-#include "sanitizer/sanitizer.h"
 
 namespace ember::detail {
 namespace {
@@ -25,6 +24,8 @@ std::atomic<Runtime*> g_runtime{nullptr};
 std::optional<EmulateRequest> g_emulate_request;  // guarded by g_init_mutex
 std::atomic<DeviceResetHook> g_reset_hook{nullptr};
 std::atomic<ContextLossHook> g_context_loss_hook{nullptr};
+std::atomic<BackendSelectionHook> g_selection_hook{nullptr};  // Note [Sanitizer hooks]
+std::atomic<BackendDecorator> g_decorator{nullptr};
 std::atomic<uint64_t> g_generations[kMaxDevices];
 
 constexpr const char* kHowToEmulate =
@@ -44,7 +45,7 @@ void drain_at_exit() {
 }
 
 std::unique_ptr<Runtime> select_backend() {
-  sanitizer::configure_from_env();
+  if (BackendSelectionHook hook = g_selection_hook.load()) hook();
   auto rt = std::make_unique<Runtime>();
   std::optional<EmulateRequest> emulate = g_emulate_request;
   if (!emulate) {
@@ -99,7 +100,7 @@ Runtime& runtime() {
 Backend& backend() {
   Runtime& rt = runtime();
   EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);
-  if (sanitizer::enabled()) [[unlikely]] return sanitizer::wrap(*rt.backend);
+  if (BackendDecorator decorate = g_decorator.load(std::memory_order_acquire)) [[unlikely]] return decorate(*rt.backend);
   return *rt.backend;
 }
 
@@ -128,7 +129,8 @@ Backend* backend_or_null() noexcept {
   try {
     Runtime& rt = runtime();
     if (rt.device_count == 0) return nullptr;
-    if (sanitizer::enabled()) [[unlikely]] return &sanitizer::wrap(*rt.backend);
+    BackendDecorator decorate = g_decorator.load(std::memory_order_acquire);
+    if (decorate) [[unlikely]] return &decorate(*rt.backend);
     return rt.backend.get();
   } catch (...) {
     return nullptr;
@@ -136,6 +138,10 @@ Backend* backend_or_null() noexcept {
 }
 
 void set_device_reset_hook(DeviceResetHook hook) noexcept { g_reset_hook.store(hook); }
+void set_backend_selection_hook(BackendSelectionHook hook) noexcept { g_selection_hook.store(hook); }
+void set_backend_decorator(BackendDecorator decorator) noexcept {
+  g_decorator.store(decorator, std::memory_order_release);
+}
 DeviceResetHook device_reset_hook() noexcept { return g_reset_hook.load(); }
 
 void set_context_loss_hook(ContextLossHook hook) noexcept { g_context_loss_hook.store(hook); }

@@ -46,6 +46,20 @@ using ContextLossHook = void (*)(int device);
 void set_context_loss_hook(ContextLossHook hook) noexcept;
 ContextLossHook context_loss_hook() noexcept;
 
+/// Note [Sanitizer hooks]
+/// The stream sanitizer (src/sanitizer/) decorates the backend interface from above the
+/// registry, so the registry names none of it; the sanitizer installs two hooks instead:
+///   - the selection hook, run when the backend is selected (it applies
+///     EMBER_CUDA_SANITIZER, which may throw), installed while the library loads
+///     (sanitizer.cpp, init_priority 101: before any static initializer may select a backend);
+///   - the decorator, set while the sanitizer is enabled (cuda::sanitizer::enable, cleared by
+///     disable): backend() and backend_or_null() return decorator(backend). Off, it costs one
+///     load and a predictable branch per backend() call.
+using BackendSelectionHook = void (*)();
+void set_backend_selection_hook(BackendSelectionHook hook) noexcept;
+using BackendDecorator = Backend& (*)(Backend& upstream);
+void set_backend_decorator(BackendDecorator decorator) noexcept;
+
 /// Bumped by reset_device(); streams and events remember the value they were made under.
 std::atomic<uint64_t>& generation_counter(int device);
 

@@ -11,6 +11,7 @@
 #include "kernels/op_name.h"
 #include "runtime/backend.h"
 #include "runtime/env.h"
+#include "runtime/registry.h"
 #include "sanitizer/sanitizing_backend.h"
 
 namespace ember::detail::sanitizer {
@@ -97,6 +98,17 @@ void configure_from_env() {
   if (!g_set_by_program.load()) apply_env();
 }
 
+namespace {
+// Note [Sanitizer hooks] in runtime/registry.h. The library is one shared object, so this
+// file's initializer runs when it loads (and the allocators' references to g_enabled keep
+// this file in any link); priority 101 runs it before every initializer that may select a
+// backend.
+struct InstallSelectionHook {
+  InstallSelectionHook() noexcept { set_backend_selection_hook(&configure_from_env); }
+};
+[[gnu::init_priority(101)]] const InstallSelectionHook g_install_selection_hook;
+}  // namespace
+
 void apply_env() {
   std::optional<std::string> value = env_value("EMBER_CUDA_SANITIZER");
   if (!value || value->empty() || *value == "0") return;
@@ -130,12 +142,14 @@ void enable(Mode mode) {
   impl::g_mode.store(mode, std::memory_order_relaxed);
   impl::g_warnings.store(0, std::memory_order_relaxed);
   impl::g_enabled.store(true, std::memory_order_release);
+  detail::set_backend_decorator(&impl::wrap);
   detail::g_pinned_host_access_hook.store(&pinned_data_ptr_access, std::memory_order_release);
 }
 
 void disable() {
   impl::g_set_by_program.store(true);
   impl::g_enabled.store(false, std::memory_order_release);
+  detail::set_backend_decorator(nullptr);
   detail::g_pinned_host_access_hook.store(nullptr, std::memory_order_release);
 }
 

@@ -1,10 +1,11 @@
 // The sanitizer's hooks for the rest of ember: the switch, the backend decorator and the
 // allocators' reports. See Note [Stream race detection] in sanitizer/race_detector.h.
 //
-// Off, the only cost anywhere is enabled(): one relaxed load and a predictable branch in
-// detail::backend() (the choke point every backend call passes), in the caching
-// allocators' free and release, and in the host accessors (cpu launches,
-// Tensor::data_ptr, item, to_vector).
+// Off, the only cost anywhere is one load and a predictable branch: of the runtime's
+// decorator slot in detail::backend() (the choke point every backend call passes; Note
+// [Sanitizer hooks] in runtime/registry.h), and of enabled() in the caching allocators'
+// free and release and in the host accessors (cpu launches, Tensor::data_ptr, item,
+// to_vector).
 #pragma once
 
 #include <atomic>
@@ -42,7 +43,8 @@ void on_host_access(const TensorArg& arg, bool write, const char* op, const char
 void on_host_launch(const KernelCall& call);
 
 /// Applies EMBER_CUDA_SANITIZER unless the program already called enable() or disable()
-/// (which win over the environment). Called when the backend is selected.
+/// (which win over the environment). Called when the backend is selected, through the
+/// runtime's selection hook (Note [Sanitizer hooks] in runtime/registry.h).
 void configure_from_env();
 /// Reads EMBER_CUDA_SANITIZER: "1" enables (Error mode), "warn" enables in Warn mode,
 /// "0" or empty leave the setting as it is; another value throws ValueError.

@@ -14,11 +14,11 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) { launch_integer
 void launch_fft(const KernelCall&, cudaStream_t) { fail<ValueError>("cuFFT is not host-run"); }
 
 void launch_im2col(const KernelCall& call, cudaStream_t stream) {
-  launch_im2col(call.inputs.at(0), call.outputs.at(0), call.payload.get<nn::ConvGeometry>(call.op), stream);
+  launch_im2col(call.inputs.at(0), call.outputs.at(0), call.payload.get<ConvGeometry>(call.op), stream);
 }
 
 void launch_col2im(const KernelCall& call, cudaStream_t stream) {
-  launch_col2im(call.inputs.at(0), call.outputs.at(0), call.payload.get<nn::ConvGeometry>(call.op), stream);
+  launch_col2im(call.inputs.at(0), call.outputs.at(0), call.payload.get<ConvGeometry>(call.op), stream);
 }
 
 }  // namespace ember::detail::driver

@@ -14,7 +14,7 @@ struct ConvNdCase {
   IntList kernel, stride, pad, dilation;
 };
 
-detail::nn::ConvGeometry geometry_of(const ConvNdCase& c) {
+detail::ConvGeometry geometry_of(const ConvNdCase& c) {
   IntList out;
   for (size_t d = 0; d < c.kernel.size(); ++d)
     out.push_back((c.input[2 + d] + 2 * c.pad[d] - c.dilation[d] * (c.kernel[d] - 1) - 1) / c.stride[d] + 1);
@@ -33,7 +33,7 @@ TEST(ConvNdKernelsOnHost, Im2ColAndCol2ImMatchCpuIn1dAnd3d) {
   };
   for (DType d : {kFloat32, kFloat64}) {
     for (const ConvNdCase& c : cases) {
-      const detail::nn::ConvGeometry g = geometry_of(c);
+      const detail::ConvGeometry g = geometry_of(c);
       const int64_t rows = c.input[1] * g.kernel_volume(), positions = g.positions();
       const std::string what = std::to_string(c.input.size() - 2) + "-d input " + std::to_string(c.input.back());
       for (bool transposed : {false, true}) {  // the last two dims swapped in memory
@@ -41,14 +41,14 @@ TEST(ConvNdKernelsOnHost, Im2ColAndCol2ImMatchCpuIn1dAnd3d) {
         std::swap(stored[stored.size() - 1], stored[stored.size() - 2]);
         Tensor in = transposed ? random(stored, d).transpose(-1, -2) : random(c.input, d);
         KernelCall unfold{OpKind::Im2Col, {TensorArg{}}, {arg(in)}};
-        unfold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
+        unfold.payload = std::make_shared<detail::ConvGeometry>(g);
         compare(unfold, empty({c.input[0], rows, positions}, d),
                 what + (transposed ? " im2col transposed" : " im2col"));
 
         Tensor columns = transposed ? random({rows, c.input[0], positions}, d).transpose(0, 1)
                                     : random({c.input[0], rows, positions}, d);
         KernelCall fold{OpKind::Col2Im, {TensorArg{}}, {arg(columns)}};
-        fold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
+        fold.payload = std::make_shared<detail::ConvGeometry>(g);
         compare(fold, empty(c.input, d), what + (transposed ? " col2im channel-major" : " col2im"));
       }
     }

@@ -259,10 +259,10 @@ TEST(CudaKernelsOnHost, Im2ColMatchesCpu) {
   manual_seed(6);
   struct Case {
     IntList input;
-    detail::nn::ConvGeometry g;
+    detail::ConvGeometry g;
   };
   auto geometry = [](int64_t kh, int64_t kw, int64_t stride, int64_t pad, int64_t dilation, int64_t h, int64_t w) {
-    detail::nn::ConvGeometry g{kh, kw, stride, stride, pad, pad, dilation, dilation, 0, 0};
+    detail::ConvGeometry g{kh, kw, stride, stride, pad, pad, dilation, dilation, 0, 0};
     g.out_h = (h + 2 * pad - dilation * (kh - 1) - 1) / stride + 1;
     g.out_w = (w + 2 * pad - dilation * (kw - 1) - 1) / stride + 1;
     return g;
@@ -278,7 +278,7 @@ TEST(CudaKernelsOnHost, Im2ColMatchesCpu) {
         Tensor in = channels_last ? random({c.input[0], c.input[2], c.input[3], c.input[1]}, d).permute({0, 3, 1, 2})
                                   : random(c.input, d);
         KernelCall call{OpKind::Im2Col, {TensorArg{}}, {arg(in)}};
-        call.payload = std::make_shared<detail::nn::ConvGeometry>(c.g);
+        call.payload = std::make_shared<detail::ConvGeometry>(c.g);
         compare(call, empty({c.input[0], c.input[1] * c.g.kernel_h * c.g.kernel_w, c.g.out_h * c.g.out_w}, d),
                 channels_last ? "channels last" : "");
       }

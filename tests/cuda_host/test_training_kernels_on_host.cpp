@@ -176,7 +176,7 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
                         ? random({c.input[0], c.input[2], c.input[3], c.input[1]}, d).permute({0, 3, 1, 2})
                         : random(c.input, d);
         in = with_nans(in, d == kFloat32);
-        detail::nn::PoolGeometry g;
+        detail::PoolGeometry g;
         g.kernel_h = g.kernel_w = c.kernel;
         g.stride_h = g.stride_w = c.stride;
         g.pad_h = g.pad_w = c.pad;
@@ -187,15 +187,15 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
         const std::string what = std::string(channels_last ? "channels last" : "") + " kernel " +
                                  std::to_string(c.kernel) + " ceil " + std::to_string(c.ceil_mode);
         KernelCall max{OpKind::MaxPool2d, {TensorArg{}, TensorArg{}}, {arg(in)}};
-        max.payload = std::make_shared<detail::nn::PoolGeometry>(g);
+        max.payload = std::make_shared<detail::PoolGeometry>(g);
         compare_outputs(max, {empty(out, d), empty(out, kInt64)}, what);
         if (c.dilation != 1) continue;  // avg_pool2d has no dilation
         for (int variant = 0; variant < 3; ++variant) {  // count_include_pad, not, divisor_override
-          detail::nn::PoolGeometry ga = g;
+          detail::PoolGeometry ga = g;
           ga.count_include_pad = variant == 0;
           ga.divisor_override = variant == 2 ? 3 : 0;
           KernelCall avg{OpKind::AvgPool2d, {TensorArg{}}, {arg(in)}};
-          avg.payload = std::make_shared<detail::nn::PoolGeometry>(ga);
+          avg.payload = std::make_shared<detail::PoolGeometry>(ga);
           compare(avg, empty(out, d), what + " avg variant " + std::to_string(variant));
         }
       }
@@ -225,11 +225,11 @@ TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
       // A transposed (non-contiguous) output gradient.
       Tensor grad = random({pooled.size(0), pooled.size(1), out_w, out_h}, d).transpose(2, 3);
       KernelCall pool{OpKind::MaxPool2dBackward, {TensorArg{}}, {arg(grad), arg(indices)}};
-      pool.payload = std::make_shared<detail::nn::PoolGeometry>(detail::nn::PoolGeometry{
+      pool.payload = std::make_shared<detail::PoolGeometry>(detail::PoolGeometry{
           c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation, out_h, out_w});
       compare(pool, empty(c.input, d), what + " max_pool2d backward");
 
-      const detail::nn::ConvGeometry g{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
+      const detail::ConvGeometry g{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
                                        (c.input[2] + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
                                        (c.input[3] + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
       const int64_t rows = c.input[1] * c.kh * c.kw, positions = g.out_h * g.out_w;
@@ -237,7 +237,7 @@ TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
         Tensor columns = channel_major ? random({rows, c.input[0], positions}, d).transpose(0, 1)
                                        : random({c.input[0], rows, positions}, d);
         KernelCall fold{OpKind::Col2Im, {TensorArg{}}, {arg(columns)}};
-        fold.payload = std::make_shared<detail::nn::ConvGeometry>(g);
+        fold.payload = std::make_shared<detail::ConvGeometry>(g);
         compare(fold, empty(c.input, d), what + (channel_major ? " col2im channel-major" : " col2im"));
       }
     }

@@ -49,9 +49,9 @@ inline void write_run(const T* __restrict from, T* __restrict to, int64_t n) {
 // Depth and height are the singleton loops of Note [Convolution spatial dims] for 2-D
 // and 1-D convolutions.
 template <typename T>
-void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g) {
+void im2col(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
   const int64_t batch = in.sizes[0], channels = in.sizes[1];
-  const nn::SpatialExtent e = nn::spatial_extent(in.sizes, in.strides);
+  const ConvSpatialExtent e = conv_spatial_extent(in.sizes, in.strides);
   const int64_t columns = g.positions(), plane_columns = g.out_h * g.out_w;
   EMBER_ASSERT(columns <= 1 || out.strides[2] == 1);
   const T* src = static_cast<const T*>(in.data);
@@ -104,9 +104,9 @@ void im2col(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
 // padding and inside spans. Planes are independent, so the pool needs no atomics and the
 // order of the additions (and so the result) does not depend on the thread count.
 template <typename T>
-void col2im(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g) {
+void col2im(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
   const int64_t batch = out.sizes[0], channels = out.sizes[1];
-  const nn::SpatialExtent e = nn::spatial_extent(out.sizes, out.strides);  // contiguous
+  const ConvSpatialExtent e = conv_spatial_extent(out.sizes, out.strides);  // contiguous
   const int64_t plane_size = e.depth * e.height * e.width;
   const int64_t s0 = in.strides[0], s1 = in.strides[1], s2 = in.strides[2];
   const T* src = static_cast<const T*>(in.data);
@@ -151,7 +151,7 @@ void col2im(const TensorArg& in, const TensorArg& out, const nn::ConvGeometry& g
 
 void run_col2im(const KernelCall& call) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
-  const auto& geometry = call.payload.get<nn::ConvGeometry>(call.op);
+  const auto& geometry = call.payload.get<ConvGeometry>(call.op);
   const TensorArg& out = call.outputs[0];
   EMBER_ASSERT(out.sizes.size() >= 3 && out.sizes.size() <= 5 && call.inputs[0].sizes.size() == 3);
   if (out.numel() == 0) return;
@@ -164,7 +164,7 @@ void run_col2im(const KernelCall& call) {
 
 void run_im2col(const KernelCall& call) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
-  const auto& geometry = call.payload.get<nn::ConvGeometry>(call.op);
+  const auto& geometry = call.payload.get<ConvGeometry>(call.op);
   const TensorArg& in = call.inputs[0];
   switch (in.dtype) {
     case kFloat32: im2col<float>(in, call.outputs[0], geometry); break;

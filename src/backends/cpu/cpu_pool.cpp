@@ -14,7 +14,7 @@ namespace ember::detail::cpu {
 namespace {
 
 template <typename T>
-void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const nn::PoolGeometry& g) {
+void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const PoolGeometry& g) {
   using A = compute_t<T>;
   const int64_t channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
   const int64_t sy = in.strides[2], sx = in.strides[3];
@@ -87,7 +87,7 @@ EMBER_VECTOR_CLONES void max_pool_2x2_row_float(const float* __restrict r0, cons
 }
 
 template <typename T>
-bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const nn::PoolGeometry& g) {
+bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& indices, const PoolGeometry& g) {
   if (g.kernel_h != 2 || g.kernel_w != 2 || g.stride_h != 2 || g.stride_w != 2 || g.pad_h || g.pad_w ||
       g.dilation_h != 1 || g.dilation_w != 1 || in.strides[3] != 1 || 2 * g.out_h > in.sizes[2] ||
       2 * g.out_w > in.sizes[3])
@@ -126,7 +126,7 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
 }
 
 template <typename T>
-void avg_pool(const TensorArg& in, const TensorArg& out, const nn::PoolGeometry& g) {
+void avg_pool(const TensorArg& in, const TensorArg& out, const PoolGeometry& g) {
   using A = compute_t<T>;
   const int64_t channels = in.sizes[1], height = in.sizes[2], width = in.sizes[3];
   const int64_t sy = in.strides[2], sx = in.strides[3];
@@ -210,7 +210,7 @@ void run_max_pool_backward(const KernelCall& call) {
 
 void run_pool(const KernelCall& call) {
   EMBER_ASSERT(call.inputs.size() == 1 && !call.outputs.empty());
-  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
+  const auto& g = call.payload.get<PoolGeometry>(call.op);
   const TensorArg &in = call.inputs[0], &out = call.outputs[0];
   EMBER_ASSERT(in.sizes.size() == 4);
   if (out.numel() == 0) return;

@@ -13,14 +13,14 @@ namespace ember::detail::driver {
 void launch_im2col(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
   EMBER_ASSERT(call.inputs[0].dtype == kFloat32 || call.inputs[0].dtype == kFloat64);
-  launch_im2col(call.inputs[0], call.outputs[0], call.payload.get<nn::ConvGeometry>(call.op), stream);
+  launch_im2col(call.inputs[0], call.outputs[0], call.payload.get<ConvGeometry>(call.op), stream);
   check_launch(stream);
 }
 
 void launch_col2im(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.inputs.size() == 1 && call.outputs.size() == 1);
   EMBER_ASSERT(call.outputs[0].dtype == kFloat32 || call.outputs[0].dtype == kFloat64);
-  launch_col2im(call.inputs[0], call.outputs[0], call.payload.get<nn::ConvGeometry>(call.op), stream);
+  launch_col2im(call.inputs[0], call.outputs[0], call.payload.get<ConvGeometry>(call.op), stream);
   check_launch(stream);
 }
 

@@ -13,9 +13,9 @@ namespace {
 // dims]: a 2-D convolution's depth and a 1-D one's height are 1.
 struct Im2ColArgs {
   int64_t channels;
-  nn::SpatialExtent e;
+  ConvSpatialExtent e;
   int64_t in_stride_n, in_stride_c;
-  nn::ConvGeometry g;
+  ConvGeometry g;
   int64_t total;  // batch * channels * kernel volume * output positions
   int64_t col_stride_n, col_stride_row;  // the columns' strides (stride 1 along positions)
 };
@@ -47,9 +47,9 @@ __global__ void im2col_kernel(const T* input, T* columns, Im2ColArgs a) {
 
 struct Col2ImArgs {
   int64_t channels;
-  nn::SpatialExtent e;  // of the contiguous output
+  ConvSpatialExtent e;  // of the contiguous output
   int64_t col_stride_n, col_stride_row, col_stride_pos;
-  nn::ConvGeometry g;
+  ConvGeometry g;
   int64_t total;  // batch * channels * depth * height * width
 };
 
@@ -93,9 +93,9 @@ __global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
 
 }  // namespace
 
-void launch_im2col(const TensorArg& input, const TensorArg& columns, const nn::ConvGeometry& geometry,
+void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvGeometry& geometry,
                    cudaStream_t stream) {
-  Im2ColArgs a{input.sizes[1],   nn::spatial_extent(input.sizes, input.strides),
+  Im2ColArgs a{input.sizes[1],   conv_spatial_extent(input.sizes, input.strides),
                input.strides[0], input.strides[1], geometry, columns.numel(), columns.strides[0], columns.strides[1]};
   if (a.total == 0) return;
   const int blocks = grid_blocks(a.total);
@@ -108,9 +108,9 @@ void launch_im2col(const TensorArg& input, const TensorArg& columns, const nn::C
   check_launch(stream);
 }
 
-void launch_col2im(const TensorArg& columns, const TensorArg& output, const nn::ConvGeometry& geometry,
+void launch_col2im(const TensorArg& columns, const TensorArg& output, const ConvGeometry& geometry,
                    cudaStream_t stream) {
-  Col2ImArgs a{output.sizes[1],    nn::spatial_extent(output.sizes, output.strides),
+  Col2ImArgs a{output.sizes[1],    conv_spatial_extent(output.sizes, output.strides),
                columns.strides[0], columns.strides[1], columns.strides[2], geometry, output.numel()};
   if (a.total == 0) return;
   const int blocks = grid_blocks(a.total);

@@ -14,7 +14,7 @@ struct PoolDims {
 };
 
 template <typename T>
-__global__ void max_pool_kernel(int64_t total, T* out, int64_t* indices, const T* in, PoolDims d, nn::PoolGeometry g) {
+__global__ void max_pool_kernel(int64_t total, T* out, int64_t* indices, const T* in, PoolDims d, PoolGeometry g) {
   using A = compute_t<T>;
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
@@ -39,7 +39,7 @@ __global__ void max_pool_kernel(int64_t total, T* out, int64_t* indices, const T
 }
 
 template <typename T>
-__global__ void avg_pool_kernel(int64_t total, T* out, const T* in, PoolDims d, nn::PoolGeometry g) {
+__global__ void avg_pool_kernel(int64_t total, T* out, const T* in, PoolDims d, PoolGeometry g) {
   using A = compute_t<T>;
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
@@ -76,7 +76,7 @@ __device__ inline void window_range(int64_t v, int64_t pad, int64_t kernel, int6
 
 template <typename T>
 __global__ void max_pool_backward_kernel(int64_t total, T* out, const T* grad, const int64_t* indices, PoolGradDims d,
-                                         nn::PoolGeometry g) {
+                                         PoolGeometry g) {
   using A = compute_t<T>;
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += step) {
@@ -101,7 +101,7 @@ __global__ void max_pool_backward_kernel(int64_t total, T* out, const T* grad, c
 
 void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.inputs.size() == 2 && call.outputs.size() == 1);
-  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
+  const auto& g = call.payload.get<PoolGeometry>(call.op);
   const TensorArg &grad = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
   const int64_t total = out.numel();
   if (total == 0) return;
@@ -119,7 +119,7 @@ void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
 
 void launch_pool(const KernelCall& call, cudaStream_t stream) {
   EMBER_ASSERT(call.inputs.size() == 1 && !call.outputs.empty());
-  const auto& g = call.payload.get<nn::PoolGeometry>(call.op);
+  const auto& g = call.payload.get<PoolGeometry>(call.op);
   const TensorArg &in = call.inputs[0], &out = call.outputs[0];
   const int64_t total = out.numel();
   if (total == 0) return;

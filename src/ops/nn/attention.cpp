@@ -6,7 +6,7 @@
 
 #include "ember/errors.h"
 #include "ember/factories.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/autocast.h"

@@ -5,7 +5,7 @@
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "kernels/loss_kernels.h"
 #include "ops/launch.h"

@@ -14,7 +14,7 @@
 // reduced-precision switches (backends::cuda::matmul.allow_fp16_*) do not reach convolutions
 // (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
 #include "ops/recording.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/nn/functional/conv.h"
 
 #include <memory>
@@ -93,7 +93,7 @@ constexpr int64_t kSmallProduct = int64_t{1} << 18;
 
 // Im2Col of `input` into new columns, {rows, N, positions} when channel_major, else
 // {N, rows, positions}.
-Tensor unfold(const Tensor& input, const detail::nn::ConvGeometry& geometry, bool channel_major) {
+Tensor unfold(const Tensor& input, const detail::ConvGeometry& geometry, bool channel_major) {
   const int64_t batch = input.size(0), positions = geometry.positions();
   const int64_t rows = input.size(1) * geometry.kernel_volume();
   const IntList shape = channel_major ? IntList{rows, batch, positions} : IntList{batch, rows, positions};
@@ -104,7 +104,7 @@ Tensor unfold(const Tensor& input, const detail::nn::ConvGeometry& geometry, boo
   unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions},
                                       channel_major ? IntList{positions, batch * positions, 1}
                                                     : IntList{rows * positions, positions, 1}));
-  unfold.payload = std::make_shared<detail::nn::ConvGeometry>(geometry);
+  unfold.payload = std::make_shared<detail::ConvGeometry>(geometry);
   detail::launch(input.device(), unfold);
   return columns;
 }
@@ -149,8 +149,8 @@ void check_params(const ConvParams& p) {
 
 // Checks a batched input {N, C, spatial...} against its weight, bias and params (PyTorch's
 // messages) and returns the geometry: spatial dims right-aligned into (depth, height, width).
-detail::nn::ConvGeometry checked_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias,
-                                          const ConvParams& p, const char* name) {
+detail::ConvGeometry checked_geometry(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                      const ConvParams& p, const char* name) {
   const int64_t dims = input.dim() - 2;
   check_params(p);
   const int64_t channels = input.size(1), out_channels = weight.size(0), groups = p.groups;
@@ -176,7 +176,7 @@ detail::nn::ConvGeometry checked_geometry(const Tensor& input, const Tensor& wei
 
 Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tensor& bias, const ConvParams& p,
                            const char* name) {
-  const detail::nn::ConvGeometry geometry = checked_geometry(input, weight, bias, p, name);
+  const detail::ConvGeometry geometry = checked_geometry(input, weight, bias, p, name);
   const int64_t dims = input.dim() - 2, groups = p.groups;
   const int64_t batch = input.size(0), channels = input.size(1), out_channels = weight.size(0);
   const Device device = input.device();
@@ -270,7 +270,7 @@ Tensor conv_transpose_batched(const Tensor& input, const Tensor& weight, const T
               ". Calculated output size per channel: ", extent_text(IntList(out_sizes.begin() + 2, out_sizes.end())),
               ". Output size is too small");
   const IntList kernel(weight.sizes().begin() + 2, weight.sizes().end());
-  const detail::nn::ConvGeometry geometry =
+  const detail::ConvGeometry geometry =
       detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, positions);
   Tensor out = detail::nn::convolution_backward(input, Tensor(), out_sizes, weight, geometry, groups,
                                                 /*need_input=*/true, /*need_weight=*/false)

@@ -3,7 +3,7 @@
 // cpu, a device-side assert on cuda devices). The backward is an index_add into zeros of
 // weight's shape (deterministic: ops/index_add.cpp), with padding_idx's row left zero.
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/recording.h"

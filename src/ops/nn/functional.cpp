@@ -1,7 +1,7 @@
 // nn::functional ops composed from tensor ops: linear, relu, dropout, mse_loss, one_hot.
 #include "ember/errors.h"
 #include "ember/factories.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/nn/reduction.h"

@@ -1,7 +1,7 @@
 // gelu: one Gelu launch; its backward one GeluBackward launch (transformer_backward.h),
 // itself a differentiable op when the backward is recorded.
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "ops/nn/transformer_backward.h"

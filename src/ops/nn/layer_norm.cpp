@@ -3,7 +3,7 @@
 // latter two for its backward, one LayerNormBackward launch (transformer_backward.h).
 
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "kernels/transformer_kernels.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"

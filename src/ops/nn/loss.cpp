@@ -5,7 +5,7 @@
 
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/loss_kernels.h"

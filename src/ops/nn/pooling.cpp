@@ -6,7 +6,7 @@
 #include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "ember/nn.h"
+#include "ember/nn/functional.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/nn/backward_kernels.h"
 #include "kernels/pool_geometry.h"
@@ -16,7 +16,7 @@ namespace ember::nn::functional {
 namespace {
 
 using ember::detail::IntListPrinter;
-using ember::detail::nn::PoolGeometry;
+using ember::detail::PoolGeometry;
 
 std::pair<int64_t, int64_t> pool_pair(const IntList& values, const IntList& fallback, const char* op, const char* what) {
   const IntList& v = values.empty() ? fallback : values;

@@ -16,18 +16,18 @@
 // timeout (a dead or diverging peer) is caught by a watchdog thread, as ProcessGroupNCCL's:
 // it aborts the communicator (ncclCommAbort, so the stuck kernels return) and fails that
 // Work and every other with a DistributedError; later collectives on the group fail at once.
-#include <nccl.h>
-
+// NCCL itself is the driver backend's (backends/cuda/nccl_communicator.h, the only header of
+// the backends this layer includes).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "backends/cuda/cuda_backend.h"
-#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/nccl_communicator.h"
 #include "distributed/collective_checks.h"
 #include "distributed/collective_watchdog.h"
 #include "distributed/process_group.h"
@@ -41,49 +41,20 @@
 namespace ember::detail::distributed {
 namespace {
 
-void check_nccl(ncclResult_t result, const char* op) {
-  if (result != ncclSuccess) [[unlikely]] {
-    const char* last = ncclGetLastError(nullptr);
-    fail<DistributedError>("NCCL error in ", op, ": ", ncclGetErrorString(result),
-                           last && *last ? std::string(" (") + last + ")" : std::string());
-  }
-}
-
-struct NcclType {
-  ncclDataType_t type;
-  size_t count_scale;  // complex: two reals per element
-};
-
-NcclType nccl_type(DType dtype, const char* op) {
-  switch (dtype) {
-    case DType::Bool:
-    case DType::UInt8: return {ncclUint8, 1};
-    case DType::Int8: return {ncclInt8, 1};
-    case DType::Int32: return {ncclInt32, 1};
-    case DType::Int64: return {ncclInt64, 1};
-    case DType::Float16: return {ncclFloat16, 1};
-    case DType::BFloat16: return {ncclBfloat16, 1};
-    case DType::Float32: return {ncclFloat32, 1};
-    case DType::Float64: return {ncclFloat64, 1};
-    case DType::Complex64: return {ncclFloat32, 2};
-    case DType::Complex128: return {ncclFloat64, 2};
-    default: break;
-  }
-  fail<TypeError>(op, ": the nccl backend does not support ", dtype_name(dtype), " tensors");
-}
-
-ncclRedOp_t nccl_op(ReduceOp op, DType dtype, const char* collective) {
+nccl::Reduction nccl_op(ReduceOp op, DType dtype, const char* collective) {
   EMBER_CHECK(!is_complex(dtype) || op == ReduceOp::SUM || op == ReduceOp::AVG, ValueError, collective,
               " does not support ", ember::distributed::reduce_op_name(op), " on complex tensors");
-  if (dtype == DType::Bool) return op == ReduceOp::SUM || op == ReduceOp::MAX ? ncclMax : ncclMin;
-  switch (op) {
-    case ReduceOp::SUM: return ncclSum;
-    case ReduceOp::AVG: return ncclAvg;
-    case ReduceOp::PRODUCT: return ncclProd;
-    case ReduceOp::MIN: return ncclMin;
-    case ReduceOp::MAX: return ncclMax;
+  if (dtype == DType::Bool) {
+    return op == ReduceOp::SUM || op == ReduceOp::MAX ? nccl::Reduction::Max : nccl::Reduction::Min;
   }
-  return ncclSum;
+  switch (op) {
+    case ReduceOp::SUM: return nccl::Reduction::Sum;
+    case ReduceOp::AVG: return nccl::Reduction::Avg;
+    case ReduceOp::PRODUCT: return nccl::Reduction::Product;
+    case ReduceOp::MIN: return nccl::Reduction::Min;
+    case ReduceOp::MAX: return nccl::Reduction::Max;
+  }
+  return nccl::Reduction::Sum;
 }
 
 /// Completes on the side stream; wait() orders the caller's current stream after it, or
@@ -119,29 +90,28 @@ class NcclGroup final : public ProcessGroup {
                 cuda ? cuda->name() : "no cuda", " devices: use the gloo backend");
     std::string key = setup.prefix + "nccl/unique_id";
     if (setup.rank == 0) {
-      check_nccl(ncclGetUniqueId(&id_), "ncclGetUniqueId");
-      setup.store->set(key, std::string(reinterpret_cast<const char*>(&id_), sizeof(id_)));
+      id_ = nccl::make_unique_id();
+      setup.store->set(key, std::string(id_.data(), id_.size()));
     } else {
       std::string bytes = setup.store->get(key);
       EMBER_CHECK(bytes.size() == sizeof(id_), DistributedError, "init_process_group: a malformed NCCL unique id");
-      std::memcpy(&id_, bytes.data(), sizeof(id_));
+      std::copy(bytes.begin(), bytes.end(), id_.begin());
     }
   }
 
   ~NcclGroup() override {
-    watchdog_.reset();
-    if (comm_ && !aborted_) ncclCommDestroy(comm_);
+    watchdog_.reset();  // no abort after this: the communicator is destroyed next
+    comm_.reset();
   }
 
   const char* backend_name() const noexcept override { return "nccl"; }
 
   std::shared_ptr<Work> all_reduce(const Tensor& tensor, ReduceOp op, bool) override {
     check_tensors("all_reduce", {tensor});
-    auto type = nccl_type(tensor.dtype(), "all_reduce");
+    nccl::check_dtype(tensor.dtype(), "all_reduce");
     auto red = nccl_op(op, tensor.dtype(), "all_reduce");
-    return run("all_reduce", {tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
-      check_nccl(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, red, comm, stream),
-                 "all_reduce");
+    return run("all_reduce", {tensor}, [&](nccl::Communicator& comm, BackendStream* stream) {
+      comm.all_reduce(tensor.data_ptr(), count(tensor), tensor.dtype(), red, stream, "all_reduce");
     });
   }
 
@@ -149,10 +119,9 @@ class NcclGroup final : public ProcessGroup {
     check_tensors("broadcast", {tensor});
     EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
                 " for a world of ", world_size(), " ranks");
-    auto type = nccl_type(tensor.dtype(), "broadcast");
-    return run("broadcast", {tensor}, [&](ncclComm_t comm, cudaStream_t stream) {
-      check_nccl(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), count(tensor, type), type.type, root, comm, stream),
-                 "broadcast");
+    nccl::check_dtype(tensor.dtype(), "broadcast");
+    return run("broadcast", {tensor}, [&](nccl::Communicator& comm, BackendStream* stream) {
+      comm.broadcast(tensor.data_ptr(), tensor.data_ptr(), count(tensor), tensor.dtype(), root, stream, "broadcast");
     });
   }
 
@@ -161,14 +130,14 @@ class NcclGroup final : public ProcessGroup {
     tensors.push_back(input);
     check_list("all_gather", "output", outputs, input, world_size());
     check_tensors("all_gather", tensors);
-    auto type = nccl_type(input.dtype(), "all_gather");
-    return run("all_gather", tensors, [&](ncclComm_t comm, cudaStream_t stream) {
-      check_nccl(ncclGroupStart(), "all_gather");
+    nccl::check_dtype(input.dtype(), "all_gather");
+    return run("all_gather", tensors, [&](nccl::Communicator& comm, BackendStream* stream) {
+      comm.group_start("all_gather");
       for (int r = 0; r < world_size(); ++r) {
         const void* send = r == rank() ? input.data_ptr() : outputs[r].data_ptr();
-        check_nccl(ncclBroadcast(send, outputs[r].data_ptr(), count(input, type), type.type, r, comm, stream), "all_gather");
+        comm.broadcast(send, outputs[r].data_ptr(), count(input), input.dtype(), r, stream, "all_gather");
       }
-      check_nccl(ncclGroupEnd(), "all_gather");
+      comm.group_end("all_gather");
     });
   }
 
@@ -177,16 +146,15 @@ class NcclGroup final : public ProcessGroup {
     tensors.push_back(output);
     check_list("reduce_scatter", "input", inputs, output, world_size());
     check_tensors("reduce_scatter", tensors);
-    auto type = nccl_type(output.dtype(), "reduce_scatter");
+    nccl::check_dtype(output.dtype(), "reduce_scatter");
     auto red = nccl_op(op, output.dtype(), "reduce_scatter");
-    return run("reduce_scatter", tensors, [&](ncclComm_t comm, cudaStream_t stream) {
-      check_nccl(ncclGroupStart(), "reduce_scatter");
+    return run("reduce_scatter", tensors, [&](nccl::Communicator& comm, BackendStream* stream) {
+      comm.group_start("reduce_scatter");
       for (int r = 0; r < world_size(); ++r) {
         void* receive = r == rank() ? output.data_ptr() : nullptr;
-        check_nccl(ncclReduce(inputs[r].data_ptr(), receive, count(output, type), type.type, red, r, comm, stream),
-                   "reduce_scatter");
+        comm.reduce(inputs[r].data_ptr(), receive, count(output), output.dtype(), red, r, stream, "reduce_scatter");
       }
-      check_nccl(ncclGroupEnd(), "reduce_scatter");
+      comm.group_end("reduce_scatter");
     });
   }
 
@@ -198,7 +166,7 @@ class NcclGroup final : public ProcessGroup {
   }
 
  private:
-  static size_t count(const Tensor& t, const NcclType& type) { return static_cast<size_t>(t.numel()) * type.count_scale; }
+  static size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
 
   void check_tensors(const char* op, const std::vector<Tensor>& tensors) const {
     for (const Tensor& t : tensors) {
@@ -230,8 +198,7 @@ class NcclGroup final : public ProcessGroup {
       // same communicator, and nothing is enqueued on an aborted one.
       std::lock_guard comm_lock(comm_mutex_);
       EMBER_CHECK(!aborted_, DistributedError, op, ": the process group failed earlier: ", watchdog_->failure());
-      driver::DeviceScope scope(device);
-      enqueue(comm_, driver::as_driver(side_->state()->native()).handle);
+      enqueue(*comm_, side_->state()->native());
     }
     for (const Tensor& t : tensors) t.record_stream(*side_);
     cuda::Event end;
@@ -254,8 +221,7 @@ class NcclGroup final : public ProcessGroup {
       return;
     }
     wait_for_peers();
-    driver::DeviceScope scope(device);
-    check_nccl(ncclCommInitRank(&comm_, world_size(), id_, rank()), "init_process_group (ncclCommInitRank)");
+    comm_ = std::make_unique<nccl::Communicator>(id_, world_size(), rank(), device);
     device_ = device;
     side_.emplace(device);
     watchdog_.emplace(rank(), setup_.timeout, [this](const std::string&) {
@@ -265,7 +231,7 @@ class NcclGroup final : public ProcessGroup {
       // since it is what unblocks that enqueue.
       std::unique_lock comm_lock(comm_mutex_, std::defer_lock);
       (void)comm_lock.try_lock_for(std::chrono::seconds(5));
-      ncclCommAbort(comm_);  // the stuck kernels return; the communicator is gone
+      comm_->abort();  // the stuck kernels return; the communicator is gone
     });
   }
 
@@ -292,10 +258,10 @@ class NcclGroup final : public ProcessGroup {
   }
 
   GroupSetup setup_;
-  ncclUniqueId id_{};
+  nccl::UniqueId id_{};
   std::mutex mutex_;
   std::timed_mutex comm_mutex_;  // held while enqueueing on comm_ and (within a bound) while aborting it
-  ncclComm_t comm_ = nullptr;
+  std::unique_ptr<nccl::Communicator> comm_;
   int device_ = -1;
   std::optional<cuda::Stream> side_;
   uint64_t sequence_ = 0;
@@ -305,6 +271,9 @@ class NcclGroup final : public ProcessGroup {
 
 }  // namespace
 
-std::unique_ptr<ProcessGroup> make_nccl_group(const GroupSetup& setup) { return std::make_unique<NcclGroup>(setup); }
+std::unique_ptr<ProcessGroup> make_nccl_group(const GroupSetup& setup) {
+  nccl::require_built();
+  return std::make_unique<NcclGroup>(setup);
+}
 
 }  // namespace ember::detail::distributed
