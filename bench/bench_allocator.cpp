@@ -21,9 +21,9 @@
 #include <random>
 #include <vector>
 
+#include "../tests/test_caching_allocator_fake_backend.h"
 #include "memory/caching_allocator.h"
 #include "runtime/backend.h"
-#include "../tests/test_caching_allocator_fake_backend.h"
 
 namespace {
 
@@ -88,8 +88,9 @@ void replay(const Trace& trace, std::vector<void*>& live, Allocate&& allocate, R
 
 void set_pair_counters(benchmark::State& state, const Trace& trace) {
   state.SetItemsProcessed(trace.allocations * static_cast<int64_t>(state.iterations()));
-  state.counters["per_pair"] = benchmark::Counter(static_cast<double>(trace.allocations),
-                                                  benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["per_pair"] =
+      benchmark::Counter(static_cast<double>(trace.allocations),
+                         benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 void BM_CachingAllocator(benchmark::State& state) {
@@ -160,12 +161,14 @@ void BM_AllocatorModes(benchmark::State& state) {
   live.reserve(trace.ops.size());
   auto run = [&] {
     if (mode == 2) {
-      replay(trace, live, [&](size_t bytes) { return backend->stream_alloc(0, bytes, native); },
-             [&](void* ptr) { backend->stream_free(0, ptr, native); });
+      replay(
+          trace, live, [&](size_t bytes) { return backend->stream_alloc(0, bytes, native); },
+          [&](void* ptr) { backend->stream_free(0, ptr, native); });
       backend->synchronize_device(0);
     } else {
-      replay(trace, live, [&](size_t bytes) { return allocator.malloc(bytes, stream); },
-             [&](void* ptr) { allocator.free(ptr); });
+      replay(
+          trace, live, [&](size_t bytes) { return allocator.malloc(bytes, stream); },
+          [&](void* ptr) { allocator.free(ptr); });
     }
   };
   run();  // from a cold cache: the fragmentation figures

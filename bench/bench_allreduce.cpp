@@ -185,8 +185,8 @@ int main(int argc, char** argv) {
     auto ember_run = [&] {
       char gloo_dir[] = "/tmp/ember_bench_gloo_XXXXXX";
       if (!::mkdtemp(gloo_dir)) return;
-      collect("EMBER_BENCH_GLOO_DIR=" + std::string(gloo_dir) + " " + std::string(EMBER_RUN_PATH) + " --nproc-per-node=2 " +
-                  self + " --rank-worker" + args,
+      collect("EMBER_BENCH_GLOO_DIR=" + std::string(gloo_dir) + " " + std::string(EMBER_RUN_PATH) +
+                  " --nproc-per-node=2 " + self + " --rank-worker" + args,
               samples);
       std::filesystem::remove_all(gloo_dir);
     };
@@ -205,8 +205,10 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::printf("2-rank all_reduce (float32 SUM, gloo, loopback), %d alternating rounds; 1-minute load average before "
-              "each round: %s\n", rounds, loads.c_str());
+  std::printf(
+      "2-rank all_reduce (float32 SUM, gloo, loopback), %d alternating rounds; 1-minute load average before "
+      "each round: %s\n",
+      rounds, loads.c_str());
   std::printf("%-8s %9s %9s %9s %9s %9s %9s %11s %11s %10s %10s\n", "size", "ember med", "ember min", "torch med",
               "torch min", "gloo med", "gloo min", "e/t median", "e/t min", "ember GB/s", "torch GB/s");
   for (int64_t b : sizes(max_bytes)) {

@@ -10,9 +10,9 @@
 #include <optional>
 #include <vector>
 
-#include "peer_ratio_reporter.h"
 #include "../examples/train_model.h"
 #include "ember/ember.h"
+#include "peer_ratio_reporter.h"
 
 #if EMBER_BENCH_WITH_TORCH
 #include <ATen/autocast_mode.h>

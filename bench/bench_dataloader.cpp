@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include "peer_ratio_reporter.h"
 #include "ember/ember.h"
+#include "peer_ratio_reporter.h"
 
 #if EMBER_BENCH_WITH_TORCH
 #include <torch/torch.h>

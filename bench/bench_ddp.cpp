@@ -87,19 +87,19 @@ int rank_worker(int repetitions, int steps) {
     nn::functional::cross_entropy(local->forward(x), y).backward();
     local_sgd.step();
   };
-  auto t = time_interleaved(
-      {local_step,
-       [&] {
-         sgd.zero_grad();
-         nn::functional::cross_entropy(ddp(x), y).backward();
-         sgd.step();
-       },
-       [&] {
-         std::vector<std::shared_ptr<dist::Work>> works;
-         for (const auto& b : buckets) works.push_back(dist::all_reduce(b, dist::ReduceOp::AVG, /*async_op=*/true));
-         for (const auto& w : works) w->wait();
-       }},
-      repetitions, steps);
+  auto t = time_interleaved({local_step,
+                             [&] {
+                               sgd.zero_grad();
+                               nn::functional::cross_entropy(ddp(x), y).backward();
+                               sgd.step();
+                             },
+                             [&] {
+                               std::vector<std::shared_ptr<dist::Work>> works;
+                               for (const auto& b : buckets)
+                                 works.push_back(dist::all_reduce(b, dist::ReduceOp::AVG, /*async_op=*/true));
+                               for (const auto& w : works) w->wait();
+                             }},
+                            repetitions, steps);
   double t_local = t[kLocal], t_ddp = t[kDdp], t_all_reduce = t[kAllReduce];
   // The local step on rank 0 while the other rank waits: the step without a neighbour
   // competing for the two cores.
@@ -111,7 +111,8 @@ int rank_worker(int repetitions, int steps) {
     for (int k = 0; k < repetitions; ++k) {
       auto start = std::chrono::steady_clock::now();
       for (int i = 0; i < steps; ++i) local_step();
-      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps * 1e6);
+      best =
+          std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / steps * 1e6);
     }
     if (r == 0) t_alone = best;
   }
@@ -119,7 +120,8 @@ int rank_worker(int repetitions, int steps) {
   if (dist::get_rank() == 0) {
     std::printf("ember %d %.2f\nember %d %.2f\nember %d %.2f\nember %d %.2f\n", int(kLocal), t_local, int(kDdp), t_ddp,
                 int(kAllReduce), t_all_reduce, int(kAlone), t_alone);
-    for (size_t k = 0; k < buckets.size(); ++k) std::printf("bucket %zu %lld\n", k, static_cast<long long>(buckets[k].numel()));
+    for (size_t k = 0; k < buckets.size(); ++k)
+      std::printf("bucket %zu %lld\n", k, static_cast<long long>(buckets[k].numel()));
     std::fflush(stdout);
   }
   dist::barrier();
@@ -156,9 +158,10 @@ int main(int argc, char** argv) {
                    std::to_string(free_port()) + " " + std::to_string(repetitions) + " " + std::to_string(steps) +
                    bucket_sizes + " 2>/dev/null")["torch"];
 
-  std::printf("DDP training step, 784-512-512-10 MLP, batch %lld per rank, 2 ranks, cpu, gloo over loopback\n"
-              "(best of %d repetitions of %d steps; buckets of%s floats)\n",
-              static_cast<long long>(kBatch), repetitions, steps, bucket_sizes.c_str());
+  std::printf(
+      "DDP training step, 784-512-512-10 MLP, batch %lld per rank, 2 ranks, cpu, gloo over loopback\n"
+      "(best of %d repetitions of %d steps; buckets of%s floats)\n",
+      static_cast<long long>(kBatch), repetitions, steps, bucket_sizes.c_str());
   std::printf("%-6s %10s %10s %10s %14s %14s %14s\n", "", "alone us", "local us", "DDP us", "all-reduce us",
               "hidden (alone)", "hidden (local)");
   for (auto& [name, m] : {std::pair<const char*, std::map<int64_t, double>&>{"ember", e}, {"torch", t}}) {

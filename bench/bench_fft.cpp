@@ -44,10 +44,14 @@ void BM_FftPlanCache(benchmark::State& state) {
 
 BENCHMARK(BM_FftPlanCache)
     ->ArgNames({"n", "batch", "cached"})
-    ->Args({64, 16, 1})->Args({64, 16, 0})
-    ->Args({1009, 16, 1})->Args({1009, 16, 0})
-    ->Args({4096, 64, 1})->Args({4096, 64, 0})
-    ->Args({65536, 4, 1})->Args({65536, 4, 0})
+    ->Args({64, 16, 1})
+    ->Args({64, 16, 0})
+    ->Args({1009, 16, 1})
+    ->Args({1009, 16, 0})
+    ->Args({4096, 64, 1})
+    ->Args({4096, 64, 0})
+    ->Args({65536, 4, 1})
+    ->Args({65536, 4, 0})
     ->UseRealTime()
     ->Unit(benchmark::kMicrosecond);
 

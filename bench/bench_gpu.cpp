@@ -106,7 +106,6 @@ double gbps(double bytes, double us) { return bytes / (us * 1e-6) / 1e9; }
 
 using ModuleList = std::initializer_list<std::shared_ptr<nn::Module>>;
 
-
 // bench_train's MLP.
 std::shared_ptr<nn::Module> make_mlp() {
   return std::make_shared<nn::Sequential>(ModuleList{
@@ -122,7 +121,8 @@ struct ClassifierStep {
   Tensor x, y;
   ClassifierStep(std::shared_ptr<nn::Module> model, bool capturable) : net(std::move(model)) {
     net->to(kDev);
-    adam = std::make_unique<ember::optim::Adam>(net->parameters(), ember::optim::AdamOptions(1e-3).capturable(capturable));
+    adam =
+        std::make_unique<ember::optim::Adam>(net->parameters(), ember::optim::AdamOptions(1e-3).capturable(capturable));
     x = ember::rand({64, 1, 28, 28}, kOn);
     std::vector<int64_t> labels(64);
     for (int64_t i = 0; i < 64; ++i) labels[static_cast<size_t>(i)] = i % 10;
@@ -194,31 +194,37 @@ void library_cases() {
     return std::string();
   });
   run_case("event_record_sync", [&](double& us) {
-    us = time_us([&] {
-      cuda::Event e;
-      e.record();
-      e.synchronize();
-    }, 1000);
+    us = time_us(
+        [&] {
+          cuda::Event e;
+          e.record();
+          e.synchronize();
+        },
+        1000);
     return std::string();
   });
   run_case("stream_wait_event", [&](double& us) {
     cuda::Stream side(0);
-    us = time_us([&] {
-      cuda::Event there, back;
-      there.record();
-      side.wait_event(there);
-      back.record(side);
-      back.synchronize();
-    }, 1000);
+    us = time_us(
+        [&] {
+          cuda::Event there, back;
+          there.record();
+          side.wait_event(there);
+          back.record(side);
+          back.synchronize();
+        },
+        1000);
     return std::string("record, side stream waits, record there, synchronize");
   });
   run_case("autograd_chain/100", [&](double& us) {
     Tensor leaf = ember::rand({1024}, kOn).requires_grad_();
-    us = time_us([&] {
-      Tensor y = leaf;
-      for (int i = 0; i < 100; ++i) y = y * 1.0001;
-      y.sum().backward();
-    }, 10);
+    us = time_us(
+        [&] {
+          Tensor y = leaf;
+          for (int i = 0; i < 100; ++i) y = y * 1.0001;
+          y.sum().backward();
+        },
+        10);
     return std::string("forward + backward");
   });
 }
@@ -260,13 +266,15 @@ void training_cases() {
     adamw.add_param_group(no_decay, ember::optim::AdamWOptions(1e-3).weight_decay(0.0));
     Tensor x = (ember::rand({8, 128}, kOn) * 96).to(ember::kInt64);
     Tensor y = (ember::rand({8, 128}, kOn) * 96).to(ember::kInt64);
-    us = time_us([&] {
-      adamw.zero_grad();
-      Tensor loss = nn::functional::cross_entropy(net->forward(x).reshape({-1, 96}), y.reshape({-1}));
-      loss.backward();
-      nn::utils::clip_grad_norm_(net->parameters(), 1.0);
-      adamw.step();
-    }, 10, 3);
+    us = time_us(
+        [&] {
+          adamw.zero_grad();
+          Tensor loss = nn::functional::cross_entropy(net->forward(x).reshape({-1, 96}), y.reshape({-1}));
+          loss.backward();
+          nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+          adamw.step();
+        },
+        10, 3);
     return std::string("examples/charlm's model, AdamW, clip 1.0");
   });
 }

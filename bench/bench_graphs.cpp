@@ -15,8 +15,8 @@
 // host threads too, so the wall time of work-bound steps gains little.
 #include <benchmark/benchmark.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -88,7 +88,8 @@ struct TrainSetup {
         std::make_shared<nn::Linear>(64, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 128),
         std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
     model->to(ember::Device(ember::kCUDA, 0));
-    optimizer = std::make_unique<ember::optim::Adam>(model->parameters(), ember::optim::AdamOptions(1e-3).capturable(true));
+    optimizer =
+        std::make_unique<ember::optim::Adam>(model->parameters(), ember::optim::AdamOptions(1e-3).capturable(true));
     input = ember::randn({32, 64}, kOnDevice);
     target = ember::randn({32, 10}, kOnDevice).argmax(1, false);  // class indices
   }

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "memory/caching_allocator.h"
 #include "../tests/test_caching_allocator_fake_backend.h"
+#include "memory/caching_allocator.h"
 
 namespace {
 

@@ -1,9 +1,8 @@
 // Host cost of the stream sanitizer: a small add on an emulated device with the
 // sanitizer off and on, and the same add into the slots of one flat buffer (each
-// slot a byte range of its own: the cost of range tracking with split ranges). The off case also builds against a tree without the sanitizer
-// (this file needs only the public API; the sanitizer parts compile out when
-// ember/sanitizer.h is absent), so the cost of the switch itself can be compared
-// across builds.
+// slot a byte range of its own: the cost of range tracking with split ranges). The off case also builds against a tree
+// without the sanitizer (this file needs only the public API; the sanitizer parts compile out when ember/sanitizer.h is
+// absent), so the cost of the switch itself can be compared across builds.
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "../examples/charlm_model.h"
-#include "peer_ratio_reporter.h"
-#include "wordlm_bench.h"
 #include "ember/data.h"
 #include "ember/ember.h"
+#include "peer_ratio_reporter.h"
+#include "wordlm_bench.h"
 
 #if EMBER_BENCH_WITH_TORCH
 #include <torch/torch.h>
@@ -29,18 +29,18 @@ using ModuleList = std::initializer_list<std::shared_ptr<ember::nn::Module>>;
 
 std::shared_ptr<ember::nn::Sequential> ember_cnn() {
   using namespace ember::nn;
-  return std::make_shared<Sequential>(ModuleList{
-      std::make_shared<Conv2d>(1, 16, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<Conv2d>(16, 32, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
-      std::make_shared<Flatten>(), std::make_shared<Linear>(32 * 7 * 7, 128), std::make_shared<ReLU>(),
-      std::make_shared<Dropout>(0.25), std::make_shared<Linear>(128, 10)});
+  return std::make_shared<Sequential>(
+      ModuleList{std::make_shared<Conv2d>(1, 16, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+                 std::make_shared<Conv2d>(16, 32, 3, 1, 1), std::make_shared<ReLU>(), std::make_shared<MaxPool2d>(2),
+                 std::make_shared<Flatten>(), std::make_shared<Linear>(32 * 7 * 7, 128), std::make_shared<ReLU>(),
+                 std::make_shared<Dropout>(0.25), std::make_shared<Linear>(128, 10)});
 }
 
 std::shared_ptr<ember::nn::Sequential> ember_mlp() {
   using namespace ember::nn;
-  return std::make_shared<Sequential>(ModuleList{
-      std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256), std::make_shared<ReLU>(),
-      std::make_shared<Linear>(256, 128), std::make_shared<ReLU>(), std::make_shared<Linear>(128, 10)});
+  return std::make_shared<Sequential>(ModuleList{std::make_shared<Flatten>(), std::make_shared<Linear>(784, 256),
+                                                 std::make_shared<ReLU>(), std::make_shared<Linear>(256, 128),
+                                                 std::make_shared<ReLU>(), std::make_shared<Linear>(128, 10)});
 }
 
 void ember_train_steps(benchmark::State& state, const std::shared_ptr<ember::nn::Sequential>& net) {
@@ -103,12 +103,12 @@ void torch_train_steps(benchmark::State& state, torch::nn::Sequential net) {
 
 void torch_cnn_step(benchmark::State& state) {
   namespace tnn = torch::nn;
-  torch_train_steps(state, tnn::Sequential(
-                               tnn::Conv2d(tnn::Conv2dOptions(1, 16, 3).padding(1)), tnn::ReLU(),
-                               tnn::MaxPool2d(tnn::MaxPool2dOptions(2)),
-                               tnn::Conv2d(tnn::Conv2dOptions(16, 32, 3).padding(1)), tnn::ReLU(),
-                               tnn::MaxPool2d(tnn::MaxPool2dOptions(2)), tnn::Flatten(),
-                               tnn::Linear(32 * 7 * 7, 128), tnn::ReLU(), tnn::Dropout(0.25), tnn::Linear(128, 10)));
+  torch_train_steps(
+      state,
+      tnn::Sequential(tnn::Conv2d(tnn::Conv2dOptions(1, 16, 3).padding(1)), tnn::ReLU(),
+                      tnn::MaxPool2d(tnn::MaxPool2dOptions(2)), tnn::Conv2d(tnn::Conv2dOptions(16, 32, 3).padding(1)),
+                      tnn::ReLU(), tnn::MaxPool2d(tnn::MaxPool2dOptions(2)), tnn::Flatten(),
+                      tnn::Linear(32 * 7 * 7, 128), tnn::ReLU(), tnn::Dropout(0.25), tnn::Linear(128, 10)));
 }
 
 // The same model from LibTorch's modules (its C++ TransformerEncoderLayer has no
@@ -140,7 +140,8 @@ struct TorchCharLM : torch::nn::Module {
         wpe(register_module("wpe", torch::nn::Embedding(kContext, kWidth))),
         ln_f(register_module("ln_f", torch::nn::LayerNorm(torch::nn::LayerNormOptions({kWidth})))),
         lm_head(register_module("lm_head", torch::nn::Linear(torch::nn::LinearOptions(kWidth, kVocab).bias(false)))) {
-    for (int64_t i = 0; i < kLayers; ++i) blocks.push_back(register_module("h" + std::to_string(i), std::make_shared<TorchBlock>()));
+    for (int64_t i = 0; i < kLayers; ++i)
+      blocks.push_back(register_module("h" + std::to_string(i), std::make_shared<TorchBlock>()));
     lm_head->weight = wte->weight;  // tied
   }
   torch::Tensor forward(const torch::Tensor& idx) {
@@ -165,8 +166,10 @@ void torch_transformer_step(benchmark::State& state) {
     (item.value().dim() >= 2 && !embedding ? decay : no_decay).push_back(item.value());
   }
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-3).weight_decay(0.1)));
-  groups.emplace_back(no_decay, std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-3).weight_decay(0.0)));
+  groups.emplace_back(decay,
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-3).weight_decay(0.1)));
+  groups.emplace_back(no_decay,
+                      std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(1e-3).weight_decay(0.0)));
   torch::optim::AdamW adamw(std::move(groups));
   torch::Tensor x = torch::randint(kVocab, {kLmBatch, kContext});
   torch::Tensor y = torch::randint(kVocab, {kLmBatch, kContext});

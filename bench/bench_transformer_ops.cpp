@@ -1,11 +1,12 @@
 // The transformer ops on the CPU, forward and backward, with LibTorch (CPU) timed side by
 // side in the same run: batched and broadcast matmul, layer_norm, gelu, embedding and
 // scaled_dot_product_attention at a small GPT's sizes (batch 8, context 128, width 128,
-// 4 heads of 32); each backward starts from a dense gradient. The summary gives the ratio ember / torch (below 1: ember is faster).
+// 4 heads of 32); each backward starts from a dense gradient. The summary gives the ratio ember / torch (below 1: ember
+// is faster).
 #include <benchmark/benchmark.h>
 
-#include "peer_ratio_reporter.h"
 #include "ember/ember.h"
+#include "peer_ratio_reporter.h"
 
 #if EMBER_BENCH_WITH_TORCH
 #include <torch/torch.h>
@@ -91,7 +92,8 @@ void torch_embedding_fwd_bwd(benchmark::State& state) {
 
 // PyTorch 1.13's math path by hand (its sdpa is private and differs in is_causal).
 void torch_sdpa_causal_fwd_bwd(benchmark::State& state) {
-  auto q = torch::randn({8, 4, 128, 32}, torch::requires_grad()), k = torch::randn({8, 4, 128, 32}, torch::requires_grad());
+  auto q = torch::randn({8, 4, 128, 32}, torch::requires_grad()),
+       k = torch::randn({8, 4, 128, 32}, torch::requires_grad());
   auto v = torch::randn({8, 4, 128, 32}, torch::requires_grad());
   auto keep = torch::ones({128, 128}, torch::kBool).tril();
   auto gy = torch::randn({8, 4, 128, 32});

@@ -19,7 +19,8 @@ class PeerRatioReporter : public benchmark::ConsoleReporter {
 
   void ReportRuns(const std::vector<Run>& runs) override {
     for (const Run& run : runs) {
-      if (run.run_type == Run::RT_Iteration && run.iterations > 0) times_[run.benchmark_name()] = run.GetAdjustedRealTime();
+      if (run.run_type == Run::RT_Iteration && run.iterations > 0)
+        times_[run.benchmark_name()] = run.GetAdjustedRealTime();
     }
     ConsoleReporter::ReportRuns(runs);
   }
@@ -59,4 +60,3 @@ class PeerRatioReporter : public benchmark::ConsoleReporter {
     benchmark::Shutdown();                                                              \
     return 0;                                                                           \
   }
-

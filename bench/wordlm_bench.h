@@ -35,10 +35,12 @@ inline void ember_wordlm_step(benchmark::State& state) {
   optim::SGD sgd(params, optim::SGDOptions(kLr));
   Tensor x = (rand({kBptt, kBatch}) * kTokens).to(kInt64), y = (rand({kBptt * kBatch}) * kTokens).to(kInt64);
   Tensor weight = rnn->weights(0, 0)[0];
-  std::pair<Tensor, Tensor> hidden{weight.new_zeros({kLayers, kBatch, kWidth}), weight.new_zeros({kLayers, kBatch, kWidth})};
+  std::pair<Tensor, Tensor> hidden{weight.new_zeros({kLayers, kBatch, kWidth}),
+                                   weight.new_zeros({kLayers, kBatch, kWidth})};
   for (auto _ : state) {
     sgd.zero_grad();
-    auto [out, next] = rnn->forward(drop(encoder->forward(x)), std::make_pair(hidden.first.detach(), hidden.second.detach()));
+    auto [out, next] =
+        rnn->forward(drop(encoder->forward(x)), std::make_pair(hidden.first.detach(), hidden.second.detach()));
     hidden = next;
     Tensor logits = decoder->forward(drop(out)).reshape({-1, kTokens});
     Tensor loss = nn::functional::cross_entropy(logits, y);
@@ -117,8 +119,8 @@ inline void torch_wordlm_step(benchmark::State& state) {
                                                   torch::zeros({kLayers, kBatch, kWidth})};
   for (auto _ : state) {
     sgd.zero_grad();
-    auto [out, next] = rnn->forward(drop(encoder(x)), std::make_tuple(std::get<0>(hidden).detach(),
-                                                                      std::get<1>(hidden).detach()));
+    auto [out, next] =
+        rnn->forward(drop(encoder(x)), std::make_tuple(std::get<0>(hidden).detach(), std::get<1>(hidden).detach()));
     hidden = next;
     torch::Tensor logits = decoder(drop(out)).reshape({-1, kTokens});
     torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);

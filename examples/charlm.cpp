@@ -158,7 +158,8 @@ examples::DdpRank init_ddp(const Args& args) { return examples::init_ddp(args.di
 // Warmup, then a cosine from 1 down to 0.1 at `steps` (a factor of the base learning rate).
 double schedule(int64_t step, int64_t warmup, int64_t steps) {
   if (step < warmup) return static_cast<double>(step + 1) / static_cast<double>(warmup);
-  const double progress = std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, steps - warmup)));
+  const double progress =
+      std::min(1.0, static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, steps - warmup)));
   return 0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * progress));
 }
 
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
     if (args.ddp) ddp_rank = init_ddp(args);
     const bool lead = ddp_rank.rank == 0;
     Args local = args;
-    if (args.ddp && local.device.empty() && !local.disable_cuda) local.device = "cuda:" + std::to_string(ddp_rank.local_rank);
+    if (args.ddp && local.device.empty() && !local.disable_cuda)
+      local.device = "cuda:" + std::to_string(ddp_rank.local_rank);
     const Device device = choose_device(local);
     if (args.no_tf32) {
       backends::cuda::matmul.allow_tf32 = false;
@@ -205,7 +207,8 @@ int main(int argc, char** argv) {
       bool has_vocabulary = false;
       for (const auto& [key, t] : load(args.checkpoint)) {
         if (key.rfind(kOptimizerPrefix, 0) == 0) optimizer_state.insert(key.substr(std::strlen(kOptimizerPrefix)), t);
-        else if (key.rfind(kSchedulerPrefix, 0) == 0) scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
+        else if (key.rfind(kSchedulerPrefix, 0) == 0)
+          scheduler_state.insert(key.substr(std::strlen(kSchedulerPrefix)), t);
         else if (key.rfind(kScalerPrefix, 0) == 0) scaler_state.insert(key.substr(std::strlen(kScalerPrefix)), t);
         else if (key.rfind(kRngPrefix, 0) == 0) rng_state.insert(key.substr(std::strlen(kRngPrefix)), t);
         else if (key == kVocabularyKey) {
@@ -227,8 +230,7 @@ int main(int argc, char** argv) {
     config.vocab_size = vocabulary.size();
     auto net = std::make_shared<charlm::CharLM>(config);
     if (args.resume) {
-      examples::load_checkpoint_part(args.checkpoint, "model", kModelFlags,
-                                     [&] { net->load_state_dict(model_state); });
+      examples::load_checkpoint_part(args.checkpoint, "model", kModelFlags, [&] { net->load_state_dict(model_state); });
     }
     net->to(device);
     if (lead) {
@@ -241,8 +243,8 @@ int main(int argc, char** argv) {
         std::cout << ", mixed precision (" << (device.is_cuda() ? "float16, loss scaling" : "bfloat16") << ")";
       if (args.ddp) std::cout << ", DistributedDataParallel on " << ddp_rank.world << " ranks";
       std::cout << "\ncorpus: " << fortunes.train_files().size() << " files (" << train_tokens.numel()
-                << " characters) for training, " << fortunes.validation_files().size() << " ("
-                << val_tokens.numel() << ") for validation; " << vocabulary.size() << " distinct characters\n"
+                << " characters) for training, " << fortunes.validation_files().size() << " (" << val_tokens.numel()
+                << ") for validation; " << vocabulary.size() << " distinct characters\n"
                 << "model: " << config.layers << " layers, width " << config.width << ", " << config.heads
                 << " heads, context " << config.context << ", " << count << " parameters\n";
       if (args.resume) std::cout << "resumed from " << args.checkpoint << " after step " << first_step << "\n";
@@ -260,8 +262,9 @@ int main(int argc, char** argv) {
       data_parallel = std::make_shared<nn::DataParallel>(net, device_ids);
       if (lead) std::cout << "DataParallel over " << device_ids.size() << " devices\n";
     }
-    nn::Module& model = ddp ? static_cast<nn::Module&>(*ddp)
-                            : data_parallel ? static_cast<nn::Module&>(*data_parallel) : *net;
+    nn::Module& model = ddp             ? static_cast<nn::Module&>(*ddp)
+                        : data_parallel ? static_cast<nn::Module&>(*data_parallel)
+                                        : *net;
 
     auto [decay, no_decay] = charlm::decay_groups(*net);
     optim::AdamW optimizer(decay, optim::AdamWOptions(args.lr).betas({0.9, 0.95}).weight_decay(args.weight_decay));
@@ -287,15 +290,20 @@ int main(int argc, char** argv) {
     // Fixed validation batches: the same windows at every progress line.
     std::vector<data::Example> val_batches;
     if (lead) {
-      data::DataLoader val_loader(val_set, data::DataLoaderOptions().batch_size(args.batch_size).shuffle(true).seed(args.seed + 1));
+      data::DataLoader val_loader(
+          val_set, data::DataLoaderOptions().batch_size(args.batch_size).shuffle(true).seed(args.seed + 1));
       for (const data::Example& b : val_loader) {
         if (static_cast<int64_t>(val_batches.size()) >= args.eval_batches) break;
         val_batches.push_back(b);
       }
     }
-    data::DataLoaderOptions train_options =
-        data::DataLoaderOptions().batch_size(args.batch_size).shuffle(true).num_workers(args.workers)
-            .pin_memory(device.is_cuda()).drop_last(true).seed(args.seed);
+    data::DataLoaderOptions train_options = data::DataLoaderOptions()
+                                                .batch_size(args.batch_size)
+                                                .shuffle(true)
+                                                .num_workers(args.workers)
+                                                .pin_memory(device.is_cuda())
+                                                .drop_last(true)
+                                                .seed(args.seed);
     std::optional<data::DistributedSampler> ddp_sampler;
     if (args.ddp) {
       ddp_sampler.emplace(train_set.size(), ddp_rank.world, ddp_rank.rank, true, args.seed);
@@ -331,7 +339,8 @@ int main(int argc, char** argv) {
       for (const auto& [key, t] : scheduler.state_dict()) checkpoint.insert(kSchedulerPrefix + key, t);
       for (const auto& [key, t] : scaler.state_dict()) checkpoint.insert(kScalerPrefix + key, t);
       Tensor chars = empty({vocabulary.size()}, kInt64);
-      for (int64_t i = 0; i < vocabulary.size(); ++i) chars.data_ptr<int64_t>()[i] = static_cast<unsigned char>(vocabulary.chars()[static_cast<size_t>(i)]);
+      for (int64_t i = 0; i < vocabulary.size(); ++i)
+        chars.data_ptr<int64_t>()[i] = static_cast<unsigned char>(vocabulary.chars()[static_cast<size_t>(i)]);
       checkpoint.insert(kVocabularyKey, chars);
       checkpoint.insert(std::string(kRngPrefix) + "cpu", get_rng_state());
       if (device.is_cuda()) checkpoint.insert(std::string(kRngPrefix) + "cuda", cuda::get_rng_state(device.index()));
@@ -395,7 +404,8 @@ int main(int argc, char** argv) {
     }
 
     if (lead && args.samples > 0) {
-      std::cout << std::defaultfloat << std::setprecision(6) << "samples (temperature " << args.temperature << ", top-k " << args.top_k << "):\n";
+      std::cout << std::defaultfloat << std::setprecision(6) << "samples (temperature " << args.temperature
+                << ", top-k " << args.top_k << "):\n";
       for (int64_t i = 0; i < args.samples; ++i) {
         Tensor prompt = vocabulary.encode("\n").view({1, 1}).to(device);
         Tensor out = charlm::generate(*net, prompt, args.sample_length, args.temperature, args.top_k);

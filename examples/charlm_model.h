@@ -36,9 +36,9 @@ class CharLM : public ember::nn::Module {
     drop = std::static_pointer_cast<nn::Dropout>(dict->insert("drop", std::make_shared<nn::Dropout>(config.dropout)));
     auto h = std::static_pointer_cast<nn::ModuleList>(dict->insert("h", std::make_shared<nn::ModuleList>()));
     for (int64_t i = 0; i < config.layers; ++i) {
-      blocks.push_back(std::make_shared<nn::TransformerEncoderLayer>(
-          config.width, config.heads, 4 * config.width, config.dropout, "gelu", 1e-5, /*batch_first=*/true,
-          /*norm_first=*/true));
+      blocks.push_back(std::make_shared<nn::TransformerEncoderLayer>(config.width, config.heads, 4 * config.width,
+                                                                     config.dropout, "gelu", 1e-5, /*batch_first=*/true,
+                                                                     /*norm_first=*/true));
       h->push_back(blocks.back());
     }
     ln_f = std::static_pointer_cast<nn::LayerNorm>(
@@ -104,8 +104,7 @@ inline std::pair<std::vector<ember::Tensor>, std::vector<ember::Tensor>> decay_g
 
 /// Draws `length` tokens after `prompt` ([1, T0] int64), one at a time from the softmax of
 /// the last logits / temperature, restricted to the top_k most likely (0: all).
-inline ember::Tensor generate(CharLM& model, ember::Tensor prompt, int64_t length, double temperature,
-                              int64_t top_k) {
+inline ember::Tensor generate(CharLM& model, ember::Tensor prompt, int64_t length, double temperature, int64_t top_k) {
   using namespace ember;
   NoGradGuard no_grad;
   const bool was_training = model.is_training();

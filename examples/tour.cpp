@@ -108,8 +108,8 @@ void streams() {
   cuda::current_stream().wait_stream(s);
   std::cout << "current stream inside StreamGuard was s; outside it is the default again: "
             << (cuda::current_stream() == cuda::default_stream()) << "\n";
-  std::cout << "sum(A) computed on s after wait_stream: " << B.item<float>() << " (matches "
-            << A.sum().item<float>() << ")\n";
+  std::cout << "sum(A) computed on s after wait_stream: " << B.item<float>() << " (matches " << A.sum().item<float>()
+            << ")\n";
   auto [least, greatest] = cuda::Stream::priority_range();
   cuda::Stream high(0, greatest);
   std::cout << "priority range {" << least << ", " << greatest << "}, new stream priority " << high.priority() << "\n";
@@ -121,15 +121,16 @@ void memory_management() {
   size_t before = cuda::memory_allocated();
   {
     auto t = empty({1024, 1024}, "cuda");  // 4 MiB
-    std::cout << "memory_allocated: " << cuda::memory_allocated() - before << " bytes more while a 4 MiB tensor lives\n";
+    std::cout << "memory_allocated: " << cuda::memory_allocated() - before
+              << " bytes more while a 4 MiB tensor lives\n";
   }
   std::cout << "after it dies: allocated " << cuda::memory_allocated() - before << " more, reserved "
             << cuda::memory_reserved() << " (cached for reuse)\n";
   cuda::empty_cache();
   std::cout << "after empty_cache: reserved " << cuda::memory_reserved() << "\n";
   auto stats = cuda::memory_stats();
-  std::cout << "memory_stats has " << stats.size() << " keys; allocation.all.allocated = "
-            << stats["allocation.all.allocated"] << "\n";
+  std::cout << "memory_stats has " << stats.size()
+            << " keys; allocation.all.allocated = " << stats["allocation.all.allocated"] << "\n";
   auto [free_bytes, total] = cuda::mem_get_info();
   std::cout << "mem_get_info: " << free_bytes << " free of " << total << "\n";
 }
@@ -218,12 +219,13 @@ void device_agnostic_training(Device device) {
       std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 4)});
   optim::SGD optimizer(net->parameters(), optim::SGDOptions(0.1).momentum(0.9));
   net->to(device);  // the optimizer, made before, still updates the moved parameters
-  std::cout << "net = Network().to(args.device):\n" << *net << "\nparameters on " << net->parameters()[0].device()
-            << "\n";
+  std::cout << "net = Network().to(args.device):\n"
+            << *net << "\nparameters on " << net->parameters()[0].device() << "\n";
   Tensor inputs = randn({256, 16});
   Tensor labels = inputs.slice(1, 0, 4).argmax(1, false);  // a learnable rule
   data::TensorDataset dataset(inputs, labels);
-  data::DataLoader train_loader(dataset, data::DataLoaderOptions().batch_size(32).shuffle(true).pin_memory(device.is_cuda()));
+  data::DataLoader train_loader(dataset,
+                                data::DataLoaderOptions().batch_size(32).shuffle(true).pin_memory(device.is_cuda()));
   for (int epoch = 0; epoch < 3; ++epoch) {
     Tensor total = zeros({}, device);
     for (const data::Example& batch : train_loader) {

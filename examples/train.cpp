@@ -123,7 +123,8 @@ Args parse(int argc, char** argv) {
   examples::check_common_flags(args, usage);
   if (args.cuda_graphs && (args.ddp || args.data_parallel))
     usage("--cuda-graphs captures one device's step: not with --ddp or --data-parallel");
-  if (args.cuda_graphs && args.lr_step > 0) usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
+  if (args.cuda_graphs && args.lr_step > 0)
+    usage("--cuda-graphs bakes the learning rate into the graph: not with --lr-step");
   return args;
 }
 
@@ -160,7 +161,8 @@ int main(int argc, char** argv) {
     if (args.ddp) ddp_rank = init_ddp(args);
     const bool lead = ddp_rank.rank == 0;  // prints, evaluates and checkpoints
     Args local = args;
-    if (args.ddp && local.device.empty() && !local.disable_cuda) local.device = "cuda:" + std::to_string(ddp_rank.local_rank);
+    if (args.ddp && local.device.empty() && !local.disable_cuda)
+      local.device = "cuda:" + std::to_string(ddp_rank.local_rank);
     const Device device = choose_device(local);
     if (args.no_tf32) {
       backends::cuda::matmul.allow_tf32 = false;
@@ -177,7 +179,8 @@ int main(int argc, char** argv) {
     }
 
     if (!args.memory_snapshot.empty()) {
-      if (!device.is_cuda()) usage("--memory-snapshot records a cuda device's allocator; the device is " + device.str());
+      if (!device.is_cuda())
+        usage("--memory-snapshot records a cuda device's allocator; the device is " + device.str());
       cuda::record_memory_history(true);
     }
     // The checkpoint's metadata first: a file of another program is refused before the data
@@ -207,7 +210,8 @@ int main(int argc, char** argv) {
       train_options.shuffle(false).sampler(*ddp_sampler).batch_size(args.batch_size / ddp_rank.world);
     }
     data::DataLoader train_loader(train_set, train_options);
-    data::DataLoader test_loader(test_set, data::DataLoaderOptions().batch_size(1000).num_workers(args.workers).pin_memory(pin));
+    data::DataLoader test_loader(test_set,
+                                 data::DataLoaderOptions().batch_size(1000).num_workers(args.workers).pin_memory(pin));
 
     auto net = std::make_shared<Network>();
     // From the checkpoint, loaded once the optimizer and the scheduler exist.
@@ -258,7 +262,8 @@ int main(int argc, char** argv) {
     nn::Module& model = ddp             ? static_cast<nn::Module&>(*ddp)
                         : data_parallel ? static_cast<nn::Module&>(*data_parallel)
                                         : *net;
-    if (args.cuda_graphs && !device.is_cuda()) usage("--cuda-graphs needs a cuda device; the device is " + device.str());
+    if (args.cuda_graphs && !device.is_cuda())
+      usage("--cuda-graphs needs a cuda device; the device is " + device.str());
     optim::Adam optimizer(net->parameters(), optim::AdamOptions(args.lr).capturable(args.cuda_graphs));
     // --cuda-graphs: the captured step and its static tensors.
     cuda::CUDAGraph step_graph;

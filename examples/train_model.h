@@ -18,16 +18,15 @@ class FashionCnn : public ember::nn::Module {
     namespace nn = ember::nn;
     using Modules = std::initializer_list<std::shared_ptr<nn::Module>>;
     features = register_module(
-        "features", std::make_shared<nn::Sequential>(Modules{
-                        std::make_shared<nn::Conv2d>(1, 16, 3, 1, 1), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::MaxPool2d>(2),
-                        std::make_shared<nn::Conv2d>(16, 32, 3, 1, 1), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::MaxPool2d>(2)}));
+        "features", std::make_shared<nn::Sequential>(
+                        Modules{std::make_shared<nn::Conv2d>(1, 16, 3, 1, 1), std::make_shared<nn::ReLU>(),
+                                std::make_shared<nn::MaxPool2d>(2), std::make_shared<nn::Conv2d>(16, 32, 3, 1, 1),
+                                std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2d>(2)}));
     classifier = register_module(
-        "classifier", std::make_shared<nn::Sequential>(Modules{
-                          std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(32 * 7 * 7, 128),
-                          std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25),
-                          std::make_shared<nn::Linear>(128, 10)}));
+        "classifier",
+        std::make_shared<nn::Sequential>(Modules{
+            std::make_shared<nn::Flatten>(), std::make_shared<nn::Linear>(32 * 7 * 7, 128),
+            std::make_shared<nn::ReLU>(), std::make_shared<nn::Dropout>(0.25), std::make_shared<nn::Linear>(128, 10)}));
   }
   ember::Tensor forward(const ember::Tensor& x) override {
     return classifier->forward(features->forward((x - 0.2860) / 0.3530));

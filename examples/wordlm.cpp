@@ -29,8 +29,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -64,7 +64,8 @@ struct Args : examples::CommonArgs {
 
 constexpr const char* kUsage =
     "usage: wordlm [--model LSTM|GRU|RNN_TANH|RNN_RELU] [--emsize 200] [--nhid 200] [--nlayers 2] [--vocab 10000]\n"
-    "              [--dropout 0.2] [--tied] [--lr 20 (SGD), 1e-3 (AdamW)] [--clip 0.25] [--epochs 1] [--max-batches N]\n"
+    "              [--dropout 0.2] [--tied] [--lr 20 (SGD), 1e-3 (AdamW)] [--clip 0.25] [--epochs 1] [--max-batches "
+    "N]\n"
     "              [--batch-size 20] [--bptt 35] [--log-interval 200] [--sentences 3] [--temperature 1.0]\n"
     "              [--packed] [--optimizer sgd|adamw] [--checkpoint FILE [--resume]] [--seed 1111] [--data DIR]\n"
     "              [--device cuda:0] [--disable-cuda] [--no-tf32] [--amp]\n"
@@ -209,7 +210,7 @@ double evaluate(wordlm::RNNModel& model, const Tensor& source, int64_t bptt) {
 // Batch `b` of --packed training: lines b * batch, ... (those of two words or more), each cut to
 // bptt + 1 words; inputs and next-word targets packed alike (unsorted lengths).
 std::pair<nn::utils::rnn::PackedSequence, Tensor> packed_batch(const std::vector<std::vector<int64_t>>& lines,
-                                                              int64_t b, const Args& args, Device device) {
+                                                               int64_t b, const Args& args, Device device) {
   std::vector<std::vector<int64_t>> batch;
   for (size_t i = static_cast<size_t>(b * args.batch_size);
        i < lines.size() && static_cast<int64_t>(batch.size()) < args.batch_size; ++i) {
@@ -280,7 +281,8 @@ int main(int argc, char** argv) {
       // At most 2^62 epochs, so that first_epoch + --epochs cannot overflow.
       first_epoch = examples::metadata_integer(args.checkpoint, "epoch", 1, int64_t{1} << 62) + 1;
       if (load_metadata(args.checkpoint).count("wordlm_vocabulary") == 0)
-        throw ValueError(args.checkpoint + " has no 'wordlm_vocabulary' in its metadata: it is not a checkpoint of wordlm");
+        throw ValueError(args.checkpoint +
+                         " has no 'wordlm_vocabulary' in its metadata: it is not a checkpoint of wordlm");
     }
     data::Fortunes fortunes(args.data);
     const std::vector<std::string> train_words = words_of(fortunes.train_text());
@@ -310,8 +312,9 @@ int main(int argc, char** argv) {
       nn::parallel::DDPOptions options;
       if (device.is_cuda()) options.device_ids({device.index()});
       ddp = std::make_shared<nn::parallel::DistributedDataParallel>(model, options);
-      if (lead) std::printf("DistributedDataParallel on %d ranks, %lld columns each\n", ddp_rank.world,
-                            static_cast<long long>(batch));
+      if (lead)
+        std::printf("DistributedDataParallel on %d ranks, %lld columns each\n", ddp_rank.world,
+                    static_cast<long long>(batch));
     }
     std::shared_ptr<nn::DataParallel> data_parallel;
     if (args.data_parallel) {
@@ -382,7 +385,8 @@ int main(int argc, char** argv) {
         examples::load_checkpoint_part(args.checkpoint, "scaler", "GradScaler, --amp",
                                        [&] { scaler.load_state_dict(scaler_state); });
       }
-      examples::load_checkpoint_part(args.checkpoint, "model", model_flags, [&] { model->load_state_dict(model_state); });
+      examples::load_checkpoint_part(args.checkpoint, "model", model_flags,
+                                     [&] { model->load_state_dict(model_state); });
       examples::load_checkpoint_part(args.checkpoint, "optimizer", model_flags,
                                      [&] { optimizer->load_state_dict(optimizer_state); });
       if (lead) {
@@ -397,11 +401,13 @@ int main(int argc, char** argv) {
       char best_text[32];
       std::snprintf(best_text, sizeof best_text, "%.17g", best);
       save(checkpoint, args.checkpoint,
-           {{"epoch", std::to_string(epoch)}, {"wordlm_vocabulary", std::to_string(vocab.fingerprint())},
+           {{"epoch", std::to_string(epoch)},
+            {"wordlm_vocabulary", std::to_string(vocab.fingerprint())},
             {"best_valid_loss", best_text}});
     };
-    const int64_t batches = args.packed ? static_cast<int64_t>((train_lines.size() + args.batch_size - 1) / args.batch_size)
-                                        : (train.size(0) - 1 + args.bptt - 1) / args.bptt;
+    const int64_t batches = args.packed
+                                ? static_cast<int64_t>((train_lines.size() + args.batch_size - 1) / args.batch_size)
+                                : (train.size(0) - 1 + args.bptt - 1) / args.bptt;
     const int64_t per_epoch = args.max_batches > 0 ? std::min(batches, args.max_batches) : batches;
     for (int64_t epoch = first_epoch; epoch < first_epoch + args.epochs; ++epoch) {
       // Dropout's generator seeded per epoch: a run resumed after epoch N repeats a whole run's
@@ -447,15 +453,15 @@ int main(int argc, char** argv) {
           log_loss = mean.item<double>();
         }
         if (((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) && lead) {
-          const double seconds =
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - log_start).count();
+          const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - log_start).count();
           const int64_t n = (b + 1) % args.log_interval == 0 ? args.log_interval : (b + 1) % args.log_interval;
           const double mean = log_loss / static_cast<double>(n);
-          std::printf("| epoch %3lld | %5lld/%5lld batches | lr %.4g | ms/batch %7.2f | loss %5.2f | ppl %8.2f | "
-                      "words/s %8.0f\n",
-                      static_cast<long long>(epoch), static_cast<long long>(b + 1), static_cast<long long>(per_epoch),
-                      optimizer->lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
-                      static_cast<double>(log_words) / seconds);
+          std::printf(
+              "| epoch %3lld | %5lld/%5lld batches | lr %.4g | ms/batch %7.2f | loss %5.2f | ppl %8.2f | "
+              "words/s %8.0f\n",
+              static_cast<long long>(epoch), static_cast<long long>(b + 1), static_cast<long long>(per_epoch),
+              optimizer->lr(), 1000 * seconds / static_cast<double>(n), mean, std::exp(mean),
+              static_cast<double>(log_words) / seconds);
           std::fflush(stdout);
         }
         if ((b + 1) % args.log_interval == 0 || b + 1 == per_epoch) {

@@ -36,10 +36,12 @@ class RNNModel : public ember::nn::Module {
     } else if (config.rnn_type == "GRU") {
       rnn_ = register_module("rnn", std::make_shared<GRU>(in, hid, layers, true, false, config.dropout));
     } else {
-      EMBER_CHECK(config.rnn_type == "RNN_TANH" || config.rnn_type == "RNN_RELU", ValueError,
-                  "An invalid option for `--model` was supplied, options are ['LSTM', 'GRU', 'RNN_TANH' or 'RNN_RELU']");
-      rnn_ = register_module("rnn", std::make_shared<RNN>(in, hid, layers, config.rnn_type == "RNN_TANH" ? "tanh" : "relu",
-                                                          true, false, config.dropout));
+      EMBER_CHECK(
+          config.rnn_type == "RNN_TANH" || config.rnn_type == "RNN_RELU", ValueError,
+          "An invalid option for `--model` was supplied, options are ['LSTM', 'GRU', 'RNN_TANH' or 'RNN_RELU']");
+      rnn_ =
+          register_module("rnn", std::make_shared<RNN>(in, hid, layers, config.rnn_type == "RNN_TANH" ? "tanh" : "relu",
+                                                       true, false, config.dropout));
     }
     decoder_ = register_module("decoder", std::make_shared<Linear>(hid, config.tokens));
     // pytorch/examples' init_weights: the recurrent layers keep their own initialisation.

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "backends/cpu/cpu_kernels.h"
-#include "kernels/kernel_call.h"
 #include "kernel_args_util.h"
+#include "kernels/kernel_call.h"
 
 namespace ember::test {
 

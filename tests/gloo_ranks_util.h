@@ -21,7 +21,8 @@ void on_gloo_ranks(int world, Body body) {
   std::vector<std::thread> ranks;
   for (int r = 0; r < world; ++r) {
     ranks.emplace_back([&, r] {
-      auto store = r == 0 ? master : std::make_shared<distributed::TCPStore>("127.0.0.1", master->port(), world, false, 20s);
+      auto store =
+          r == 0 ? master : std::make_shared<distributed::TCPStore>("127.0.0.1", master->port(), world, false, 20s);
       detail::distributed::GroupSetup setup;
       setup.store = store;
       setup.local_address = store->local_address();

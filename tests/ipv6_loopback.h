@@ -26,7 +26,7 @@ inline std::string ipv6_loopback_unavailable() {
 
 }  // namespace ember::testing
 
-#define SKIP_WITHOUT_IPV6_LOOPBACK()                                                \
+#define SKIP_WITHOUT_IPV6_LOOPBACK()                                                   \
   if (std::string why = ::ember::testing::ipv6_loopback_unavailable(); !why.empty()) { \
-    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";              \
+    GTEST_SKIP() << "this host has no IPv6 loopback (" << why << ")";                  \
   }

@@ -15,10 +15,14 @@ inline detail::OpArgs scalar_args(detail::OpKind op, Scalar s0 = 0, Scalar s1 = 
   namespace kargs = detail::kargs;
   using detail::OpKind;
   switch (op) {
-    case OpKind::Add: case OpKind::Sub: return kargs::Alpha{s0};
-    case OpKind::Fill: case OpKind::AddScalar: case OpKind::MulScalar: case OpKind::PowScalar:
-    case OpKind::RSubScalar: case OpKind::RDivScalar:
-      return kargs::Value{s0};
+    case OpKind::Add:
+    case OpKind::Sub: return kargs::Alpha{s0};
+    case OpKind::Fill:
+    case OpKind::AddScalar:
+    case OpKind::MulScalar:
+    case OpKind::PowScalar:
+    case OpKind::RSubScalar:
+    case OpKind::RDivScalar: return kargs::Value{s0};
     case OpKind::IsClose: return kargs::IsClose{s0, s1, false};
     case OpKind::Normal: return kargs::Normal{s0, s1};
     case OpKind::Uniform: return kargs::Uniform{s0, s1};

@@ -132,7 +132,7 @@ TEST_P(AdaptiveLogSoftmax, HeadBiasAndUnbatchedInputsMatchPyTorch) {
 TEST_P(AdaptiveLogSoftmax, ThreeClustersMatchPyTorchAndAnUnusedTailGetsNoGradient) {
   ALSM module(16, 30, {4, 10, 20}, 2.0);
   const Case& c = adaptive_expected::k_three_clusters;
-  expect_case(module, c);  // no target in [10, 20): tail.1 gets no gradient from forward
+  expect_case(module, c);                // no target in [10, 20): tail.1 gets no gradient from forward
   expect_forward(module, c, "_single");  // a batch of one keeps its batch dim
 }
 
@@ -156,7 +156,9 @@ TEST_P(AdaptiveLogSoftmax, ShapeAndTargetErrorsUsePyTorchsMessagesAndChangeNothi
   EXPECT_EQ(forward_error(randn({3}, opts), tensor(6, index)),
             "Target values should be in [0, 5], but values in range [6, 6] were found.");
   const Tensor int32_target = tensor({0, 1}, TensorOptions(kInt32).device(dev_));
-  EXPECT_EQ(error_of<TypeError>([&] { module(randn({2, 3}, opts), int32_target); }),
+  EXPECT_EQ(error_of<TypeError>([&] {
+              module(randn({2, 3}, opts), int32_target);
+            }),
             "AdaptiveLogSoftmaxWithLoss: expected target of dtype int64 (class indices), but got torch.int32");
   // A wrong feature count is the head's error, naming it.
   EXPECT_THROW_MSG(module(randn({2, 4}, opts), tensor({0, 1}, index)), ValueError,
@@ -338,8 +340,8 @@ TEST(AdaptiveLogSoftmaxModule, CutoffsAreCheckedWithPyTorchsMessage) {
   const std::string message =
       "cutoffs should be a sequence of unique, positive integers sorted in an increasing order, where each value is "
       "between 1 and n_classes-1";
-  for (const std::vector<int64_t>& cutoffs : std::vector<std::vector<int64_t>>{
-           {10, 5}, {5, 5}, {0, 5}, {-1, 5}, {5, 20}, {5, 25}, {}}) {
+  for (const std::vector<int64_t>& cutoffs :
+       std::vector<std::vector<int64_t>>{{10, 5}, {5, 5}, {0, 5}, {-1, 5}, {5, 20}, {5, 25}, {}}) {
     EXPECT_EQ(error_of<ValueError>([&] { ALSM(8, 20, cutoffs); }), message) << ::testing::PrintToString(cutoffs);
   }
   EXPECT_EQ(ALSM(8, 20, {19}).n_clusters, 1);  // n_classes - 1 is the largest allowed

@@ -31,11 +31,11 @@ struct Case {
   size_t grad_n;
 };
 
-#define EMBER_AFFINE_CASE(Name, Align, theta_sizes, out_sizes, align)                                 \
-  Case {                                                                                               \
-    #Name #Align, theta_sizes, out_sizes, align, E::kAffine##Name##Align##Out,                         \
-        std::size(E::kAffine##Name##Align##Out), E::kAffine##Name##Align##GradTheta,                   \
-        std::size(E::kAffine##Name##Align##GradTheta)                                                  \
+#define EMBER_AFFINE_CASE(Name, Align, theta_sizes, out_sizes, align)                \
+  Case {                                                                             \
+#Name #Align, theta_sizes, out_sizes, align, E::kAffine##Name##Align##Out,       \
+        std::size(E::kAffine##Name##Align##Out), E::kAffine##Name##Align##GradTheta, \
+        std::size(E::kAffine##Name##Align##GradTheta)                                \
   }
 
 const std::vector<Case>& cases() {

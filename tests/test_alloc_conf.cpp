@@ -59,9 +59,10 @@ TEST(AllocConf, PyTorch2Keys) {
 // unknown key.
 TEST(AllocConf, EmptyOptionsAreRefusedButOneTrailingCommaIsNot) {
   EXPECT_EQ(parse_alloc_conf("max_split_size_mb:64,").max_split_size, 64 * MiB);
-  for (const char* conf : {",", ",,", ",max_split_size_mb:64", "max_split_size_mb:64,,", "max_split_size_mb:64,,backend:native",
-                           "max_split_size_mb:64, ,backend:native"}) {
-    EXPECT_THAT(error_of(conf), ::testing::StartsWith("Unrecognized key ',' in CUDA allocator config. (An empty option"))
+  for (const char* conf : {",", ",,", ",max_split_size_mb:64", "max_split_size_mb:64,,",
+                           "max_split_size_mb:64,,backend:native", "max_split_size_mb:64, ,backend:native"}) {
+    EXPECT_THAT(error_of(conf),
+                ::testing::StartsWith("Unrecognized key ',' in CUDA allocator config. (An empty option"))
         << conf;
   }
 }
@@ -108,7 +109,8 @@ TEST(AllocConf, UnknownKeyIsAValueError) {
 }
 
 TEST(AllocConf, BadValuesAreValueErrors) {
-  EXPECT_EQ(error_of("max_split_size_mb:19"), "CachingAllocator option max_split_size_mb too small, must be >= 20, but got 19");
+  EXPECT_EQ(error_of("max_split_size_mb:19"),
+            "CachingAllocator option max_split_size_mb too small, must be >= 20, but got 19");
   // PyTorch 2.8 takes the 20 MiB large segment itself.
   EXPECT_EQ(parse_alloc_conf("max_split_size_mb:20").max_split_size, 20 * MiB);
   EXPECT_EQ(error_of("max_split_size_mb:abc"),
@@ -123,15 +125,20 @@ TEST(AllocConf, BadValuesAreValueErrors) {
             size_t{8796093022207} << 20);
   EXPECT_EQ(error_of("garbage_collection_threshold:1.0"),
             "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 1.0");
-  EXPECT_EQ(error_of("garbage_collection_threshold:0"), "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 0");
-  EXPECT_THAT(error_of("garbage_collection_threshold:half"), ::testing::StartsWith("Expected a number for garbage_collection_threshold"));
+  EXPECT_EQ(error_of("garbage_collection_threshold:0"),
+            "garbage_collect_threshold is invalid, set it in (0.0, 1.0), but got 0");
+  EXPECT_THAT(error_of("garbage_collection_threshold:half"),
+              ::testing::StartsWith("Expected a number for garbage_collection_threshold"));
   EXPECT_EQ(error_of("roundup_power2_divisions:3"), "For roundups, the divisions has to be power of 2, but got 3");
-  EXPECT_EQ(error_of("roundup_power2_divisions:[300:2]"), "For roundups, the intervals have to be power of 2, but got 300");
-  EXPECT_EQ(error_of("expandable_segments:maybe"), "Expected a single True/False argument for expandable_segments, but got 'maybe'");
+  EXPECT_EQ(error_of("roundup_power2_divisions:[300:2]"),
+            "For roundups, the intervals have to be power of 2, but got 300");
+  EXPECT_EQ(error_of("expandable_segments:maybe"),
+            "Expected a single True/False argument for expandable_segments, but got 'maybe'");
 }
 
 TEST(AllocConf, MalformedSyntaxIsAValueError) {
-  EXPECT_EQ(error_of("max_split_size_mb"), "Expected 'key:value' in the CUDA allocator config, but got 'max_split_size_mb'");
+  EXPECT_EQ(error_of("max_split_size_mb"),
+            "Expected 'key:value' in the CUDA allocator config, but got 'max_split_size_mb'");
   EXPECT_THAT(error_of("roundup_power2_divisions:[256:1"), ::testing::StartsWith("Unbalanced '['"));
   EXPECT_THAT(error_of("roundup_power2_divisions:256:1]"), ::testing::StartsWith("Unbalanced ']'"));
   EXPECT_THAT(error_of("roundup_power2_divisions:[256]"), ::testing::StartsWith("Expected 'size:divisions'"));
@@ -149,7 +156,8 @@ TEST(AllocConf, AllocatorModeOptions) {
   EXPECT_FALSE(defaults.pinned_use_host_register);
   EXPECT_EQ(defaults.pinned_num_register_threads, 1u);
   AllocatorConfig config = parse_alloc_conf(
-      "backend:cudaMallocAsync,pinned_use_cuda_host_register:True,pinned_num_register_threads:8,expandable_segments:True");
+      "backend:cudaMallocAsync,pinned_use_cuda_host_register:True,pinned_num_register_threads:8,expandable_segments:"
+      "True");
   EXPECT_TRUE(config.use_async_allocator);
   EXPECT_TRUE(config.pinned_use_host_register);
   EXPECT_EQ(config.pinned_num_register_threads, 8u);
@@ -172,8 +180,9 @@ TEST(AllocConf, BadAllocatorModeOptionsAreValueErrors) {
   EXPECT_EQ(error_of("pinned_num_register_threads:0"), "Number of register threads has to be power of 2, got 0");
   EXPECT_EQ(error_of("pinned_num_register_threads:256"),
             "Number of register threads should be less than or equal to 128, got 256");
-  EXPECT_EQ(error_of("pinned_num_register_threads:x"),
-            "Expected a non-negative integer for pinned_num_register_threads in the CUDA allocator config, but got 'x'");
+  EXPECT_EQ(
+      error_of("pinned_num_register_threads:x"),
+      "Expected a non-negative integer for pinned_num_register_threads in the CUDA allocator config, but got 'x'");
   EXPECT_EQ(error_of("pinned_use_cuda_host_register:yes"),
             "Expected a single True/False argument for pinned_use_cuda_host_register, but got 'yes'");
   EXPECT_THAT(error_of("pinned_use_host_register:True"),

@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "memory/alloc_conf.h"
 #include "ember/errors.h"
+#include "memory/alloc_conf.h"
 #include "memory/caching_allocator.h"
 #include "memory/caching_host_allocator.h"
 #include "test_caching_allocator_fake_backend.h"

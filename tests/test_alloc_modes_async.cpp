@@ -20,8 +20,8 @@ namespace {
 constexpr size_t MiB = size_t{1} << 20;
 
 // Before any other cuda use in this process (static initialization runs before main).
-const bool configured = (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1),
-                         ember::cuda::emulate(2, 64 * MiB), true);
+const bool configured =
+    (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1), ember::cuda::emulate(2, 64 * MiB), true);
 
 }  // namespace
 

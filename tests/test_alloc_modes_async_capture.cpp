@@ -19,8 +19,8 @@ namespace {
 constexpr size_t MiB = size_t{1} << 20;
 
 // Before any other cuda use in this process (static initialization runs before main).
-const bool configured = (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1),
-                         ember::cuda::emulate(1, 64 * MiB), true);
+const bool configured =
+    (setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync", 1), ember::cuda::emulate(1, 64 * MiB), true);
 
 }  // namespace
 
@@ -41,8 +41,8 @@ TEST(AsyncAllocatorCapture, CapturedOutputsSurviveReplaysAndTheGraph) {
     cuda::CUDAGraph g;
     {
       cuda::graph capture(g, {}, side);  // refused before: "needs the native allocator"
-      Tensor tmp = x * 2.0;                // allocated and freed inside: an alloc and a free node
-      y = tmp + 1.0;                       // outlives the capture
+      Tensor tmp = x * 2.0;              // allocated and freed inside: an alloc and a free node
+      y = tmp + 1.0;                     // outlives the capture
     }
     g.replay();
     x.fill_(2.0);
@@ -51,7 +51,7 @@ TEST(AsyncAllocatorCapture, CapturedOutputsSurviveReplaysAndTheGraph) {
   }
   // The graph is gone; the output it allocated stays valid until freed.
   EXPECT_EQ(values(y), std::vector<float>(4, 5.0f));
-  y = Tensor();         // the graph's output freed after the graph: no error, now or later
+  y = Tensor();  // the graph's output freed after the graph: no error, now or later
   cuda::synchronize();
 }
 

@@ -70,7 +70,7 @@ TEST(ExpandableSegments, ChangingBatchSizeReservesLessInFewerSegments) {
   // Expandable: one segment of 20 MiB pages, grown once from one page to two (the 28 MiB step).
   EXPECT_EQ(expandable.stat("reserved_bytes.all.current"), static_cast<int64_t>(40 * MiB));
   EXPECT_EQ(expandable.stat("reserved_bytes.large_pool.peak"), static_cast<int64_t>(40 * MiB));
-  EXPECT_EQ(expandable.stat("num_device_alloc"), 2);  // two page maps
+  EXPECT_EQ(expandable.stat("num_device_alloc"), 2);     // two page maps
   EXPECT_EQ(expandable.stat("segment.all.current"), 0);  // PyTorch counts only fixed segments here
   nlohmann::json segments = expandable.segments();
   ASSERT_EQ(segments.size(), 1u);
@@ -199,8 +199,8 @@ TEST(ExpandableSegments, RecordedHistoryShowsMapsAndUnmaps) {
   device.allocator->empty_cache();
   std::vector<std::string> actions;
   for (const auto& entry : device.allocator->trace_json()) actions.push_back(entry["action"]);
-  EXPECT_THAT(actions, ::testing::ElementsAre("segment_map", "alloc", "free_requested", "free_completed",
-                                              "segment_unmap"));
+  EXPECT_THAT(actions,
+              ::testing::ElementsAre("segment_map", "alloc", "free_requested", "free_completed", "segment_unmap"));
   EXPECT_EQ(device.allocator->trace_json()[0]["size"], 40 * MiB);
 }
 

@@ -35,7 +35,7 @@ struct Log {
   std::vector<Call> mallocs, frees;
   int resets = 0;
   std::vector<std::pair<double, int>> fractions;
-  bool refuse = false;  // the next malloc returns nullptr
+  bool refuse = false;           // the next malloc returns nullptr
   bool throw_on_malloc = false;  // the next malloc throws
   bool throw_on_free = false;    // the next free throws (after freeing)
   // While set: each free records whether its stream still had queued work, and the first
@@ -70,12 +70,14 @@ ember::cuda::PluggableAllocator make_allocator() {
         if (std::exchange(calls().throw_on_free, false)) throw std::runtime_error("user free failed");
       });
   allocator.set_reset_fn([] { ++calls().resets; });
-  allocator.set_memory_fraction_fn([](double fraction, int device) { calls().fractions.emplace_back(fraction, device); });
+  allocator.set_memory_fraction_fn(
+      [](double fraction, int device) { calls().fractions.emplace_back(fraction, device); });
   return allocator;
 }
 
 // Before any other cuda use in this process (static initialization runs before main).
-const bool installed = (ember::cuda::emulate(2, 64 * MiB), ember::cuda::change_current_allocator(make_allocator()), true);
+const bool installed =
+    (ember::cuda::emulate(2, 64 * MiB), ember::cuda::change_current_allocator(make_allocator()), true);
 
 }  // namespace
 

@@ -150,8 +150,7 @@ TEST(ApiNextContract, CudaGraphs) {
   EXPECT_TRUE(optim::AdamWOptions(1e-3).capturable(true).capturable());
   auto linear = std::make_shared<nn::Linear>(4, 2);
   linear->to(dev);
-  std::shared_ptr<nn::Module> graphed =
-      cuda::make_graphed_callables(linear, {zeros({3, 4}, dev).requires_grad_(true)});
+  std::shared_ptr<nn::Module> graphed = cuda::make_graphed_callables(linear, {zeros({3, 4}, dev).requires_grad_(true)});
   EXPECT_NE(graphed, nullptr);
 }
 

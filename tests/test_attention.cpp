@@ -23,19 +23,23 @@ class Attention : public ember::testing::OnDevice {
 };
 
 TEST_P(Attention, ValuesAndGradsMatchPyTorch) {
-  expect_case("plain", [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2]); }, kQkv,
-              E::kSdpaPlain, dev_);
-  expect_case("causal", [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true); },
-              kQkv, E::kSdpaCausal, dev_);
+  expect_case(
+      "plain", [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2]); }, kQkv, E::kSdpaPlain,
+      dev_);
+  expect_case(
+      "causal", [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true); }, kQkv,
+      E::kSdpaCausal, dev_);
   Tensor bool_mask = seq({3, 5}, 0.7, dev_).gt(-0.5);
-  expect_case("bool mask", [&](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], bool_mask); },
-              kQkv, E::kSdpaBoolMask, dev_);
+  expect_case(
+      "bool mask", [&](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], bool_mask); }, kQkv,
+      E::kSdpaBoolMask, dev_);
   Tensor float_mask = seq({1, 3, 5}, 0.9, dev_);
-  expect_case("float mask", [&](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], float_mask); },
-              kQkv, E::kSdpaFloatMask, dev_);
-  expect_case("scale", [](const Ts& x) {
-    return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, false, 0.3);
-  }, kQkv, E::kSdpaScale, dev_);
+  expect_case(
+      "float mask", [&](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], float_mask); }, kQkv,
+      E::kSdpaFloatMask, dev_);
+  expect_case(
+      "scale", [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, false, 0.3); }, kQkv,
+      E::kSdpaScale, dev_);
 }
 
 TEST_P(Attention, CausalEqualsItsBoolMask) {
@@ -54,13 +58,13 @@ TEST_P(Attention, CausalEqualsItsBoolMask) {
 TEST_P(Attention, Gradcheck) {
   auto sdpa = [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2]); };
   expect_gradcheck("sdpa", sdpa, {R({2, 3, 2}, 0.1), R({2, 4, 2}, 0.2), R({2, 4, 3}, 0.3)});
-  expect_gradcheck("sdpa causal", [](const Ts& x) {
-    return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true);
-  }, {R({1, 2, 3, 2}, 0.1), R({1, 2, 3, 2}, 0.2), R({1, 2, 3, 2}, 0.3)});
+  expect_gradcheck("sdpa causal",
+                   [](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], {}, 0.0, true); },
+                   {R({1, 2, 3, 2}, 0.1), R({1, 2, 3, 2}, 0.2), R({1, 2, 3, 2}, 0.3)});
   Tensor mask = seq({3, 4}, 0.4, dev_);
-  expect_gradcheck("sdpa float mask", [mask](const Ts& x) {
-    return F::scaled_dot_product_attention(x[0], x[1], x[2], mask);
-  }, {R({3, 2}, 0.1), R({4, 2}, 0.2), R({4, 2}, 0.3)});
+  expect_gradcheck("sdpa float mask",
+                   [mask](const Ts& x) { return F::scaled_dot_product_attention(x[0], x[1], x[2], mask); },
+                   {R({3, 2}, 0.1), R({4, 2}, 0.2), R({4, 2}, 0.3)});
 }
 
 TEST_P(Attention, NonContiguousInputs) {
@@ -97,8 +101,7 @@ TEST_P(Attention, Errors) {
                    "attn_mask of shape [3, 4] does not broadcast to the attention weights' shape [2, 3, 5]");
   EXPECT_THROW_MSG(F::scaled_dot_product_attention(q, k, v, ones({3, 5}, TensorOptions(kInt64).device(dev_))),
                    TypeError, "Expected attn_mask dtype to be bool or to match query dtype");
-  EXPECT_THROW(F::scaled_dot_product_attention(q, k, ones({2, 5, 3}, TensorOptions(kFloat64).device(dev_))),
-               TypeError);
+  EXPECT_THROW(F::scaled_dot_product_attention(q, k, ones({2, 5, 3}, TensorOptions(kFloat64).device(dev_))), TypeError);
 }
 
 EMBER_ON_DEVICES(Attention, "cpu", "cuda:0");

@@ -44,7 +44,8 @@ std::vector<Row> rows() {
       {"matmul", [](const Inputs& in, DType) { return matmul(in.x, in.w.t()); }},
       {"bmm", [](const Inputs& in, DType) { return bmm(in.x.unsqueeze(0), in.w.t().unsqueeze(0)); }},
       {"addmm", [](const Inputs& in, DType) { return addmm(in.b, in.x, in.w.t()); }},
-      {"baddbmm", [](const Inputs& in, DType) {
+      {"baddbmm",
+       [](const Inputs& in, DType) {
          return baddbmm(in.b.view({1, 1, 6}), in.x.unsqueeze(0), in.w.t().unsqueeze(0));
        }},
       {"linear", [](const Inputs& in, DType) { return F::linear(in.x, in.w, in.b); }},
@@ -64,12 +65,19 @@ std::vector<Row> rows() {
       {"cross_entropy", [](const Inputs& in, DType low) { return F::cross_entropy(in.x.to(low), in.y); }},
       {"mse_loss", [](const Inputs& in, DType low) { return F::mse_loss(in.x.to(low), in.x); }},
       {"cdist", [](const Inputs& in, DType low) { return cdist(in.x.to(low), in.x.to(low)); }},
-      {"cat", [](const Inputs& in, DType low) { return cat({in.x.to(low), in.x}, 0); }},
-      {"stack", [](const Inputs& in, DType low) { return stack({in.x.to(low), in.x}, 0); }},
+      {"cat",
+       [](const Inputs& in, DType low) {
+         return cat({in.x.to(low), in.x}, 0);
+       }},
+      {"stack",
+       [](const Inputs& in, DType low) {
+         return stack({in.x.to(low), in.x}, 0);
+       }},
       {"relu", [](const Inputs& in, DType) { return relu(in.x); }},
       {"add", [](const Inputs& in, DType low) { return in.x.to(low) + in.x.to(low); }},
       {"mean", [](const Inputs& in, DType low) { return in.x.to(low).mean(); }},
-      {"grid_sample", [](const Inputs& in, DType low) {
+      {"grid_sample",
+       [](const Inputs& in, DType low) {
          return F::grid_sample(in.img.to(low), zeros({2, 4, 4, 2}, TensorOptions(kFloat32).device(in.img.device())),
                                "bilinear", "zeros", false);
        }},
@@ -90,24 +98,65 @@ void expect_dtypes(Device dev, DType low, const std::vector<std::pair<std::strin
 TEST(Autocast, CpuDtypesAreTorchs) {
   const DType bf = kBFloat16, f = kFloat32;
   expect_dtypes(Device(kCPU), kBFloat16,
-                {{"matmul", bf}, {"bmm", bf}, {"addmm", bf}, {"baddbmm", bf}, {"linear", bf}, {"conv2d", bf},
+                {{"matmul", bf},
+                 {"bmm", bf},
+                 {"addmm", bf},
+                 {"baddbmm", bf},
+                 {"linear", bf},
+                 {"conv2d", bf},
                  {"conv_transpose2d", bf},  // PyTorch 2.x (1.13: float32)
-                 {"exp", bf}, {"log", bf}, {"rsqrt", bf}, {"pow", bf}, {"softmax", bf}, {"log_softmax", bf},
-                 {"sum", bf}, {"cumsum", bf}, {"logsumexp", bf}, {"layer_norm", bf}, {"nll_loss", f},
-                 {"cross_entropy", f}, {"mse_loss", f}, {"cdist", f}, {"cat", f}, {"stack", f}, {"relu", f},
-                 {"add", bf}, {"mean", bf}, {"grid_sample", f}});
+                 {"exp", bf},
+                 {"log", bf},
+                 {"rsqrt", bf},
+                 {"pow", bf},
+                 {"softmax", bf},
+                 {"log_softmax", bf},
+                 {"sum", bf},
+                 {"cumsum", bf},
+                 {"logsumexp", bf},
+                 {"layer_norm", bf},
+                 {"nll_loss", f},
+                 {"cross_entropy", f},
+                 {"mse_loss", f},
+                 {"cdist", f},
+                 {"cat", f},
+                 {"stack", f},
+                 {"relu", f},
+                 {"add", bf},
+                 {"mean", bf},
+                 {"grid_sample", f}});
 }
 
 TEST(Autocast, CudaDtypesAreTorchsLists) {
   EMBER_REQUIRE_DEVICES(1);
   const DType h = kFloat16, f = kFloat32;
   expect_dtypes(Device(kCUDA, 0), kFloat16,
-                {{"matmul", h}, {"bmm", h}, {"addmm", h}, {"baddbmm", h}, {"linear", h}, {"conv2d", h},
-                 {"conv_transpose2d", h}, {"exp", f}, {"log", f}, {"rsqrt", f}, {"pow", f}, {"softmax", f},
-                 {"log_softmax", f}, {"sum", f}, {"cumsum", f}, {"logsumexp", f}, {"layer_norm", f},
-                 {"nll_loss", f}, {"cross_entropy", f}, {"mse_loss", f}, {"cdist", f},
+                {{"matmul", h},
+                 {"bmm", h},
+                 {"addmm", h},
+                 {"baddbmm", h},
+                 {"linear", h},
+                 {"conv2d", h},
+                 {"conv_transpose2d", h},
+                 {"exp", f},
+                 {"log", f},
+                 {"rsqrt", f},
+                 {"pow", f},
+                 {"softmax", f},
+                 {"log_softmax", f},
+                 {"sum", f},
+                 {"cumsum", f},
+                 {"logsumexp", f},
+                 {"layer_norm", f},
+                 {"nll_loss", f},
+                 {"cross_entropy", f},
+                 {"mse_loss", f},
+                 {"cdist", f},
                  {"cat", f},  // in no cuda list: float16 and float32 promote as usual
-                 {"stack", f}, {"relu", f}, {"add", h}, {"mean", h},
+                 {"stack", f},
+                 {"relu", f},
+                 {"add", h},
+                 {"mean", h},
                  {"grid_sample", f}});  // promote: float16 input, float32 grid
 }
 

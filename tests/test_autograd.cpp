@@ -113,8 +113,7 @@ TEST_P(Autograd, ErrorsUsePyTorchWording) {
   EXPECT_THROW_MSG(tensor({1, 2}, TensorOptions(kInt64).requires_grad(true)), ValueError,
                    "only Tensors of floating point and complex dtype can require gradients");
   EXPECT_THROW_MSG((x * 2).backward(), Error, "grad can be implicitly created only for scalar outputs");
-  EXPECT_THROW_MSG(T(1.0).backward(), Error,
-                   "element 0 of tensors does not require grad and does not have a grad_fn");
+  EXPECT_THROW_MSG(T(1.0).backward(), Error, "element 0 of tensors does not require grad and does not have a grad_fn");
   EXPECT_THROW_MSG((x * 2).backward(T({1, 1})), ValueError,
                    "Mismatch in shape: grad_output[0] has a shape of [2] and output[0] has a shape of [3].");
   EXPECT_THROW_MSG((x * 2).backward(T({1, 1, 1}, false, kComplex64)), ValueError,
@@ -139,7 +138,8 @@ TEST_P(Autograd, InPlaceChangeOfASavedTensorIsCaught) {
   // PyTorch 1.13's message, up to its hint.
   EXPECT_THROW_MSG(zz.sum().backward(), Error,
                    "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                   "[" + std::string(dev_.is_cuda() ? "torch.cuda." : "torch.") +
+                   "[" +
+                       std::string(dev_.is_cuda() ? "torch.cuda." : "torch.") +
                        "FloatTensor [3]], which is output 0 of AddBackward0, is at version 1; expected version 0 "
                        "instead.");
   // In-place ops on non-leaves are differentiated: d/dx sum((2x + 1) * 3) = 6.
@@ -256,7 +256,8 @@ TEST_P(Autograd, QueueCallbackRunsAfterTheLastNode) {
   x.register_post_accumulate_grad_hook([&](Tensor&) { order.push_back("accumulated"); });
   y.sum().backward();
   EXPECT_EQ(order, (std::vector<std::string>{"hook", "accumulated", "callback"}));
-  EXPECT_THROW_MSG(autograd::queue_callback([] {}), Error, "Final callbacks can only be installed during backward pass.");
+  EXPECT_THROW_MSG(autograd::queue_callback([] {}), Error,
+                   "Final callbacks can only be installed during backward pass.");
 }
 
 TEST_P(Autograd, ViewsAndCopies) {
@@ -297,7 +298,7 @@ TEST_P(Autograd, SeveralRootsAndChosenInputs) {
   auto a = T({1, 2}, true), b = T({3, 4}, true);
   auto ya = (a * b).sum(), yb = (b * 2).sum();
   autograd::backward({ya, yb}, {}, std::nullopt, false, /*inputs=*/{b});
-  EXPECT_FALSE(a.grad().defined());  // only the chosen input accumulates
+  EXPECT_FALSE(a.grad().defined());                    // only the chosen input accumulates
   EXPECT_EQ(F(b.grad()), (std::vector<float>{3, 4}));  // a + 2
 }
 

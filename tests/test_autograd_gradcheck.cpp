@@ -107,8 +107,7 @@ TEST_P(Gradcheck, ComplexElementwise) {
   check("abs", one(ember::abs), {R({3}, kComplex128)});
   check("sum", one(ember::sum), {R({2, 2}, kComplex128)});
   check("matmul", fn([](const Ts& x) { return x[0].matmul(x[1]); }), {R({2, 3}, kComplex128), R({3, 2}, kComplex128)});
-  check("real to complex", fn([](const Ts& x) { return x[0].to(kComplex128) * x[1]; }),
-        {R({3}), R({3}, kComplex128)});
+  check("real to complex", fn([](const Ts& x) { return x[0].to(kComplex128) * x[1]; }), {R({3}), R({3}, kComplex128)});
 }
 
 TEST_P(Gradcheck, Reductions) {
@@ -199,12 +198,18 @@ TEST_P(Gradcheck, Selections) {
 TEST_P(Gradcheck, Functional) {
   check("linear", fn([](const Ts& x) { return F::linear(x[0], x[1], x[2]); }), {R({2, 3}), R({4, 3}), R({4})});
   check("linear 3-d", fn([](const Ts& x) { return F::linear(x[0], x[1], x[2]); }), {R({2, 2, 3}), R({4, 3}), R({4})});
-  check("conv2d", fn([](const Ts& x) { return conv2d(x[0], x[1], x[2], {2, 1}, {1, 1}); }),
+  check("conv2d", fn([](const Ts& x) {
+          return conv2d(x[0], x[1], x[2], {2, 1}, {1, 1});
+        }),
         {R({2, 2, 4, 4}), R({3, 2, 3, 2}), R({3})});
-  check("conv2d groups dilation", fn([](const Ts& x) { return conv2d(x[0], x[1], {}, {1, 1}, {0, 1}, {2, 1}, 2); }),
+  check("conv2d groups dilation", fn([](const Ts& x) {
+          return conv2d(x[0], x[1], {}, {1, 1}, {0, 1}, {2, 1}, 2);
+        }),
         {R({1, 4, 5, 3}), R({2, 2, 2, 2})});
   check("max_pool2d", fn([](const Ts& x) { return F::max_pool2d(x[0], {2, 2}, {}, {1}); }), {D({1, 2, 4, 3})});
-  check("avg_pool2d", fn([](const Ts& x) { return F::avg_pool2d(x[0], {3, 2}, {2, 1}, {1, 1}, true, false); }),
+  check("avg_pool2d", fn([](const Ts& x) {
+          return F::avg_pool2d(x[0], {3, 2}, {2, 1}, {1, 1}, true, false);
+        }),
         {R({2, 1, 4, 4})});
   check("dropout", fn([](const Ts& x) {
           manual_seed(3);  // the same mask on every evaluation

@@ -133,7 +133,6 @@ TEST_P(AutogradNodes, ReluPassesTheGradientWhereTheInputIsAboveZeroOrNaN) {
   EXPECT_EQ(F(x.grad()), (std::vector<float>{0, 0, 3, 4}));
 }
 
-
 // In-place ops on views (PyTorch's CopySlices); values and names from PyTorch 1.13, where
 // the view's node after the change is AsStridedBackward0 (as in 2.x on cpu and cuda, whose
 // view replay is off by default).
@@ -228,7 +227,8 @@ TEST_P(AutogradNodes, DoubleBackwardThroughAnInPlaceChangeOfAView) {
 TEST_P(AutogradNodes, InPlaceOnAViewOfALeafIsRefused) {
   auto a = T({1, 2, 3, 4}, true);
   auto v = a.slice(0, 0, 2);
-  EXPECT_THROW_MSG(v *= 2, Error, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
+  EXPECT_THROW_MSG(v *= 2, Error,
+                   "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   EXPECT_THROW_MSG(a.t().zero_(), Error,
                    "a view of a leaf Variable that requires grad is being used in an in-place operation.");
   EXPECT_EQ(F(a), (std::vector<float>{1, 2, 3, 4}));  // left intact

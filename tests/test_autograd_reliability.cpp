@@ -110,9 +110,10 @@ TEST_P(AutogradReliability, InplaceOpWhoseSavedInputAliasesSelfIsCaught) {
     Tensor x = a * 1;
     Tensor v = x.slice(0, 0, 2);
     v.mul_(v);
-    EXPECT_THAT(error_of<Error>([&] { x.sum().backward(); }),
-                ::testing::HasSubstr("[2]], which is output 0 of AsStridedBackward0, is at version 1; expected version 0 "
-                                     "instead."));
+    EXPECT_THAT(
+        error_of<Error>([&] { x.sum().backward(); }),
+        ::testing::HasSubstr("[2]], which is output 0 of AsStridedBackward0, is at version 1; expected version 0 "
+                             "instead."));
   }
 }
 
@@ -278,7 +279,9 @@ TEST_P(AutogradReliability, BackwardCastsAGradientOfAnotherRealDtype) {
   EXPECT_EQ(x.grad().dtype(), kFloat64);
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{2, 2, 2}));
   // A complex gradient of a real output is refused, with PyTorch's message.
-  EXPECT_EQ(error_of<ValueError>([&] { (x * 2).backward(T({1, 1, 1}, false, kComplex64)); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              (x * 2).backward(T({1, 1, 1}, false, kComplex64));
+            }),
             "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in dtype: "
             "grad_output[0] has a dtype of complex64 and output[0] has a dtype of float64.");
 }
@@ -298,7 +301,9 @@ TEST(AutogradParameters, NonLeafParametersAreRefused) {
 
   EXPECT_EQ(error_of<ValueError>([&] { optim::SGD({computed}, optim::SGDOptions(0.1)); }),
             "can't optimize a non-leaf Tensor");
-  EXPECT_EQ(error_of<ValueError>([&] { optim::Adam({a, computed}, optim::AdamOptions(0.1)); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              optim::Adam({a, computed}, optim::AdamOptions(0.1));
+            }),
             "can't optimize a non-leaf Tensor");
   // PyTorch 2.x: a non-leaf that retains its grad may be optimized.
   computed.retain_grad();

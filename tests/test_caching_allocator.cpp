@@ -45,11 +45,11 @@ struct LargeCase {
 
 TEST_P(CachingAllocatorTest, LargePoolSegmentSizes) {
   const LargeCase cases[] = {
-      {1 * MiB + 1, 1 * MiB + 512, 20 * MiB},          // just over small: from a 20 MiB segment
-      {10 * MiB - 1000, 10 * MiB - 512, 20 * MiB},     // still below 10 MiB
-      {10 * MiB, 10 * MiB, 10 * MiB},                  // from 10 MiB: the request rounded to 2 MiB
-      {11 * MiB, 12 * MiB, 12 * MiB},                  // 1 MiB rest is not worth a split
-      {13 * MiB + 1, 14 * MiB, 14 * MiB},              // nor is a rest under 1 MiB
+      {1 * MiB + 1, 1 * MiB + 512, 20 * MiB},       // just over small: from a 20 MiB segment
+      {10 * MiB - 1000, 10 * MiB - 512, 20 * MiB},  // still below 10 MiB
+      {10 * MiB, 10 * MiB, 10 * MiB},               // from 10 MiB: the request rounded to 2 MiB
+      {11 * MiB, 12 * MiB, 12 * MiB},               // 1 MiB rest is not worth a split
+      {13 * MiB + 1, 14 * MiB, 14 * MiB},           // nor is a rest under 1 MiB
   };
   for (const LargeCase& c : cases) {
     use(64 * MiB);
@@ -208,7 +208,8 @@ TEST_P(CachingAllocatorTest, WithoutCachingEveryFreeReturnsTheSegment) {
   EXPECT_EQ(stat("segment.all.current"), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest,
+                         ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

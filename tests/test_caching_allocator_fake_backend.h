@@ -151,7 +151,9 @@ class FakeBackend final : public detail::Backend {
   float elapsed_ms(detail::BackendEvent*, detail::BackendEvent*) override { return 0.0f; }
 
   void launch(detail::BackendStream* stream, const detail::KernelCall&) override { enqueue(stream); }
-  void copy(void*, const void*, size_t, detail::CopyKind, bool, detail::BackendStream* stream) override { enqueue(stream); }
+  void copy(void*, const void*, size_t, detail::CopyKind, bool, detail::BackendStream* stream) override {
+    enqueue(stream);
+  }
   void sleep(detail::BackendStream* stream, std::chrono::nanoseconds) override { enqueue(stream); }
   bool can_access_peer(int, int) override { return true; }
   void check_error(int) override {}

@@ -26,7 +26,7 @@ std::string oom_message(detail::CachingAllocator& allocator, size_t bytes, detai
 
 TEST_P(CachingAllocatorTest, FailedAllocationFreesTheCacheAndRetriesOnce) {
   void* a = alloc().malloc(40 * MiB, s0);
-  alloc().free(a);  // 40 MiB cached for s0
+  alloc().free(a);                         // 40 MiB cached for s0
   void* b = alloc().malloc(50 * MiB, s1);  // s1 cannot use it; only 24 MiB left on the device
   EXPECT_NE(b, nullptr);
   EXPECT_EQ(stat("num_alloc_retries"), 1);
@@ -67,7 +67,8 @@ TEST_P(CachingAllocatorTest, OutOfMemoryReportsReservedButUnallocatedMemory) {
 }
 
 TEST_P(CachingAllocatorTest, HugeRequestsAreOutOfMemoryErrors) {
-  EXPECT_THAT(oom_message(alloc(), size_t{1'000'000'000'000'000'000}, s0), StartsWith("CUDA out of memory. Tried to allocate "));
+  EXPECT_THAT(oom_message(alloc(), size_t{1'000'000'000'000'000'000}, s0),
+              StartsWith("CUDA out of memory. Tried to allocate "));
   EXPECT_THROW(alloc().malloc(std::numeric_limits<size_t>::max(), s0), OutOfMemoryError);
   EXPECT_THROW(alloc().malloc(std::numeric_limits<size_t>::max() - 100, s0), OutOfMemoryError);
   EXPECT_EQ(stat("num_ooms"), 3);
@@ -108,7 +109,8 @@ TEST_P(CachingAllocatorTest, EmptyCacheWaitsForDeferredFrees) {
 
 TEST_P(CachingAllocatorTest, MemoryFractionCapsReservedMemory) {
   alloc().set_memory_fraction(0.5);
-  EXPECT_THAT(oom_message(alloc(), 40 * MiB, s0), HasSubstr("This process has a memory allocation limit of 32.00 MiB."));
+  EXPECT_THAT(oom_message(alloc(), 40 * MiB, s0),
+              HasSubstr("This process has a memory allocation limit of 32.00 MiB."));
   void* a = alloc().malloc(30 * MiB, s0);
   EXPECT_THAT(oom_message(alloc(), 4 * MiB, s1), HasSubstr("Tried to allocate 20.00 MiB"));
   alloc().free(a);
@@ -156,7 +158,8 @@ TEST_P(CachingAllocatorTest, WithoutGarbageCollectionCachedSegmentsStay) {
   alloc().free(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest,
+                         ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -21,8 +21,8 @@ TEST_P(CachingAllocatorTest, MemoryStatsHasEveryPyTorchKey) {
     for (const char* pool : {"all", "small_pool", "large_pool"})
       for (const char* field : {"current", "peak", "allocated", "freed"})
         EXPECT_TRUE(stats.count(std::string(name) + "." + pool + "." + field)) << name << "." << pool << "." << field;
-  for (const char* key : {"num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc", "num_device_free",
-                          "max_split_size"})
+  for (const char* key : {"num_alloc_retries", "num_ooms", "num_sync_all_streams", "num_device_alloc",
+                          "num_device_free", "max_split_size"})
     EXPECT_TRUE(stats.count(key)) << key;
   for (const char* name : {"oversize_allocations", "oversize_segments"})
     for (const char* field : {"current", "peak", "allocated", "freed"})
@@ -43,7 +43,7 @@ TEST_P(CachingAllocatorTest, PeaksAndTheirReset) {
   alloc().reset_peak_stats();
   EXPECT_EQ(stat("allocated_bytes.all.peak"), int64_t(12 * MiB));
   EXPECT_EQ(stat("allocation.all.peak"), 1);
-  EXPECT_EQ(stat("reserved_bytes.all.peak"), int64_t(24 * MiB));  // a's segment is still cached
+  EXPECT_EQ(stat("reserved_bytes.all.peak"), int64_t(24 * MiB));        // a's segment is still cached
   EXPECT_EQ(stat("allocated_bytes.all.allocated"), int64_t(24 * MiB));  // not an accumulated stat
 
   alloc().reset_accumulated_stats();
@@ -104,7 +104,7 @@ TEST_P(CachingAllocatorTest, SnapshotTotalsEqualTheStats) {
   EXPECT_EQ(totals.allocated, stat("allocated_bytes.all.current"));
   EXPECT_EQ(totals.active, stat("active_bytes.all.current"));
   EXPECT_EQ(totals.requested, stat("requested_bytes.all.current"));
-  EXPECT_EQ(totals.states.at("active_allocated"), 2);  // b, d
+  EXPECT_EQ(totals.states.at("active_allocated"), 2);     // b, d
   EXPECT_EQ(totals.states.at("active_pending_free"), 1);  // c
   EXPECT_GE(totals.states.at("inactive"), 1);
   finish(s1);
@@ -123,7 +123,8 @@ TEST_P(CachingAllocatorTest, HistoryRecordsEveryActionInOrder) {
   std::vector<std::string> actions;
   for (const json& entry : trace) {
     actions.push_back(entry.at("action"));
-    EXPECT_TRUE(entry.contains("addr") && entry.contains("size") && entry.contains("stream") && entry.contains("time_us"));
+    EXPECT_TRUE(entry.contains("addr") && entry.contains("size") && entry.contains("stream") &&
+                entry.contains("time_us"));
   }
   EXPECT_EQ(actions, (std::vector<std::string>{"segment_alloc", "alloc", "free_requested", "free_completed",
                                                "segment_free", "oom"}));
@@ -152,8 +153,10 @@ TEST_P(CachingAllocatorTest, SummaryIsAnAlignedTableOfTheStats) {
   void* a = alloc().malloc(5 * MiB, s0);
   const std::string summary = detail::format_memory_summary(alloc().stats().to_map(), 0);
   EXPECT_THAT(summary, ::testing::HasSubstr("ember CUDA memory summary, device ID 0"));
-  EXPECT_THAT(summary, ::testing::HasSubstr("| Allocated memory      |   5120 KiB |   5120 KiB |   5120 KiB |      0 B   |"));
-  EXPECT_THAT(summary, ::testing::HasSubstr("| GPU reserved memory   |  20480 KiB |  20480 KiB |  20480 KiB |      0 B   |"));
+  EXPECT_THAT(summary,
+              ::testing::HasSubstr("| Allocated memory      |   5120 KiB |   5120 KiB |   5120 KiB |      0 B   |"));
+  EXPECT_THAT(summary,
+              ::testing::HasSubstr("| GPU reserved memory   |  20480 KiB |  20480 KiB |  20480 KiB |      0 B   |"));
   std::istringstream lines(summary);
   std::string line;
   int count = 0;
@@ -173,7 +176,8 @@ TEST(FormatSize, FollowsPyTorch) {
   EXPECT_EQ(detail::format_size(size_t{8} << 30), "8.00 GiB");
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest,
+                         ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

@@ -122,7 +122,8 @@ TEST_P(CachingAllocatorTest, ThreadsStreamsAndRandomSizesKeepBlocksDisjointAndSt
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest, ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
+INSTANTIATE_TEST_SUITE_P(Backends, CachingAllocatorTest,
+                         ::testing::Values(fake_backend_maker(), emulated_backend_maker()),
                          [](const auto& info) { return info.param.name; });
 
 }  // namespace

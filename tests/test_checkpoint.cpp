@@ -25,9 +25,7 @@ class TempFile {
       : path_((std::filesystem::temp_directory_path() /
                ("ember_ckpt_" + std::to_string(::getpid()) + "_" + name + ".safetensors"))
                   .string()) {}
-  ~TempFile() {
-    std::remove(path_.c_str());
-  }
+  ~TempFile() { std::remove(path_.c_str()); }
   const std::string& path() const { return path_; }
   std::string bytes() const {
     std::ifstream in(path_, std::ios::binary);
@@ -104,9 +102,8 @@ TEST(Checkpoint, FileLayoutIsSafetensors) {
 TEST(Checkpoint, ReadsAFileWrittenByTheReferenceWriter) {
   // Key order, padding and dtype-sorted data as the reference writer emits them.
   TempFile file("reference");
-  std::string header =
-      R"({"__metadata__":{"format":"pt"},"b":{"dtype":"I32","shape":[1],"data_offsets":[8,12]},)"
-      R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  std::string header = R"({"__metadata__":{"format":"pt"},"b":{"dtype":"I32","shape":[1],"data_offsets":[8,12]},)"
+                       R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
   header.append((8 - header.size() % 8) % 8, ' ');
   int32_t seven = 7;
   file.write(file_of(header, float_bytes({0.5f, -2.0f}) + std::string(reinterpret_cast<char*>(&seven), 4)));
@@ -129,8 +126,9 @@ nn::StateDict every_dtype(Device device) {
   sd.insert("bfloat16", tensor({0.5, -3.0}).to(TensorOptions(kBFloat16).device(device)));
   sd.insert("float32", arange(12, TensorOptions(kFloat32).device(device)).view({3, 4}).t());  // non-contiguous
   sd.insert("float64", tensor({1e-300, 3.5}).to(TensorOptions(kFloat64).device(device)));
-  sd.insert("complex64", tensor({std::complex<double>(1, 2), std::complex<double>(-3, 0.5)})
-                             .to(TensorOptions(kComplex64).device(device)));
+  sd.insert(
+      "complex64",
+      tensor({std::complex<double>(1, 2), std::complex<double>(-3, 0.5)}).to(TensorOptions(kComplex64).device(device)));
   sd.insert("complex128", tensor({{std::complex<double>(1e-200, 2)}, {std::complex<double>(-3, 4)}})
                               .to(TensorOptions(kComplex128).device(device)));
   sd.insert("scalar", tensor(2.5).to(device));
@@ -244,7 +242,8 @@ TEST(Checkpoint, CorruptFilesAreValueErrorsNamingTheFile) {
   file.write(file_of(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data));
   expect_corrupt(file, "starts at data offset 4, expected 0");
   file.write(file_of(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", data));
+                     R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                     data));
   expect_corrupt(file, "starts at data offset 4, expected 8");
   file.write(file_of(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data));
   expect_corrupt(file, "invalid shape");
@@ -255,7 +254,8 @@ TEST(Checkpoint, CorruptFilesAreValueErrorsNamingTheFile) {
   file.write(file_of(R"({"__metadata__":{"n":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
   expect_corrupt(file, "metadata entry 'n' is not a string");
   file.write(file_of(R"({"__metadata__":{"ember.complex128":"[\"a\"]"},)"
-                     R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", data));
+                     R"("a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                     data));
   expect_corrupt(file, "is marked complex128");
 }
 

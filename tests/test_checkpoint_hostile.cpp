@@ -98,8 +98,11 @@ TEST(CheckpointHostile, HeadersNestedDeeperThan128LevelsAreRefusedBeforeParsing)
   expect_short_error(path, "the header nests deeper than 128 levels");
 
   // Brackets inside strings are text, not nesting.
-  write_file(path, R"({"__metadata__":{"k":")" + std::string(1000, '[') + R"("},"a":{"dtype":"F32","shape":[2],)"
-                   R"("data_offsets":[0,8]}})", data);
+  write_file(path,
+             R"({"__metadata__":{"k":")" + std::string(1000, '[') +
+                 R"("},"a":{"dtype":"F32","shape":[2],)"
+                 R"("data_offsets":[0,8]}})",
+             data);
   EXPECT_EQ(load_metadata(path).at("k"), std::string(1000, '['));
 
   // ember's own JSON inside the metadata is bounded the same way.
@@ -177,9 +180,9 @@ TEST(CheckpointHostile, SaveRefusesTextThatIsNotUtf8WithAValueError) {
   EXPECT_TRUE(dir.entries().empty());
   // Names in any script round-trip.
   nn::StateDict sd;
-  sd.insert("poids.\xc3\xa9", ones({1}));         // é
+  sd.insert("poids.\xc3\xa9", ones({1}));            // é
   sd.insert("\xe6\x9d\x83\xe9\x87\x8d", ones({2}));  // 权重
-  sd.insert("\xf0\x9f\x94\xa5", ones({3}));         // a 4-byte character
+  sd.insert("\xf0\x9f\x94\xa5", ones({3}));          // a 4-byte character
   save(sd, path, {{"note", "\xc3\xa9t\xc3\xa9"}});
   EXPECT_EQ(load(path).keys(), sd.keys());
   EXPECT_EQ(load_metadata(path).at("note"), "\xc3\xa9t\xc3\xa9");
@@ -227,7 +230,7 @@ TEST(CheckpointHostile, SaveWritesThroughSymbolicLinks) {
   // As torch.save and safetensors do: the link stays, its target gets the new checkpoint.
   TempDir dir("symlink");
   save(nn::StateDict{{"old", zeros({1})}}, dir.file("real.safetensors"));
-  fs::create_symlink("real.safetensors", dir.file("link.safetensors"));  // relative
+  fs::create_symlink("real.safetensors", dir.file("link.safetensors"));             // relative
   fs::create_symlink(dir.file("link.safetensors"), dir.file("chain.safetensors"));  // absolute, to a link
   save(nn::StateDict{{"new", ones({2})}}, dir.file("link.safetensors"));
   EXPECT_TRUE(fs::is_symlink(dir.file("link.safetensors")));
@@ -262,9 +265,8 @@ TEST(CheckpointHostile, AFileLargerThanMemoryCanBeInspectedAndLoadingItNamesIt) 
   TempDir dir("huge");
   const std::string path = dir.file("huge.safetensors");
   const uint64_t data_bytes = uint64_t{1} << 40;  // 1 TiB of float32, a sparse file
-  std::string header = R"({"__metadata__":{"step":"7"},"w":{"dtype":"F32","shape":[)" +
-                       std::to_string(data_bytes / 4) + R"(],"data_offsets":[0,)" + std::to_string(data_bytes) +
-                       "]}}";
+  std::string header = R"({"__metadata__":{"step":"7"},"w":{"dtype":"F32","shape":[)" + std::to_string(data_bytes / 4) +
+                       R"(],"data_offsets":[0,)" + std::to_string(data_bytes) + "]}}";
   write_file(path, header);
   std::error_code ec;
   fs::resize_file(path, 8 + header.size() + data_bytes, ec);

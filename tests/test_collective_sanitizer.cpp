@@ -22,7 +22,8 @@ using CollectiveSanitizer = testing::Sanitizer;
 class OneRankGroup {
  public:
   OneRankGroup() {
-    dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://127.0.0.1:0").rank(0).world_size(1).timeout(30s));
+    dist::init_process_group("gloo",
+                             dist::InitOptions().init_method("tcp://127.0.0.1:0").rank(0).world_size(1).timeout(30s));
   }
   ~OneRankGroup() { dist::destroy_process_group(); }
 };

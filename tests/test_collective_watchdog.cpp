@@ -40,12 +40,15 @@ TEST(CollectiveWatchdog, TheFirstCollectivePastTheTimeoutAbortsAndFailsThePendin
     CollectiveWatchdog watchdog(1, 20ms, [&](const std::string& message) {
       if (aborts++ == 0) aborted.set_value(message);
     });
-    watchdog.watch(1, "broadcast", [] { return true; }, first.fail());  // done by the first look
-    watchdog.watch(2, "all_reduce", [] { return false; }, stuck.fail());
+    watchdog.watch(
+        1, "broadcast", [] { return true; }, first.fail());  // done by the first look
+    watchdog.watch(
+        2, "all_reduce", [] { return false; }, stuck.fail());
 
     std::string message = aborted.get_future().get();
-    const std::string head = "[Rank 1] Watchdog caught collective operation timeout: all_reduce (collective #2, "
-                             "Timeout(ms)=20) ran for ";
+    const std::string head =
+        "[Rank 1] Watchdog caught collective operation timeout: all_reduce (collective #2, "
+        "Timeout(ms)=20) ran for ";
     const std::string tail = " milliseconds before timing out";
     ASSERT_EQ(message.rfind(head, 0), 0u) << message;
     ASSERT_GT(message.size(), head.size() + tail.size());
@@ -53,7 +56,8 @@ TEST(CollectiveWatchdog, TheFirstCollectivePastTheTimeoutAbortsAndFailsThePendin
     EXPECT_GE(std::stoi(message.substr(head.size())), 20);
 
     EXPECT_EQ(stuck.future.get(), "DistributedError: " + message);
-    watchdog.watch(3, "barrier", [] { return true; }, later.fail());
+    watchdog.watch(
+        3, "barrier", [] { return true; }, later.fail());
     EXPECT_EQ(later.future.get(), "DistributedError: " + message);
     EXPECT_EQ(watchdog.failure(), message);
   }
@@ -65,8 +69,9 @@ TEST(CollectiveWatchdog, AQueryThatThrowsFailsThatCollectiveOnly) {
   std::atomic<int> aborts{0};
   Outcome broken;
   CollectiveWatchdog watchdog(0, 1h, [&](const std::string&) { ++aborts; });
-  watchdog.watch(1, "all_gather", []() -> bool { throw ember::CudaError("CUDA error: an illegal memory access was encountered"); },
-                 broken.fail());
+  watchdog.watch(
+      1, "all_gather", []() -> bool { throw ember::CudaError("CUDA error: an illegal memory access was encountered"); },
+      broken.fail());
   EXPECT_EQ(broken.future.get(), "other: CUDA error: an illegal memory access was encountered");
   EXPECT_EQ(watchdog.failure(), "");
   EXPECT_EQ(aborts.load(), 0);
@@ -77,7 +82,8 @@ TEST(CollectiveWatchdog, StopsWithCollectivesStillWithinTheTimeout) {
   Outcome pending;
   {
     CollectiveWatchdog watchdog(0, 1h, [&](const std::string&) { ++aborts; });
-    watchdog.watch(1, "all_reduce", [] { return false; }, pending.fail());
+    watchdog.watch(
+        1, "all_reduce", [] { return false; }, pending.fail());
   }
   EXPECT_EQ(aborts.load(), 0);
   EXPECT_EQ(pending.future.wait_for(0s), std::future_status::timeout);

@@ -30,7 +30,8 @@ const bool emulated = (ember::cuda::emulate(1, size_t{256} << 20), true);
 
 /// A (rows, cols) float32 tensor of (rank + 1) * (0, 1, 2, ...) on `device`.
 Tensor base_of(int64_t rows, int64_t cols, int rank, const std::string& device) {
-  return ember::arange(0, rows * cols, 1, ember::kFloat32).mul(ember::full({rows * cols}, rank + 1.0f))
+  return ember::arange(0, rows * cols, 1, ember::kFloat32)
+      .mul(ember::full({rows * cols}, rank + 1.0f))
       .view({rows, cols})
       .to(ember::Device(device));
 }
@@ -96,12 +97,14 @@ TEST_P(StridedCollectives, ReduceScatterFromTransposedInputsIntoAColumn) {
   on_gloo_ranks(world(), [&](ProcessGroup& group) {
     std::vector<Tensor> inputs;
     for (int r = 0; r < world(); ++r) {
-      inputs.push_back(base_of(2, 3, group.rank(), device()).add(ember::full({2, 3}, 100.0f * r).to(ember::Device(device()))).t());
+      inputs.push_back(
+          base_of(2, 3, group.rank(), device()).add(ember::full({2, 3}, 100.0f * r).to(ember::Device(device()))).t());
     }
     Tensor base = ember::zeros({3, 2, 2}).to(ember::Device(device()));
     Tensor output = base.select(2, 1);  // (3, 2), strides (4, 2)
     group.reduce_scatter(output, inputs, dist::ReduceOp::SUM, false)->wait();
-    Tensor expected = base_of(2, 3, 0, "cpu").mul(ember::full({2, 3}, triangle(world())))
+    Tensor expected = base_of(2, 3, 0, "cpu")
+                          .mul(ember::full({2, 3}, triangle(world())))
                           .add(ember::full({2, 3}, 100.0f * group.rank() * world()))
                           .t();
     EXPECT_TRUE(output.cpu().equal(expected));
@@ -118,7 +121,8 @@ TEST_P(StridedCollectives, ExpandedTensorsACollectiveWritesAreRefusedAndTheGroup
     EXPECT_EQ(error_of<ember::ValueError>([&] { group.all_reduce(expanded, dist::ReduceOp::SUM, false); }), overlap);
     EXPECT_EQ(error_of<ember::ValueError>([&] { group.broadcast(expanded, 0, false); }), overlap);
     std::vector<Tensor> outputs(static_cast<size_t>(world()), expanded);
-    EXPECT_EQ(error_of<ember::ValueError>([&] { group.all_gather(outputs, ember::ones({3}).to(ember::Device(device())), false); }),
+    EXPECT_EQ(error_of<ember::ValueError>(
+                  [&] { group.all_gather(outputs, ember::ones({3}).to(ember::Device(device())), false); }),
               overlap);
     std::vector<Tensor> inputs(static_cast<size_t>(world()), ember::ones({3}).to(ember::Device(device())));
     EXPECT_EQ(error_of<ember::ValueError>([&] { group.reduce_scatter(expanded, inputs, dist::ReduceOp::SUM, false); }),
@@ -146,7 +150,9 @@ TEST(AllGatherOutputs, OfAnotherShapeOrDtypeAreRefusedOnEveryRank) {
               group.rank() == 0 ? "all_gather: invalid tensor size at index 0 (expected (3, 2), got (6))"
                                 : "all_gather: invalid tensor type at index 1 (expected float32, got float64)");
     std::vector<Tensor> inputs{ember::zeros({2, 3}), ember::zeros({2, 3})};
-    EXPECT_EQ(error_of<ember::ValueError>([&] { group.reduce_scatter(ember::zeros({3, 2}), inputs, dist::ReduceOp::SUM, false); }),
+    EXPECT_EQ(error_of<ember::ValueError>([&] {
+                group.reduce_scatter(ember::zeros({3, 2}), inputs, dist::ReduceOp::SUM, false);
+              }),
               "reduce_scatter: invalid tensor size at index 0 (expected (3, 2), got (2, 3))");
     group.barrier(false)->wait();
   });

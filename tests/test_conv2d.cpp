@@ -83,8 +83,8 @@ TEST_P(Conv2d, MatchesDirectLoop) {
 
     // float32 without TF32 agrees to float32 accuracy.
     backends::cudnn.allow_tf32 = false;
-    const auto got32 = conv2d(input.to(kFloat32), weight.to(kFloat32), c.bias ? bias.to(kFloat32) : Tensor(),
-                              c.stride, c.padding, c.dilation, c.groups)
+    const auto got32 = conv2d(input.to(kFloat32), weight.to(kFloat32), c.bias ? bias.to(kFloat32) : Tensor(), c.stride,
+                              c.padding, c.dilation, c.groups)
                            .to_vector<float>();
     backends::cudnn.allow_tf32 = true;
     for (size_t i = 0; i < got32.size(); ++i) ASSERT_NEAR(got32[i], expected[i], 1e-4);

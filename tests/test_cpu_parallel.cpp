@@ -23,9 +23,10 @@ TEST(CpuParallel, CoversTheRangeExactlyOnce) {
 }
 
 TEST(CpuParallel, RethrowsTheChunkException) {
-  EXPECT_THROW(detail::parallel_for(0, 1'000'000, 10, [](int64_t b, int64_t e) {
-                 if (b <= 500'000 && 500'000 < e) throw std::runtime_error("chunk failed");
-               }),
+  EXPECT_THROW(detail::parallel_for(0, 1'000'000, 10,
+                                    [](int64_t b, int64_t e) {
+                                      if (b <= 500'000 && 500'000 < e) throw std::runtime_error("chunk failed");
+                                    }),
                std::runtime_error);
   // The pool still works afterwards.
   std::atomic<int64_t> total{0};

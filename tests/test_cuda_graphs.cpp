@@ -169,8 +169,18 @@ TEST(CudaGraph, SynchronizingCallsDuringCaptureAreRefused) {
       {"item", [](Tensor& y) { (void)y.sum().item<float>(); }},
       {"cpu", [](Tensor& y) { (void)y.cpu(); }},
       {"copy from pageable memory", [](Tensor& y) { y.copy_(ember::ones({4})); }},
-      {"event query", [&](Tensor&) { cuda::Event e; e.record(side); (void)e.query(); }},
-      {"event synchronize", [&](Tensor&) { cuda::Event e; e.record(side); e.synchronize(); }},
+      {"event query",
+       [&](Tensor&) {
+         cuda::Event e;
+         e.record(side);
+         (void)e.query();
+       }},
+      {"event synchronize",
+       [&](Tensor&) {
+         cuda::Event e;
+         e.record(side);
+         e.synchronize();
+       }},
   };
   for (auto& [name, call] : calls) {
     SCOPED_TRACE(name);

@@ -353,8 +353,8 @@ TEST_F(GraphPoolsMemPool, AnInnerGuardWinsUntilItEndsAndTheSamePoolTwiceIsRefuse
   Tensor z = ember::empty({1024}, on0());
   EXPECT_TRUE(in_pool(x, outer.id()));
   EXPECT_TRUE(in_pool(z, outer.id()));
-  const std::string already = "beginAllocateToPool: already recording to mempool_id (0, " +
-                              std::to_string(outer.id().second) + ")";
+  const std::string already =
+      "beginAllocateToPool: already recording to mempool_id (0, " + std::to_string(outer.id().second) + ")";
   EXPECT_THROW_MSG(cuda::use_mem_pool again(outer), ember::CudaError, already);
   // Another thread neither: one route per pool, as PyTorch's captures_underway.
   std::thread([&] { EXPECT_THROW_MSG(cuda::use_mem_pool again(outer), ember::CudaError, already); }).join();

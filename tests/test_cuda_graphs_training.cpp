@@ -92,8 +92,7 @@ TEST(GraphedCallables, AnInputWithoutRequiresGradGivesParameterGradientsOnly) {
   auto graphed = cuda::make_graphed_callables(captured_model, {sample});
   Tensor x = ember::randn({5, 8}, ember::TensorOptions().device(kCuda0));
   nn::functional::mse_loss(eager->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0))).backward();
-  nn::functional::mse_loss(graphed->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0)))
-      .backward();
+  nn::functional::mse_loss(graphed->forward(x), ember::zeros({5, 4}, ember::TensorOptions().device(kCuda0))).backward();
   auto pe = eager->parameters(), pg = captured_model->parameters();
   for (size_t i = 0; i < pe.size(); ++i) expect_near(host(pg[i].grad()), host(pe[i].grad()), 1e-6f);
   try {
@@ -178,27 +177,38 @@ TEST(GraphedCallables, SeveralCallablesRefuseWhatPyTorchRefuses) {
       EXPECT_THAT(e.what(), HasSubstr(message));
     }
   };
-  expect_message([&] { cuda::make_graphed_callables({model, two_inputs(1)}, {{sample}}); },
-                 "2 callables but 1 sample_args");
+  expect_message(
+      [&] {
+        cuda::make_graphed_callables({model, two_inputs(1)}, {{sample}});
+      },
+      "2 callables but 1 sample_args");
   auto with_buffer = std::make_shared<nn::Linear>(8, 4);
   with_buffer->register_buffer("scale", ember::ones({1}, options).requires_grad_(true));
   with_buffer->to(kCuda0);
-  expect_message([&] { cuda::make_graphed_callables({with_buffer, model}, {{sample}, {sample}}); },
-                 "only parameters may be trainable. All buffers must have ``requires_grad=False``.");
+  expect_message(
+      [&] {
+        cuda::make_graphed_callables({with_buffer, model}, {{sample}, {sample}});
+      },
+      "only parameters may be trainable. All buffers must have ``requires_grad=False``.");
   {
     ember::autocast guard(ember::kCUDA);
-    expect_message([&] { cuda::make_graphed_callables({model, model}, {{sample}, {sample}}); },
-                   "make_graphed_callables does not support the autocast caching. Please set `cache_enabled=False`.");
+    expect_message(
+        [&] {
+          cuda::make_graphed_callables({model, model}, {{sample}, {sample}});
+        },
+        "make_graphed_callables does not support the autocast caching. Please set `cache_enabled=False`.");
   }
   // An input the outputs do not use: autograd's error unless allow_unused_input, and then
   // no gradient for it.
-  cuda::GraphCallable ignores_second(model, [model](const std::vector<Tensor>& in) -> std::vector<Tensor> {
-    return {model->forward(in.at(0))};
-  });
+  cuda::GraphCallable ignores_second(
+      model, [model](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {model->forward(in.at(0))}; });
   Tensor unused = ember::randn({2}, options).requires_grad_(true);
   Tensor used = sample.clone().requires_grad_(true);
-  expect_message([&] { cuda::make_graphed_callables({ignores_second}, {{used, unused}}); },
-                 "One of the differentiated Tensors appears to not have been used in the graph");
+  expect_message(
+      [&] {
+        cuda::make_graphed_callables({ignores_second}, {{used, unused}});
+      },
+      "One of the differentiated Tensors appears to not have been used in the graph");
   auto graphed = cuda::make_graphed_callables({ignores_second}, {{used, unused}}, 3, /*allow_unused_input=*/true);
   Tensor a = sample.clone().requires_grad_(true), b = ember::randn({2}, options).requires_grad_(true);
   graphed[0]({a, b}).at(0).sum().backward();
@@ -275,8 +285,8 @@ TEST(CapturedTrainingStep, AdamWMatchesEager) {
 
 TEST(CapturedTrainingStep, SGDWithMomentumMatchesEager) {
   captured_step_matches_eager([](std::vector<Tensor> params, bool capturable) {
-    return std::make_unique<ember::optim::SGD>(
-        std::move(params), ember::optim::SGDOptions(0.05).momentum(0.9).capturable(capturable));
+    return std::make_unique<ember::optim::SGD>(std::move(params),
+                                               ember::optim::SGDOptions(0.05).momentum(0.9).capturable(capturable));
   });
 }
 
@@ -309,9 +319,8 @@ TEST(CapturedTrainingStep, OptimizersRefuseUnsafeCaptures) {
 // A capturable optimizer's state_dict after replays: the step count is the device's (the
 // replays advanced only it); loaded into another capturable optimizer, that one stays
 // capturable, continues from that count, and its captured steps match the first one's.
-void capturable_state_round_trips(const std::function<std::unique_ptr<ember::optim::Optimizer>(std::vector<Tensor>)>&
-                                      make,
-                                  bool saves_step) {
+void capturable_state_round_trips(
+    const std::function<std::unique_ptr<ember::optim::Optimizer>(std::vector<Tensor>)>& make, bool saves_step) {
   auto model_a = small_model(3);
   auto adam_a = make(model_a->parameters());
   ember::manual_seed(4);
@@ -361,7 +370,8 @@ void capturable_state_round_trips(const std::function<std::unique_ptr<ember::opt
 TEST(CapturedTrainingStep, CapturableAdamStateDictRoundTrip) {
   capturable_state_round_trips(
       [](std::vector<Tensor> params) {
-        return std::make_unique<ember::optim::Adam>(std::move(params), ember::optim::AdamOptions(1e-2).capturable(true));
+        return std::make_unique<ember::optim::Adam>(std::move(params),
+                                                    ember::optim::AdamOptions(1e-2).capturable(true));
       },
       true);
 }

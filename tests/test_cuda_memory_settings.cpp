@@ -27,7 +27,7 @@ constexpr const char* kEnvSettings = "max_split_size_mb:64,per_process_memory_fr
 // Before any other cuda use in this process (static initialization runs before main).
 const bool configured = (setenv("PYTORCH_ALLOC_CONF", kEnvSettings, 1),
                          setenv("PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:100", 1),  // the alias loses
-                         setenv("CUBLAS_WORKSPACE_CONFIG", ":1024:2:16:8", 1),          // 2 MiB + 128 KiB
+                         setenv("CUBLAS_WORKSPACE_CONFIG", ":1024:2:16:8", 1),           // 2 MiB + 128 KiB
                          ember::cuda::emulate(3, 256 * MiB), true);
 
 constexpr int64_t kWorkspace = static_cast<int64_t>(2 * MiB + 128 * KiB);

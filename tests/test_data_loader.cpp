@@ -57,10 +57,15 @@ TEST(DataLoader, AnEpochWithoutAFullBatchEndsAtOnce) {
     for (bool shuffle : {false, true}) {
       for (bool persistent : {false, true}) {
         if (persistent && workers == 0) continue;
-        SCOPED_TRACE(::testing::Message() << workers << " workers, shuffle " << shuffle << ", persistent "
-                                          << persistent);
-        DataLoader loader(ds, DataLoaderOptions().batch_size(4).drop_last(true).num_workers(workers).shuffle(shuffle)
-                                  .persistent_workers(persistent).pin_memory(pin));
+        SCOPED_TRACE(::testing::Message()
+                     << workers << " workers, shuffle " << shuffle << ", persistent " << persistent);
+        DataLoader loader(ds, DataLoaderOptions()
+                                  .batch_size(4)
+                                  .drop_last(true)
+                                  .num_workers(workers)
+                                  .shuffle(shuffle)
+                                  .persistent_workers(persistent)
+                                  .pin_memory(pin));
         EXPECT_EQ(loader.size(), 0u);
         for (int epoch = 0; epoch < 3; ++epoch) {
           EXPECT_TRUE(loader.begin() == loader.end());

@@ -71,12 +71,15 @@ TEST(DataLoaderHostile, WorkerErrorsKeepTheirTypeAndWhatTheyCarry) {
       [] { throw std::system_error(std::make_error_code(errc::no_such_file_or_directory), "open items.bin"); },
       [](const std::system_error& e) {
         EXPECT_EQ(e.code(), errc::no_such_file_or_directory);
-        EXPECT_EQ(std::string(e.what()), "Caught std::system_error in DataLoader worker process 0.\n"
-                                         "open items.bin: No such file or directory");
+        EXPECT_EQ(std::string(e.what()),
+                  "Caught std::system_error in DataLoader worker process 0.\n"
+                  "open items.bin: No such file or directory");
       });
-  expect_worker_error<std::bad_alloc>([] { throw std::bad_alloc(); }, [](const std::bad_alloc& e) {
-    EXPECT_EQ(std::string(e.what()), "Caught std::bad_alloc in DataLoader worker process 0.\nstd::bad_alloc");
-  });
+  expect_worker_error<std::bad_alloc>(
+      [] { throw std::bad_alloc(); },
+      [](const std::bad_alloc& e) {
+        EXPECT_EQ(std::string(e.what()), "Caught std::bad_alloc in DataLoader worker process 0.\nstd::bad_alloc");
+      });
   expect_worker_error<std::filesystem::filesystem_error>(
       [] {
         throw std::filesystem::filesystem_error("cannot open", "/data/items.bin",
@@ -105,9 +108,11 @@ TEST(DataLoaderHostile, WorkerErrorsKeepTheirTypeAndWhatTheyCarry) {
       [](const std::overflow_error& e) {
         EXPECT_EQ(std::string(e.what()), "Caught std::overflow_error in DataLoader worker process 0.\ntoo big");
       });
-  expect_worker_error<IndexError>([] { throw IndexError("no item"); }, [](const IndexError& e) {
-    EXPECT_EQ(std::string(e.what()), "Caught IndexError in DataLoader worker process 0.\nno item");
-  });
+  expect_worker_error<IndexError>([] { throw IndexError("no item"); },
+                                  [](const IndexError& e) {
+                                    EXPECT_EQ(std::string(e.what()),
+                                              "Caught IndexError in DataLoader worker process 0.\nno item");
+                                  });
 }
 
 // ---- a worker stuck in get() ------------------------------------------------------
@@ -212,9 +217,9 @@ TEST(DataLoaderHostile, LeavingTheLoopAfterATimeoutLeavesAStuckWorkerBehind) {
     {
       DataLoader loader(ds, DataLoaderOptions().num_workers(2).persistent_workers(persistent).timeout(kTimeout));
       std::vector<int64_t> seen;
-      EXPECT_THROW_MSG(
-          for (const data::Example& batch : loader) seen.push_back(batch.target.item<int64_t>()), Error,
-          "DataLoader timed out after 0.05 seconds");
+      EXPECT_THROW_MSG(for (const data::Example& batch
+                            : loader) seen.push_back(batch.target.item<int64_t>()),
+                       Error, "DataLoader timed out after 0.05 seconds");
       EXPECT_EQ(seen, std::vector<int64_t>{0});
     }
     std::string err = ::testing::internal::GetCapturedStderr();

@@ -403,10 +403,14 @@ TEST_F(DataParallelTest, ReplicaErrorsAreRethrownWithTheirType) {
   }
   nn::DataParallel four(net, {0, 1, 2, 3}, 0);
   // The first failing replica by order is reported; a standard type keeps its type too.
-  EXPECT_EQ(error_of<IndexError>([&] { four(randn({8, 3}, Device("cuda:0"))); }).rfind("Caught IndexError in replica 2", 0),
+  EXPECT_EQ(error_of<IndexError>([&] {
+              four(randn({8, 3}, Device("cuda:0")));
+            }).rfind("Caught IndexError in replica 2", 0),
             0u);
   nn::DataParallel skip_2(net, {0, 1, 3}, 0);
-  EXPECT_EQ(error_of<std::out_of_range>([&] { skip_2(randn({6, 3}, Device("cuda:0"))); }),
+  EXPECT_EQ(error_of<std::out_of_range>([&] {
+              skip_2(randn({6, 3}, Device("cuda:0")));
+            }),
             "Caught std::out_of_range in replica 2 on device 3.\nvector::at");
 }
 
@@ -431,21 +435,31 @@ TEST_F(DataParallelTest, ModuleMustBeOnTheFirstDevice) {
 TEST_F(DataParallelTest, BadDevicesAndReplicasAreRejectedAtConstruction) {
   auto net = std::make_shared<nn::Linear>(4, 2);
   net->to("cuda:0");
-  EXPECT_EQ(error_of<IndexError>([&] { nn::DataParallel dp(net, {0, 9}); }),
+  EXPECT_EQ(error_of<IndexError>([&] {
+              nn::DataParallel dp(net, {0, 9});
+            }),
             "Device index value 9 is out of index range [0, 4)");
-  EXPECT_EQ(error_of<IndexError>([&] { nn::DataParallel dp(net, {0, 1}, 7); }),
+  EXPECT_EQ(error_of<IndexError>([&] {
+              nn::DataParallel dp(net, {0, 1}, 7);
+            }),
             "Device index value 7 is out of index range [0, 4)");
 
   auto sized = std::make_shared<Sized>(5);
-  EXPECT_EQ(error_of<ValueError>([&] { nn::DataParallel dp(sized, {0, 1}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              nn::DataParallel dp(sized, {0, 1});
+            }),
             "DataParallel: the replica of Sized made by its default constructor does not match the module: "
             "parameter linear.weight has shape [5, 2] in the module but [3, 2] in the replica (override clone() to "
             "make replicas of it)");
   auto fixed = std::make_shared<Fixed>(3);
-  EXPECT_EQ(error_of<Error>([&] { nn::DataParallel dp(fixed, {0, 1}); }),
+  EXPECT_EQ(error_of<Error>([&] {
+              nn::DataParallel dp(fixed, {0, 1});
+            }),
             "clone() is not implemented for Fixed; the built-in modules implement it, a custom module may override it");
   auto fixed_sequential = std::make_shared<FixedSequential>(2);
-  EXPECT_EQ(error_of<ValueError>([&] { nn::DataParallel dp(fixed_sequential, {0, 1}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              nn::DataParallel dp(fixed_sequential, {0, 1});
+            }),
             "DataParallel: clone() of FixedSequential made a Sequential; override clone() in FixedSequential or "
             "give it a default constructor");
   // Through a pointer to the base class, the dynamic type's clone() is used.

@@ -4,8 +4,8 @@
 // tests/distributed/worker.cpp.
 //
 // Every launch runs under a deadline: a hang kills the launch's process group and fails.
-#include <gtest/gtest.h>
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -114,7 +114,9 @@ TEST(TCPStore, WaitReturnsWhenAnotherClientSetsTheKey) {
 
 TEST(TCPStore, WaitTimesOutWithTheKeys) {
   dist::TCPStore master("127.0.0.1", 0, 1, true, 5s);
-  EXPECT_EQ(error_of<ember::DistributedError>([&] { master.wait({"a", "b"}, 50ms); }),
+  EXPECT_EQ(error_of<ember::DistributedError>([&] {
+              master.wait({"a", "b"}, 50ms);
+            }),
             "wait timeout after 50ms, keys: a, b");
   master.set_timeout(50ms);
   EXPECT_EQ(error_of<ember::DistributedError>([&] { master.get("never"); }), "wait timeout after 50ms, keys: never");
@@ -122,17 +124,21 @@ TEST(TCPStore, WaitTimesOutWithTheKeys) {
 
 TEST(TCPStore, UnreachableMasterIsAnErrorWithinTheTimeout) {
   ClosedPort port;
-  std::string message = error_of<ember::DistributedError>([&] { dist::TCPStore("127.0.0.1", port.port(), 2, false, 200ms); });
+  std::string message =
+      error_of<ember::DistributedError>([&] { dist::TCPStore("127.0.0.1", port.port(), 2, false, 200ms); });
   EXPECT_NE(message.find("The client socket has timed out after"), std::string::npos) << message;
-  EXPECT_NE(message.find("while trying to connect to (127.0.0.1, " + std::to_string(port.port()) + ")"), std::string::npos)
+  EXPECT_NE(message.find("while trying to connect to (127.0.0.1, " + std::to_string(port.port()) + ")"),
+            std::string::npos)
       << message;
 }
 
 TEST(TCPStore, PortInUseIsAnError) {
   ClosedPort port;
   port.listen();
-  std::string message = error_of<ember::DistributedError>([&] { dist::TCPStore("127.0.0.1", port.port(), 1, true, 1s); });
-  EXPECT_NE(message.find("The server socket has failed to listen on port " + std::to_string(port.port())), std::string::npos)
+  std::string message =
+      error_of<ember::DistributedError>([&] { dist::TCPStore("127.0.0.1", port.port(), 1, true, 1s); });
+  EXPECT_NE(message.find("The server socket has failed to listen on port " + std::to_string(port.port())),
+            std::string::npos)
       << message;
   EXPECT_NE(message.find("Address already in use"), std::string::npos) << message;
 }
@@ -191,7 +197,8 @@ TEST(TCPStore, UnreachableIPv6MasterNamesTheAddressInBrackets) {
   std::string p = std::to_string(port.port());
   std::string message = error_of<ember::DistributedError>([&] { dist::TCPStore("::1", port.port(), 2, false, 200ms); });
   EXPECT_NE(message.find("The client socket has timed out after"), std::string::npos) << message;
-  EXPECT_NE(message.find("while trying to connect to (::1, " + p + "): Connection refused (errno 111) (tried [::1]:" + p + ")"),
+  EXPECT_NE(message.find("while trying to connect to (::1, " + p +
+                         "): Connection refused (errno 111) (tried [::1]:" + p + ")"),
             std::string::npos)
       << message;
 }
@@ -225,11 +232,13 @@ TEST(InitProcessGroup, ErrorsBeforeInit) {
   EXPECT_EQ(error_of<ember::ValueError>([] { dist::init_process_group("mpi"); }),
             "Invalid backend: 'mpi' (ember supports 'gloo' and 'nccl')");
   EXPECT_EQ(error_of<ember::ValueError>([] {
-              dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://127.0.0.1:1").rank(0).world_size(0));
+              dist::init_process_group("gloo",
+                                       dist::InitOptions().init_method("tcp://127.0.0.1:1").rank(0).world_size(0));
             }),
             "init_process_group: world_size must be positive, got 0");
   EXPECT_EQ(error_of<ember::ValueError>([] {
-              dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://127.0.0.1:1").rank(2).world_size(2));
+              dist::init_process_group("gloo",
+                                       dist::InitOptions().init_method("tcp://127.0.0.1:1").rank(2).world_size(2));
             }),
             "init_process_group: rank 2 is out of range for world_size 2 (expected 0 <= rank < world_size)");
   EXPECT_FALSE(dist::is_initialized());
@@ -237,21 +246,24 @@ TEST(InitProcessGroup, ErrorsBeforeInit) {
 
 TEST(InitProcessGroup, EnvMethodNamesTheMissingVariable) {
   for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"}) unsetenv(name);
-  EXPECT_EQ(error_of<ember::ValueError>([] { dist::init_process_group("gloo"); }),
-            "Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set");
+  EXPECT_EQ(
+      error_of<ember::ValueError>([] { dist::init_process_group("gloo"); }),
+      "Error initializing torch.distributed using env:// rendezvous: environment variable RANK expected, but not set");
 }
 
 TEST(InitProcessGroup, UnresolvableMasterAddress) {
   std::string message = error_of<ember::DistributedError>([] {
-    dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://no-such-host.invalid:29500").rank(1).world_size(2).timeout(1s));
+    dist::init_process_group(
+        "gloo", dist::InitOptions().init_method("tcp://no-such-host.invalid:29500").rank(1).world_size(2).timeout(1s));
   });
   EXPECT_NE(message.find("Failed to resolve the address 'no-such-host.invalid'"), std::string::npos) << message;
 }
 
 TEST(InitProcessGroup, MalformedIPv6UrlsAreValueErrors) {
   auto error_for = [](const std::string& url) {
-    return error_of<ember::ValueError>(
-        [&] { dist::init_process_group("gloo", dist::InitOptions().init_method(url).rank(0).world_size(1).timeout(1s)); });
+    return error_of<ember::ValueError>([&] {
+      dist::init_process_group("gloo", dist::InitOptions().init_method(url).rank(0).world_size(1).timeout(1s));
+    });
   };
   EXPECT_EQ(error_for("tcp://[::1:29500"),
             "init_process_group: invalid IPv6 URL in init_method 'tcp://[::1:29500': '[' without ']' (expected "
@@ -259,10 +271,12 @@ TEST(InitProcessGroup, MalformedIPv6UrlsAreValueErrors) {
   EXPECT_EQ(error_for("tcp://::1]:29500"),
             "init_process_group: invalid IPv6 URL in init_method 'tcp://::1]:29500': ']' without '[' (expected "
             "tcp://[IPv6 address]:port)");
-  EXPECT_EQ(error_for("tcp://::1:29500"),
-            "init_process_group: the IPv6 address in init_method 'tcp://::1:29500' must be in brackets: tcp://[::1]:port");
-  EXPECT_EQ(error_for("tcp://[10.0.0.1]:29500"),
-            "init_process_group: '10.0.0.1' in brackets in init_method 'tcp://[10.0.0.1]:29500' is not an IPv6 address");
+  EXPECT_EQ(
+      error_for("tcp://::1:29500"),
+      "init_process_group: the IPv6 address in init_method 'tcp://::1:29500' must be in brackets: tcp://[::1]:port");
+  EXPECT_EQ(
+      error_for("tcp://[10.0.0.1]:29500"),
+      "init_process_group: '10.0.0.1' in brackets in init_method 'tcp://[10.0.0.1]:29500' is not an IPv6 address");
   EXPECT_EQ(error_for("tcp://[]:29500"),
             "init_process_group: '' in brackets in init_method 'tcp://[]:29500' is not an IPv6 address");
   for (const char* url : {"tcp://[::1]", "tcp://[::1]:", "tcp://[::1]29500", "tcp://127.0.0.1", "tcp://:29500"}) {
@@ -286,9 +300,11 @@ TEST(InitProcessGroup, TcpUrlWithAnIPv6Address) {
 
 TEST(InitProcessGroup, RankThatNeverArrivesIsNamedAfterTheTimeout) {
   std::string message = error_of<ember::DistributedError>([] {
-    dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://127.0.0.1:0").rank(0).world_size(3).timeout(300ms));
+    dist::init_process_group("gloo",
+                             dist::InitOptions().init_method("tcp://127.0.0.1:0").rank(0).world_size(3).timeout(300ms));
   });
-  EXPECT_EQ(message, "init_process_group: timed out after 300ms on rank 0 waiting for rank(s) 1, 2 of world_size=3 to join");
+  EXPECT_EQ(message,
+            "init_process_group: timed out after 300ms on rank 0 waiting for rank(s) 1, 2 of world_size=3 to join");
   EXPECT_FALSE(dist::is_initialized());
 }
 
@@ -307,7 +323,8 @@ TEST(InitProcessGroup, NcclNeedsTheDriverBackend) {
 TEST(InitProcessGroup, WorldOfOneOverAFileStore) {
   auto path = std::filesystem::temp_directory_path() / ("ember_pg_" + std::to_string(::getpid()));
   std::filesystem::remove(path);
-  dist::init_process_group("gloo", dist::InitOptions().init_method("file://" + path.string()).rank(0).world_size(1).timeout(10s));
+  dist::init_process_group(
+      "gloo", dist::InitOptions().init_method("file://" + path.string()).rank(0).world_size(1).timeout(10s));
   EXPECT_TRUE(dist::is_initialized());
   EXPECT_EQ(dist::get_rank(), 0);
   EXPECT_EQ(dist::get_world_size(), 1);
@@ -319,11 +336,11 @@ TEST(InitProcessGroup, WorldOfOneOverAFileStore) {
   EXPECT_TRUE(t.equal(ember::arange(4, ember::kFloat32)));
   dist::all_reduce(t.view({2, 2}).t());  // a transpose takes part too (test_collectives_layout.cpp)
   EXPECT_TRUE(t.equal(ember::arange(4, ember::kFloat32)));
-  EXPECT_EQ(error_of<ember::ValueError>([&] { dist::broadcast(t, 1); }), "broadcast: invalid root rank 1 for a world of 1 ranks");
-  EXPECT_EQ(error_of<ember::ValueError>([&] {
-              dist::all_reduce(ember::zeros({2}, ember::kComplex64), dist::ReduceOp::MAX);
-            }),
-            "all_reduce does not support MAX on complex tensors");
+  EXPECT_EQ(error_of<ember::ValueError>([&] { dist::broadcast(t, 1); }),
+            "broadcast: invalid root rank 1 for a world of 1 ranks");
+  EXPECT_EQ(
+      error_of<ember::ValueError>([&] { dist::all_reduce(ember::zeros({2}, ember::kComplex64), dist::ReduceOp::MAX); }),
+      "all_reduce does not support MAX on complex tensors");
   dist::barrier();  // the rejected calls above left the group usable
   dist::destroy_process_group();
   EXPECT_FALSE(dist::is_initialized());
@@ -369,7 +386,8 @@ TEST(Launch, AFailingRankStopsTheOthersAndIsNamed) {
 TEST(Launch, ForwardsSigtermToEveryRank) {
   // ember-run itself is the child here (not a shell), so SIGTERM reaches it alone; it
   // must pass the signal on to both ranks, which report it.
-  std::vector<std::string> args = {ember_run(), "--nproc-per-node=2", "--term-timeout=10", worker(), "--scenario=until_sigterm"};
+  std::vector<std::string> args = {ember_run(), "--nproc-per-node=2", "--term-timeout=10", worker(),
+                                   "--scenario=until_sigterm"};
   int fd = -1;
   pid_t pid = start_in_own_group(args, fd);
   std::string output;
@@ -387,7 +405,8 @@ TEST(Launch, ForwardsSigtermToEveryRank) {
     ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n <= 0) break;
     output.append(buffer, static_cast<size_t>(n));
-    if (!signalled && output.find("rank 0 ready") != std::string::npos && output.find("rank 1 ready") != std::string::npos) {
+    if (!signalled && output.find("rank 0 ready") != std::string::npos &&
+        output.find("rank 1 ready") != std::string::npos) {
       ::kill(pid, SIGTERM);
       signalled = true;
     }
@@ -412,8 +431,10 @@ TEST(Launch, BadOptionsPrintTheUsage) {
 TEST(Launch, MasterAddrIsTheIPv6Loopback) {
   SKIP_WITHOUT_IPV6_LOOPBACK();
   // env://: MASTER_ADDR=::1; Gloo's pairs connect over ::1, the address each rank reaches the store from.
-  Launch launch = run(ember_run() + " --nproc-per-node=2 --master-addr=[::1] --term-timeout=10 /bin/sh -c "
-                      "'echo \"MASTER_ADDR=$MASTER_ADDR\"; exec " + worker() + " --scenario=sum_ranks'");
+  Launch launch = run(ember_run() +
+                      " --nproc-per-node=2 --master-addr=[::1] --term-timeout=10 /bin/sh -c "
+                      "'echo \"MASTER_ADDR=$MASTER_ADDR\"; exec " +
+                      worker() + " --scenario=sum_ranks'");
   EXPECT_EQ(launch.status, 0) << launch.output;
   EXPECT_NE(launch.output.find("MASTER_ADDR=::1\n"), std::string::npos) << launch.output;
   EXPECT_NE(launch.output.find("rank 0 of 2 (local rank 0): sum 3"), std::string::npos) << launch.output;
@@ -461,9 +482,10 @@ class NamespacePair {
     std::string a_addr = ipv6 ? "fd00:e3b::1/64 nodad" : "10.231.0.1/24";
     std::string b_addr = ipv6 ? "fd00:e3b::2/64 nodad" : "10.231.0.2/24";
     Launch setup = run("set -e; ip netns add " + a_ + "; ip netns add " + b_ + "; ip link add veth-ember netns " + a_ +
-                       " type veth peer name veth-ember netns " + b_ + "; ip -n " + a_ + " addr add " + a_addr +
-                       " dev veth-ember; ip -n " + b_ + " addr add " + b_addr + " dev veth-ember; for ns in " + a_ +
-                       " " + b_ + "; do ip -n $ns link set veth-ember up; ip -n $ns link set lo up; done", 20s);
+                           " type veth peer name veth-ember netns " + b_ + "; ip -n " + a_ + " addr add " + a_addr +
+                           " dev veth-ember; ip -n " + b_ + " addr add " + b_addr + " dev veth-ember; for ns in " + a_ +
+                           " " + b_ + "; do ip -n $ns link set veth-ember up; ip -n $ns link set lo up; done",
+                       20s);
     ok_ = setup.status == 0;
     error_ = setup.output;
   }

@@ -27,8 +27,8 @@ TEST(ErrorFile, AMessageThatIsNotUtf8IsWrittenAsAsciiJsonKeepingEveryByte) {
   char templ[] = "/tmp/ember_error_file_XXXXXX";
   ASSERT_NE(::mkdtemp(templ), nullptr);
   const std::filesystem::path dir = templ, file = dir / "error.json";
-  std::string command = "TORCHELASTIC_ERROR_FILE=" + file.string() + " " + EMBER_RUN_PROBE_PATH +
-                        " throw-bytes >/dev/null 2>&1";
+  std::string command =
+      "TORCHELASTIC_ERROR_FILE=" + file.string() + " " + EMBER_RUN_PROBE_PATH + " throw-bytes >/dev/null 2>&1";
   EXPECT_NE(std::system(command.c_str()), 0);  // it aborts
   const std::string text = read_file(file);
   ASSERT_FALSE(text.empty());
@@ -42,9 +42,10 @@ TEST(ErrorFile, AMessageThatIsNotUtf8IsWrittenAsAsciiJsonKeepingEveryByte) {
   // As torchrun's agent reads it (json.load of the file opened as text), when PyTorch's
   // Python is here.
   if (std::system("/usr/bin/python3 -c 'import json' >/dev/null 2>&1") == 0) {
-    std::string check = "/usr/bin/python3 -c 'import json,sys; m = json.load(open(sys.argv[1]))[\"message\"][\"message\"]; "
-                        "sys.exit(m != \"ValueError: probe: f\\u00fcr caf\\u00e9 \\u20ac \\\"q\\\" \\x01 end\\u00e2\\x82\")' " +
-                        file.string();
+    std::string check =
+        "/usr/bin/python3 -c 'import json,sys; m = json.load(open(sys.argv[1]))[\"message\"][\"message\"]; "
+        "sys.exit(m != \"ValueError: probe: f\\u00fcr caf\\u00e9 \\u20ac \\\"q\\\" \\x01 end\\u00e2\\x82\")' " +
+        file.string();
     EXPECT_EQ(std::system(check.c_str()), 0) << check;
   }
   std::filesystem::remove_all(dir);

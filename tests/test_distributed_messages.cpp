@@ -56,10 +56,14 @@ TEST(WorldSizeMismatch, BothRanksFailAtRendezvousNamingBothSizes) {
   rank0 = error_of<ember::DistributedError>([&] { ember::detail::distributed::meet(*store, "p/", 0, 2, 20s); });
   other.join();
   const std::string where = " (in the store at 127.0.0.1:" + std::to_string(store->port()) + ")";
-  EXPECT_EQ(rank1, "init_process_group: world_size mismatch: rank 1 was started with world_size=3 and rank 0 with "
-                   "world_size=2" + where + "; every rank must be started with the same world size");
-  EXPECT_EQ(rank0, "init_process_group: world_size mismatch: rank 0 was started with world_size=2 and rank 1 with "
-                   "world_size=3" + where + "; every rank must be started with the same world size");
+  EXPECT_EQ(rank1,
+            "init_process_group: world_size mismatch: rank 1 was started with world_size=3 and rank 0 with "
+            "world_size=2" +
+                where + "; every rank must be started with the same world size");
+  EXPECT_EQ(rank0,
+            "init_process_group: world_size mismatch: rank 0 was started with world_size=2 and rank 1 with "
+            "world_size=3" +
+                where + "; every rank must be started with the same world size");
 }
 
 TEST(WorldSizeMismatch, UnderEmberRunNoRankWaitsForTheTimeout) {
@@ -67,8 +71,10 @@ TEST(WorldSizeMismatch, UnderEmberRunNoRankWaitsForTheTimeout) {
   // rank 0 failed in Gloo's rendezvous naming an internal key.
   Launch run_ = run(launch("init", "if [ \"$RANK\" = 1 ]; then export WORLD_SIZE=3; fi;"), 60s);
   EXPECT_EQ(run_.status, 3) << run_.output;
-  EXPECT_TRUE(contains(line_of(run_, 0), "rank 0 was started with world_size=2 and rank 1 with world_size=3")) << run_.output;
-  EXPECT_TRUE(contains(line_of(run_, 1), "rank 1 was started with world_size=3 and rank 0 with world_size=2")) << run_.output;
+  EXPECT_TRUE(contains(line_of(run_, 0), "rank 0 was started with world_size=2 and rank 1 with world_size=3"))
+      << run_.output;
+  EXPECT_TRUE(contains(line_of(run_, 1), "rank 1 was started with world_size=3 and rank 0 with world_size=2"))
+      << run_.output;
 }
 
 // ---- a stale file store ---------------------------------------------------------------------
@@ -82,9 +88,10 @@ TEST(StaleFileStore, IsNamedAsAFileNotAMasterAddress) {
     ember::detail::distributed::meet(earlier, "default_pg/0/", 0, 1, 5s);
   }
   dist::FileStore store(path.string(), 1, 5s);
-  EXPECT_EQ(error_of<ember::DistributedError>([&] { ember::detail::distributed::meet(store, "default_pg/0/", 0, 1, 5s); }),
-            "init_process_group: more than world_size=1 processes joined the file " + path.string() +
-                " (rank 0 arrived as number 2); is the file left from an earlier job (remove it), or shared by two jobs?");
+  EXPECT_EQ(
+      error_of<ember::DistributedError>([&] { ember::detail::distributed::meet(store, "default_pg/0/", 0, 1, 5s); }),
+      "init_process_group: more than world_size=1 processes joined the file " + path.string() +
+          " (rank 0 arrived as number 2); is the file left from an earlier job (remove it), or shared by two jobs?");
   std::filesystem::remove(path);
 }
 
@@ -101,12 +108,13 @@ TEST(IntegersThatDoNotFit, RankWorldSizeAndMasterPortFromTheEnvironment) {
     // 2^32 (+ 29500 for the port) wrapped to 0 (or 29500) before.
     ::setenv(name, std::string(name) == "MASTER_PORT" ? "4294996796" : "4294967296", 1);
     std::string message = error_of<ember::ValueError>([] { dist::init_process_group("gloo"); });
-    EXPECT_EQ(message, std::string("init_process_group: ") + name + " must be an integer from -2147483648 to 2147483647, got '" +
-                           std::getenv(name) + "'");
+    EXPECT_EQ(message, std::string("init_process_group: ") + name +
+                           " must be an integer from -2147483648 to 2147483647, got '" + std::getenv(name) + "'");
     ::setenv(name, saved.c_str(), 1);
   }
   EXPECT_EQ(error_of<ember::ValueError>([] {
-              dist::init_process_group("gloo", dist::InitOptions().init_method("tcp://127.0.0.1:4294996796").rank(0).world_size(1));
+              dist::init_process_group(
+                  "gloo", dist::InitOptions().init_method("tcp://127.0.0.1:4294996796").rank(0).world_size(1));
             }),
             "init_process_group: the port must be an integer from -2147483648 to 2147483647, got '4294996796'");
   EXPECT_FALSE(dist::is_initialized());
@@ -129,8 +137,9 @@ TEST(IntegersThatDoNotFit, EmberRunOptions) {
 TEST(PeersInTransportErrors, APeerThatDestroyedItsGroupIsNamed) {
   Launch run_ = run(launch("peer_destroyed_its_group"), 60s);
   std::string line = line_of(run_, 0);
-  EXPECT_TRUE(contains(line, "all_reduce (collective #1) failed on rank 0: peer rank 1 destroyed the process group "
-                             "(finished, or stopped calling collectives); "))
+  EXPECT_TRUE(contains(line,
+                       "all_reduce (collective #1) failed on rank 0: peer rank 1 destroyed the process group "
+                       "(finished, or stopped calling collectives); "))
       << run_.output;
   EXPECT_FALSE(contains(line, "no peer")) << line;
 }
@@ -138,9 +147,10 @@ TEST(PeersInTransportErrors, APeerThatDestroyedItsGroupIsNamed) {
 TEST(PeersInTransportErrors, ALatePeerIsNotSaidToHaveExited) {
   // Timeout 3 s; rank 1 joins only after rank 0 reported.
   Launch run_ = run(launch("late_peer"), 60s);
-  EXPECT_TRUE(contains(line_of(run_, 0), "failed on rank 0: no peer is known to have exited or destroyed the process "
-                                         "group: a peer may be stuck, slower than the timeout (3000ms) or not calling "
-                                         "this collective; "))
+  EXPECT_TRUE(contains(line_of(run_, 0),
+                       "failed on rank 0: no peer is known to have exited or destroyed the process "
+                       "group: a peer may be stuck, slower than the timeout (3000ms) or not calling "
+                       "this collective; "))
       << run_.output;
 }
 
@@ -164,8 +174,7 @@ TEST(PeersInTransportErrors, APeerThatDiesBeforeGlooConnectsIsNamedNotAStoreKey)
   setup.world_size = 2;
   setup.timeout = 1s;  // Gloo's rendezvous waits this long for rank 1's address
   setup.store_host = "rank 0";
-  std::string message =
-      error_of<ember::DistributedError>([&] { ember::detail::distributed::make_gloo_group(setup); });
+  std::string message = error_of<ember::DistributedError>([&] { ember::detail::distributed::make_gloo_group(setup); });
   EXPECT_TRUE(contains(message, "init_process_group: Gloo could not connect rank 0 to its peers: peer rank 1 exited; "))
       << message;
 }
@@ -184,9 +193,10 @@ TEST(PeersInTransportErrors, TheStoreHostIsNamedWhenRankZeroServedIt) {
     port = ntohs(address.sin_port);
     ::close(fd);
   }
-  Launch run_ = run(launch("killed_before_first_collective --victim=0 --init-method=tcp://127.0.0.1:" + std::to_string(port),
-                           "unset EMBER_USE_AGENT_STORE TORCHELASTIC_USE_AGENT_STORE;"),
-                    60s);
+  Launch run_ =
+      run(launch("killed_before_first_collective --victim=0 --init-method=tcp://127.0.0.1:" + std::to_string(port),
+                 "unset EMBER_USE_AGENT_STORE TORCHELASTIC_USE_AGENT_STORE;"),
+          60s);
   EXPECT_TRUE(contains(line_of(run_, 1), "failed on rank 1: rank 0 exited (the store it served cannot be reached); "))
       << run_.output;
 }

@@ -222,7 +222,8 @@ TEST(DriverBackend, CopiesGeneratorsComparisonsIndexing) {
   EXPECT_EQ(ints.download(), (std::vector<int32_t>{1, -2, 3, 4, 5, 6}));
 
   // Same dtype, transposed destination: out[i + 2j] = a[3i + j].
-  backend->launch(stream, make_call(OpKind::Copy, {out.arg(kFloat32, {2, 3}, {1, 2})}, {a.arg(kFloat32, {2, 3}, {3, 1})}));
+  backend->launch(stream,
+                  make_call(OpKind::Copy, {out.arg(kFloat32, {2, 3}, {1, 2})}, {a.arg(kFloat32, {2, 3}, {3, 1})}));
   EXPECT_EQ(out.download(), (std::vector<float>{1.5f, 4, -2.25f, 5, 3, 6}));
 
   DeviceBuffer<int64_t> range(*backend, 0, stream, 4);

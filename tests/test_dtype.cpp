@@ -81,18 +81,12 @@ TEST(DType, RealAndComplexCounterparts) {
 // returns it); rows and columns in DType order.
 TEST(DType, PromoteTypesMatchesPyTorchTable) {
   const DType expected[kNumDTypes][kNumDTypes] = {
-      {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
-      {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
-      {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8},
-      {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
-      {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8},
-      {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
-      {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8},
-      {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
-      {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8},
-      {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
-      {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8},
-      {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
+      {b1, u1, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8}, {u1, u1, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      {i1, i2, i1, i2, i4, i8, f2, bf, f4, f8, c4, c8}, {i2, i2, i2, i2, i4, i8, f2, bf, f4, f8, c4, c8},
+      {i4, i4, i4, i4, i4, i8, f2, bf, f4, f8, c4, c8}, {i8, i8, i8, i8, i8, i8, f2, bf, f4, f8, c4, c8},
+      {f2, f2, f2, f2, f2, f2, f2, f4, f4, f8, c4, c8}, {bf, bf, bf, bf, bf, bf, f4, bf, f4, f8, c4, c8},
+      {f4, f4, f4, f4, f4, f4, f4, f4, f4, f8, c4, c8}, {f8, f8, f8, f8, f8, f8, f8, f8, f8, f8, c8, c8},
+      {c4, c4, c4, c4, c4, c4, c4, c4, c4, c8, c4, c8}, {c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8, c8},
   };
   for (int a = 0; a < kNumDTypes; ++a) {
     for (int b = 0; b < kNumDTypes; ++b) {
@@ -125,13 +119,13 @@ TEST(ResultType, TensorsPromoteAsTypes) {
 }
 
 TEST(ResultType, ScalarsOnlyMatterAcrossCategories) {
-  EXPECT_EQ(result_type({tensor(i4), scalar(5)}), i4);       // int32 + 5 stays int32
+  EXPECT_EQ(result_type({tensor(i4), scalar(5)}), i4);  // int32 + 5 stays int32
   EXPECT_EQ(result_type({tensor(u1), scalar(-1)}), u1);
-  EXPECT_EQ(result_type({tensor(b1), scalar(1)}), i8);       // bool + int -> int64
+  EXPECT_EQ(result_type({tensor(b1), scalar(1)}), i8);  // bool + int -> int64
   EXPECT_EQ(result_type({tensor(b1), scalar(true)}), b1);
-  EXPECT_EQ(result_type({tensor(i4), scalar(2.5)}), f4);     // float scalar -> default dtype
+  EXPECT_EQ(result_type({tensor(i4), scalar(2.5)}), f4);  // float scalar -> default dtype
   EXPECT_EQ(result_type({tensor(u1), scalar(2.5)}), f4);
-  EXPECT_EQ(result_type({tensor(f2), scalar(2.5)}), f2);     // same category keeps the tensor's
+  EXPECT_EQ(result_type({tensor(f2), scalar(2.5)}), f2);  // same category keeps the tensor's
   EXPECT_EQ(result_type({tensor(bf), scalar(1e300)}), bf);
   EXPECT_EQ(result_type({tensor(f8), scalar(2.5)}), f8);
   EXPECT_EQ(result_type({tensor(f4), scalar(std::complex<double>(0, 1))}), c4);
@@ -165,9 +159,7 @@ TEST(ResultType, IncrementalStateMatchesOneShot) {
   EXPECT_EQ(state.result(), f8);
 }
 
-TEST(ResultType, NoOperandsIsAnError) {
-  EXPECT_THROW(result_type(std::span<const Operand>()), ValueError);
-}
+TEST(ResultType, NoOperandsIsAnError) { EXPECT_THROW(result_type(std::span<const Operand>()), ValueError); }
 
 TEST(Errors, InternalAssertNamesTheSite) {
   try {

@@ -148,7 +148,8 @@ TEST_F(EmberRunOptions, PetVariablesAreTheDefaults) {
 }
 
 TEST_F(EmberRunOptions, NnodesTakesAFixedMinMax) {
-  auto l = run(kRun + " --nnodes=2:2 --node-rank=0 --master-port=0 /bin/sh -c 'echo \"gws=$GROUP_WORLD_SIZE ws=$WORLD_SIZE\"'");
+  auto l = run(
+      kRun + " --nnodes=2:2 --node-rank=0 --master-port=0 /bin/sh -c 'echo \"gws=$GROUP_WORLD_SIZE ws=$WORLD_SIZE\"'");
   EXPECT_EQ(l.status, 0) << l.output;
   EXPECT_TRUE(has(l, "gws=2 ws=2")) << l.output;
   l = run(kRun + " --nnodes=1:4 /bin/true");
@@ -181,7 +182,8 @@ TEST_F(EmberRunOptions, NprocPerNodeAutoCpuGpu) {
   EXPECT_TRUE(has(l, "Cuda is not available.")) << l.output;
   // With (emulated) CUDA devices, gpu and auto are their number.
   for (const char* value : {"gpu", "auto"}) {
-    l = run("EMBER_EMULATED_DEVICES=3 " + kRun + " --nproc-per-node=" + value + " /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
+    l = run("EMBER_EMULATED_DEVICES=3 " + kRun + " --nproc-per-node=" + value +
+            " /bin/sh -c 'echo \"lws=$LOCAL_WORLD_SIZE\"'");
     EXPECT_EQ(count(l.output, "lws=3\n"), 3u) << value << "\n" << l.output;
   }
   l = run(kRun + " --nproc-per-node=many /bin/true");
@@ -234,8 +236,9 @@ TEST_F(EmberRunOptions, MaxRestartsRestartsTheWholeGroup) {
   EXPECT_TRUE(has(l, "ember-run: failed: rank 1 (local_rank 1) exited with code 3")) << l.output;
   // Each attempt rendezvouses in an empty store: in attempt 0 both ranks meet, then rank 1
   // fails; the keys of that meeting must not be seen by attempt 1's.
-  l = run(kRun + " --nproc-per-node=2 --max-restarts=1 /bin/sh -c '" + kWorker +
-          R"( --scenario=sum_ranks || exit; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 4; fi')");
+  l = run(
+      kRun + " --nproc-per-node=2 --max-restarts=1 /bin/sh -c '" + kWorker +
+      R"( --scenario=sum_ranks || exit; if [ "$TORCHELASTIC_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then exit 4; fi')");
   EXPECT_EQ(l.status, 0) << l.output;
   EXPECT_EQ(count(l.output, "rank 1 of 2 (local rank 1): sum 3"), 2u) << l.output;
   EXPECT_TRUE(has(l, "exited with code 4; restarting the worker group (restart 1 of 1)")) << l.output;

@@ -6,9 +6,9 @@
 #include <numeric>
 #include <vector>
 
-#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "emulated_support.h"
 #include "runtime/stream_state.h"
 
 namespace cuda = ember::cuda;

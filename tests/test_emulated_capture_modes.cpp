@@ -5,19 +5,19 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <string>
 #include <thread>
 
+#include "distributed/collective_watchdog.h"
 #include "ember/cuda.h"
 #include "ember/data.h"
 #include "ember/ember.h"
 #include "ember/errors.h"
 #include "emulated_support.h"
-#include "distributed/collective_watchdog.h"
 #include "memory/caching_host_allocator.h"
 #include "runtime/backend.h"
 

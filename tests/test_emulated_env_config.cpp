@@ -4,9 +4,9 @@
 #include <cstdlib>
 
 #include "backends/emulated/emulated_backend.h"
-#include "emulated_support.h"
 #include "ember/cuda.h"
 #include "ember/errors.h"
+#include "emulated_support.h"
 
 namespace cuda = ember::cuda;
 

@@ -3,11 +3,11 @@
 
 #include <cstdlib>
 
-#include "emulated_support.h"
 #include "ember/cuda.h"
-#include "runtime/stream_state.h"
 #include "ember/errors.h"
+#include "emulated_support.h"
 #include "kernels/kernel_call.h"
+#include "runtime/stream_state.h"
 #include "test_support.h"
 
 namespace cuda = ember::cuda;

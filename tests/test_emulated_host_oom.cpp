@@ -21,18 +21,19 @@ TEST(EmulatedHostOom, TheMessageSaysTheHostIsExhausted) {
   unsetenv("CUDA_VISIBLE_DEVICES");
   unsetenv("EMBER_EMULATED_DEVICES");
   if (cuda::driver_is_available()) GTEST_SKIP() << "a GPU is present";
-  cuda::emulate(1, size_t{1} << 50);  // 1 PiB: more than any host's address space can map
+  cuda::emulate(1, size_t{1} << 50);       // 1 PiB: more than any host's address space can map
   const int64_t bytes = int64_t{1} << 48;  // 256 TiB: the device has room, the host does not
   try {
     empty({bytes}, TensorOptions(kUInt8).device("cuda:0"));
     ADD_FAILURE() << "no error";
   } catch (const OutOfMemoryError& e) {
     std::string message = e.what();
-    EXPECT_EQ(message.rfind("CUDA out of memory. Tried to allocate 262144.00 GiB. GPU 0: the host memory that backs this "
-                            "emulated device is exhausted (the host could not provide 281474976710656 bytes; the "
-                            "device itself has 1125899906842624 of its 1125899906842624 bytes free).",
-                            0),
-              0u)
+    EXPECT_EQ(
+        message.rfind("CUDA out of memory. Tried to allocate 262144.00 GiB. GPU 0: the host memory that backs this "
+                      "emulated device is exhausted (the host could not provide 281474976710656 bytes; the "
+                      "device itself has 1125899906842624 of its 1125899906842624 bytes free).",
+                      0),
+        0u)
         << message;
     EXPECT_EQ(message.find("is free."), std::string::npos) << message;
   }

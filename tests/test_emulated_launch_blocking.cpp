@@ -3,10 +3,10 @@
 
 #include <cstdlib>
 
-#include "emulated_support.h"
 #include "ember/cuda.h"
-#include "runtime/stream_state.h"
 #include "ember/errors.h"
+#include "emulated_support.h"
+#include "runtime/stream_state.h"
 
 namespace cuda = ember::cuda;
 using namespace std::chrono_literals;

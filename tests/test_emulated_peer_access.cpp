@@ -16,8 +16,8 @@ namespace {
 constexpr size_t MiB = size_t{1} << 20;
 
 // Before any other cuda use in this process (static initialization runs before main).
-const bool configured = (setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1),
-                         ember::cuda::emulate(2, 256 * MiB), true);
+const bool configured =
+    (setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True", 1), ember::cuda::emulate(2, 256 * MiB), true);
 
 ember::TensorOptions on(int device) { return ember::TensorOptions().device(ember::Device(ember::kCUDA, device)); }
 

@@ -173,7 +173,8 @@ TEST_P(Fft, BadInputIsATypedErrorAndLeavesTheInputIntact) {
   EXPECT_THROW_MSG(fft::rfft(x.to(kComplex64)), TypeError, "rfft expects a real input tensor, but got complex64");
   EXPECT_THROW_MSG(fft::fft(x.to(kFloat16)), TypeError, "Unsupported dtype float16");
   Tensor m = ones({3, 3}, dev_);
-  EXPECT_THROW_MSG(fft::fft2(m, IntList{3}), ValueError, "When given, dim and shape arguments must have the same length");
+  EXPECT_THROW_MSG(fft::fft2(m, IntList{3}), ValueError,
+                   "When given, dim and shape arguments must have the same length");
   EXPECT_THROW_MSG(fft::fft2(m, std::nullopt, {0, -2}), ValueError, "FFT dims must be unique");
   EXPECT_THROW_MSG(fft::fft2(m, IntList{3, 0}), ValueError, "Invalid number of data points (0) specified");
   EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3}));

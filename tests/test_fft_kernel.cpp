@@ -90,13 +90,13 @@ TEST_P(C2CLengths, DoubleAndFloatMatchTheDirectSum) {
     const auto expected = dft(signal, batch, n, forward ? -1 : 1);
     std::vector<cd> out(signal.size());
     auto in = signal;
-    run(dense_key(TransformKind::C2C, forward, ember::kFloat64, {n}, batch), in.data(), ember::kComplex128,
-        n * batch, out.data(), ember::kComplex128, n * batch);
+    run(dense_key(TransformKind::C2C, forward, ember::kFloat64, {n}, batch), in.data(), ember::kComplex128, n * batch,
+        out.data(), ember::kComplex128, n * batch);
     EXPECT_LT(max_error(out, expected), 1e-9 * n) << "n=" << n;
 
     std::vector<std::complex<float>> in_f(signal.begin(), signal.end()), out_f(signal.size());
-    run(dense_key(TransformKind::C2C, forward, ember::kFloat32, {n}, batch), in_f.data(), ember::kComplex64,
-        n * batch, out_f.data(), ember::kComplex64, n * batch);
+    run(dense_key(TransformKind::C2C, forward, ember::kFloat32, {n}, batch), in_f.data(), ember::kComplex64, n * batch,
+        out_f.data(), ember::kComplex64, n * batch);
     EXPECT_LT(max_error(std::vector<cd>(out_f.begin(), out_f.end()), expected), 2e-5 * n) << "n=" << n;
   }
 }
@@ -131,8 +131,8 @@ TEST(HostFft, RealToComplexKeepsTheNonNegativeFrequencies) {
 
     // ... and C2R takes them back (unnormalized: n times the signal).
     std::vector<double> back(real.size());
-    run(dense_key(TransformKind::C2R, false, ember::kFloat64, {n}, batch), out.data(), ember::kComplex128,
-        half * batch, back.data(), ember::kFloat64, n * batch, 1.0 / double(n));
+    run(dense_key(TransformKind::C2R, false, ember::kFloat64, {n}, batch), out.data(), ember::kComplex128, half * batch,
+        back.data(), ember::kFloat64, n * batch, 1.0 / double(n));
     for (size_t i = 0; i < real.size(); ++i) EXPECT_NEAR(back[i], real[i], 1e-10) << n;
   }
 }

@@ -39,10 +39,10 @@ TEST_F(PlanCacheDevices, NewGeometriesGrowTheCacheAndHitsReusePlans) {
   for (int i = 0; i < 3; ++i) fft::fft(signal(5, "cuda:0"));  // same geometry: a hit
   EXPECT_EQ(cache.size(), 1);
   EXPECT_EQ(plans_created(0), before + 1);
-  fft::ifft(signal(5, "cuda:0"));                 // other direction
-  fft::fft(signal(6, "cuda:0"));                  // other length
-  fft::fft(signal(5, "cuda:0").to(kComplex128));  // other precision
-  fft::rfft(ones({2, 5}, "cuda:0"));              // real input
+  fft::ifft(signal(5, "cuda:0"));                                      // other direction
+  fft::fft(signal(6, "cuda:0"));                                       // other length
+  fft::fft(signal(5, "cuda:0").to(kComplex128));                       // other precision
+  fft::rfft(ones({2, 5}, "cuda:0"));                                   // real input
   fft::fft(ones({3, 5}, TensorOptions(kComplex64).device("cuda:0")));  // other batch
   EXPECT_EQ(cache.size(), 6);
   EXPECT_EQ(plans_created(0), before + 6);

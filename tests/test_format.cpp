@@ -62,10 +62,12 @@ Values arange(int64_t n, double step = 1.0) {
 }
 
 TEST(Format, SpecExamples) {
-  EXPECT_EQ(repr(kFloat32, {3, 2}, Values(6, 0.3)), "tensor([[0.3000, 0.3000],\n"
+  EXPECT_EQ(repr(kFloat32, {3, 2}, Values(6, 0.3)),
+            "tensor([[0.3000, 0.3000],\n"
             "        [0.3000, 0.3000],\n"
             "        [0.3000, 0.3000]])");
-  EXPECT_EQ(repr(kFloat32, {3, 2}, Values(6, -5.0), "cuda:0"), "tensor([[-5., -5.],\n"
+  EXPECT_EQ(repr(kFloat32, {3, 2}, Values(6, -5.0), "cuda:0"),
+            "tensor([[-5., -5.],\n"
             "        [-5., -5.],\n"
             "        [-5., -5.]], device='cuda:0')");
   EXPECT_EQ(repr(kInt64, {1, 3}, {1, 2, 3}), "tensor([[1, 2, 3]])");
@@ -101,14 +103,16 @@ TEST(Format, Complex) {
   for (int i = 0; i < 8; ++i) values.emplace_back(i, (0 - i) * 0.5);  // +0.0 at i = 0
   // The sign of a negative zero imaginary part doubles as the separator.
   EXPECT_EQ(repr(kComplex64, {2}, {{1, -0.0}, {2.5, 1}}), "tensor([1.0000-0.j, 2.5000+1.j])");
-  EXPECT_EQ(repr(kComplex64, {8}, values), "tensor([0.+0.0000j, 1.-0.5000j, 2.-1.0000j, 3.-1.5000j, 4.-2.0000j, 5.-2.5000j,\n"
+  EXPECT_EQ(repr(kComplex64, {8}, values),
+            "tensor([0.+0.0000j, 1.-0.5000j, 2.-1.0000j, 3.-1.5000j, 4.-2.0000j, 5.-2.5000j,\n"
             "        6.-3.0000j, 7.-3.5000j])");
 }
 
 TEST(Format, DtypeSuffix) {
   EXPECT_EQ(repr(kFloat64, {2}, {1.0, 2.5}), "tensor([1.0000, 2.5000], dtype=torch.float64)");
   EXPECT_EQ(repr(kFloat16, {2}, {0.1, 2.0}), "tensor([0.1000, 2.0000], dtype=torch.float16)");
-  EXPECT_EQ(repr(kBFloat16, {2}, {0.1, 2.0}, "cuda:1"), "tensor([0.1001, 2.0000], device='cuda:1', dtype=torch.bfloat16)");
+  EXPECT_EQ(repr(kBFloat16, {2}, {0.1, 2.0}, "cuda:1"),
+            "tensor([0.1001, 2.0000], device='cuda:1', dtype=torch.bfloat16)");
   EXPECT_EQ(repr(kUInt8, {3}, {0, 7, 255}), "tensor([  0,   7, 255], dtype=torch.uint8)");
 }
 
@@ -127,12 +131,14 @@ TEST(Format, Empty) {
 }
 
 TEST(Format, NestedBrackets) {
-  EXPECT_EQ(repr(kFloat32, {2, 2, 3}, arange(12)), "tensor([[[ 0.,  1.,  2.],\n"
+  EXPECT_EQ(repr(kFloat32, {2, 2, 3}, arange(12)),
+            "tensor([[[ 0.,  1.,  2.],\n"
             "         [ 3.,  4.,  5.]],\n"
             "\n"
             "        [[ 6.,  7.,  8.],\n"
             "         [ 9., 10., 11.]]])");
-  EXPECT_EQ(repr(kInt64, {2, 1, 2, 2}, arange(8)), "tensor([[[[0, 1],\n"
+  EXPECT_EQ(repr(kInt64, {2, 1, 2, 2}, arange(8)),
+            "tensor([[[[0, 1],\n"
             "          [2, 3]]],\n"
             "\n"
             "\n"
@@ -141,28 +147,34 @@ TEST(Format, NestedBrackets) {
 }
 
 TEST(Format, LineWrapping) {
-  EXPECT_EQ(repr(kFloat32, {30}, arange(30, 1.5)), "tensor([ 0.0000,  1.5000,  3.0000,  4.5000,  6.0000,  7.5000,  9.0000, 10.5000,\n"
+  EXPECT_EQ(repr(kFloat32, {30}, arange(30, 1.5)),
+            "tensor([ 0.0000,  1.5000,  3.0000,  4.5000,  6.0000,  7.5000,  9.0000, 10.5000,\n"
             "        12.0000, 13.5000, 15.0000, 16.5000, 18.0000, 19.5000, 21.0000, 22.5000,\n"
             "        24.0000, 25.5000, 27.0000, 28.5000, 30.0000, 31.5000, 33.0000, 34.5000,\n"
             "        36.0000, 37.5000, 39.0000, 40.5000, 42.0000, 43.5000])");
-  EXPECT_EQ(repr(kInt64, {40}, arange(40)), "tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,\n"
+  EXPECT_EQ(repr(kInt64, {40}, arange(40)),
+            "tensor([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16, 17,\n"
             "        18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,\n"
             "        36, 37, 38, 39])");
-  EXPECT_EQ(repr(kFloat64, {9}, arange(9, 1.25), "cuda:0"), "tensor([ 0.0000,  1.2500,  2.5000,  3.7500,  5.0000,  6.2500,  7.5000,  8.7500,\n"
+  EXPECT_EQ(repr(kFloat64, {9}, arange(9, 1.25), "cuda:0"),
+            "tensor([ 0.0000,  1.2500,  2.5000,  3.7500,  5.0000,  6.2500,  7.5000,  8.7500,\n"
             "        10.0000], device='cuda:0', dtype=torch.float64)");
 }
 
 TEST(Format, Summarized) {
-  EXPECT_EQ(repr(kFloat32, {2000}, arange(2000)), "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
+  EXPECT_EQ(repr(kFloat32, {2000}, arange(2000)),
+            "tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, 1.9980e+03,\n"
             "        1.9990e+03])");
-  EXPECT_EQ(repr(kInt64, {40, 50}, arange(2000)), "tensor([[   0,    1,    2,  ...,   47,   48,   49],\n"
+  EXPECT_EQ(repr(kInt64, {40, 50}, arange(2000)),
+            "tensor([[   0,    1,    2,  ...,   47,   48,   49],\n"
             "        [  50,   51,   52,  ...,   97,   98,   99],\n"
             "        [ 100,  101,  102,  ...,  147,  148,  149],\n"
             "        ...,\n"
             "        [1850, 1851, 1852,  ..., 1897, 1898, 1899],\n"
             "        [1900, 1901, 1902,  ..., 1947, 1948, 1949],\n"
             "        [1950, 1951, 1952,  ..., 1997, 1998, 1999]])");
-  EXPECT_EQ(repr(kFloat64, {10, 10, 20}, arange(2000, 0.125)), "tensor([[[0.0000e+00, 1.2500e-01, 2.5000e-01,  ..., 2.1250e+00,\n"
+  EXPECT_EQ(repr(kFloat64, {10, 10, 20}, arange(2000, 0.125)),
+            "tensor([[[0.0000e+00, 1.2500e-01, 2.5000e-01,  ..., 2.1250e+00,\n"
             "          2.2500e+00, 2.3750e+00],\n"
             "         [2.5000e+00, 2.6250e+00, 2.7500e+00,  ..., 4.6250e+00,\n"
             "          4.7500e+00, 4.8750e+00],\n"
@@ -249,7 +261,8 @@ TEST(Format, Summarized) {
             "          2.4975e+02, 2.4988e+02]]], dtype=torch.float64)");
   Values values;
   for (int i = 0; i < 2002; ++i) values.emplace_back(i % 7);
-  EXPECT_EQ(repr(kFloat32, {2, 1001}, values), "tensor([[0., 1., 2.,  ..., 4., 5., 6.],\n"
+  EXPECT_EQ(repr(kFloat32, {2, 1001}, values),
+            "tensor([[0., 1., 2.,  ..., 4., 5., 6.],\n"
             "        [0., 1., 2.,  ..., 4., 5., 6.]])");
   // Exactly at the threshold nothing is elided.
   EXPECT_EQ(repr(kInt64, {1000}, arange(1000)).find("..."), std::string::npos);

@@ -57,11 +57,13 @@ TEST_P(Gelu, Gradcheck) {
   Tensor gx = autograd::grad({y}, {x}, {gy.clone().requires_grad_(true)}, std::nullopt, true)[0];
   EXPECT_EQ(gx.grad_fn()->name(), "GeluBackwardBackward0");
   Tensor g_out = gy.clone().requires_grad_(true);
-  expect_gradcheck("gelu backward w.r.t. its gradient", [&](const Ts& v) {
-    AutoGradMode enable(true);
-    Tensor leaf = x.detach().requires_grad_(true);
-    return autograd::grad({F::gelu(leaf)}, {leaf}, {v[0]}, std::nullopt, true)[0];
-  }, {g_out});
+  expect_gradcheck("gelu backward w.r.t. its gradient",
+                   [&](const Ts& v) {
+                     AutoGradMode enable(true);
+                     Tensor leaf = x.detach().requires_grad_(true);
+                     return autograd::grad({F::gelu(leaf)}, {leaf}, {v[0]}, std::nullopt, true)[0];
+                   },
+                   {g_out});
 }
 
 TEST_P(Gelu, Errors) {

@@ -211,8 +211,11 @@ TEST(DefaultGenerators, RngStatesSaveAndRestoreEveryDevice) {
   // A list of the wrong length, or with one bad state, changes no device.
   expect_error<ValueError>([&] { cuda::set_rng_state_all({cuda_states[0]}); }, "1 states for 2 cuda devices");
   Tensor before = cuda::get_rng_state(0);
-  expect_error<ValueError>([&] { cuda::set_rng_state_all({cuda_states[1], zeros({3}, TensorOptions(kUInt8))}); },
-                           "RNG state is wrong size");
+  expect_error<ValueError>(
+      [&] {
+        cuda::set_rng_state_all({cuda_states[1], zeros({3}, TensorOptions(kUInt8))});
+      },
+      "RNG state is wrong size");
   EXPECT_EQ(values(cuda::get_rng_state(0)), values(before));
 }
 

@@ -37,13 +37,13 @@ TEST_P(GradScalerTest, ScaleTraceFollowsTorchsRule) {
     double scale_after;
   };
   const std::vector<Step> script = {
-      {{1, 1}, true, 4},       // clean: tracker 1
-      {{2, -2}, true, 8},      // clean: tracker 2 == interval, scale x2, tracker 0
-      {{kInf, 1}, false, 4},   // inf: skipped, scale x0.5
-      {{1, 0}, true, 4},       // clean: tracker 1
-      {{kNaN, 0}, false, 2},   // NaN: skipped, scale x0.5, tracker 0
-      {{0, 4}, true, 2},       // clean: tracker 1
-      {{-1, 1}, true, 4},      // clean: growth
+      {{1, 1}, true, 4},      // clean: tracker 1
+      {{2, -2}, true, 8},     // clean: tracker 2 == interval, scale x2, tracker 0
+      {{kInf, 1}, false, 4},  // inf: skipped, scale x0.5
+      {{1, 0}, true, 4},      // clean: tracker 1
+      {{kNaN, 0}, false, 2},  // NaN: skipped, scale x0.5, tracker 0
+      {{0, 4}, true, 2},      // clean: tracker 1
+      {{-1, 1}, true, 4},     // clean: growth
   };
   std::vector<float> expected = {1.0f, 2.0f};
   for (size_t k = 0; k < script.size(); ++k) {
@@ -242,8 +242,8 @@ TEST(GradScalerTraining, AFloat16StepEqualsTheFloat32StepToFloat16Tolerance) {
   const Device dev(kCUDA, 0);
   auto run = [&](bool amp) {
     manual_seed(21);
-    nn::Sequential net({std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(),
-                        std::make_shared<nn::Linear>(32, 4)});
+    nn::Sequential net(
+        {std::make_shared<nn::Linear>(16, 32), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(32, 4)});
     net.to(dev);
     optim::SGD sgd(net.parameters(), optim::SGDOptions(0.5));
     amp::GradScaler scaler("cuda", 1024.0, 2.0, 0.5, 2000, /*enabled=*/amp);

@@ -36,18 +36,18 @@ struct Case {
   size_t grad_grid_n;
 };
 
-#define EMBER_GRID_CASE(D, Mode, Pad, Align, mode, pad, align)                                             \
-  Case {                                                                                                   \
-    D, mode, pad, align, E::k##D##d##Mode##Pad##Align##Out, std::size(E::k##D##d##Mode##Pad##Align##Out),  \
-        E::k##D##d##Mode##Pad##Align##GradInput, std::size(E::k##D##d##Mode##Pad##Align##GradInput),       \
-        E::k##D##d##Mode##Pad##Align##GradGrid, std::size(E::k##D##d##Mode##Pad##Align##GradGrid)          \
+#define EMBER_GRID_CASE(D, Mode, Pad, Align, mode, pad, align)                                            \
+  Case {                                                                                                  \
+    D, mode, pad, align, E::k##D##d##Mode##Pad##Align##Out, std::size(E::k##D##d##Mode##Pad##Align##Out), \
+        E::k##D##d##Mode##Pad##Align##GradInput, std::size(E::k##D##d##Mode##Pad##Align##GradInput),      \
+        E::k##D##d##Mode##Pad##Align##GradGrid, std::size(E::k##D##d##Mode##Pad##Align##GradGrid)         \
   }
-#define EMBER_GRID_PADDINGS(D, Mode, mode)                                       \
-  EMBER_GRID_CASE(D, Mode, Zeros, , mode, "zeros", false),                       \
-      EMBER_GRID_CASE(D, Mode, Zeros, Aligned, mode, "zeros", true),             \
-      EMBER_GRID_CASE(D, Mode, Border, , mode, "border", false),                 \
-      EMBER_GRID_CASE(D, Mode, Border, Aligned, mode, "border", true),           \
-      EMBER_GRID_CASE(D, Mode, Reflection, , mode, "reflection", false),         \
+#define EMBER_GRID_PADDINGS(D, Mode, mode)                               \
+  EMBER_GRID_CASE(D, Mode, Zeros, , mode, "zeros", false),               \
+      EMBER_GRID_CASE(D, Mode, Zeros, Aligned, mode, "zeros", true),     \
+      EMBER_GRID_CASE(D, Mode, Border, , mode, "border", false),         \
+      EMBER_GRID_CASE(D, Mode, Border, Aligned, mode, "border", true),   \
+      EMBER_GRID_CASE(D, Mode, Reflection, , mode, "reflection", false), \
       EMBER_GRID_CASE(D, Mode, Reflection, Aligned, mode, "reflection", true)
 
 const std::vector<Case>& cases() {
@@ -127,16 +127,16 @@ TEST_P(GridSample, GradcheckInFloat64) {
 
 TEST_P(GridSample, NearestRoundsHalfToEven) {
   Tensor x = arange(5.0, TensorOptions(kFloat64).device(dev_)).view({1, 1, 1, 5});
-  Tensor g = tensor({-0.75, 0.0, -0.25, 0.0, 0.25, 0.0, 0.75, 0.0}, TensorOptions(kFloat64).device(dev_))
-                 .view({1, 1, 4, 2});
+  Tensor g =
+      tensor({-0.75, 0.0, -0.25, 0.0, 0.25, 0.0, 0.75, 0.0}, TensorOptions(kFloat64).device(dev_)).view({1, 1, 4, 2});
   expect_values("nearest half to even", F::grid_sample(x, g, "nearest", "zeros", true), E::kNearestHalfToEven, 4, 0);
   // 5-D: the same pixel coordinates along x.
   Tensor x3 = x.view({1, 1, 1, 1, 5});
-  Tensor g3 = tensor({-0.75, 0.0, 0.0, -0.25, 0.0, 0.0, 0.25, 0.0, 0.0, 0.75, 0.0, 0.0},
-                     TensorOptions(kFloat64).device(dev_))
-                  .view({1, 1, 1, 4, 3});
+  Tensor g3 =
+      tensor({-0.75, 0.0, 0.0, -0.25, 0.0, 0.0, 0.25, 0.0, 0.0, 0.75, 0.0, 0.0}, TensorOptions(kFloat64).device(dev_))
+          .view({1, 1, 1, 4, 3});
   expect_values("5-D nearest half to even", F::grid_sample(x3, g3, "nearest", "zeros", true), E::kNearestHalfToEven, 4,
-               0);
+                0);
 }
 
 TEST_P(GridSample, FarAndNonFiniteGridValuesStayInBounds) {

@@ -20,10 +20,15 @@ class LayerNorm : public ember::testing::OnDevice {
 };
 
 TEST_P(LayerNorm, ValuesAndGradsMatchPyTorch) {
-  expect_case("affine over [3, 4]", [](const Ts& x) { return F::layer_norm(x[0], {3, 4}, x[1], x[2], 1e-5); },
-              {{{2, 3, 4}, 0.1}, {{3, 4}, 0.2}, {{3, 4}, 0.3}}, E::kLayerNormAffine, dev_);
-  expect_case("plain over [4]", [](const Ts& x) { return F::layer_norm(x[0] * 3, {4}, {}, {}, 1e-3); },
-              {{{2, 3, 4}, 0.4}}, E::kLayerNormPlain, dev_);
+  expect_case(
+      "affine over [3, 4]",
+      [](const Ts& x) {
+        return F::layer_norm(x[0], {3, 4}, x[1], x[2], 1e-5);
+      },
+      {{{2, 3, 4}, 0.1}, {{3, 4}, 0.2}, {{3, 4}, 0.3}}, E::kLayerNormAffine, dev_);
+  expect_case(
+      "plain over [4]", [](const Ts& x) { return F::layer_norm(x[0] * 3, {4}, {}, {}, 1e-3); }, {{{2, 3, 4}, 0.4}},
+      E::kLayerNormPlain, dev_);
 }
 
 TEST_P(LayerNorm, NodeAndStatistics) {
@@ -42,12 +47,17 @@ TEST_P(LayerNorm, WeightOrBiasAlone) {
   Tensor plain = F::layer_norm(x, {4});
   EXPECT_TRUE(allclose(F::layer_norm(x, {4}, w), plain * w, 1e-12, 1e-12));
   EXPECT_TRUE(allclose(F::layer_norm(x, {4}, {}, b), plain + b, 1e-12, 1e-12));
-  expect_gradcheck("weight only", [](const Ts& v) { return F::layer_norm(v[0], {4}, v[1]); }, {R({3, 4}, 0.1), R({4}, 0.2)});
-  expect_gradcheck("bias only", [](const Ts& v) { return F::layer_norm(v[0], {4}, {}, v[1]); }, {R({3, 4}, 0.1), R({4}, 0.3)});
+  expect_gradcheck("weight only", [](const Ts& v) { return F::layer_norm(v[0], {4}, v[1]); },
+                   {R({3, 4}, 0.1), R({4}, 0.2)});
+  expect_gradcheck("bias only", [](const Ts& v) { return F::layer_norm(v[0], {4}, {}, v[1]); },
+                   {R({3, 4}, 0.1), R({4}, 0.3)});
 }
 
 TEST_P(LayerNorm, Gradcheck) {
-  expect_gradcheck("layer_norm", [](const Ts& v) { return F::layer_norm(v[0], {2, 3}, v[1], v[2]); },
+  expect_gradcheck("layer_norm",
+                   [](const Ts& v) {
+                     return F::layer_norm(v[0], {2, 3}, v[1], v[2]);
+                   },
                    {R({2, 2, 3}, 0.1), R({2, 3}, 0.2), R({2, 3}, 0.3)});
   expect_gradcheck("layer_norm, no affine", [](const Ts& v) { return F::layer_norm(v[0], {3}); }, {R({4, 3}, 0.4)});
 }

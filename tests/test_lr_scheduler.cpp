@@ -7,11 +7,11 @@
 // the test says so).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <unistd.h>
 
 #include "ember/ember.h"
 #include "lr_scheduler_expected.h"
@@ -81,7 +81,8 @@ void expect_rows(const Rows& got, const Rows& expected) {
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].size(), expected[i].size()) << "row " << i;
-    for (size_t g = 0; g < got[i].size(); ++g) EXPECT_DOUBLE_EQ(got[i][g], expected[i][g]) << "step " << i << " group " << g;
+    for (size_t g = 0; g < got[i].size(); ++g)
+      EXPECT_DOUBLE_EQ(got[i][g], expected[i][g]) << "step " << i << " group " << g;
   }
 }
 
@@ -139,16 +140,16 @@ std::vector<Case> cases() {
          auto opt = make_sgd();
          auto a = std::make_shared<optim::LinearLR>(*opt, 0.1, 1.0, 4);
          auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.9);
-         return Pair{opt, std::make_shared<optim::SequentialLR>(*opt, std::vector<std::shared_ptr<optim::LRScheduler>>{a, b},
-                                                               std::vector<int64_t>{5})};
+         return Pair{opt, std::make_shared<optim::SequentialLR>(
+                              *opt, std::vector<std::shared_ptr<optim::LRScheduler>>{a, b}, std::vector<int64_t>{5})};
        },
        &kSequentialLR},
       {"SequentialLR3",
        [] {
          auto opt = make_sgd();
-         std::vector<std::shared_ptr<optim::LRScheduler>> list{std::make_shared<optim::LinearLR>(*opt, 0.5, 1.0, 3),
-                                                               std::make_shared<optim::StepLR>(*opt, 3, 0.5),
-                                                               std::make_shared<optim::CosineAnnealingLR>(*opt, 6, 0.01)};
+         std::vector<std::shared_ptr<optim::LRScheduler>> list{
+             std::make_shared<optim::LinearLR>(*opt, 0.5, 1.0, 3), std::make_shared<optim::StepLR>(*opt, 3, 0.5),
+             std::make_shared<optim::CosineAnnealingLR>(*opt, 6, 0.01)};
          return Pair{opt, std::make_shared<optim::SequentialLR>(*opt, list, std::vector<int64_t>{4, 10})};
        },
        &kSequentialLR3},
@@ -177,7 +178,8 @@ TEST(LRScheduler, ReduceLROnPlateauMaxRelative) {
 
 TEST(LRScheduler, OneCycleLRCyclesMomentumAndBeta1) {
   Rows moms;
-  lrs_of(sgd_with<optim::OneCycleLR>(0.9, std::vector<double>{0.4, 0.2}, int64_t{25})(), kOneCycleMomentum.size(), &moms);
+  lrs_of(sgd_with<optim::OneCycleLR>(0.9, std::vector<double>{0.4, 0.2}, int64_t{25})(), kOneCycleMomentum.size(),
+         &moms);
   expect_rows(moms, kOneCycleMomentum);
   const Pair r = cases()[8].make();  // three phases, linear, Adam: beta1 cycles, beta2 stays
   lrs_of(r, kOneCycleBeta1.size(), &moms);
@@ -217,7 +219,8 @@ TEST(LRScheduler, InitialLrIsSetAsPyTorchSetsIt) {
 }
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("ember_lr_" + std::to_string(getpid()) + "_" + name + ".safetensors"))
+  return (std::filesystem::temp_directory_path() /
+          ("ember_lr_" + std::to_string(getpid()) + "_" + name + ".safetensors"))
       .string();
 }
 
@@ -267,7 +270,8 @@ TEST(LRScheduler, StateDictKeysAndTypes) {
   const Pair r = cases()[0].make();
   r.sched->step();
   const nn::StateDict sd = r.sched->state_dict();
-  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"step_size", "gamma", "base_lrs", "last_epoch", "_step_count", "_last_lr"}));
+  EXPECT_EQ(sd.keys(),
+            (std::vector<std::string>{"step_size", "gamma", "base_lrs", "last_epoch", "_step_count", "_last_lr"}));
   EXPECT_EQ(sd["step_size"].dtype(), kInt64);
   EXPECT_EQ(sd["gamma"].dtype(), kFloat64);
   EXPECT_EQ(sd["base_lrs"].to_vector<double>(), (std::vector<double>{0.1, 0.05}));
@@ -293,7 +297,6 @@ TEST(LRScheduler, StateDictKeysAndTypes) {
   EXPECT_EQ(plateau["mode"].to_vector<uint8_t>(), (std::vector<uint8_t>{'m', 'i', 'n'}));
 }
 
-
 // A custom optimizer with neither momentum nor betas.
 class Plain : public optim::Optimizer {
  public:
@@ -316,29 +319,38 @@ TEST(LRScheduler, ArgumentChecksAsPyTorch) {
             "Expected float between 0 and 1 pct_start, but got 1.5");
   EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().anneal_strategy("cosine")); }),
             "anneal_strategy must be one of 'cos' or 'linear', instead got cosine");
-  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, {0.1, 0.2, 0.3}, 10); }),
+  EXPECT_EQ(error([&] {
+              optim::OneCycleLR(*opt, {0.1, 0.2, 0.3}, 10);
+            }),
             "max_lr must have the same length as optimizer.param_groups. max_lr has 3 values, param_groups has 2.");
-  EXPECT_EQ(error([&] { optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().max_momentum({0.9, 0.9, 0.9})); }),
+  EXPECT_EQ(error([&] {
+              optim::OneCycleLR(*opt, 0.1, 10, optim::OneCycleLROptions().max_momentum({0.9, 0.9, 0.9}));
+            }),
             "max_momentum must have the same length as optimizer.param_groups. max_momentum has 3 values, "
             "param_groups has 2.");
   Plain plain({param(2)});
   EXPECT_EQ(error([&] { optim::OneCycleLR(plain, 0.1, 10); }),
             "optimizer must support momentum or beta1 with `cycle_momentum` option enabled");
   EXPECT_FALSE(plain.initial_lr(0).has_value());  // PyTorch sets it before this check; ember checks first
-  EXPECT_DOUBLE_EQ(
-      optim::OneCycleLR(plain, 0.1, 10, optim::OneCycleLROptions().cycle_momentum(false)).get_last_lr()[0], 0.1 / 25);
+  EXPECT_DOUBLE_EQ(optim::OneCycleLR(plain, 0.1, 10, optim::OneCycleLROptions().cycle_momentum(false)).get_last_lr()[0],
+                   0.1 / 25);
   // LinearLR: 2.x refuses start_factor 0, which 1.13 accepts ("expected to be between 0 and 1").
   EXPECT_EQ(error([&] { optim::LinearLR(*opt, 0.0); }),
             "Starting multiplicative factor expected to be greater than 0 and less or equal to 1.");
-  EXPECT_EQ(error([&] { optim::LinearLR(*opt, 0.5, 1.5); }), "Ending multiplicative factor expected to be between 0 and 1.");
-  EXPECT_EQ(error([&] { optim::LambdaLR(*opt, std::vector<optim::LambdaLR::Lambda>{lambda0, lambda0, lambda1}); }),
+  EXPECT_EQ(error([&] { optim::LinearLR(*opt, 0.5, 1.5); }),
+            "Ending multiplicative factor expected to be between 0 and 1.");
+  EXPECT_EQ(error([&] {
+              optim::LambdaLR(*opt, std::vector<optim::LambdaLR::Lambda>{lambda0, lambda0, lambda1});
+            }),
             "Expected 2 lr_lambdas, but got 3");
   // ReduceLROnPlateau.
   EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "min", 1.0); }), "Factor should be < 1.0.");
   EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "median"); }), "mode median is unknown!");
   EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "max", 0.1, 10, 1e-4, "relative"); }),
             "threshold mode relative is unknown!");
-  EXPECT_EQ(error([&] { optim::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "rel", 0, {0.1, 0.2, 0.3}); }),
+  EXPECT_EQ(error([&] {
+              optim::ReduceLROnPlateau(*opt, "min", 0.1, 10, 1e-4, "rel", 0, {0.1, 0.2, 0.3});
+            }),
             "expected 2 min_lrs, got 3");
   optim::ReduceLROnPlateau plateau(*opt);
   EXPECT_EQ(error_of<TypeError>([&] { static_cast<optim::LRScheduler&>(plateau).step(); }),
@@ -346,16 +358,22 @@ TEST(LRScheduler, ArgumentChecksAsPyTorch) {
   // SequentialLR, 2.x's checks (1.13 has only the optimizer and milestone ones).
   auto a = std::make_shared<optim::StepLR>(*opt, 2);
   auto b = std::make_shared<optim::ExponentialLR>(*opt, 0.9);
-  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, b}, {2, 4}); }),
+  EXPECT_EQ(error([&] {
+              optim::SequentialLR(*opt, List{a, b}, {2, 4});
+            }),
             "Sequential Schedulers expects number of schedulers provided to be one more than the number of milestone "
             "points, but got number of schedulers 2 and the number of milestones to be equal to 2");
   EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{}, {}); }),
             "SequentialLR expects at least one scheduler, but got no scheduler.");
-  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, std::make_shared<optim::ReduceLROnPlateau>(*opt)}, {2}); }),
+  EXPECT_EQ(error([&] {
+              optim::SequentialLR(*opt, List{a, std::make_shared<optim::ReduceLROnPlateau>(*opt)}, {2});
+            }),
             "SequentialLR does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be "
             "specified when calling `step`, but got one at index 1 in the given schedulers sequence.");
   auto other = make_sgd();
-  EXPECT_EQ(error([&] { optim::SequentialLR(*opt, List{a, std::make_shared<optim::StepLR>(*other, 2)}, {2}); }),
+  EXPECT_EQ(error([&] {
+              optim::SequentialLR(*opt, List{a, std::make_shared<optim::StepLR>(*other, 2)}, {2});
+            }),
             "SequentialLR expects all schedulers to belong to the same optimizer, but got scheduler StepLR at index 1 "
             "with a different optimizer.");
   EXPECT_EQ(opt->lr(0), 0.1);  // none of the failed constructions moved a learning rate
@@ -422,8 +440,7 @@ TEST(LRScheduler, LoadErrorsChangeNothing) {
   expect_load_error(t, with(sd, "base_lrs", tensor({0.1}, kFloat64)),
                     head + "invalid value for base_lrs: expected 2 values (one per parameter group), got 1");
   expect_load_error(t, with(sd, "step_size", full({}, 0, kInt64)), head + "invalid value for step_size: must not be 0");
-  expect_load_error(t, cases()[2].make().sched->state_dict(),
-                    head + "Missing key(s) in state_dict: \"step_size\". ");
+  expect_load_error(t, cases()[2].make().sched->state_dict(), head + "Missing key(s) in state_dict: \"step_size\". ");
   expect_load_error(t, with(without(sd, "gamma"), "foo", ones({1})),
                     head + "Missing key(s) in state_dict: \"gamma\". \n\tUnexpected key(s) in state_dict: \"foo\". ");
 
@@ -432,8 +449,9 @@ TEST(LRScheduler, LoadErrorsChangeNothing) {
   Tensor median = tensor(std::vector<int64_t>{'m', 'e', 'd', 'i', 'a', 'n'}).to(kUInt8);
   expect_load_error(*plateau.sched, with(psd, "mode", median),
                     "Error(s) in loading state_dict for ReduceLROnPlateau:\n\tinvalid mode: mode median is unknown!");
-  expect_load_error(*plateau.sched, with(psd, "factor", full({}, 1.0, kFloat64)),
-                    "Error(s) in loading state_dict for ReduceLROnPlateau:\n\tinvalid value for factor: Factor should be < 1.0.");
+  expect_load_error(
+      *plateau.sched, with(psd, "factor", full({}, 1.0, kFloat64)),
+      "Error(s) in loading state_dict for ReduceLROnPlateau:\n\tinvalid value for factor: Factor should be < 1.0.");
   const Pair linear = cases()[5].make();
   expect_load_error(*linear.sched, with(linear.sched->state_dict(), "start_factor", full({}, 0.0, kFloat64)),
                     "Error(s) in loading state_dict for LinearLR:\n\tstart_factor: Starting multiplicative factor "

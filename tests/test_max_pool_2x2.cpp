@@ -20,9 +20,7 @@ class MaxPool2x2 : public ember::testing::OnDevice {
   void check(DType dtype);
 };
 
-TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) {
-  check(kFloat32);
-}
+TEST_P(MaxPool2x2, FastPathMatchesTheGeneralWalk) { check(kFloat32); }
 
 // float16 and bfloat16 take the fast path through float rows (the values are exact in both).
 TEST_P(MaxPool2x2, ReducedPrecisionFastPathMatchesTheGeneralWalk) {

@@ -97,8 +97,9 @@ TEST_F(MemoryHistoryFrames, AllocationFramesNameTheAllocatingFunctions) {
     if (frame.at("filename").get<std::string>().empty()) {
       EXPECT_EQ(frame.at("line"), 0);
       if (index == test) {
-        EXPECT_THAT(frame.at("name").get<std::string>(),
-                    ::testing::HasSubstr("MemoryHistoryFrames_AllocationFramesNameTheAllocatingFunctions_Test::TestBody"));
+        EXPECT_THAT(
+            frame.at("name").get<std::string>(),
+            ::testing::HasSubstr("MemoryHistoryFrames_AllocationFramesNameTheAllocatingFunctions_Test::TestBody"));
       }
     } else {
       EXPECT_THAT(frame.at("filename").get<std::string>(), ::testing::EndsWith("test_memory_history_frames.cpp"));

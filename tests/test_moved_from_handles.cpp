@@ -104,7 +104,10 @@ TEST(MovedFromHandles, TensorIsUndefinedAndThrows) {
       {"narrow", [&] { (void)u.narrow(0, 0, 1); }},
       {"unsqueeze", [&] { (void)u.unsqueeze(0); }},
       {"squeeze", [&] { (void)u.squeeze(0); }},
-      {"expand", [&] { (void)u.expand({2, 2}); }},
+      {"expand",
+       [&] {
+         (void)u.expand({2, 2});
+       }},
       {"as_strided", [&] { (void)u.as_strided({1}, {1}, 0); }},
       {"neg", [&] { (void)u.neg(); }},
       {"add lhs", [&] { (void)u.add(ok); }},
@@ -127,13 +130,14 @@ TEST(MovedFromHandles, TensorIsUndefinedAndThrows) {
   };
   for (auto& [name, call] : calls) {
     std::string message = ember::testing::error_of<ember::Error>(call);
-    EXPECT_NE(message.find("defined"), std::string::npos) << name << ": " << message;  // "undefined" or "must be defined"
+    EXPECT_NE(message.find("defined"), std::string::npos)
+        << name << ": " << message;  // "undefined" or "must be defined"
   }
   EXPECT_FALSE(a.defined());
   std::ostringstream out;
   out << u;
   EXPECT_EQ(out.str(), "[ Tensor (undefined) ]");  // PyTorch's print of an undefined tensor
-  a = ember::zeros({1});  // assigning makes it usable again
+  a = ember::zeros({1});                           // assigning makes it usable again
   EXPECT_EQ(a.item<float>(), 0.0f);
 }
 

@@ -55,22 +55,22 @@ TEST_P(NnLayers, Conv2dMatchesPyTorch) {
   Tensor x = (arange(50, kFloat32).view({1, 2, 5, 5}) / 25 - 1).to(dev_);
   Tensor y = conv(x);
   EXPECT_EQ(y.sizes(), (IntList{1, 3, 3, 3}));
-  expect_near(y, {1.3671998977661133f,   1.8344001770019531f,   1.1304000616073608f,  1.045600175857544f,
-                  1.1823999881744385f,   0.5752000212669373f,   -0.13039997220039368f, -0.527199923992157f,
-                  -0.5207999348640442f,  -0.027199983596801758f, 0.15200002491474152f, 0.08160005509853363f,
-                  0.40000003576278687f,  0.7527999877929688f,   0.44800007343292236f,  0.20319996774196625f,
-                  0.3824000358581543f,   0.1584000438451767f,   -0.6215999722480774f,  -0.730400025844574f,
-                  -0.16720005869865417f, 0.5543999671936035f,   1.1231998205184937f,   1.1208000183105469f,
-                  1.3368000984191895f,   2.0920000076293945f,   1.6375999450683594f});
+  expect_near(y, {1.3671998977661133f,   1.8344001770019531f,    1.1304000616073608f,   1.045600175857544f,
+                  1.1823999881744385f,   0.5752000212669373f,    -0.13039997220039368f, -0.527199923992157f,
+                  -0.5207999348640442f,  -0.027199983596801758f, 0.15200002491474152f,  0.08160005509853363f,
+                  0.40000003576278687f,  0.7527999877929688f,    0.44800007343292236f,  0.20319996774196625f,
+                  0.3824000358581543f,   0.1584000438451767f,    -0.6215999722480774f,  -0.730400025844574f,
+                  -0.16720005869865417f, 0.5543999671936035f,    1.1231998205184937f,   1.1208000183105469f,
+                  1.3368000984191895f,   2.0920000076293945f,    1.6375999450683594f});
 }
 
 TEST_P(NnLayers, ActivationsAndFlattenMatchPyTorch) {
   Tensor v = tensor({-2.0f, -0.5f, 0.0f, 0.5f, 2.0f}).to(dev_);
   expect_near(nn::ReLU()(v), {0, 0, 0, 0.5f, 2.0f});
-  expect_near(nn::Sigmoid()(v), {0.11920291930437088f, 0.3775406777858734f, 0.5f, 0.622459352016449f,
-                                 0.8807970285415649f});
-  expect_near(nn::Tanh()(v), {-0.9640275835990906f, -0.46211716532707214f, 0.0f, 0.46211716532707214f,
-                              0.9640275835990906f});
+  expect_near(nn::Sigmoid()(v),
+              {0.11920291930437088f, 0.3775406777858734f, 0.5f, 0.622459352016449f, 0.8807970285415649f});
+  expect_near(nn::Tanh()(v),
+              {-0.9640275835990906f, -0.46211716532707214f, 0.0f, 0.46211716532707214f, 0.9640275835990906f});
   Tensor x = arange(24, kFloat32).view({2, 3, 2, 2}).to(dev_);
   EXPECT_EQ(nn::Flatten()(x).sizes(), (IntList{2, 12}));
   EXPECT_EQ(nn::Flatten(0, 1)(x).sizes(), (IntList{6, 2, 2}));
@@ -92,12 +92,16 @@ TEST_P(NnLayers, SequentialChainsItsModules) {
 TEST_P(NnLayers, WrongInputShapesNameTheModuleAndBothShapes) {
   nn::Linear linear(784, 128);
   linear.to(dev_);
-  EXPECT_EQ(error_of<ValueError>([&] { linear(ones({64, 100}, dev_)); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              linear(ones({64, 100}, dev_));
+            }),
             "Linear(in_features=784, out_features=128, bias=True): mat1 and mat2 shapes cannot be multiplied "
             "(64x100 and 784x128)");
   nn::Conv2d conv(1, 8, 3);
   conv.to(dev_);
-  EXPECT_EQ(error_of<ValueError>([&] { conv(ones({64, 3, 28, 28}, dev_)); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              conv(ones({64, 3, 28, 28}, dev_));
+            }),
             "Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1)): Given groups=1, weight of size [8, 1, 3, 3], expected "
             "input[64, 3, 28, 28] to have 1 channels, but got 3 channels instead");
 }
@@ -131,7 +135,9 @@ TEST_P(NnLayers, BatchNormMatchesPyTorchInTrainingAndEval) {
   cumulative(x1 * 2);
   expect_near(cumulative.running_mean, {2.25f, 0.5f});
   expect_near(cumulative.running_var, {4.375f, 5.8333330154418945f});
-  EXPECT_EQ(error_of<ValueError>([&] { bn(ones({2, 3}, dev_)); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              bn(ones({2, 3}, dev_));
+            }),
             "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True): expected 4D input "
             "(got 2D input)");
 }
@@ -201,7 +207,9 @@ TEST(NnInit, GainsAndFansAreTorchNnInits) {
   EXPECT_EQ(nn::init::calculate_fan_in_and_fan_out(empty({8, 4, 3, 5})), (std::pair<int64_t, int64_t>{60, 120}));
   EXPECT_EQ(error_of<ValueError>([] { nn::init::calculate_fan_in_and_fan_out(empty({8})); }),
             "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions");
-  EXPECT_EQ(error_of<ValueError>([] { nn::init::kaiming_uniform_(empty({8, 4}), 0, "fan_avg"); }),
+  EXPECT_EQ(error_of<ValueError>([] {
+              nn::init::kaiming_uniform_(empty({8, 4}), 0, "fan_avg");
+            }),
             "Mode fan_avg not supported, please use one of fan_in, fan_out");
 }
 
@@ -232,7 +240,8 @@ TEST(NnInit, FillsInPlaceWithTheDocumentedBounds) {
 }
 
 TEST(NnRepr, LayerReprsArePyTorchs) {
-  EXPECT_EQ(nn::BatchNorm1d(5).repr(), "BatchNorm1d(5, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
+  EXPECT_EQ(nn::BatchNorm1d(5).repr(),
+            "BatchNorm1d(5, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)");
   EXPECT_EQ(nn::BatchNorm2d(5, 1e-3, std::nullopt, false, false).repr(),
             "BatchNorm2d(5, eps=0.001, momentum=None, affine=False, track_running_stats=False)");
   EXPECT_EQ(nn::MaxPool2d(2).repr(), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");

@@ -17,9 +17,8 @@ class Net : public nn::Module {
  public:
   Net() {
     conv = register_module("conv", std::make_shared<nn::Conv2d>(1, 2, 3));
-    seq = register_module("seq", std::make_shared<nn::Sequential>(
-                                     std::initializer_list<std::shared_ptr<nn::Module>>{
-                                         std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>()}));
+    seq = register_module("seq", std::make_shared<nn::Sequential>(std::initializer_list<std::shared_ptr<nn::Module>>{
+                                     std::make_shared<nn::Linear>(4, 3), std::make_shared<nn::ReLU>()}));
     fc = register_module("fc", std::make_shared<nn::Linear>(3, 2));
     steps = register_buffer("steps", zeros({}, kInt64));
     scale = register_buffer("scale", ones({2}));
@@ -34,9 +33,8 @@ class Net : public nn::Module {
 
 TEST(NnModule, NamedParametersAreDottedInRegistrationOrder) {
   auto net = std::make_shared<Net>();
-  EXPECT_EQ(net->named_parameters().keys(),
-            (std::vector<std::string>{"conv.weight", "conv.bias", "seq.0.weight", "seq.0.bias", "fc.weight",
-                                      "fc.bias"}));
+  EXPECT_EQ(net->named_parameters().keys(), (std::vector<std::string>{"conv.weight", "conv.bias", "seq.0.weight",
+                                                                      "seq.0.bias", "fc.weight", "fc.bias"}));
   EXPECT_EQ(net->parameters().size(), 6u);
   EXPECT_TRUE(net->parameters()[4].is_same(net->fc->weight));
   EXPECT_TRUE(net->parameters(/*recurse=*/false).empty());
@@ -56,8 +54,7 @@ TEST(NnModule, SharedParametersAndModulesAreListedOnceButSavedUnderEveryName) {
   root.register_parameter("tied", shared->weight);
   EXPECT_EQ(root.named_modules().keys(), (std::vector<std::string>{"", "a"}));
   EXPECT_EQ(root.named_parameters().keys(), (std::vector<std::string>{"tied", "a.bias"}));
-  EXPECT_EQ(root.state_dict().keys(),
-            (std::vector<std::string>{"tied", "a.weight", "a.bias", "b.weight", "b.bias"}));
+  EXPECT_EQ(root.state_dict().keys(), (std::vector<std::string>{"tied", "a.weight", "a.bias", "b.weight", "b.bias"}));
 }
 
 TEST(NnModule, RegistrationNamesFollowPyTorch) {
@@ -219,7 +216,8 @@ TEST(NnModule, ReprIsPyTorchs) {
   EXPECT_EQ(nn::Sequential().repr(), "Sequential()");
   EXPECT_EQ(nn::ModuleList().repr(), "ModuleList()");
   nn::ModuleList list{std::make_shared<nn::Linear>(2, 2), std::make_shared<nn::Linear>(2, 2),
-                      std::make_shared<nn::ReLU>(), std::make_shared<nn::Sequential>(
+                      std::make_shared<nn::ReLU>(),
+                      std::make_shared<nn::Sequential>(
                           std::initializer_list<std::shared_ptr<nn::Module>>{std::make_shared<nn::Tanh>()})};
   EXPECT_EQ(list.repr(),
             "ModuleList(\n"

@@ -75,8 +75,7 @@ TEST(CloneHostile, WeightTiedAcrossAModuleDictIsOneParameterInTheCopy) {
   // d.lm_head.weight = d.wte.weight; c = copy.deepcopy(d): one parameter, tied in c.
   nn::ModuleDict dict;
   auto wte = std::dynamic_pointer_cast<nn::Embedding>(dict.insert("wte", std::make_shared<nn::Embedding>(5, 3)));
-  auto head =
-      std::dynamic_pointer_cast<nn::Linear>(dict.insert("lm_head", std::make_shared<nn::Linear>(3, 5, false)));
+  auto head = std::dynamic_pointer_cast<nn::Linear>(dict.insert("lm_head", std::make_shared<nn::Linear>(3, 5, false)));
   head->weight = head->register_parameter("weight", wte->weight);
   ASSERT_EQ(dict.parameters().size(), 1u);
   auto copy = std::dynamic_pointer_cast<nn::ModuleDict>(dict.clone());
@@ -291,7 +290,9 @@ TEST(AcceptedSizes, LayerNormOfAnEmptyOrZeroShape) {
   EXPECT_EQ(y.sizes(), (IntList{2, 0}));
   y.sum().backward();
   EXPECT_EQ(x.grad().sizes(), (IntList{2, 0}));
-  EXPECT_EQ(error_of<ValueError>([] { nn::LayerNorm(std::vector<int64_t>{2, -1}); }),
+  EXPECT_EQ(error_of<ValueError>([] {
+              nn::LayerNorm(std::vector<int64_t>{2, -1});
+            }),
             "Trying to create tensor with negative dimension -1: [2, -1]");
 }
 

@@ -127,7 +127,7 @@ TEST_P(Ops, Matmul) {
   EXPECT_EQ(c.sizes(), (IntList{3, 3}));
   EXPECT_EQ(F(c), (std::vector<float>{1, 2, 8, 3, 4, 18, 5, 6, 28}));
   EXPECT_EQ(F(a.t().matmul(a)), (std::vector<float>{35, 44, 44, 56}));  // transposed operand
-  EXPECT_EQ(F(T({1, 2}).matmul(T({3, 4}))), (std::vector<float>{11}));   // 1-D dot
+  EXPECT_EQ(F(T({1, 2}).matmul(T({3, 4}))), (std::vector<float>{11}));  // 1-D dot
   EXPECT_EQ(T({1, 2}).matmul(T({3, 4})).dim(), 0);
   EXPECT_EQ(F(a.matmul(T({1, 1}))), (std::vector<float>{3, 7, 11}));
   // Batched with broadcasting: (2, 3, 2) @ (2, 3).
@@ -196,7 +196,7 @@ TEST_P(OpsEdgeCases, InPlaceCastsAndOverlap) {
   auto e = T({1, 2}).expand({3, 2});
   EXPECT_THROW_MSG(e.add_(ones({3, 2}, dev_)), ValueError,
                    "more than one element of the written-to tensor refers to a single memory location");
-  x.copy_(x);  // the same view: nothing to do
+  x.copy_(x);                           // the same view: nothing to do
   x.select(1, 0).add_(x.select(1, 1));  // interleaved columns do not share elements
   EXPECT_EQ(F(x), (std::vector<float>{3, 2, 7, 4}));
   EXPECT_THROW_MSG(T({true}, kBool) - T({1}, kInt64), TypeError, "with a bool tensor is not supported");

@@ -43,7 +43,7 @@ TEST_P(Embedding, NegativePaddingIdxAndInt32Indices) {
 }
 
 TEST_P(Embedding, NonContiguousIndicesAndWeight) {
-  Tensor w = seq({3, 8}, 0.3, dev_).t();  // [8, 3], strided
+  Tensor w = seq({3, 8}, 0.3, dev_).t();                               // [8, 3], strided
   Tensor idx = I(TensorData({7, 1, 2, 0, 5, 4})).reshape({2, 3}).t();  // [3, 2], strided
   Tensor y = F::embedding(idx, w);
   Tensor expected = w.contiguous().index_select(0, idx.contiguous().reshape({-1})).reshape({3, 2, 3});
@@ -79,7 +79,7 @@ TEST_P(Embedding, IndexAddMatchesPyTorch) {
 TEST_P(Embedding, IndexAddNonContiguousAndIntegers) {
   // Into a transposed self, from a strided source.
   Tensor self = zeros({4, 3}, TensorOptions(kFloat64).device(dev_)).t();  // [3, 4]
-  Tensor source = seq({2, 6}, 0.5, dev_).narrow(1, 0, 3).t();            // [3, 2]
+  Tensor source = seq({2, 6}, 0.5, dev_).narrow(1, 0, 3).t();             // [3, 2]
   self.index_add_(1, I(TensorData({3, 0})), source);
   Tensor expected = zeros({3, 4}, TensorOptions(kFloat64).device(dev_));
   expected.select(1, 3).copy_(source.select(1, 0));
@@ -95,11 +95,13 @@ TEST_P(Embedding, IndexAddGradients) {
   Tensor idx = I(TensorData({1, 1, 0}));
   expect_gradcheck("index_add", [idx](const Ts& x) { return Ts{x[0].index_add(0, idx, x[1], 1.5)}; },
                    {R({2, 3}, 0.1), R({3, 3}, 0.2)});
-  expect_gradcheck("index_add_ (on a non-leaf)", [idx](const Ts& x) {
-    Tensor y = x[0] * 1;
-    y.index_add_(1, idx, x[1]);
-    return Ts{y};
-  }, {R({3, 2}, 0.3), R({3, 3}, 0.4)});
+  expect_gradcheck("index_add_ (on a non-leaf)",
+                   [idx](const Ts& x) {
+                     Tensor y = x[0] * 1;
+                     y.index_add_(1, idx, x[1]);
+                     return Ts{y};
+                   },
+                   {R({3, 2}, 0.3), R({3, 3}, 0.4)});
   Tensor leaf = R({2, 3}, 0.1);
   EXPECT_THROW(leaf.index_add_(0, idx, seq({3, 3}, 0.2, dev_)), Error);  // a leaf that requires grad
 }
@@ -111,8 +113,8 @@ TEST_P(Embedding, IndexAddErrors) {
                    "index_add_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 1]");
   EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({1, 2})), ones({1, 3}, o)), ValueError,
                    "index_add_(): Number of indices (2) should be equal to source.size(dim): (1), for dim: 0");
-  EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({1})), ones({1, 3}, TensorOptions(kFloat64).device(dev_))),
-                   TypeError, "index_add_(): self (Float) and source (Double) must have the same scalar type");
+  EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({1})), ones({1, 3}, TensorOptions(kFloat64).device(dev_))), TypeError,
+                   "index_add_(): self (Float) and source (Double) must have the same scalar type");
   EXPECT_THROW_MSG(x.index_add_(0, ones({1}, o), ones({1, 3}, o)), TypeError,
                    "index_add_(): Expected dtype int32/int64 for index but got: Float");
   EXPECT_THROW_MSG(x.index_add_(0, I(TensorData({1})), ones({1, 2}, o)), ValueError,

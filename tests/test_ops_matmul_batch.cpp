@@ -39,7 +39,7 @@ TEST_P(MatmulBatch, ShapesOfBroadcastProducts) {
 TEST_P(MatmulBatch, NonContiguousOperands) {
   // Transposed, sliced and expanded operands give the contiguous operands' product.
   Tensor a = seq({2, 3, 5, 4}, 0.1, dev_).transpose(-2, -1);  // [2, 3, 4, 5]
-  Tensor b = seq({3, 10, 2}, 0.2, dev_).narrow(1, 0, 5);       // [3, 5, 2], strided
+  Tensor b = seq({3, 10, 2}, 0.2, dev_).narrow(1, 0, 5);      // [3, 5, 2], strided
   Tensor expected = matmul(a.contiguous(), b.contiguous());
   EXPECT_TRUE(allclose(matmul(a, b), expected, 1e-12, 1e-12));
   // A 4-D @ 2-D product folds a's batch dims into its rows (a copy where they cannot fold).
@@ -63,8 +63,9 @@ TEST_P(MatmulBatch, Gradcheck) {
 }
 
 TEST_P(MatmulBatch, BaddbmmMatchesPyTorch) {
-  expect_case("baddbmm", [](const Ts& x) { return baddbmm(x[0], x[1], x[2], 0.5, 1.5); },
-              {{{2, 3, 1}, 0.1}, {{2, 3, 4}, 0.2}, {{2, 4, 2}, 0.3}}, E::kBaddbmm, dev_);
+  expect_case(
+      "baddbmm", [](const Ts& x) { return baddbmm(x[0], x[1], x[2], 0.5, 1.5); },
+      {{{2, 3, 1}, 0.1}, {{2, 3, 4}, 0.2}, {{2, 4, 2}, 0.3}}, E::kBaddbmm, dev_);
   auto o = TensorOptions(kFloat64).device(dev_);
   Tensor a = seq({2, 3, 4}, 0.2, dev_), b = seq({2, 4, 2}, 0.3, dev_);
   Tensor out = baddbmm(seq({2, 3, 2}, 0.1, dev_), a, b);
@@ -89,8 +90,7 @@ TEST_P(MatmulBatch, Errors) {
   EXPECT_THROW_MSG(baddbmm(ones({2, 3, 4}, o), ones({3, 5}, o), ones({2, 5, 4}, o)), ValueError,
                    "batch1 must be a 3D tensor");
   EXPECT_THROW(baddbmm(ones({2, 3, 3}, o), ones({2, 3, 5}, o), ones({2, 5, 4}, o)), ValueError);
-  EXPECT_THROW(baddbmm(ones({2, 3, 4}, o), ones({2, 3, 5}, TensorOptions(kFloat64).device(dev_)),
-                       ones({2, 5, 4}, o)),
+  EXPECT_THROW(baddbmm(ones({2, 3, 4}, o), ones({2, 3, 5}, TensorOptions(kFloat64).device(dev_)), ones({2, 5, 4}, o)),
                TypeError);
 }
 

@@ -35,8 +35,8 @@ TEST_P(RsqrtErf, ErfMatchesPyTorch) {
 // computed in float32 (PyTorch 2.x's cpu has them, 1.13's refuses float16).
 TEST_P(RsqrtErf, Atan2MatchesPyTorch) {
   Tensor a = T({{1.0, -2.0, 0.0}, {3.5, -0.5, 0.0}}, kFloat32), b = T({2.0, -1.0, 0.0}, kFloat32);
-  expect_values(atan2(a, b), {0.46364760398864746, -2.0344438552856445, 0.0, 1.0516501665115356, -2.677945137023926, 0.0},
-                1e-6);
+  expect_values(atan2(a, b),
+                {0.46364760398864746, -2.0344438552856445, 0.0, 1.0516501665115356, -2.677945137023926, 0.0}, 1e-6);
   Tensor i = atan2(T({1, 2}, kInt64), T({3, -4}, kInt64));
   EXPECT_EQ(i.dtype(), kFloat32);
   expect_values(i, {0.32175055146217346, 2.677945137023926}, 1e-6);

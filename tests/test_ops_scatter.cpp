@@ -62,9 +62,10 @@ TEST_P(Scatter, IndexOutOfRange) {
 
 TEST_P(Scatter, ScatterAddMatchesPyTorch) {
   Tensor z = zeros({3, 5}, TensorOptions(kFloat64).device(dev_));
-  Tensor out = z.scatter_add(0, I({{0, 1, 2, 0, 0}, {2, 0, 0, 1, 2}}), ones({2, 5}, TensorOptions(kFloat64).device(dev_)));
+  Tensor out =
+      z.scatter_add(0, I({{0, 1, 2, 0, 0}, {2, 0, 0, 1, 2}}), ones({2, 5}, TensorOptions(kFloat64).device(dev_)));
   expect_values(out, {1, 1, 1, 1, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1});
-  expect_values(z, std::vector<double>(15, 0.0));  // out of place
+  expect_values(z, std::vector<double>(15, 0.0));                                       // out of place
   Tensor src = arange(1, 11, 1, TensorOptions(kFloat64).device(dev_)).reshape({2, 5});  // larger than index
   Tensor w = zeros({2, 4}, TensorOptions(kFloat64).device(dev_));
   Tensor& same = w.scatter_add_(1, I({{0, 1, 0}, {3, 3, 2}}), src);
@@ -118,11 +119,13 @@ TEST_P(Scatter, Gradients) {
             {R({3, 4}), R({2, 4})});
   gradcheck("scatter_add, src larger", [index](const Ts& a) { return Ts{a[0].scatter_add(0, index, a[1])}; },
             {R({3, 4}), R({3, 5})});
-  gradcheck("scatter_add_", [index](const Ts& a) {
-    Tensor self = a[0] * 1;
-    self.scatter_add_(0, index, a[1]);
-    return Ts{self};
-  }, {R({3, 4}), R({2, 4})});
+  gradcheck("scatter_add_",
+            [index](const Ts& a) {
+              Tensor self = a[0] * 1;
+              self.scatter_add_(0, index, a[1]);
+              return Ts{self};
+            },
+            {R({3, 4}), R({2, 4})});
   Tensor x = y().requires_grad_(true);
   Tensor g = x.gather(1, I({{0, 0}, {1, 1}, {3, 2}}));
   EXPECT_EQ(g.grad_fn()->name(), "GatherBackward0");

@@ -66,8 +66,9 @@ TEST_P(Sort, TiesAreStable) {
 // compute types: values and indices of distinct values against PyTorch 1.13's
 // (/usr/bin/python3), unsigned and signed 8-bit extremes, and -0.0 tied with 0.0.
 TEST_P(Sort, TopkSelectionMatchesPyTorch) {
-  Tensor x = T({-10.0, -1.5, 7.0, -4.5, 4.0, -7.5, 1.0, 9.5, -2.0, 6.5, -5.0, 3.5, -8.0, 0.5, 9.0, -2.5, 6.0, -5.5, 3.0, -8.5,
-                0.0, 8.5, -3.0, 5.5, -6.0, 2.5, -9.0, -0.5, 8.0, -3.5, 5.0, -6.5, 2.0, -9.5, -1.0, 7.5, -4.0, 4.5, -7.0, 1.5},
+  Tensor x = T({-10.0, -1.5, 7.0, -4.5, 4.0, -7.5, 1.0,  9.5, -2.0, 6.5, -5.0, 3.5, -8.0, 0.5,
+                9.0,   -2.5, 6.0, -5.5, 3.0, -8.5, 0.0,  8.5, -3.0, 5.5, -6.0, 2.5, -9.0, -0.5,
+                8.0,   -3.5, 5.0, -6.5, 2.0, -9.5, -1.0, 7.5, -4.0, 4.5, -7.0, 1.5},
                kFloat32);
   auto [top, top_indices] = x.topk(5);
   expect_values(top, {9.5, 9.0, 8.5, 8.0, 7.5});

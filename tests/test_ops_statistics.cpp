@@ -14,9 +14,7 @@ namespace {
 
 class ScanStatistics : public ember::testing::OpsOnDevice {
  protected:
-  Tensor x() const {
-    return T({{0.5, -1.25, 2.0, 3.5}, {1.5, 0.25, -2.0, 4.0}, {-0.75, 1.0, 0.5, -3.0}});
-  }
+  Tensor x() const { return T({{0.5, -1.25, 2.0, 3.5}, {1.5, 0.25, -2.0, 4.0}, {-0.75, 1.0, 0.5, -3.0}}); }
 };
 
 TEST_P(ScanStatistics, CumsumMatchesPyTorch) {

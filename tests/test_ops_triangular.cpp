@@ -64,7 +64,7 @@ TEST_P(Triangular, KernelPaths) {
   Tensor u = T({{200, 100}, {7, 9}}, kUInt8);
   expect_ints(u.tril(), {200, 0, 7, 9});
   expect_values(a()[0].narrow(0, 1, 1).triu(1), {0, 6, 7, 8});  // one row
-  expect_values(a()[0].narrow(1, 2, 1).tril(-1), {0, 7, 11});     // one column
+  expect_values(a()[0].narrow(1, 2, 1).tril(-1), {0, 7, 11});   // one column
   Tensor ones_23 = ones({2, 3}, TensorOptions().device(dev_));
   expect_values(ones_23.triu(int64_t{1} << 40), std::vector<double>(6, 0.0));
   // PyTorch 1.13 wraps row + diagonal around at the largest int64 (it keeps row 1); the

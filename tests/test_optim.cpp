@@ -55,32 +55,31 @@ class Optim : public ember::testing::OnDevice {};
 TEST_P(Optim, SGDMatchesPyTorch) {
   Case c = make_params(dev_);
   Driven<optim::SGD> plain(c.params, optim::SGDOptions(0.1));
-  expect_close(run(plain, c), {-0.593884349f, -0.379540622f, -0.165196881f, 0.0491468683f, 0.263490617f,
-                               0.477834404f, 1.58356726f, -0.83943671f});
+  expect_close(run(plain, c), {-0.593884349f, -0.379540622f, -0.165196881f, 0.0491468683f, 0.263490617f, 0.477834404f,
+                               1.58356726f, -0.83943671f});
   c = make_params(dev_);
   Driven<optim::SGD> momentum(c.params, optim::SGDOptions(0.1).momentum(0.9).dampening(0.1).weight_decay(0.01));
   expect_close(run(momentum, c), {-0.547984838f, -0.363091201f, -0.178197518f, 0.00669617113f, 0.191589877f,
                                   0.37648356f, 1.6031208f, -0.93966651f});
   c = make_params(dev_);
   Driven<optim::SGD> nesterov(c.params, optim::SGDOptions(0.05).momentum(0.8).nesterov(true).weight_decay(5e-4));
-  expect_close(run(nesterov, c), {-0.581430137f, -0.374565423f, -0.167700708f, 0.039164003f, 0.246028706f,
-                                  0.452893436f, 1.58806479f, -0.868041515f});
+  expect_close(run(nesterov, c), {-0.581430137f, -0.374565423f, -0.167700708f, 0.039164003f, 0.246028706f, 0.452893436f,
+                                  1.58806479f, -0.868041515f});
 }
 
 TEST_P(Optim, AdamAndAdamWMatchPyTorch) {
   Case c = make_params(dev_);
   Driven<optim::Adam> adam(c.params, optim::AdamOptions(0.01));
-  expect_close(run(adam, c), {-0.598366678f, -0.362663597f, -0.153042212f, 0.0953110307f, 0.345056295f,
-                              0.594985664f, 1.52795887f, -0.77788806f});
+  expect_close(run(adam, c), {-0.598366678f, -0.362663597f, -0.153042212f, 0.0953110307f, 0.345056295f, 0.594985664f,
+                              1.52795887f, -0.77788806f});
   c = make_params(dev_);
-  Driven<optim::Adam> decayed(c.params,
-                              optim::AdamOptions(0.02).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.1));
-  expect_close(run(decayed, c), {-0.570397139f, -0.341295809f, -0.181751519f, 0.0647705048f, 0.314594269f,
-                                 0.56461668f, 1.50170767f, -0.80235821f});
+  Driven<optim::Adam> decayed(c.params, optim::AdamOptions(0.02).betas({0.8, 0.99}).eps(1e-6).weight_decay(0.1));
+  expect_close(run(decayed, c), {-0.570397139f, -0.341295809f, -0.181751519f, 0.0647705048f, 0.314594269f, 0.56461668f,
+                                 1.50170767f, -0.80235821f});
   c = make_params(dev_);
   Driven<optim::AdamW> adamw(c.params, optim::AdamWOptions(0.01).weight_decay(0.05));
-  expect_close(run(adamw, c), {-0.597456157f, -0.362131178f, -0.152839854f, 0.0951383412f, 0.344508737f,
-                               0.594063342f, 1.52569664f, -0.776746452f});
+  expect_close(run(adamw, c), {-0.597456157f, -0.362131178f, -0.152839854f, 0.0951383412f, 0.344508737f, 0.594063342f,
+                               1.52569664f, -0.776746452f});
 }
 
 TEST_P(Optim, Float64FollowsPyTorchToDoubleRounding) {
@@ -107,8 +106,10 @@ TEST_P(Optim, NonContiguousParametersAndGradientsPairTheRightElements) {
 }
 
 TEST_P(Optim, ComplexParametersUpdateAsTheirRealView) {
-  Tensor z = tensor({std::complex<double>(1, 2), std::complex<double>(-1, 0.5)}).to(TensorOptions(kComplex64).device(dev_));
-  Tensor g = tensor({std::complex<double>(0.5, -1), std::complex<double>(2, 1)}).to(TensorOptions(kComplex64).device(dev_));
+  Tensor z =
+      tensor({std::complex<double>(1, 2), std::complex<double>(-1, 0.5)}).to(TensorOptions(kComplex64).device(dev_));
+  Tensor g =
+      tensor({std::complex<double>(0.5, -1), std::complex<double>(2, 1)}).to(TensorOptions(kComplex64).device(dev_));
   Driven<optim::SGD> sgd({z}, optim::SGDOptions(0.1).momentum(0.5));
   sgd.apply({z}, {g});
   sgd.apply({z}, {g});
@@ -129,7 +130,9 @@ TEST(OptimOptions, InvalidValuesAreValueErrorsWithPyTorchsText) {
             "Invalid momentum value: -1.5");
   EXPECT_EQ(error_of<ValueError>([&] { optim::SGD({p}, optim::SGDOptions(0.1).nesterov(true)); }),
             "Nesterov momentum requires a momentum and zero dampening");
-  EXPECT_EQ(error_of<ValueError>([&] { optim::Adam({p}, optim::AdamOptions().betas({1.0, 0.9})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              optim::Adam({p}, optim::AdamOptions().betas({1.0, 0.9}));
+            }),
             "Invalid beta parameter at index 0: 1.0");
   EXPECT_EQ(error_of<ValueError>([&] { optim::Adam({p}, optim::AdamOptions().eps(-1e-8)); }),
             "Invalid epsilon value: -1e-08");

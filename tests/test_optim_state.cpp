@@ -124,22 +124,36 @@ class OptimState : public ember::testing::OnDevice {
 TEST_P(OptimState, AdamKeysFollowPyTorchsNumbering) {
   Params ps = make_params(dev_);
   auto opt = make_adam(ps, 0.05);
-  EXPECT_EQ(opt->state_dict().keys(),
-            (std::vector<std::string>{"param_groups.0.lr", "param_groups.0.betas", "param_groups.0.eps",
-                                      "param_groups.0.weight_decay", "param_groups.0.maximize", "param_groups.0.params",
-                                      "param_groups.1.lr", "param_groups.1.betas", "param_groups.1.eps",
-                                      "param_groups.1.weight_decay", "param_groups.1.maximize",
-                                      "param_groups.1.params"}));
+  EXPECT_EQ(
+      opt->state_dict().keys(),
+      (std::vector<std::string>{"param_groups.0.lr", "param_groups.0.betas", "param_groups.0.eps",
+                                "param_groups.0.weight_decay", "param_groups.0.maximize", "param_groups.0.params",
+                                "param_groups.1.lr", "param_groups.1.betas", "param_groups.1.eps",
+                                "param_groups.1.weight_decay", "param_groups.1.maximize", "param_groups.1.params"}));
   run(*opt, ps, 0, 2);
   const nn::StateDict sd = opt->state_dict();
   // Parameter 3 never had a gradient: no state, as in PyTorch.
-  EXPECT_EQ(sd.keys(),
-            (std::vector<std::string>{
-                "state.0.step", "state.0.exp_avg", "state.0.exp_avg_sq", "state.1.step", "state.1.exp_avg",
-                "state.1.exp_avg_sq", "state.2.step", "state.2.exp_avg", "state.2.exp_avg_sq", "param_groups.0.lr",
-                "param_groups.0.betas", "param_groups.0.eps", "param_groups.0.weight_decay", "param_groups.0.maximize",
-                "param_groups.0.params", "param_groups.1.lr", "param_groups.1.betas", "param_groups.1.eps",
-                "param_groups.1.weight_decay", "param_groups.1.maximize", "param_groups.1.params"}));
+  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"state.0.step",
+                                                 "state.0.exp_avg",
+                                                 "state.0.exp_avg_sq",
+                                                 "state.1.step",
+                                                 "state.1.exp_avg",
+                                                 "state.1.exp_avg_sq",
+                                                 "state.2.step",
+                                                 "state.2.exp_avg",
+                                                 "state.2.exp_avg_sq",
+                                                 "param_groups.0.lr",
+                                                 "param_groups.0.betas",
+                                                 "param_groups.0.eps",
+                                                 "param_groups.0.weight_decay",
+                                                 "param_groups.0.maximize",
+                                                 "param_groups.0.params",
+                                                 "param_groups.1.lr",
+                                                 "param_groups.1.betas",
+                                                 "param_groups.1.eps",
+                                                 "param_groups.1.weight_decay",
+                                                 "param_groups.1.maximize",
+                                                 "param_groups.1.params"}));
   EXPECT_EQ(sd["state.2.step"].dtype(), kFloat32);
   EXPECT_EQ(sd["state.2.step"].dim(), 0);
   EXPECT_EQ(sd["state.2.step"].item<double>(), 2.0);
@@ -158,13 +172,13 @@ TEST_P(OptimState, SGDKeys) {
   auto opt = make_sgd(ps, 0.1);
   run(*opt, ps, 0, 1);
   const nn::StateDict sd = opt->state_dict();
-  EXPECT_EQ(sd.keys(), (std::vector<std::string>{
-                           "state.0.momentum_buffer", "state.1.momentum_buffer", "state.2.momentum_buffer",
-                           "param_groups.0.lr", "param_groups.0.momentum", "param_groups.0.dampening",
-                           "param_groups.0.weight_decay", "param_groups.0.nesterov", "param_groups.0.maximize",
-                           "param_groups.0.params", "param_groups.1.lr", "param_groups.1.momentum",
-                           "param_groups.1.dampening", "param_groups.1.weight_decay", "param_groups.1.nesterov",
-                           "param_groups.1.maximize", "param_groups.1.params"}));
+  EXPECT_EQ(sd.keys(),
+            (std::vector<std::string>{
+                "state.0.momentum_buffer", "state.1.momentum_buffer", "state.2.momentum_buffer", "param_groups.0.lr",
+                "param_groups.0.momentum", "param_groups.0.dampening", "param_groups.0.weight_decay",
+                "param_groups.0.nesterov", "param_groups.0.maximize", "param_groups.0.params", "param_groups.1.lr",
+                "param_groups.1.momentum", "param_groups.1.dampening", "param_groups.1.weight_decay",
+                "param_groups.1.nesterov", "param_groups.1.maximize", "param_groups.1.params"}));
   EXPECT_TRUE(sd["param_groups.1.nesterov"].item<bool>());
   EXPECT_EQ(sd["param_groups.1.momentum"].item<double>(), 0.8);
   // The first step's buffer is the gradient itself: 0.6 p + 0.3 for parameter 1.
@@ -224,8 +238,11 @@ TEST_P(OptimState, ErrorsLeaveTheOptimizerAsItWas) {
   EXPECT_EQ(edited([&](nn::StateDict& sd) { sd.insert("state.1.exp_avg", zeros({3}, dev_)); }),
             "Error(s) in loading state_dict for Adam:\n\tsize mismatch for state.1.exp_avg: copying a state tensor "
             "with shape [3] from checkpoint, the shape of its parameter in current optimizer is [2].");
-  EXPECT_EQ(edited([](nn::StateDict& sd) { sd.insert("state.0.momentum_buffer", zeros({2, 3})); }),
-            "Error(s) in loading state_dict for Adam:\n\tUnexpected key(s) in state_dict: \"state.0.momentum_buffer\". ");
+  EXPECT_EQ(
+      edited([](nn::StateDict& sd) {
+        sd.insert("state.0.momentum_buffer", zeros({2, 3}));
+      }),
+      "Error(s) in loading state_dict for Adam:\n\tUnexpected key(s) in state_dict: \"state.0.momentum_buffer\". ");
   EXPECT_EQ(edited([](nn::StateDict& sd) {
               sd.erase("state.2.exp_avg_sq");
               sd.erase("param_groups.0.eps");

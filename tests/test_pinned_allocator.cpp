@@ -82,7 +82,7 @@ TEST_F(PinnedAllocatorTest, RecordStreamOfAForeignPointerIsAValueError) {
 
 TEST_F(PinnedAllocatorTest, OutOfPinnedMemoryReleasesTheCacheAndRetries) {
   void* a = pinned_.malloc(512 * 1024);
-  pinned_.free(a);                      // cached: 512 KiB of the 1 MiB limit
+  pinned_.free(a);                        // cached: 512 KiB of the 1 MiB limit
   void* b = pinned_.malloc(1024 * 1024);  // needs the cache back
   EXPECT_NE(b, nullptr);
   EXPECT_EQ(stat("num_host_free"), 1);
@@ -102,7 +102,8 @@ TEST_F(PinnedAllocatorTest, OutOfMemoryReportsTheRequestedSize) {
     pinned_.malloc(600 * 1024);
     ADD_FAILURE() << "no error";
   } catch (const OutOfMemoryError& e) {
-    EXPECT_THAT(e.what(), ::testing::StartsWith("CUDA out of memory. Tried to allocate 600.00 KiB of pinned host memory"));
+    EXPECT_THAT(e.what(),
+                ::testing::StartsWith("CUDA out of memory. Tried to allocate 600.00 KiB of pinned host memory"));
   }
   pinned_.free(a);
 }

@@ -80,7 +80,8 @@ TEST_P(GlooGroupWorlds, EveryCollectiveOnCountsZeroOneAndSeven) {
       for (int r = 0; r < world; ++r) blocks.push_back(ramp(n, rank).add(ember::full({n}, 10.0 * r, ember::kFloat64)));
       ember::Tensor mine = ember::zeros({n}, ember::kFloat64);
       group.reduce_scatter(mine, blocks, dist::ReduceOp::AVG, false)->wait();
-      EXPECT_TRUE(mine.allclose(ramp(n, 0).mul(ember::full({n}, (world + 1) / 2.0, ember::kFloat64))
+      EXPECT_TRUE(mine.allclose(ramp(n, 0)
+                                    .mul(ember::full({n}, (world + 1) / 2.0, ember::kFloat64))
                                     .add(ember::full({n}, 10.0 * rank, ember::kFloat64))))
           << n;
     }
@@ -107,8 +108,9 @@ TEST(GlooGroup, ListsOfTheWrongLengthAreRejectedOnEveryRank) {
         work->wait();
         ADD_FAILURE() << "no error";
       } catch (const ember::DistributedError& e) {
-        EXPECT_STREQ(e.what(),
-                     "all_gather (collective #1): rank 0 failed: all_gather: requires 2 output tensors (one per rank), got 1");
+        EXPECT_STREQ(
+            e.what(),
+            "all_gather (collective #1): rank 0 failed: all_gather: requires 2 output tensors (one per rank), got 1");
       }
       EXPECT_TRUE(work->is_completed());
       EXPECT_FALSE(work->is_success());
@@ -140,8 +142,11 @@ TEST(GlooGroup, AllReduceOnEitherSideOfThePayloadCapacityAndTheGatherLimit) {
       ember::Tensor product = ramp(n, rank);
       group.all_reduce(product, dist::ReduceOp::PRODUCT, false)->wait();
       const int64_t exact = std::min<int64_t>(n, 100000);
-      EXPECT_TRUE(product.narrow(0, 0, exact).equal(
-          ramp(exact, 0).mul(ramp(exact, 0)).mul(ramp(exact, 0)).mul(ember::full({exact}, 6.0, ember::kFloat64))))
+      EXPECT_TRUE(product.narrow(0, 0, exact)
+                      .equal(ramp(exact, 0)
+                                 .mul(ramp(exact, 0))
+                                 .mul(ramp(exact, 0))
+                                 .mul(ember::full({exact}, 6.0, ember::kFloat64))))
           << n;
 
       ember::Tensor min = ramp(n, rank);

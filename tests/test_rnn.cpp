@@ -215,13 +215,26 @@ TEST(RnnModules, ParametersAreTorchsInNameOrderAndShape) {
   nn::LSTM m(3, 4, 2, true, false, 0.0, true, 2);
   std::vector<std::string> names;
   for (const auto& [key, p] : m.named_parameters()) names.push_back(key + str_shape(p));
-  const std::vector<std::string> expected{
-      "weight_ih_l0[16, 3]", "weight_hh_l0[16, 2]", "bias_ih_l0[16]", "bias_hh_l0[16]", "weight_hr_l0[2, 4]",
-      "weight_ih_l0_reverse[16, 3]", "weight_hh_l0_reverse[16, 2]", "bias_ih_l0_reverse[16]",
-      "bias_hh_l0_reverse[16]", "weight_hr_l0_reverse[2, 4]", "weight_ih_l1[16, 4]", "weight_hh_l1[16, 2]",
-      "bias_ih_l1[16]", "bias_hh_l1[16]", "weight_hr_l1[2, 4]", "weight_ih_l1_reverse[16, 4]",
-      "weight_hh_l1_reverse[16, 2]", "bias_ih_l1_reverse[16]", "bias_hh_l1_reverse[16]",
-      "weight_hr_l1_reverse[2, 4]"};
+  const std::vector<std::string> expected{"weight_ih_l0[16, 3]",
+                                          "weight_hh_l0[16, 2]",
+                                          "bias_ih_l0[16]",
+                                          "bias_hh_l0[16]",
+                                          "weight_hr_l0[2, 4]",
+                                          "weight_ih_l0_reverse[16, 3]",
+                                          "weight_hh_l0_reverse[16, 2]",
+                                          "bias_ih_l0_reverse[16]",
+                                          "bias_hh_l0_reverse[16]",
+                                          "weight_hr_l0_reverse[2, 4]",
+                                          "weight_ih_l1[16, 4]",
+                                          "weight_hh_l1[16, 2]",
+                                          "bias_ih_l1[16]",
+                                          "bias_hh_l1[16]",
+                                          "weight_hr_l1[2, 4]",
+                                          "weight_ih_l1_reverse[16, 4]",
+                                          "weight_hh_l1_reverse[16, 2]",
+                                          "bias_ih_l1_reverse[16]",
+                                          "bias_hh_l1_reverse[16]",
+                                          "weight_hr_l1_reverse[2, 4]"};
   EXPECT_EQ(names, expected);
   EXPECT_EQ(m.state_dict().size(), 20u);
   nn::GRU g(3, 4, 1, false);
@@ -243,8 +256,10 @@ TEST(RnnModules, StartUniformWithinOneOverSqrtHidden) {
 }
 
 TEST(RnnModules, ReprIsTorchs) {
-  EXPECT_EQ(nn::LSTM(3, 4, 2, true, false, 0.0, true, 2).repr(), "LSTM(3, 4, proj_size=2, num_layers=2, bidirectional=True)");
-  EXPECT_EQ(nn::RNN(3, 4, 2, "relu", false, true, 0.5).repr(), "RNN(3, 4, num_layers=2, bias=False, batch_first=True, dropout=0.5)");
+  EXPECT_EQ(nn::LSTM(3, 4, 2, true, false, 0.0, true, 2).repr(),
+            "LSTM(3, 4, proj_size=2, num_layers=2, bidirectional=True)");
+  EXPECT_EQ(nn::RNN(3, 4, 2, "relu", false, true, 0.5).repr(),
+            "RNN(3, 4, num_layers=2, bias=False, batch_first=True, dropout=0.5)");
   EXPECT_EQ(nn::GRU(3, 4, 1, true, false, 0.0, true).repr(), "GRU(3, 4, bidirectional=True)");
   EXPECT_EQ(nn::RNNCell(3, 4, false, "relu").repr(), "RNNCell(3, 4, bias=False, nonlinearity=relu)");
   EXPECT_EQ(nn::LSTMCell(3, 4).repr(), "LSTMCell(3, 4)");
@@ -284,7 +299,10 @@ TEST(RnnModules, CloneRunsOnItsOwnParametersAndLeavesTheGeneratorAlone) {
   for (int64_t layer = 0; layer < 2; ++layer)
     for (int64_t direction = 0; direction < 2; ++direction)
       for (size_t k = 0; k < 4; ++k) {
-        const std::string name = std::string(k == 0 ? "weight_ih" : k == 1 ? "weight_hh" : k == 2 ? "bias_ih" : "bias_hh") +
+        const std::string name = std::string(k == 0   ? "weight_ih"
+                                             : k == 1 ? "weight_hh"
+                                             : k == 2 ? "bias_ih"
+                                                      : "bias_hh") +
                                  "_l" + std::to_string(layer) + (direction ? "_reverse" : "");
         EXPECT_TRUE(gru_copy->weights(layer, direction)[k].is_same(gru_copy->named_parameters()[name])) << name;
       }
@@ -328,10 +346,10 @@ TEST(RnnTf32, ModulesFollowTheCudnnFlagAndCellsTheMatmulFlag) {
   backends::cudnn.allow_tf32 = saved_cudnn;
   EXPECT_TRUE(allclose(cpu[0], exact[0], 1e-5, 1e-6));
   EXPECT_TRUE(allclose(cpu[2], exact[2], 1e-5, 1e-6));
-  EXPECT_TRUE(equal(matmul_only[0], exact[0]));  // the matmul flag does not reach the module...
-  EXPECT_TRUE(equal(matmul_only[1], exact[1]));  // ...nor its backward
+  EXPECT_TRUE(equal(matmul_only[0], exact[0]));   // the matmul flag does not reach the module...
+  EXPECT_TRUE(equal(matmul_only[1], exact[1]));   // ...nor its backward
   EXPECT_FALSE(equal(matmul_only[2], exact[2]));  // but it reaches the cell
-  EXPECT_FALSE(equal(cudnn_only[0], exact[0]));  // the cudnn flag reaches the module
+  EXPECT_FALSE(equal(cudnn_only[0], exact[0]));   // the cudnn flag reaches the module
   EXPECT_FALSE(equal(cudnn_only[1], exact[1]));
   EXPECT_TRUE(allclose(cudnn_only[0], exact[0], 1e-2, 1e-2));
   EXPECT_TRUE(equal(cudnn_only[2], exact[2]));  // and not the cell

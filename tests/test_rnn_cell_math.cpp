@@ -36,7 +36,8 @@ double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
 TEST(RnnCellMath, LstmForwardIsTorchsAndBackwardIsItsDerivative) {
   std::mt19937 gen(36);
-  const Vec ig = random_values(kB * 4 * kH, gen), hg = random_values(kB * 4 * kH, gen), cx = random_values(kB * kH, gen);
+  const Vec ig = random_values(kB * 4 * kH, gen), hg = random_values(kB * 4 * kH, gen),
+            cx = random_values(kB * kH, gen);
   const Vec probe_h = random_values(kB * kH, gen), probe_c = random_values(kB * kH, gen);
   auto forward = [&](const Vec& igates, const Vec& c, Vec& hy, Vec& cy, Vec& workspace) {
     hy.assign(kB * kH, 0);
@@ -76,7 +77,8 @@ TEST(RnnCellMath, LstmForwardIsTorchsAndBackwardIsItsDerivative) {
 
 TEST(RnnCellMath, GruForwardIsTorchsAndBackwardIsItsDerivative) {
   std::mt19937 gen(37);
-  const Vec ig = random_values(kB * 3 * kH, gen), hg = random_values(kB * 3 * kH, gen), hx = random_values(kB * kH, gen);
+  const Vec ig = random_values(kB * 3 * kH, gen), hg = random_values(kB * 3 * kH, gen),
+            hx = random_values(kB * kH, gen);
   const Vec probe = random_values(kB * kH, gen);
   auto forward = [&](const Vec& i, const Vec& h, const Vec& x, Vec& hy, Vec& workspace) {
     hy.assign(kB * kH, 0);

@@ -38,7 +38,8 @@ TEST_P(Packed, SortedPackingHasNoIndicesAndLengthsMayLiveOnADevice) {
   EXPECT_FALSE(p.sorted_indices().defined());
   EXPECT_FALSE(p.unsorted_indices().defined());
   EXPECT_EQ(p.data().to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 6, 9}));
-  rnn::PackedSequence q = rnn::pack_sequence({x.narrow(1, 0, 1).reshape({4}), x.narrow(1, 1, 1).reshape({4}).narrow(0, 0, 2)});
+  rnn::PackedSequence q =
+      rnn::pack_sequence({x.narrow(1, 0, 1).reshape({4}), x.narrow(1, 1, 1).reshape({4}).narrow(0, 0, 2)});
   EXPECT_EQ(ints(q.batch_sizes()), (std::vector<int64_t>{2, 2, 1, 1}));
   Tensor padded = rnn::pad_sequence({x.narrow(0, 0, 1), x}, true, 7.0);
   EXPECT_EQ(padded.sizes(), (IntList{2, 4, 3}));
@@ -92,18 +93,28 @@ EMBER_ON_DEVICES(Packed, "cpu", "cuda:0");
 
 TEST(PackedSequences, BadInputIsRefusedWithTorchsMessages) {
   Tensor x = randn({3, 2, 1});
-  EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 3}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 3});
+            }),
             "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. You can pass "
             "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep this requirement if you "
             "do not need ONNX exportability.");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 0}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 0});
+            }),
             "Length of all samples has to be greater than 0, but found an element in 'lengths' that is <= 0");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(x, std::vector<int64_t>{4, 1}, false, false); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn::pack_padded_sequence(x, std::vector<int64_t>{4, 1}, false, false);
+            }),
             "Expected all lengths to be at most the padded sequence length 3, but found an element in 'lengths' "
             "that is 4");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 1, 1}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn::pack_padded_sequence(x, std::vector<int64_t>{2, 1, 1});
+            }),
             "Expected `len(lengths)` to be equal to batch_size, but got 3 (batch_size=2)");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(randn({0, 2, 1}), std::vector<int64_t>{1, 1}); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn::pack_padded_sequence(randn({0, 2, 1}), std::vector<int64_t>{1, 1});
+            }),
             "Cannot pack empty tensors.");
   EXPECT_EQ(error_of<ValueError>([&] { rnn::pack_padded_sequence(x, randn({2})); }),
             "'lengths' argument should be a 1D CPU int64 tensor, but got 1D cpu torch.float32 tensor");
@@ -121,7 +132,9 @@ TEST(PackedSequences, ToADeviceLeavesBatchSizesOnTheCpu) {
   EXPECT_TRUE(p.is_cuda());
   EXPECT_TRUE(p.sorted_indices().is_cuda());
   EXPECT_TRUE(p.batch_sizes().device().is_cpu());
-  EXPECT_EQ(error_of<ValueError>([] { rnn::PackedSequence(randn({2}), tensor({1, 1}).cuda()); }).substr(0, 38),
+  EXPECT_EQ(error_of<ValueError>([] {
+              rnn::PackedSequence(randn({2}), tensor({1, 1}).cuda());
+            }).substr(0, 38),
             "batch_sizes should always be on CPU. I");
 }
 
@@ -148,30 +161,52 @@ TEST(RnnErrors, ForwardRefusesBadInputAndStateWithTorchsMessages) {
   nn::StateDict before;
   for (const auto& [key, p] : lstm.state_dict()) before.insert(key, p.clone());
   Tensor x = randn({5, 2, 3});
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(randn({1, 5, 2, 3})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(randn({1, 5, 2, 3}));
+            }),
             "LSTM: Expected input to be 2D or 3D, got 4D instead");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn_m.forward(randn({1, 5, 2, 3})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn_m.forward(randn({1, 5, 2, 3}));
+            }),
             "RNN: Expected input to be 2D or 3D, got 4D tensor instead");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(randn({5, 2, 7})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(randn({5, 2, 7}));
+            }),
             "input.size(-1) must be equal to input_size. Expected 3, got 7");
   EXPECT_EQ(error_of<ValueError>([&] { gru.forward(x.to(kFloat64)); }),
             "input must have the type torch.float32, got type torch.float64");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(x, randn({2, 2, 4})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(x, randn({2, 2, 4}));
+            }),
             "Expected hidden size (1, 2, 4), got [2, 2, 4]");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn_m.forward(x, randn({2, 4})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn_m.forward(x, randn({2, 4}));
+            }),
             "For batched 3-D input, hx should also be 3-D but got 2-D tensor");
-  EXPECT_EQ(error_of<ValueError>([&] { rnn_m.forward(randn({5, 3}), randn({1, 1, 4})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              rnn_m.forward(randn({5, 3}), randn({1, 1, 4}));
+            }),
             "For unbatched 2-D input, hx should also be 2-D but got 3-D tensor");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(x, std::make_pair(randn({1, 3, 4}), randn({1, 2, 4}))); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(x, std::make_pair(randn({1, 3, 4}), randn({1, 2, 4})));
+            }),
             "Expected hidden[0] size (1, 2, 4), got [1, 3, 4]");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(x, std::make_pair(randn({1, 2, 4}), randn({1, 2, 5}))); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(x, std::make_pair(randn({1, 2, 4}), randn({1, 2, 5})));
+            }),
             "Expected hidden[1] size (1, 2, 4), got [1, 2, 5]");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(x, std::make_pair(randn({2, 4}), randn({2, 4}))); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(x, std::make_pair(randn({2, 4}), randn({2, 4})));
+            }),
             "For batched 3-D input, hx and cx should also be 3-D but got (2-D, 2-D) tensors");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(randn({0, 2, 3})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(randn({0, 2, 3}));
+            }),
             "Expected sequence length to be larger than 0 in RNN");
   ensure_cuda();
-  EXPECT_EQ(error_of<DeviceError>([&] { gru.forward(x, zeros({1, 2, 4}).cuda()); }),
+  EXPECT_EQ(error_of<DeviceError>([&] {
+              gru.forward(x, zeros({1, 2, 4}).cuda());
+            }),
             "Input and hidden tensors are not at the same device, found input tensor at cpu and hidden tensor at "
             "cuda:0");
   // Nothing changed: the module still runs and its parameters are as before.
@@ -183,18 +218,33 @@ TEST(RnnErrors, ForwardRefusesBadInputAndStateWithTorchsMessages) {
 TEST(RnnErrors, CellsRefuseBadInputWithTorchsMessages) {
   nn::LSTMCell lstm(3, 4);
   nn::GRUCell gru(3, 4);
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(randn({1, 2, 3})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(randn({1, 2, 3}));
+            }),
             "LSTMCell: Expected input to be 1D or 2D, got 3D instead");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(randn({2, 3}), std::make_pair(randn({1, 2, 4}), randn({2, 4}))); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(randn({2, 3}), std::make_pair(randn({1, 2, 4}), randn({2, 4})));
+            }),
             "LSTMCell: Expected hx[0] to be 1D or 2D, got 3D instead");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(randn({2, 5})); }), "input has inconsistent input_size: got 5 expected 3");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(randn({2, 3}), randn({3, 4})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(randn({2, 5}));
+            }),
+            "input has inconsistent input_size: got 5 expected 3");
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(randn({2, 3}), randn({3, 4}));
+            }),
             "Input batch size 2 doesn't match hidden0 batch size 3");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(randn({2, 3}), randn({2, 5})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(randn({2, 3}), randn({2, 5}));
+            }),
             "hidden0 has inconsistent hidden_size: got 5, expected 4");
-  EXPECT_EQ(error_of<ValueError>([&] { lstm.forward(randn({2, 3}), std::make_pair(randn({2, 4}), randn({3, 4}))); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              lstm.forward(randn({2, 3}), std::make_pair(randn({2, 4}), randn({3, 4})));
+            }),
             "Input batch size 2 doesn't match hidden1 batch size 3");
-  EXPECT_EQ(error_of<ValueError>([&] { gru.forward(randn({2, 3}), randn({1, 2, 4})); }),
+  EXPECT_EQ(error_of<ValueError>([&] {
+              gru.forward(randn({2, 3}), randn({1, 2, 4}));
+            }),
             "GRUCell: Expected hidden to be 1D or 2D, got 3D instead");
 }
 

@@ -145,7 +145,8 @@ TEST(RuntimeDevices, ResolveDevice) {
   EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCUDA, 1)).index(), 1);
   int past = cuda::device_count();
   EXPECT_THROW(ember::detail::resolve_device(ember::Device(ember::kCUDA, past)), ember::IndexError);
-  EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCPU)), ember::Device(ember::kCPU));  // cpu passes through
+  EXPECT_EQ(ember::detail::resolve_device(ember::Device(ember::kCPU)),
+            ember::Device(ember::kCPU));  // cpu passes through
 }
 
 TEST(RuntimeDevices, SynchronizeArguments) {

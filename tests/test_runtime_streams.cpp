@@ -258,7 +258,7 @@ TEST(RuntimeStreams, SeveralHostThreadsEnqueueOnOneStream) {
   ember::Tensor one = ember::ones({16}, "cuda:0");
   std::vector<ember::Tensor> counts;
   for (int t = 0; t < kThreads; ++t) counts.push_back(ember::zeros({16}, "cuda:0"));
-  s.wait_stream(cuda::current_stream());  // the tensors are filled on the default stream
+  s.wait_stream(cuda::current_stream());           // the tensors are filled on the default stream
   std::vector<std::vector<float>> seen(kThreads);  // written on the worker, read after synchronize
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {

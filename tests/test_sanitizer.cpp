@@ -34,9 +34,9 @@ TEST_F(Sanitizer, SpecIncorrectExampleIsCaught) {
     cuda::StreamGuard guard(s);
     message = testing::error_of<DataRaceError>([&] { (void)sum(a); });  // sum() may start before normal_() finishes
   }
-  EXPECT_EQ(message.rfind("CSAN detected a possible data race on tensor with data pointer " + hex(a.data_ptr()) + "\n",
-                          0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("CSAN detected a possible data race on tensor with data pointer " + hex(a.data_ptr()) + "\n", 0),
+      0u)
       << message;
   EXPECT_NE(message.find(" during kernel:\nsum\nreading from argument: input\nWith stack trace:\n  #0 "),
             std::string::npos)

@@ -56,7 +56,7 @@ TEST_F(Sanitizer, TwoStreamsWriteInterleavedElements) {
   {
     cuda::StreamGuard guard(s2);
     EXPECT_NO_THROW(a.view({-1}).slice(0, 1, 256, 2).fill_(2.0));  // odd elements
-    EXPECT_THROW((void)a.select(1, 4).sum(), DataRaceError);        // column 4 is s1's
+    EXPECT_THROW((void)a.select(1, 4).sum(), DataRaceError);       // column 4 is s1's
   }
   cuda::current_stream().wait_stream(s1);
   cuda::current_stream().wait_stream(s2);
@@ -97,8 +97,7 @@ TEST_F(Sanitizer, HostWriteToPinnedMemoryAPendingCopyReads) {
   cuda::StreamGuard guard(s);
   device.copy_(host, /*non_blocking=*/true);  // reads `host` on s, later
   std::string message = testing::error_of<DataRaceError>([&] { host.fill_(5.0); });
-  EXPECT_EQ(message.rfind("CSAN detected a possible data race on tensor with data pointer " + hex(pointer), 0),
-            0u)
+  EXPECT_EQ(message.rfind("CSAN detected a possible data race on tensor with data pointer " + hex(pointer), 0), 0u)
       << message;
   EXPECT_NE(message.find("Access by the host during kernel:\nfill_\nwriting to argument: output\n"), std::string::npos)
       << message;
@@ -133,7 +132,8 @@ TEST_F(Sanitizer, HostReadOfAPinnedDestinationBeforeTheCopyFinished) {
   host.copy_(device, /*non_blocking=*/true);  // writes `host` on the current stream, later
   EXPECT_THROW_MSG((void)host.sum(), DataRaceError,
                    "Access by the host during kernel:\nsum\nreading from argument: input");
-  EXPECT_THROW_MSG((void)host.to_vector<float>(), DataRaceError, "copy_ (device to host)\nwriting to argument: destination");
+  EXPECT_THROW_MSG((void)host.to_vector<float>(), DataRaceError,
+                   "copy_ (device to host)\nwriting to argument: destination");
   EXPECT_THROW((void)host[3].item<float>(), DataRaceError);
   EXPECT_THROW((void)host.data_ptr(), DataRaceError);
   cuda::current_stream().synchronize();

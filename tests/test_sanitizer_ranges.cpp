@@ -65,7 +65,7 @@ TEST_F(RangesTest, FootprintOfContiguousAndStridedOperands) {
 TEST_F(RangesTest, DisjointHalvesOfOneBlockDoNotRace) {
   EXPECT_EQ(write(stream_id(1), 0, {128}, {1}), 0u);
   EXPECT_EQ(write(stream_id(2), 128, {128}, {1}), 0u);
-  EXPECT_EQ(read(stream_id(2), 64, {64}, {1}), 1u);   // stream 1's half
+  EXPECT_EQ(read(stream_id(2), 64, {64}, {1}), 1u);  // stream 1's half
   EXPECT_EQ(read(stream_id(1), 127, {2}, {1}), 1u);  // one element of each half: stream 2's races
   EXPECT_EQ(detector.check(stream_id(3), {operand(0, {256}, {1}, AccessType::Write)}, "fill_", nullptr).size(), 1u);
 }
@@ -83,13 +83,13 @@ TEST_F(RangesTest, AFlatBucketFilledFromTwoStreams) {
 }
 
 TEST_F(RangesTest, InterleavedElementsOfOnePeriodDoNotRace) {
-  EXPECT_EQ(write(stream_id(1), 0, {128}, {2}), 0u);      // x[::2]
-  EXPECT_EQ(write(stream_id(2), 1, {128}, {2}), 0u);      // x[1::2]
+  EXPECT_EQ(write(stream_id(1), 0, {128}, {2}), 0u);  // x[::2]
+  EXPECT_EQ(write(stream_id(2), 1, {128}, {2}), 0u);  // x[1::2]
   // x.view(16, 16)[:, :2] meets both
   EXPECT_EQ(detector.check(stream_id(3), {operand(0, {16, 2}, {16, 1}, AccessType::Read)}, "k", nullptr).size(), 1u);
-  EXPECT_EQ(read(stream_id(2), 1, {64}, {4}), 0u);        // x[1::4] is inside stream 2's own
-  EXPECT_EQ(read(stream_id(1), 2, {64}, {4}), 0u);        // x[2::4] inside stream 1's
-  EXPECT_EQ(read(stream_id(1), 3, {64}, {4}), 1u);        // x[3::4] is stream 2's
+  EXPECT_EQ(read(stream_id(2), 1, {64}, {4}), 0u);  // x[1::4] is inside stream 2's own
+  EXPECT_EQ(read(stream_id(1), 2, {64}, {4}), 0u);  // x[2::4] inside stream 1's
+  EXPECT_EQ(read(stream_id(1), 3, {64}, {4}), 1u);  // x[3::4] is stream 2's
 }
 
 TEST_F(RangesTest, ColumnsOfAMatrixFromTwoStreams) {
@@ -128,7 +128,7 @@ TEST_F(RangesTest, AWriteKeepsTheRecordsItDoesNotCover) {
 TEST_F(RangesTest, AFreedBlockKeepsOnlyWhatItsAllocatorCannotOrder) {
   EXPECT_EQ(write(stream_id(1), 0, {256}, {1}), 0u);  // the owner fills the block
   detector.stream_synchronize(stream_id(1));
-  EXPECT_EQ(read(stream_id(2), 0, {128}, {1}), 0u);  // a side stream reads half, unrecorded
+  EXPECT_EQ(read(stream_id(2), 0, {128}, {1}), 0u);    // a side stream reads half, unrecorded
   EXPECT_EQ(read(stream_id(3), 128, {128}, {1}), 0u);  // another reads the other half, recorded
   detector.block_freed(kBlock, 0x400, stream_id(1), {stream_id(3)});
   detector.memory_allocation(kBlock, 0x400);
@@ -150,7 +150,7 @@ TEST_F(RangesTest, AFreeAfterTheOwnerWaitedLeavesNothingToReport) {
 }
 
 TEST_F(RangesTest, TheHostIsCheckedAgainstWhatItSynchronisedWith) {
-  EXPECT_EQ(write(stream_id(1), 0, {128}, {1}), 0u);  // a copy into pinned memory
+  EXPECT_EQ(write(stream_id(1), 0, {128}, {1}), 0u);   // a copy into pinned memory
   EXPECT_EQ(read(stream_id(2), 128, {128}, {1}), 0u);  // a copy from pinned memory
   auto host = [&](int64_t offset, int64_t n, AccessType type) {
     return detector.check_host({operand(offset, {n}, {1}, type)}, "data_ptr");
@@ -160,7 +160,7 @@ TEST_F(RangesTest, TheHostIsCheckedAgainstWhatItSynchronisedWith) {
   EXPECT_TRUE(races[0].current_stream.is_host);
   EXPECT_EQ(races[0].previous.type, AccessType::Write);
   EXPECT_EQ(races[0].previous_stream.key, stream_id(1));
-  EXPECT_TRUE(host(128, 4, AccessType::Read).empty());   // reading what a copy reads is fine
+  EXPECT_TRUE(host(128, 4, AccessType::Read).empty());    // reading what a copy reads is fine
   EXPECT_EQ(host(128, 4, AccessType::Write).size(), 1u);  // writing it is not
   detector.stream_synchronize(stream_id(1));
   detector.event_record(1, stream_id(2));

@@ -69,7 +69,8 @@ TEST(ShapeOverflow, ExpandViewAndReshape) {
                    "numel: integer multiplication overflow");
   EXPECT_THROW_MSG(zeros({4}).view({int64_t{1} << 62, -1}), ValueError,
                    "shape '[4611686018427387904, -1]' is invalid for input of size 4");
-  EXPECT_THROW_MSG(zeros({4}).reshape({int64_t{1} << 40, int64_t{1} << 40}), ValueError, "is invalid for input of size 4");
+  EXPECT_THROW_MSG(zeros({4}).reshape({int64_t{1} << 40, int64_t{1} << 40}), ValueError,
+                   "is invalid for input of size 4");
   EXPECT_EQ(zeros({0}).view({int64_t{1} << 40, int64_t{1} << 40, 0}).numel(), 0);
 }
 

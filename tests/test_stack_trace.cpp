@@ -25,8 +25,7 @@ TEST(StackTrace, CaptureNamesTheCallingFunction) {
   EXPECT_LE(trace.addresses().size(), 32u);
   std::vector<StackFrame> frames = trace.frames();
   ASSERT_FALSE(frames.empty());
-  EXPECT_TRUE(names(frames, 0, "StackTrace_CaptureNamesTheCallingFunction_Test::TestBody"))
-      << trace.str();
+  EXPECT_TRUE(names(frames, 0, "StackTrace_CaptureNamesTheCallingFunction_Test::TestBody")) << trace.str();
 }
 
 TEST(StackTrace, SkipDropsInnerFrames) {
@@ -34,8 +33,7 @@ TEST(StackTrace, SkipDropsInnerFrames) {
   EXPECT_TRUE(names(kept, 0, "capture_from_helper")) << capture_from_helper(0).str();
   EXPECT_TRUE(names(kept, 1, "StackTrace_SkipDropsInnerFrames_Test::TestBody"));
   std::vector<StackFrame> skipped = capture_from_helper(1).frames();
-  EXPECT_TRUE(names(skipped, 0, "StackTrace_SkipDropsInnerFrames_Test::TestBody"))
-      << capture_from_helper(1).str();
+  EXPECT_TRUE(names(skipped, 0, "StackTrace_SkipDropsInnerFrames_Test::TestBody")) << capture_from_helper(1).str();
 }
 
 TEST(StackTrace, MaxDepthBoundsTheAddresses) {
@@ -50,8 +48,7 @@ TEST(StackTrace, StrHasOneNumberedLinePerFrame) {
   size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
   EXPECT_EQ(lines, trace.frames().size());
   EXPECT_EQ(text.rfind("  #0 ", 0), 0u) << text;
-  EXPECT_NE(text.find("StackTrace_StrHasOneNumberedLinePerFrame_Test::TestBody"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("StackTrace_StrHasOneNumberedLinePerFrame_Test::TestBody"), std::string::npos) << text;
   EXPECT_NE(text.find("\n  #1 "), std::string::npos) << text;
   EXPECT_EQ(trace.str(), text);  // cached symbols give the same text
 }

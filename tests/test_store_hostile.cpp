@@ -6,8 +6,8 @@
 // is disconnected. Also the client's side: no reply read for the wrong request after a
 // timeout, huge timeouts, and ADD's refusals. The store's own hostile clients speak the
 // wire format of tcp_store_protocol.h over raw sockets.
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/resource.h>
@@ -17,8 +17,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
 #include <limits>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -125,7 +125,8 @@ void expect_honest_clients_work(dist::TCPStore& a, dist::TCPStore& b, const std:
 
 struct HonestPair {
   explicit HonestPair(int port)
-      : a("127.0.0.1", port, std::nullopt, false, kHonestTimeout), b("127.0.0.1", port, std::nullopt, false, kHonestTimeout) {}
+      : a("127.0.0.1", port, std::nullopt, false, kHonestTimeout),
+        b("127.0.0.1", port, std::nullopt, false, kHonestTimeout) {}
   dist::TCPStore a, b;
 };
 
@@ -237,7 +238,7 @@ TEST(TCPStoreHostile, ConnectionsPastTheLimitAreToldSoAndClosed) {
   EXPECT_EQ(error_of<ember::DistributedError>([&] { fifth.num_keys(); }),
             "TCPStore: the store serves at most 3 connections at once");
   expect_honest_clients_work(honest.a, honest.b, "limit-after");
-  third.reset();  // a place is free again: the refused client connects again and is served
+  third.reset();        // a place is free again: the refused client connects again and is served
   honest.a.num_keys();  // a round trip: the server has seen the close, sent before it
   EXPECT_EQ(fifth.get("limit-after/0"), "value 0");
 }
@@ -352,7 +353,7 @@ TEST(TCPStoreHostile, ForeignProtocolsAndUnknownCommandsAreClosedWithAnError) {
   dist::TCPStoreServer server(0);
   HonestPair honest(server.port());
   std::vector<std::string> foreign = {
-      "GET / HTTP/1.1\r\nHost: store\r\n\r\n",           // HTTP: 'G' is no command
+      "GET / HTTP/1.1\r\nHost: store\r\n\r\n",             // HTTP: 'G' is no command
       std::string("\x16\x03\x01\x02\x00\x01\x00\x01", 8),  // a TLS ClientHello
       std::string("\xff", 1),                              // an unknown command byte
   };
@@ -522,8 +523,8 @@ TEST(Deadline, HugeTimeoutsSaturateInsteadOfOverflowing) {
 
 TEST(TCPStoreClient, HugeTimeoutsSaturateInsteadOfFailingAtOnce) {
   dist::TCPStore master("127.0.0.1", 0, std::nullopt, true, kHonestTimeout);
-  for (auto timeout : {std::chrono::milliseconds::max(), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                             std::chrono::hours(24 * 365 * 300))}) {
+  for (auto timeout : {std::chrono::milliseconds::max(),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::hours(24 * 365 * 300))}) {
     dist::TCPStore client("127.0.0.1", master.port(), std::nullopt, false, timeout);
     client.set("k", "v");
     EXPECT_EQ(client.get("k"), "v");

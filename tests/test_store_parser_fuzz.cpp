@@ -35,16 +35,12 @@ std::string encode(const Request& r) {
       proto::put_string(out, r.value);
       break;
     case Command::Get:
-    case Command::Delete:
-      proto::put_string(out, r.keys.at(0));
-      break;
+    case Command::Delete: proto::put_string(out, r.keys.at(0)); break;
     case Command::Add:
       proto::put_string(out, r.keys.at(0));
       proto::put_i64(out, r.number);
       break;
-    case Command::Wait:
-      proto::put_i64(out, r.number);
-      [[fallthrough]];
+    case Command::Wait: proto::put_i64(out, r.number); [[fallthrough]];
     case Command::Check:
       proto::put_i64(out, static_cast<int64_t>(r.keys.size()));
       for (const auto& k : r.keys) proto::put_string(out, k);
@@ -53,12 +49,9 @@ std::string encode(const Request& r) {
       proto::put_i64(out, r.number);
       proto::put_string(out, r.keys.at(0));
       break;
-    case Command::Departed:
-      proto::put_i64(out, r.number);
-      break;
+    case Command::Departed: proto::put_i64(out, r.number); break;
     case Command::NumKeys:
-    case Command::Leave:
-      break;
+    case Command::Leave: break;
     default:  // PyTorch's queries: test_store_torch_protocol.cpp
       break;
   }
@@ -71,12 +64,12 @@ bool same(const Request& a, const Request& b) {
 
 /// One of each command, with the fields it uses.
 std::vector<Request> every_command() {
-  return {{Command::Set, {"key"}, "value", 0},       {Command::Get, {"key"}, "", 0},
-          {Command::Add, {"counter"}, "", -5},       {Command::Check, {"a", "", "ccc"}, "", 0},
-          {Command::Delete, {"key"}, "", 0},         {Command::Wait, {"a", "b"}, "", 1234},
-          {Command::NumKeys, {}, "", 0},             {Command::Register, {"run"}, "", 3},
-          {Command::Leave, {}, "", 0},               {Command::Departed, {}, "", 100},
-          {Command::Check, {}, "", 0},               {Command::Set, {""}, "", 0}};
+  return {{Command::Set, {"key"}, "value", 0}, {Command::Get, {"key"}, "", 0},
+          {Command::Add, {"counter"}, "", -5}, {Command::Check, {"a", "", "ccc"}, "", 0},
+          {Command::Delete, {"key"}, "", 0},   {Command::Wait, {"a", "b"}, "", 1234},
+          {Command::NumKeys, {}, "", 0},       {Command::Register, {"run"}, "", 3},
+          {Command::Leave, {}, "", 0},         {Command::Departed, {}, "", 100},
+          {Command::Check, {}, "", 0},         {Command::Set, {""}, "", 0}};
 }
 
 /// The outcome of parsing a stream: its requests, then the error if one ended it.
@@ -185,8 +178,8 @@ TEST(TCPStoreParserFuzz, SeededMutationsKeepTheParserWithinItsLimits) {
   auto below = [&](size_t n) { return random.below(n); };
   auto random_string = [&](size_t max) { return random.letters(max); };
   const uint32_t lengths[] = {0, 1, 8, 63, 64, 65, 255, 256, 257, 1024, 0x7fffffffu, 0xffffffffu};
-  const int64_t numbers[] = {0, 1, -1, 16, 17, std::numeric_limits<int64_t>::max(),
-                             std::numeric_limits<int64_t>::min(), int64_t{1} << 40};
+  const int64_t numbers[] = {
+      0, 1, -1, 16, 17, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), int64_t{1} << 40};
   std::vector<std::string> replies;
   ember::distributed::StoreState state([&](int, std::string bytes) { replies.push_back(std::move(bytes)); });
 

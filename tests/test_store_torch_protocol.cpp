@@ -67,9 +67,7 @@ std::string encode(const Request& r, Dialect dialect) {
       proto::put_torch_string(out, r.desired);
       break;
     case Command::Get:
-    case Command::Delete:
-      proto::put_torch_string(out, r.keys.at(0));
-      break;
+    case Command::Delete: proto::put_torch_string(out, r.keys.at(0)); break;
     case Command::Add:
       proto::put_torch_string(out, r.keys.at(0));
       proto::put_i64(out, r.number);
@@ -99,11 +97,11 @@ bool same(const Request& a, const Request& b) {
 
 /// Each query both dialects have, with the fields it uses.
 std::vector<Request> every_query() {
-  return {{Command::Set, {"key"}, "value", 0},   {Command::Get, {"key"}, "", 0},
-          {Command::Add, {"counter"}, "", -5},   {Command::Check, {"a", "", "ccc"}, "", 0},
-          {Command::Wait, {"a", "b"}, "", 0},    {Command::NumKeys, {}, "", 0},
-          {Command::Delete, {"key"}, "", 0},     {Command::CompareSet, {"k"}, "old", 0, "new"},
-          {Command::Check, {}, "", 0},           {Command::Set, {""}, "", 0}};
+  return {{Command::Set, {"key"}, "value", 0}, {Command::Get, {"key"}, "", 0},
+          {Command::Add, {"counter"}, "", -5}, {Command::Check, {"a", "", "ccc"}, "", 0},
+          {Command::Wait, {"a", "b"}, "", 0},  {Command::NumKeys, {}, "", 0},
+          {Command::Delete, {"key"}, "", 0},   {Command::CompareSet, {"k"}, "old", 0, "new"},
+          {Command::Check, {}, "", 0},         {Command::Set, {""}, "", 0}};
 }
 
 struct Outcome {
@@ -207,7 +205,7 @@ TEST(TCPStoreTorchDialects, RepliesAreInPyTorchsFormat) {
   };
   EXPECT_EQ(handle({Command::Validate, {}, "", 0}), std::vector<std::string>{});
   EXPECT_EQ(handle({Command::Check, {"k"}, "", 0}), std::vector<std::string>{"\x01"});  // NOT_READY
-  EXPECT_EQ(handle({Command::Wait, {"k"}, "", 0}), std::vector<std::string>{});        // waits
+  EXPECT_EQ(handle({Command::Wait, {"k"}, "", 0}), std::vector<std::string>{});         // waits
   // SET has no reply; it wakes the waiter with STOP_WAITING (0).
   EXPECT_EQ(handle({Command::Set, {"k"}, "v", 0}), std::vector<std::string>{std::string(1, '\0')});
   EXPECT_EQ(handle({Command::Check, {"k"}, "", 0}), std::vector<std::string>{std::string(1, '\0')});  // READY
@@ -236,12 +234,12 @@ TEST(TCPStoreTorchDialectsFuzz, SeededMutationsKeepTheParserWithinItsLimits) {
   ember::testing::FuzzRandom random(11);  // fixed: every run checks the same inputs
   auto below = [&](size_t n) { return random.below(n); };
   auto random_string = [&](size_t max) { return random.letters(max); };
-  const uint64_t lengths[] = {0, 1, 8, 63, 64, 65, 255, 256, 257, 1024, 0xffffffffu, uint64_t{1} << 32,
-                              std::numeric_limits<uint64_t>::max()};
-  const int64_t numbers[] = {0, 1, -1, 16, 17, std::numeric_limits<int64_t>::max(),
-                             std::numeric_limits<int64_t>::min()};
-  const Command commands[] = {Command::Set,  Command::CompareSet, Command::Get,    Command::Add,
-                              Command::Check, Command::Wait,      Command::NumKeys, Command::Delete};
+  const uint64_t lengths[] = {
+      0, 1, 8, 63, 64, 65, 255, 256, 257, 1024, 0xffffffffu, uint64_t{1} << 32, std::numeric_limits<uint64_t>::max()};
+  const int64_t numbers[] = {
+      0, 1, -1, 16, 17, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min()};
+  const Command commands[] = {Command::Set,   Command::CompareSet, Command::Get,     Command::Add,
+                              Command::Check, Command::Wait,       Command::NumKeys, Command::Delete};
   const Command commands2[] = {Command::Append, Command::CancelWait, Command::Ping};
   std::vector<std::string> replies;
   ember::distributed::StoreState state([&](int, std::string bytes) { replies.push_back(std::move(bytes)); });
@@ -254,7 +252,7 @@ TEST(TCPStoreTorchDialectsFuzz, SeededMutationsKeepTheParserWithinItsLimits) {
     for (size_t i = 0, n = 1 + below(4); i < n; ++i) {
       Request r;
       r.command = dialect == Dialect::kTorch2 && below(4) == 0 ? commands2[below(std::size(commands2))]
-                                                                : commands[below(std::size(commands))];
+                                                               : commands[below(std::size(commands))];
       size_t keys = r.command == Command::Check || r.command == Command::Wait ? below(5) : 1;
       for (size_t k = 0; k < keys; ++k) r.keys.push_back(random_string(8));
       r.value = random_string(32);

@@ -51,7 +51,7 @@ TEST(StreamPool, RoundRobinOver32StreamsPerPriority) {
 
 TEST(StreamPool, ThousandStreamsStartAtMost64Workers) {
   EMBER_REQUIRE_EMULATED();  // one worker thread per emulated stream
-  cuda::synchronize(2);       // the backend (and its default streams' workers) exists
+  cuda::synchronize(2);      // the backend (and its default streams' workers) exists
   int before = os_threads();
   std::vector<cuda::Stream> streams;
   for (int i = 0; i < 1000; ++i) streams.emplace_back(2, i % 2 == 0 ? 0 : -1);
@@ -131,7 +131,7 @@ TEST(StreamPool, ResetDeviceStartsTheDevicePoolAgain) {
 // by the next request.
 TEST(StreamPool, WorkerStartFailureIsACudaError) {
   EMBER_REQUIRE_EMULATED();  // a thread per stream
-  cuda::reset_device(2);    // every slot of cuda:2 is empty again
+  cuda::reset_device(2);     // every slot of cuda:2 is empty again
   pthread_attr_t huge, saved;
   ASSERT_EQ(pthread_getattr_default_np(&saved), 0);
   pthread_attr_init(&huge);

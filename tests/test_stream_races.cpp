@@ -60,7 +60,7 @@ TEST(StreamRaces, SumMayStartBeforeNormalFinishes) {
   }
   EXPECT_EQ(raced, cuda::sanitizer::is_enabled() && cuda::sanitizer::mode() == cuda::sanitizer::Mode::Error);
   if (b.defined()) {
-    cuda::StreamGuard guard(s);  // the default stream is still held at the gate
+    cuda::StreamGuard guard(s);              // the default stream is still held at the gate
     EXPECT_EQ(b.cpu().item<float>(), 0.0f);  // sum ran before fill_: the race happened
   }
   gate.open();
@@ -68,7 +68,9 @@ TEST(StreamRaces, SumMayStartBeforeNormalFinishes) {
   EXPECT_EQ(a.cpu().sum().item<float>(), 10000.0f);
 }
 
-bool sanitizer_refuses() { return cuda::sanitizer::is_enabled() && cuda::sanitizer::mode() == cuda::sanitizer::Mode::Error; }
+bool sanitizer_refuses() {
+  return cuda::sanitizer::is_enabled() && cuda::sanitizer::mode() == cuda::sanitizer::Mode::Error;
+}
 
 TEST(StreamRaces, HostWritesPinnedMemoryWhileACopyFromItIsPending) {
   EMBER_REQUIRE_EMULATED();

@@ -75,31 +75,30 @@ inline std::string device_test_name(const ::testing::TestParamInfo<std::string>&
   INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::Values(__VA_ARGS__), ::ember::testing::device_test_name)
 
 /// Skips the test unless at least `n` cuda devices exist.
-#define EMBER_REQUIRE_DEVICES(n)                                                           \
-  do {                                                                                     \
-    ::ember::testing::ensure_cuda();                                                       \
+#define EMBER_REQUIRE_DEVICES(n)                                                            \
+  do {                                                                                      \
+    ::ember::testing::ensure_cuda();                                                        \
     if (::ember::cuda::device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " devices"; \
   } while (false)
 
 /// Skips the test unless it runs on ensure_cuda()'s default emulated devices: for checks
 /// of emulated-only behaviour (exact device count, names, memory, host functions).
-#define EMBER_REQUIRE_EMULATED()                                                               \
-  do {                                                                                         \
-    ::ember::testing::ensure_cuda();                                                           \
-    if (!::ember::testing::emulating_defaults())                                               \
-      GTEST_SKIP() << "needs the default emulated devices, not '" << ::ember::cuda::backend_name() \
-                   << "'";                                                                     \
+#define EMBER_REQUIRE_EMULATED()                                                                           \
+  do {                                                                                                     \
+    ::ember::testing::ensure_cuda();                                                                       \
+    if (!::ember::testing::emulating_defaults())                                                           \
+      GTEST_SKIP() << "needs the default emulated devices, not '" << ::ember::cuda::backend_name() << "'"; \
   } while (false)
 
 /// Expects `stmt` to throw `E` whose message contains `text`.
-#define EXPECT_THROW_MSG(stmt, E, text)                                                     \
-  do {                                                                                      \
-    try {                                                                                   \
-      stmt;                                                                                 \
-      ADD_FAILURE() << "expected " #E " from " #stmt;                                       \
-    } catch (const E& err) {                                                                \
-      EXPECT_NE(std::string(err.what()).find(text), std::string::npos) << err.what();       \
-    }                                                                                       \
+#define EXPECT_THROW_MSG(stmt, E, text)                                               \
+  do {                                                                                \
+    try {                                                                             \
+      stmt;                                                                           \
+      ADD_FAILURE() << "expected " #E " from " #stmt;                                 \
+    } catch (const E& err) {                                                          \
+      EXPECT_NE(std::string(err.what()).find(text), std::string::npos) << err.what(); \
+    }                                                                                 \
   } while (false)
 
 }  // namespace ember::testing

@@ -30,7 +30,8 @@ TEST(Factories, BadInput) {
   EXPECT_THROW_MSG(arange(0, 5, -1), ValueError, "inconsistent with step sign");
   EXPECT_THROW_MSG(empty({2}).normal_(0, -1), ValueError, "normal expects std >= 0.0");
   EXPECT_THROW_MSG(empty({2}, kInt64).uniform_(), TypeError, "floating point");
-  EXPECT_THROW_MSG(tensor({1, 2}).item<int64_t>(), ValueError, "a Tensor with 2 elements cannot be converted to Scalar");
+  EXPECT_THROW_MSG(tensor({1, 2}).item<int64_t>(), ValueError,
+                   "a Tensor with 2 elements cannot be converted to Scalar");
 }
 
 TEST(Factories, SpecNewAndLikeExamples) {
@@ -93,7 +94,8 @@ TEST(Views, BadInput) {
   auto x = arange(6).view({2, 3});
   EXPECT_THROW_MSG(x.view({4, 2}), ValueError, "shape '[4, 2]' is invalid for input of size 6");
   EXPECT_THROW_MSG(x.view({-1, -1}), ValueError, "only one dimension can be inferred");
-  EXPECT_THROW_MSG(x.transpose(0, 2), IndexError, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  EXPECT_THROW_MSG(x.transpose(0, 2), IndexError,
+                   "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
   EXPECT_THROW_MSG(x.select(0, 2), IndexError, "index 2 out of range");
   EXPECT_THROW_MSG(x.narrow(1, 2, 2), ValueError, "start (2) + length (2) exceeds dimension size (3).");
   EXPECT_THROW_MSG(x.permute({0, 0}), ValueError, "duplicate dims");

@@ -3,9 +3,9 @@
 // switches, errors. Their effect on results is in test_tf32_table.cpp.
 #include <gtest/gtest.h>
 
-#include "runtime/backend_flags.h"
 #include "ember/backends.h"
 #include "ember/errors.h"
+#include "runtime/backend_flags.h"
 
 namespace {
 

@@ -123,17 +123,22 @@ TEST_P(Tf32Table, RecurrentModulesFollowTheCudnnFlagAndCellsTheMatmulFlag) {
   nn::LSTMCell lstm_cell(8, 16);
   for (nn::Module* m : std::vector<nn::Module*>{&gru, &rnn, &rnn_cell, &lstm_cell}) m->to(dev_);
   const Tensor x = randn_on({5, 3, 8});
-  expect_follows(Flag::kCudnn, [&] { return gru.forward(x).first; }, "GRU");
-  expect_follows(Flag::kCudnn, [&] { return rnn.forward(x).first; }, "RNN");
-  expect_follows(Flag::kMatmul, [&] { return rnn_cell.forward(x[0]); }, "RNNCell");
-  expect_follows(Flag::kMatmul, [&] { return lstm_cell.forward(x[0]).first; }, "LSTMCell");
+  expect_follows(
+      Flag::kCudnn, [&] { return gru.forward(x).first; }, "GRU");
+  expect_follows(
+      Flag::kCudnn, [&] { return rnn.forward(x).first; }, "RNN");
+  expect_follows(
+      Flag::kMatmul, [&] { return rnn_cell.forward(x[0]); }, "RNNCell");
+  expect_follows(
+      Flag::kMatmul, [&] { return lstm_cell.forward(x[0]).first; }, "LSTMCell");
 }
 
 TEST_P(Tf32Table, Conv2dModuleFollowsTheCudnnFlag) {
   nn::Conv2d conv(4, 6, 3, 1, 1);
   conv.to(dev_);
   const Tensor x = randn_on({2, 4, 9, 9});
-  expect_follows(Flag::kCudnn, [&] { return conv(x); }, "Conv2d");
+  expect_follows(
+      Flag::kCudnn, [&] { return conv(x); }, "Conv2d");
 }
 
 TEST_P(Tf32Table, Fp32PrecisionSettingsGovernTheSameOps) {
@@ -156,8 +161,11 @@ TEST_P(Tf32Table, Fp32PrecisionSettingsGovernTheSameOps) {
     const std::vector<Tensor> got = results();
     for (size_t i = 0; i < got.size(); ++i) {
       const bool tf32_expected = uses_tf32[i] && !dev_.is_cpu();  // the cpu never rounds to TF32
-      EXPECT_TRUE(equal(got[i], tf32_expected ? tf32[i] : ieee[i]))
-          << what << ": " << (i == 0 ? "matmul" : i == 1 ? "GRU" : "Conv2d") << " on " << dev_;
+      EXPECT_TRUE(equal(got[i], tf32_expected ? tf32[i] : ieee[i])) << what << ": "
+                                                                    << (i == 0   ? "matmul"
+                                                                        : i == 1 ? "GRU"
+                                                                                 : "Conv2d")
+                                                                    << " on " << dev_;
     }
   };
   backends::cuda::matmul.fp32_precision = "ieee";
@@ -193,10 +201,9 @@ TEST_P(Tf32Table, Float16AccumulationLosesSmallAddendsOnCudaDevicesOnly) {
   const Tensor zero = zeros({1}, TensorOptions(kFloat16).device(dev_));
   // matmul, bmm, addmm, baddbmm and Linear with a bias (an addmm).
   auto products = [&] {
-    return std::vector<float>{matmul(a, b).item<float>(), bmm(a.unsqueeze(0), b.unsqueeze(0)).item<float>(),
-                              addmm(zero, a, b).item<float>(),
-                              baddbmm(zero, a.unsqueeze(0), b.unsqueeze(0)).item<float>(),
-                              F::linear(a, b.t(), zero).item<float>()};
+    return std::vector<float>{
+        matmul(a, b).item<float>(), bmm(a.unsqueeze(0), b.unsqueeze(0)).item<float>(), addmm(zero, a, b).item<float>(),
+        baddbmm(zero, a.unsqueeze(0), b.unsqueeze(0)).item<float>(), F::linear(a, b.t(), zero).item<float>()};
   };
   EXPECT_EQ(products(), std::vector<float>(5, 2148.0f));  // the default: float32 accumulation
   backends::cuda::matmul.allow_fp16_accumulation = true;

@@ -39,8 +39,8 @@ bool have_torch() {
 
 /// torchrun with `rdzv` options starting two ember ranks that all_reduce (worker's sum_ranks).
 Launch ember_under_torchrun(const std::string& rdzv) {
-  return run("/usr/bin/python3 " + scripts() + "/torchrun.py --nnodes=1 --nproc_per_node=2 " + rdzv +
-                 " --no_python " + EMBER_DIST_WORKER_PATH + " --scenario=sum_ranks",
+  return run("/usr/bin/python3 " + scripts() + "/torchrun.py --nnodes=1 --nproc_per_node=2 " + rdzv + " --no_python " +
+                 EMBER_DIST_WORKER_PATH + " --scenario=sum_ranks",
              std::chrono::seconds(120));
 }
 
@@ -282,7 +282,7 @@ TEST(TCPStoreInterop, AnEmberClientSpeaksPyTorch2xToA2xServer) {
   server.join();
   // ember's NUM_KEYS, then 1.13's GETNUMKEYS, then 2.x's VALIDATE (Note [Which store the client talks to]).
   EXPECT_EQ(first_bytes, (std::vector<std::string>{std::to_string(static_cast<int>(proto::Command::NumKeys)),
-                                                    std::to_string(proto::torch1::kNumKeys), "0"}));
+                                                   std::to_string(proto::torch1::kNumKeys), "0"}));
 }
 
 TEST(TCPStoreInterop, APyTorchClientOverTheLimitsIsClosedWithoutAReplyWhileOthersWork) {
@@ -330,8 +330,13 @@ TEST(TCPStoreInterop, APyTorchAddReadsTheCounterAsStollDoes) {
   struct Case {
     std::string stored;
     int64_t amount, want;
-  } cases[] = {{" 12", 5, 17},  {"\t\n+5", 1, 6}, {"12abc", 1, 13},     {"0x10", 1, 1},
-               {"-0012", 2, -10}, {std::to_string(max), 1, min}, {std::to_string(min), -1, max}};
+  } cases[] = {{" 12", 5, 17},
+               {"\t\n+5", 1, 6},
+               {"12abc", 1, 13},
+               {"0x10", 1, 1},
+               {"-0012", 2, -10},
+               {std::to_string(max), 1, min},
+               {std::to_string(min), -1, max}};
   for (const auto& c : cases) {
     ember_client.set("counter", c.stored);
     int64_t result = 0;

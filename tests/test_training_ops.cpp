@@ -15,8 +15,8 @@ using Floats = std::vector<float>;
 using Longs = std::vector<int64_t>;
 
 // The (2, 3, 4) input of the PyTorch reference runs.
-const Floats kX{0.5, -1.25, 3.0, 2.0, 1.5, 0.0, -2.0, 4.5, -0.75, 2.25, 1.0, -3.5,
-                2.5, 2.5, -1.0, 0.25, -4.0, 3.75, 0.5, 1.0, 6.0, -0.5, 2.0, 2.0};
+const Floats kX{0.5, -1.25, 3.0,  2.0,  1.5,  0.0,  -2.0, 4.5, -0.75, 2.25, 1.0, -3.5,
+                2.5, 2.5,   -1.0, 0.25, -4.0, 3.75, 0.5,  1.0, 6.0,   -0.5, 2.0, 2.0};
 
 class TrainingOps : public ember::testing::OnDevice {
  protected:
@@ -56,13 +56,15 @@ TEST_P(TrainingOps, CatAndStackErrors) {
                    "Sizes of tensors must match except in dimension 1. Expected size 2 but got size 3 for tensor "
                    "number 1 in the list.");
   EXPECT_THROW_MSG(cat({}, 0), ValueError, "torch.cat(): expected a non-empty list of Tensors");
-  EXPECT_THROW_MSG(cat({a, a}, 2), IndexError, "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+  EXPECT_THROW_MSG(cat({a, a}, 2), IndexError,
+                   "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
   EXPECT_THROW_MSG(cat({a, T({1, 2})}, 0), ValueError, "Tensors must have same number of dimensions: got 2 and 1");
   EXPECT_THROW_MSG(cat({T(1.0), a}, 0), ValueError, "zero-dimensional tensor (at position 0) cannot be concatenated");
   EXPECT_THROW_MSG(stack({a, b}, 0), ValueError,
                    "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [2, 4] at entry 1");
   EXPECT_THROW_MSG(stack({}, 0), ValueError, "stack expects a non-empty TensorList");
-  EXPECT_THROW_MSG(stack({a, a}, 3), IndexError, "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
+  EXPECT_THROW_MSG(stack({a, a}, 3), IndexError,
+                   "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
   if (dev_.is_cuda()) {
     EXPECT_THROW_MSG(cat({a, a.cpu()}, 0), DeviceError, "Expected all tensors to be on the same device");
   }
@@ -99,7 +101,8 @@ TEST_P(TrainingOps, ChunkAndSplitAreViews) {
   EXPECT_EQ(F(sized[0]), (Floats{0.5, 1.5, -0.75, 2.5, -4.0, 6.0}));
   EXPECT_EQ(x.slice(0, 0, 0).chunk(3).size(), 3u);  // an empty dim still gives `chunks` pieces
   EXPECT_THROW_MSG(x.chunk(0), ValueError, "chunk expects `chunks` to be greater than 0, got: 0");
-  EXPECT_THROW_MSG(x.split(0), ValueError, "split_size can only be 0 if dimension size is 0, but got dimension size of 5");
+  EXPECT_THROW_MSG(x.split(0), ValueError,
+                   "split_size can only be 0 if dimension size is 0, but got dimension size of 5");
   EXPECT_THROW_MSG(x.split(-1), ValueError, "split expects split_size be non-negative, but got split_size=-1");
   EXPECT_THROW_MSG(X().split(IntList{1, 1}, 1), ValueError,
                    "split_with_sizes expects split_sizes to sum exactly to 3 (input tensor's size at dimension 1), but "
@@ -130,17 +133,20 @@ TEST_P(TrainingOps, WhereSelectsWithBroadcasting) {
   EXPECT_EQ(F(w), (Floats{1, 2.5}));
   EXPECT_EQ(I(where(cond, 7, T({1, 2}, kInt64))), (Longs{7, 2}));
   EXPECT_EQ(where(cond, T({1, 2}, kInt32), T({3, 4}, kFloat64)).dtype(), kFloat64);
-  EXPECT_THROW_MSG(where(x, x, x), TypeError, "where expected condition to be a boolean tensor, but got a tensor with dtype Float");
-  EXPECT_THROW_MSG(where(x.gt(0), x, T({1, 2, 3})), ValueError, "The size of tensor a (4) must match the size of tensor b (3)");
+  EXPECT_THROW_MSG(where(x, x, x), TypeError,
+                   "where expected condition to be a boolean tensor, but got a tensor with dtype Float");
+  EXPECT_THROW_MSG(where(x.gt(0), x, T({1, 2, 3})), ValueError,
+                   "The size of tensor a (4) must match the size of tensor b (3)");
 }
 
 TEST_P(TrainingOps, ClampWithScalarAndTensorBounds) {
   Tensor x = X();
-  expect_near(x.clamp(-1, 2), {0.5, -1, 2, 2, 1.5, 0, -1, 2, -0.75, 2, 1, -1, 2, 2, -1, 0.25, -1, 2, 0.5, 1, 2, -0.5, 2, 2});
-  expect_near(clamp(x, 0.5), {0.5, 0.5, 3, 2, 1.5, 0.5, 0.5, 4.5, 0.5, 2.25, 1, 0.5, 2.5, 2.5, 0.5, 0.5, 0.5, 3.75, 0.5, 1, 6,
-                              0.5, 2, 2});
-  expect_near(x.clamp(std::nullopt, -0.5), {-0.5, -1.25, -0.5, -0.5, -0.5, -0.5, -2, -0.5, -0.75, -0.5, -0.5, -3.5, -0.5,
-                                            -0.5, -1, -0.5, -4, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5, -0.5});
+  expect_near(x.clamp(-1, 2),
+              {0.5, -1, 2, 2, 1.5, 0, -1, 2, -0.75, 2, 1, -1, 2, 2, -1, 0.25, -1, 2, 0.5, 1, 2, -0.5, 2, 2});
+  expect_near(clamp(x, 0.5), {0.5, 0.5, 3,   2,   1.5, 0.5,  0.5, 4.5, 0.5, 2.25, 1, 0.5,
+                              2.5, 2.5, 0.5, 0.5, 0.5, 3.75, 0.5, 1,   6,   0.5,  2, 2});
+  expect_near(x.clamp(std::nullopt, -0.5), {-0.5, -1.25, -0.5, -0.5, -0.5, -0.5, -2,   -0.5, -0.75, -0.5, -0.5, -3.5,
+                                            -0.5, -0.5,  -1,   -0.5, -4,   -0.5, -0.5, -0.5, -0.5,  -0.5, -0.5, -0.5});
   expect_near(x.clamp(T({0, -1, 1, 2}), T({{1}, {2}, {3}})),
               {0.5, -1, 1, 1, 1.5, 0, 1, 2, 0, 2.25, 1, 2, 1, 1, 1, 1, 0, 2, 1, 2, 3, -0.5, 2, 2});
   expect_near(x.transpose(0, 2).clamp(Tensor(), T(0.0)).transpose(0, 2), F(x.clamp(std::nullopt, 0.0)));
@@ -164,45 +170,49 @@ TEST_P(TrainingOps, MaskedFill) {
   Tensor ints = T({1, 2}, kInt64).masked_fill(T({true, false}, kBool), 7);
   EXPECT_EQ(ints.dtype(), kInt64);
   EXPECT_EQ(I(ints), (Longs{7, 2}));
-  EXPECT_THROW_MSG(x.masked_fill(x, 1.0), TypeError, "masked_fill_ only supports boolean masks, but got mask with dtype Float");
+  EXPECT_THROW_MSG(x.masked_fill(x, 1.0), TypeError,
+                   "masked_fill_ only supports boolean masks, but got mask with dtype Float");
   EXPECT_THROW_MSG(x.masked_fill(mask, T({1.0, 2.0})), ValueError,
                    "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).");
 }
 
 TEST_P(TrainingOps, SoftmaxAndLogSoftmaxAlongEachDim) {
   Tensor x = X();
-  expect_near(x.softmax(1), {0.24970120191574097, 0.026591645553708076, 0.8756005764007568, 0.07583466917276382,
-                             0.6787582039833069, 0.09281396120786667, 0.0058997501619160175, 0.9238554239273071,
-                             0.07154058665037155, 0.8805943727493286, 0.11849965155124664, 0.0003099189489148557,
-                             0.029310939833521843, 0.22025802731513977, 0.03911257162690163, 0.11271920800209045,
-                             4.4067215640097857e-05, 0.768775999546051, 0.17529039084911346, 0.23862656950950623,
-                             0.9706449508666992, 0.010966001078486443, 0.785597026348114, 0.6486542224884033});
-  expect_near(softmax(x, -1), {0.05606023594737053, 0.009741807356476784, 0.6829534769058228, 0.25124454498291016,
-                               0.04686284810304642, 0.010456515476107597, 0.0014151354553177953, 0.9412655234336853,
-                               0.03716910257935524, 0.7465614080429077, 0.21389342844486237, 0.002376141492277384,
-                               0.4682532548904419, 0.4682532548904419, 0.014140022918581963, 0.04935352876782417,
-                               0.00039047206519171596, 0.9065091609954834, 0.03514917567372322, 0.0579511895775795,
-                               0.9632660150527954, 0.0014482118422165513, 0.017642833292484283, 0.017642833292484283});
-  expect_near(x.log_softmax(0), {-2.1269280910491943, -3.773245334625244, -0.018149960786104202, -0.16022419929504395,
-                                 -0.004078404977917671, -3.773245334625244, -2.578889846801758, -0.029750416055321693,
-                                 -6.7511701583862305, -0.06196761503815651, -1.31326162815094, -5.504078388214111,
-                                 -0.12692804634571075, -0.023245446383953094, -4.0181498527526855, -1.910224199295044,
-                                 -5.504078388214111, -0.023245446383953094, -0.07888974994421005, -3.529750347137451,
-                                 -0.0011701886542141438, -2.811967611312866, -0.31326165795326233, -0.004078404977917671});
-  expect_near(log_softmax(x, 2), {-2.881328582763672, -4.631328582763672, -0.3813285827636719, -1.3813285827636719,
-                                  -3.060529947280884, -4.560530185699463, -6.560530185699463, -0.06053003668785095,
-                                  -3.2922773361206055, -0.29227742552757263, -1.542277455329895, -6.0422773361206055,
-                                  -0.7587460279464722, -0.7587460279464722, -4.258746147155762, -3.0087461471557617,
-                                  -7.848154067993164, -0.09815417230129242, -3.348154067993164, -2.848154067993164,
-                                  -0.037425655871629715, -6.537425518035889, -4.037425518035889, -4.037425518035889});
+  expect_near(x.softmax(1), {0.24970120191574097,    0.026591645553708076, 0.8756005764007568,    0.07583466917276382,
+                             0.6787582039833069,     0.09281396120786667,  0.0058997501619160175, 0.9238554239273071,
+                             0.07154058665037155,    0.8805943727493286,   0.11849965155124664,   0.0003099189489148557,
+                             0.029310939833521843,   0.22025802731513977,  0.03911257162690163,   0.11271920800209045,
+                             4.4067215640097857e-05, 0.768775999546051,    0.17529039084911346,   0.23862656950950623,
+                             0.9706449508666992,     0.010966001078486443, 0.785597026348114,     0.6486542224884033});
+  expect_near(
+      softmax(x, -1),
+      {0.05606023594737053,  0.009741807356476784,   0.6829534769058228,   0.25124454498291016, 0.04686284810304642,
+       0.010456515476107597, 0.0014151354553177953,  0.9412655234336853,   0.03716910257935524, 0.7465614080429077,
+       0.21389342844486237,  0.002376141492277384,   0.4682532548904419,   0.4682532548904419,  0.014140022918581963,
+       0.04935352876782417,  0.00039047206519171596, 0.9065091609954834,   0.03514917567372322, 0.0579511895775795,
+       0.9632660150527954,   0.0014482118422165513,  0.017642833292484283, 0.017642833292484283});
+  expect_near(
+      x.log_softmax(0),
+      {-2.1269280910491943,    -3.773245334625244, -0.018149960786104202, -0.16022419929504395,  -0.004078404977917671,
+       -3.773245334625244,     -2.578889846801758, -0.029750416055321693, -6.7511701583862305,   -0.06196761503815651,
+       -1.31326162815094,      -5.504078388214111, -0.12692804634571075,  -0.023245446383953094, -4.0181498527526855,
+       -1.910224199295044,     -5.504078388214111, -0.023245446383953094, -0.07888974994421005,  -3.529750347137451,
+       -0.0011701886542141438, -2.811967611312866, -0.31326165795326233,  -0.004078404977917671});
+  expect_near(
+      log_softmax(x, 2),
+      {-2.881328582763672,    -4.631328582763672,  -0.3813285827636719,  -1.3813285827636719, -3.060529947280884,
+       -4.560530185699463,    -6.560530185699463,  -0.06053003668785095, -3.2922773361206055, -0.29227742552757263,
+       -1.542277455329895,    -6.0422773361206055, -0.7587460279464722,  -0.7587460279464722, -4.258746147155762,
+       -3.0087461471557617,   -7.848154067993164,  -0.09815417230129242, -3.348154067993164,  -2.848154067993164,
+       -0.037425655871629715, -6.537425518035889,  -4.037425518035889,   -4.037425518035889});
   // Non-contiguous input: softmax over dim 1 of x.transpose(1, 2).
   Tensor xt = x.transpose(1, 2);
-  expect_near(xt.softmax(1), {0.05606023222208023, 0.04686284810304642, 0.03716910257935524, 0.009741808287799358,
-                              0.010456514544785023, 0.7465614080429077, 0.6829534769058228, 0.0014151354553177953,
-                              0.21389342844486237, 0.25124454498291016, 0.9412655234336853, 0.00237614125944674,
-                              0.4682532548904419, 0.0003904720360878855, 0.9632660150527954, 0.4682532548904419,
-                              0.9065091609954834, 0.0014482118422165513, 0.014140022918581963, 0.03514917194843292,
-                              0.017642833292484283, 0.04935352876782417, 0.0579511895775795, 0.017642833292484283});
+  expect_near(xt.softmax(1), {0.05606023222208023,  0.04686284810304642,   0.03716910257935524,  0.009741808287799358,
+                              0.010456514544785023, 0.7465614080429077,    0.6829534769058228,   0.0014151354553177953,
+                              0.21389342844486237,  0.25124454498291016,   0.9412655234336853,   0.00237614125944674,
+                              0.4682532548904419,   0.0003904720360878855, 0.9632660150527954,   0.4682532548904419,
+                              0.9065091609954834,   0.0014482118422165513, 0.014140022918581963, 0.03514917194843292,
+                              0.017642833292484283, 0.04935352876782417,   0.0579511895775795,   0.017642833292484283});
   // Large magnitudes: stable (no overflow to inf / NaN).
   Tensor big = T({{1000, 1001, 1002}, {-1000, -1001, -1002}});
   expect_near(big.softmax(1), {0.09003057330846786, 0.2447284758090973, 0.6652409434318542, 0.6652409434318542,
@@ -219,7 +229,8 @@ TEST_P(TrainingOps, SoftmaxAndLogSoftmaxAlongEachDim) {
     EXPECT_EQ(h.dtype(), half);
     EXPECT_TRUE(h.to(kFloat32).allclose(x.log_softmax(1), 1e-2, 1e-2)) << half;
   }
-  EXPECT_THROW_MSG(T({1, 2}, kInt64).softmax(0), TypeError, "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
+  EXPECT_THROW_MSG(T({1, 2}, kInt64).softmax(0), TypeError,
+                   "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'");
   EXPECT_THROW_MSG(x.softmax(3), IndexError, "Dimension out of range (expected to be in range of [-3, 2], but got 3)");
 }
 
@@ -239,7 +250,8 @@ TEST_P(TrainingOps, ArgMaxAndArgMinTakeTheFirstIndex) {
   EXPECT_EQ(nan.argmax(1).item<int64_t>(), 1);
   EXPECT_EQ(nan.argmin(1).item<int64_t>(), 1);
   EXPECT_EQ(I(T({3, 9, 9}, kInt64).argmax(0)), (Longs{1}));
-  EXPECT_THROW_MSG(zeros({0, 3}, dev_).argmax(0), IndexError, "argmax(): Expected reduction dim 0 to have non-zero size.");
+  EXPECT_THROW_MSG(zeros({0, 3}, dev_).argmax(0), IndexError,
+                   "argmax(): Expected reduction dim 0 to have non-zero size.");
   EXPECT_THROW_MSG(zeros({0, 3}, dev_).argmax(), IndexError,
                    "argmax(): Expected reduction dim to be specified for input.numel() == 0.");
   EXPECT_THROW_MSG(x.argmax(3), IndexError, "Dimension out of range");

@@ -107,7 +107,8 @@ TEST_P(Transformer, AttentionRefusesBadMasksAndLeavesTheModuleUsable) {
                    "expecting key_padding_mask shape of (2, 3), but got torch.Size([2, 4])");
   EXPECT_THROW_MSG(m->forward(x, x, x, zeros({2, 3}, TensorOptions(kInt32).device(dev_))), TypeError,
                    "only bool and floating types of key_padding_mask are supported");
-  EXPECT_THROW_MSG(m->forward(randn({2, 3, 6}).to(dev_)), ValueError, "was expecting embedding dimension of 8, but got 6");
+  EXPECT_THROW_MSG(m->forward(randn({2, 3, 6}).to(dev_)), ValueError,
+                   "was expecting embedding dimension of 8, but got 6");
   EXPECT_EQ(m->forward(x).sizes(), (std::vector<int64_t>{2, 3, 8}));
 }
 

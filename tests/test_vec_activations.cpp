@@ -109,7 +109,6 @@ TEST(VecActivations, SpecialValues) {
   }
 }
 
-
 // ember::sigmoid and ember::tanh on float32 cpu tensors run these bodies (cpu_unary.cpp), on
 // any layout: the same bits, and sigmoid's tail below -88.7 is no longer 0.
 TEST(VecActivations, CpuFloatSigmoidAndTanhOpsUseThem) {

@@ -21,16 +21,16 @@ TEST(VisibleDevices, UnsetShowsEverything) {
 }
 
 TEST(VisibleDevices, PyTorchTable) {
-  EXPECT_EQ(ordinals("1gpu2,2ampere"), (std::vector<int>{1, 2}));     // rest of an entry is ignored
-  EXPECT_EQ(ordinals("0, 1, 2, -1, 3"), (std::vector<int>{0, 1, 2}));  // a negative ends the list
-  EXPECT_EQ(ordinals("0, 1, 2, 1"), (std::vector<int>{}));             // a duplicate empties it
+  EXPECT_EQ(ordinals("1gpu2,2ampere"), (std::vector<int>{1, 2}));       // rest of an entry is ignored
+  EXPECT_EQ(ordinals("0, 1, 2, -1, 3"), (std::vector<int>{0, 1, 2}));   // a negative ends the list
+  EXPECT_EQ(ordinals("0, 1, 2, 1"), (std::vector<int>{}));              // a duplicate empties it
   EXPECT_EQ(ordinals("2, +3, -0, 5"), (std::vector<int>{2, 3, 0, 5}));  // unary signs
-  EXPECT_EQ(ordinals("one,two,3,4"), (std::vector<int>{}));            // garbage first: empty
-  EXPECT_EQ(ordinals("4,3,two,one"), (std::vector<int>{4, 3}));        // garbage ends the list
+  EXPECT_EQ(ordinals("one,two,3,4"), (std::vector<int>{}));             // garbage first: empty
+  EXPECT_EQ(ordinals("4,3,two,one"), (std::vector<int>{4, 3}));         // garbage ends the list
   EXPECT_EQ(ordinals(" 3 ,\t1 "), (std::vector<int>{3, 1}));
-  EXPECT_EQ(ordinals(""), (std::vector<int>{}));                       // set but empty: no device
+  EXPECT_EQ(ordinals(""), (std::vector<int>{}));  // set but empty: no device
   EXPECT_EQ(ordinals("-"), (std::vector<int>{}));
-  EXPECT_EQ(ordinals("1,,2"), (std::vector<int>{1}));                   // an empty entry ends it
+  EXPECT_EQ(ordinals("1,,2"), (std::vector<int>{1}));  // an empty entry ends it
 }
 
 TEST(VisibleDevices, UuidLists) {
@@ -51,7 +51,7 @@ TEST(VisibleDevices, EmulatedDeviceUuids) {
     std::string uuid = emulated_device_uuid(d);
     ASSERT_EQ(uuid.size(), 36u) << uuid;
     for (size_t i : {8u, 13u, 18u, 23u}) EXPECT_EQ(uuid[i], '-') << uuid;
-    EXPECT_EQ(uuid[14], '4') << uuid;  // shaped as a version-4 UUID
+    EXPECT_EQ(uuid[14], '4') << uuid;          // shaped as a version-4 UUID
     EXPECT_EQ(uuid, emulated_device_uuid(d));  // stable
     seen.insert(uuid);
   }
@@ -65,12 +65,12 @@ TEST(VisibleDevices, GpuUuidPrefixesSelectEmulatedDevices) {
     return apply_visible_devices(parse_visible_devices(std::string_view(value)), count);
   };
   const std::string u0 = "GPU-" + emulated_device_uuid(0), u2 = "GPU-" + emulated_device_uuid(2);
-  EXPECT_EQ(apply(u2 + "," + u0, 4), (std::vector<int>{2, 0}));        // full UUIDs, in order
+  EXPECT_EQ(apply(u2 + "," + u0, 4), (std::vector<int>{2, 0}));                             // full UUIDs, in order
   EXPECT_EQ(apply(u2.substr(0, 9) + ", " + u0.substr(0, 7), 4), (std::vector<int>{2, 0}));  // unique prefixes
-  EXPECT_EQ(apply(u2 + ",GPU-zzz," + u0, 4), (std::vector<int>{2}));  // no match ends the list
-  EXPECT_EQ(apply(u2 + ",GPU-," + u0, 4), (std::vector<int>{2}));     // "GPU-" matches all: ambiguous
-  EXPECT_EQ(apply(u2 + "," + u2.substr(0, 10), 4), std::vector<int>{});  // the same device twice
-  EXPECT_EQ(apply(u2, 2), std::vector<int>{});                        // device 2 does not exist
+  EXPECT_EQ(apply(u2 + ",GPU-zzz," + u0, 4), (std::vector<int>{2}));                        // no match ends the list
+  EXPECT_EQ(apply(u2 + ",GPU-," + u0, 4), (std::vector<int>{2}));             // "GPU-" matches all: ambiguous
+  EXPECT_EQ(apply(u2 + "," + u2.substr(0, 10), 4), std::vector<int>{});       // the same device twice
+  EXPECT_EQ(apply(u2, 2), std::vector<int>{});                                // device 2 does not exist
   EXPECT_EQ(apply("MIG-" + emulated_device_uuid(0), 4), std::vector<int>{});  // no MIG instances
 }
 

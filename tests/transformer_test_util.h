@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cmath>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "test_support.h"

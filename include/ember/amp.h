@@ -3,9 +3,9 @@
 
 #include <cstdint>
 #include <map>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ember/device.h"
@@ -41,8 +41,8 @@ class autocast {
   /// `device_type` as PyTorch spells it: "cuda" or "cpu"; anything else is a ValueError
   /// ("User specified an unsupported autocast device_type 'xla'"), as is a dtype other than
   /// float16 or bfloat16 (TypeError). Nothing changes on error.
-  explicit autocast(const std::string& device_type, std::optional<DType> dtype = std::nullopt,
-                    bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
+  explicit autocast(const std::string& device_type, std::optional<DType> dtype = std::nullopt, bool enabled = true,
+                    std::optional<bool> cache_enabled = std::nullopt);
   ~autocast();
   autocast(const autocast&) = delete;
   autocast& operator=(const autocast&) = delete;

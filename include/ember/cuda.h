@@ -8,9 +8,9 @@
 #include <string>
 #include <utility>
 
+#include "ember/cuda_graph.h"
 #include "ember/device.h"
 #include "ember/stream.h"
-#include "ember/cuda_graph.h"
 
 namespace ember::cuda {
 

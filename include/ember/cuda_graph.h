@@ -68,7 +68,7 @@ class CUDAGraph {
   /// The memory pool of the captured graph (to share with later captures).
   MempoolId pool() const;
 
- struct Impl;
+  struct Impl;
 
  private:
   std::unique_ptr<Impl> impl_;
@@ -118,8 +118,7 @@ struct GraphCallable {
       : module(std::move(module_)), function(std::move(function_)) {}
   GraphCallable(Function function_) : function(std::move(function_)) {}  // NOLINT: as a Python callable
   template <typename M>
-    requires std::is_base_of_v<nn::Module, M>
-  GraphCallable(std::shared_ptr<M> m)  // NOLINT: as a Python module
+  requires std::is_base_of_v<nn::Module, M> GraphCallable(std::shared_ptr<M> m)  // NOLINT: as a Python module
       : module(m), function([m](const std::vector<Tensor>& inputs) -> std::vector<Tensor> {
           if constexpr (requires { m->forward(inputs); }) {
             auto out = m->forward(inputs);

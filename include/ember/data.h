@@ -132,22 +132,55 @@ class DistributedSampler : public Sampler {
 class DataLoaderOptions {
  public:
   /// Items per batch; signed as PyTorch's, so that a negative size is refused, not wrapped.
-  DataLoaderOptions& batch_size(int64_t v) { batch_size_ = v; return *this; }
-  DataLoaderOptions& shuffle(bool v) { shuffle_ = v; return *this; }
+  DataLoaderOptions& batch_size(int64_t v) {
+    batch_size_ = v;
+    return *this;
+  }
+  DataLoaderOptions& shuffle(bool v) {
+    shuffle_ = v;
+    return *this;
+  }
   /// Use `sampler` (not owned; it must outlive the loader) instead of sequential or shuffled order.
-  DataLoaderOptions& sampler(Sampler& v) { sampler_ = &v; return *this; }
-  DataLoaderOptions& num_workers(int v) { num_workers_ = v; return *this; }
-  DataLoaderOptions& pin_memory(bool v) { pin_memory_ = v; return *this; }
-  DataLoaderOptions& drop_last(bool v) { drop_last_ = v; return *this; }
+  DataLoaderOptions& sampler(Sampler& v) {
+    sampler_ = &v;
+    return *this;
+  }
+  DataLoaderOptions& num_workers(int v) {
+    num_workers_ = v;
+    return *this;
+  }
+  DataLoaderOptions& pin_memory(bool v) {
+    pin_memory_ = v;
+    return *this;
+  }
+  DataLoaderOptions& drop_last(bool v) {
+    drop_last_ = v;
+    return *this;
+  }
   /// Batches loaded in advance per worker (default 2); needs num_workers > 0.
-  DataLoaderOptions& prefetch_factor(int v) { prefetch_factor_ = v; return *this; }
-  DataLoaderOptions& persistent_workers(bool v) { persistent_workers_ = v; return *this; }
+  DataLoaderOptions& prefetch_factor(int v) {
+    prefetch_factor_ = v;
+    return *this;
+  }
+  DataLoaderOptions& persistent_workers(bool v) {
+    persistent_workers_ = v;
+    return *this;
+  }
   /// How long to wait for a batch from the workers; 0 waits forever (see DataLoader).
-  DataLoaderOptions& timeout(std::chrono::milliseconds v) { timeout_ = v; return *this; }
+  DataLoaderOptions& timeout(std::chrono::milliseconds v) {
+    timeout_ = v;
+    return *this;
+  }
   /// Seeds the shuffling generator.
-  DataLoaderOptions& seed(uint64_t v) { seed_ = v; return *this; }
+  DataLoaderOptions& seed(uint64_t v) {
+    seed_ = v;
+    return *this;
+  }
   /// Shuffles with draws from `g` instead (PyTorch's generator= argument; RandomSampler(n, g)).
-  DataLoaderOptions& generator(Generator g) { generator_ = std::move(g); return *this; }
+  DataLoaderOptions& generator(Generator g) {
+    generator_ = std::move(g);
+    return *this;
+  }
 
   int64_t batch_size() const noexcept { return batch_size_; }
   bool shuffle() const noexcept { return shuffle_; }

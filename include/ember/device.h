@@ -18,9 +18,9 @@ class Device {
   /// A device of `type`; index -1 means "none given" (the current device for cuda).
   Device(DeviceType type, int index = -1);  // NOLINT: implicit like torch.device
   /// Parses "cpu", "cuda", "cuda:1" with PyTorch's rules; bad strings throw ValueError.
-  Device(std::string_view text);  // NOLINT
+  Device(std::string_view text);                                       // NOLINT
   Device(const std::string& text) : Device(std::string_view(text)) {}  // NOLINT
-  Device(const char* text) : Device(std::string_view(text)) {}  // NOLINT
+  Device(const char* text) : Device(std::string_view(text)) {}         // NOLINT
 
   DeviceType type() const noexcept { return type_; }
   int index() const noexcept { return index_; }

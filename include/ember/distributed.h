@@ -65,13 +65,13 @@ class TCPStoreServer;
 
 /// A store served over TCP by one process (the master) to every rank, as PyTorch's
 /// TCPStore, over PyTorch's wire protocol too: a PyTorch rank joins ember's store, and an
-/// ember rank joins a store PyTorch serves (torchrun's agent). The master serves on `port` of every IPv4 and IPv6 address (port 0: a free
-/// port, see port()) and is a client of its own server; the others connect to host:port
-/// (a host name, an IPv4 or an IPv6 address such as "::1"), retrying until the timeout.
+/// ember rank joins a store PyTorch serves (torchrun's agent). The master serves on `port` of every IPv4 and IPv6
+/// address (port 0: a free port, see port()) and is a client of its own server; the others connect to host:port (a host
+/// name, an IPv4 or an IPv6 address such as "::1"), retrying until the timeout.
 class TCPStore final : public Store {
  public:
-  TCPStore(const std::string& host, int port, std::optional<int> world_size = std::nullopt,
-           bool is_master = false, std::chrono::milliseconds timeout = std::chrono::seconds(300));
+  TCPStore(const std::string& host, int port, std::optional<int> world_size = std::nullopt, bool is_master = false,
+           std::chrono::milliseconds timeout = std::chrono::seconds(300));
   ~TCPStore() override;
   TCPStore(const TCPStore&) = delete;
   TCPStore& operator=(const TCPStore&) = delete;
@@ -177,12 +177,27 @@ class InitOptions {
   /// (OpenMPI's OMPI_COMM_WORLD_RANK / _SIZE when RANK is unset; MASTER_ADDR defaults to
   /// 127.0.0.1; an IPv6 address is written bare, MASTER_ADDR=::1); "tcp://host:port"
   /// ("tcp://[::1]:29500" for an IPv6 address); "file:///path".
-  InitOptions& init_method(std::string method) { init_method_ = std::move(method); return *this; }
-  InitOptions& rank(int rank) { rank_ = rank; return *this; }
-  InitOptions& world_size(int world_size) { world_size_ = world_size; return *this; }
-  InitOptions& timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; return *this; }
+  InitOptions& init_method(std::string method) {
+    init_method_ = std::move(method);
+    return *this;
+  }
+  InitOptions& rank(int rank) {
+    rank_ = rank;
+    return *this;
+  }
+  InitOptions& world_size(int world_size) {
+    world_size_ = world_size;
+    return *this;
+  }
+  InitOptions& timeout(std::chrono::milliseconds timeout) {
+    timeout_ = timeout;
+    return *this;
+  }
   /// A store to meet in instead of the init_method's (rank and world_size then required).
-  InitOptions& store(std::shared_ptr<Store> store) { store_ = std::move(store); return *this; }
+  InitOptions& store(std::shared_ptr<Store> store) {
+    store_ = std::move(store);
+    return *this;
+  }
 
   const std::string& init_method() const noexcept { return init_method_; }
   int rank() const noexcept { return rank_; }

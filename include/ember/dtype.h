@@ -70,7 +70,8 @@ template <> struct dtype_traits<DType::Float64> { using type = double; };
 template <> struct dtype_traits<DType::Complex64> { using type = std::complex<float>; };
 template <> struct dtype_traits<DType::Complex128> { using type = std::complex<double>; };
 // clang-format on
-template <DType D> using dtype_t = typename dtype_traits<D>::type;
+template <DType D>
+using dtype_t = typename dtype_traits<D>::type;
 
 /// The dtype of a C++ element type.
 // clang-format off

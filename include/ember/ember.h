@@ -17,8 +17,8 @@
 #include "ember/linalg_distance.h"  // cdist, tensordot
 #include "ember/nn.h"
 #include "ember/nn/functional/sampling.h"  // affine_grid, grid_sample
-#include "ember/nn/modules/adaptive.h"  // adaptive log-softmax
-#include "ember/nn/modules/rnn.h"  // recurrent networks and packed sequences
+#include "ember/nn/modules/adaptive.h"     // adaptive log-softmax
+#include "ember/nn/modules/rnn.h"          // recurrent networks and packed sequences
 #include "ember/ops.h"
 #include "ember/optim.h"
 #include "ember/sanitizer.h"

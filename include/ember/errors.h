@@ -81,15 +81,15 @@ template <typename E, typename... Args>
 }  // namespace ember
 
 /// Throws ember::Type with the concatenated message when cond is false.
-#define EMBER_CHECK(cond, Type, ...)                  \
-  do {                                                \
-    if (!(cond)) [[unlikely]]                         \
+#define EMBER_CHECK(cond, Type, ...)                     \
+  do {                                                   \
+    if (!(cond)) [[unlikely]]                            \
       ::ember::detail::fail<::ember::Type>(__VA_ARGS__); \
   } while (false)
 
 /// Internal invariant; a failure is a bug in ember, not in the caller.
-#define EMBER_ASSERT(cond)                                              \
-  do {                                                                  \
-    if (!(cond)) [[unlikely]]                                           \
-      ::ember::detail::assert_failed(#cond, __FILE__, __LINE__);        \
+#define EMBER_ASSERT(cond)                                       \
+  do {                                                           \
+    if (!(cond)) [[unlikely]]                                    \
+      ::ember::detail::assert_failed(#cond, __FILE__, __LINE__); \
   } while (false)

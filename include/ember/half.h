@@ -38,7 +38,7 @@ EMBER_HOST_DEVICE inline float bits_float(uint32_t u) {
 struct Half {
   uint16_t bits = 0;
   Half() = default;
-  EMBER_HOST_DEVICE Half(float f) : bits(from_float(f)) {}  // NOLINT
+  EMBER_HOST_DEVICE Half(float f) : bits(from_float(f)) {}             // NOLINT
   EMBER_HOST_DEVICE operator float() const { return to_float(bits); }  // NOLINT
 
   EMBER_HOST_DEVICE static uint16_t from_float(float f) {
@@ -47,7 +47,7 @@ struct Half {
     uint32_t abs = x & 0x7fffffffu;
     if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | (abs > 0x7f800000u ? 0x7e00u : 0x7c00u));
     if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
-    if (abs < 0x38800000u) {  // subnormal or zero in half
+    if (abs < 0x38800000u) {                                               // subnormal or zero in half
       float v = detail::bits_float(abs) + 0.5f;  // align so the low bits hold the result, rounded
       return static_cast<uint16_t>(sign | (detail::float_bits(v) - 0x3f000000u));
     }
@@ -72,7 +72,7 @@ struct Half {
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;
-  EMBER_HOST_DEVICE BFloat16(float f) : bits(from_float(f)) {}  // NOLINT
+  EMBER_HOST_DEVICE BFloat16(float f) : bits(from_float(f)) {}                                                // NOLINT
   EMBER_HOST_DEVICE operator float() const { return detail::bits_float(static_cast<uint32_t>(bits) << 16); }  // NOLINT
 
   EMBER_HOST_DEVICE static uint16_t from_float(float f) {

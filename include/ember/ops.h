@@ -119,8 +119,7 @@ Tensor tril(const Tensor& a, int64_t diagonal = 0);
 std::pair<Tensor, Tensor> sort(const Tensor& a, int64_t dim = -1, bool descending = false);
 /// The k largest (smallest) values along `dim` and their int64 indices, in sorted order
 /// whatever `sorted` says; ties keep the order of `a`, NaN counts as the largest.
-std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true,
-                               bool sorted = true);
+std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true);
 /// out[i][j] = a[index[i][j]][j] for dim 0 (and so on): int64 index, as a's dims.
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index);
 /// A copy of `a` with src's elements added at `index` along `dim` (Tensor::scatter_add_).

@@ -16,13 +16,20 @@ class Scalar {
   Scalar() : Scalar(int64_t{0}) {}
   Scalar(bool v) : kind_(Kind::Bool) { i_ = v; }  // NOLINT
   template <typename T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
-  Scalar(T v) : kind_(Kind::Int) { i_ = static_cast<int64_t>(v); }  // NOLINT
+  Scalar(T v) : kind_(Kind::Int) {
+    i_ = static_cast<int64_t>(v);
+  }  // NOLINT
   template <typename T, std::enable_if_t<std::is_floating_point_v<T>, int> = 0>
-  Scalar(T v) : kind_(Kind::Float) { d_ = static_cast<double>(v); }  // NOLINT
-  Scalar(Half v) : Scalar(static_cast<float>(v)) {}  // NOLINT
+  Scalar(T v) : kind_(Kind::Float) {
+    d_ = static_cast<double>(v);
+  }                                                      // NOLINT
+  Scalar(Half v) : Scalar(static_cast<float>(v)) {}      // NOLINT
   Scalar(BFloat16 v) : Scalar(static_cast<float>(v)) {}  // NOLINT
   template <typename T>
-  Scalar(std::complex<T> v) : kind_(Kind::Complex) { d_ = v.real(); im_ = v.imag(); }  // NOLINT
+  Scalar(std::complex<T> v) : kind_(Kind::Complex) {
+    d_ = v.real();
+    im_ = v.imag();
+  }  // NOLINT
 
   Kind kind() const noexcept { return kind_; }
   bool is_bool() const noexcept { return kind_ == Kind::Bool; }

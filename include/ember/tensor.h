@@ -64,15 +64,20 @@ class Tensor {
   TensorOptions options() const;
   /// Address of the first element in its device's memory (not host-readable for cuda tensors).
   void* data_ptr() const;
-  template <typename T> T* data_ptr() const { return static_cast<T*>(data_ptr()); }
+  template <typename T>
+  T* data_ptr() const {
+    return static_cast<T*>(data_ptr());
+  }
   bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
   long use_count() const noexcept { return impl_.use_count(); }
 
   // ---- values ------------------------------------------------------------
   /// The single element as T; synchronizes for cuda tensors. More than one element: ValueError.
-  template <typename T> T item() const;
+  template <typename T>
+  T item() const;
   /// All elements in row-major order as T, copied to the host (synchronizing).
-  template <typename T> std::vector<T> to_vector() const;
+  template <typename T>
+  std::vector<T> to_vector() const;
   Scalar item() const;
   std::string str() const;  // PyTorch's repr
 
@@ -238,7 +243,7 @@ class Tensor {
   /// the size of value", as PyTorch).
   unsigned register_hook(std::function<Tensor(const Tensor&)> hook) const;
   template <typename F>
-    requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
+  requires std::is_void_v<std::invoke_result_t<F, const Tensor&>>
   unsigned register_hook(F hook) const {
     return register_hook(std::function<Tensor(const Tensor&)>([h = std::move(hook)](const Tensor& g) {
       h(g);

@@ -11,17 +11,33 @@ namespace ember {
 class TensorOptions {
  public:
   TensorOptions() = default;
-  TensorOptions(DType dtype) : dtype_(dtype) {}                // NOLINT: implicit by design (api.md)
-  TensorOptions(Device device) : device_(device) {}           // NOLINT
-  TensorOptions(DeviceType type) : device_(Device(type)) {}   // NOLINT
-  TensorOptions(const char* device) : device_(Device(device)) {}  // NOLINT
+  TensorOptions(DType dtype) : dtype_(dtype) {}                          // NOLINT: implicit by design (api.md)
+  TensorOptions(Device device) : device_(device) {}                      // NOLINT
+  TensorOptions(DeviceType type) : device_(Device(type)) {}              // NOLINT
+  TensorOptions(const char* device) : device_(Device(device)) {}         // NOLINT
   TensorOptions(const std::string& device) : device_(Device(device)) {}  // NOLINT
 
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
-  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
-  TensorOptions pinned_memory(bool p) const { auto o = *this; o.pinned_ = p; return o; }
+  TensorOptions dtype(DType d) const {
+    auto o = *this;
+    o.dtype_ = d;
+    return o;
+  }
+  TensorOptions device(Device d) const {
+    auto o = *this;
+    o.device_ = d;
+    return o;
+  }
+  TensorOptions pinned_memory(bool p) const {
+    auto o = *this;
+    o.pinned_ = p;
+    return o;
+  }
   /// Factories make a leaf that requires grad (float and complex dtypes only).
-  TensorOptions requires_grad(bool r) const { auto o = *this; o.requires_grad_ = r; return o; }
+  TensorOptions requires_grad(bool r) const {
+    auto o = *this;
+    o.requires_grad_ = r;
+    return o;
+  }
 
   /// The dtype, or the default dtype when none was set.
   DType dtype() const noexcept { return dtype_.value_or(default_dtype()); }

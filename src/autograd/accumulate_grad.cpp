@@ -54,8 +54,7 @@ Tensor clone_obeying_layout(const Tensor& grad, const Tensor& like) {
   return out;
 }
 
-AccumulateGrad::AccumulateGrad(Tensor variable)
-    : Node({}, UINT64_MAX), variable_(std::move(variable)) {
+AccumulateGrad::AccumulateGrad(Tensor variable) : Node({}, UINT64_MAX), variable_(std::move(variable)) {
   internals().inputs.push_back(InputMetadata::of(variable_));
 }
 

@@ -4,18 +4,18 @@
 #include <cstdlib>
 #include <unordered_set>
 
+#include <algorithm>
 #include "autograd/autograd_meta.h"
 #include "autograd/saved_variable.h"
 #include "autograd/view_history.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
-#include <algorithm>
 
 namespace ember::autograd {
 
 struct AutogradContext::State {
-  std::vector<Tensor> to_save;            // as given, until the forward returns
-  std::vector<SavedVariable> saved;       // once the node exists
+  std::vector<Tensor> to_save;       // as given, until the forward returns
+  std::vector<SavedVariable> saved;  // once the node exists
   bool saved_set = false;
   std::string node_name;
   std::unordered_set<const ember::detail::TensorImpl*> non_differentiable;
@@ -55,7 +55,9 @@ std::string demangle(const std::type_info& type) {
 class CppNode final : public Node {
  public:
   CppNode(std::string name, std::vector<Edge> edges, std::vector<bool> is_tensor_arg, detail::BackwardFn backward)
-      : Node(std::move(edges)), name_(std::move(name)), is_tensor_arg_(std::move(is_tensor_arg)),
+      : Node(std::move(edges)),
+        name_(std::move(name)),
+        is_tensor_arg_(std::move(is_tensor_arg)),
         backward_(std::move(backward)) {}
 
   std::string name() const override { return name_; }
@@ -97,9 +99,8 @@ namespace detail {
 
 std::vector<Tensor> apply_function(const std::type_info& type, std::vector<Tensor> inputs,
                                    std::vector<bool> is_tensor_arg, const ForwardFn& forward, BackwardFn backward) {
-  bool record = is_grad_enabled() && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) {
-                  return t.requires_grad();
-                });
+  bool record =
+      is_grad_enabled() && std::any_of(inputs.begin(), inputs.end(), [](const Tensor& t) { return t.requires_grad(); });
   if (!record) {
     AutogradContext ctx;
     NoGradGuard no_grad;
@@ -108,7 +109,8 @@ std::vector<Tensor> apply_function(const std::type_info& type, std::vector<Tenso
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
   for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
-  auto node = std::make_shared<CppNode>(demangle(type), std::move(edges), std::move(is_tensor_arg), std::move(backward));
+  auto node =
+      std::make_shared<CppNode>(demangle(type), std::move(edges), std::move(is_tensor_arg), std::move(backward));
   auto& state = node->ctx.state();
   state.node_name = node->name();
   for (const Tensor& t : inputs) state.needs_input_grad.push_back(t.requires_grad());
@@ -134,8 +136,8 @@ std::vector<Tensor> apply_function(const std::type_info& type, std::vector<Tenso
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& out = outputs[i];
     metadata.push_back(InputMetadata::of(out));
-    bool differentiable = (is_floating_point(out.dtype()) || is_complex(out.dtype())) &&
-                          !state.non_differentiable.count(out.impl());
+    bool differentiable =
+        (is_floating_point(out.dtype()) || is_complex(out.dtype())) && !state.non_differentiable.count(out.impl());
     if (!differentiable) continue;
     drop_no_grad_view(out);  // made inside forward's NoGradGuard
     AutogradMeta& meta = materialize_meta(out);

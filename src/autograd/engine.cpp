@@ -81,8 +81,9 @@ void check_root_grads(const BackwardRequest& r, std::vector<Tensor>& grads) {
     // only a complex gradient of a real output (or the reverse) is refused.
     EMBER_CHECK(is_complex(g.dtype()) == is_complex(out.dtype()), ValueError,
                 "For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
-                "dtype: grad_output[", i, "] has a dtype of ", dtype_name(g.dtype()), " and output[", i,
-                "] has a dtype of ", dtype_name(out.dtype()), ".");
+                "dtype: grad_output[",
+                i, "] has a dtype of ", dtype_name(g.dtype()), " and output[", i, "] has a dtype of ",
+                dtype_name(out.dtype()), ".");
     EMBER_CHECK(g.device() == out.device(), ValueError, "Mismatch in device: grad_output[", i, "] is on ", g.device(),
                 " and output[", i, "] is on ", out.device(), ".");
     grads[i] = g;
@@ -152,8 +153,9 @@ Tensor validate(const Node& node, size_t i, Tensor grad, const InputMetadata& ex
                 " but expected shape compatible with ", IntListPrinter{expected.shape});
     grad = detail::sum_to(grad, expected.shape);
   }
-  EMBER_CHECK(grad.device() == expected.device, Error, "Function ", node.name(), " returned an invalid gradient at index ",
-              i, " - expected device ", expected.device, " but got ", grad.device());
+  EMBER_CHECK(grad.device() == expected.device, Error, "Function ", node.name(),
+              " returned an invalid gradient at index ", i, " - expected device ", expected.device, " but got ",
+              grad.device());
   if (grad.dtype() != expected.dtype) grad = grad.to(expected.dtype);
   return grad;
 }

@@ -12,24 +12,24 @@ namespace ember::autograd::detail {
 using ember::detail::Attrs;
 using ember::detail::Formula;
 // The formulas' argument types (ops/formula_args.h).
-using ember::detail::NoArgs;
-using ember::detail::AlphaArgs;
-using ember::detail::ScalarArgs;
-using ember::detail::DimArgs;
-using ember::detail::ReduceDimArgs;
 using ember::detail::AddmmArgs;
-using ember::detail::TransposeArgs;
-using ember::detail::PermuteArgs;
-using ember::detail::SelectArgs;
-using ember::detail::SliceArgs;
+using ember::detail::AlphaArgs;
 using ember::detail::AsStridedArgs;
-using ember::detail::CopyArgs;
+using ember::detail::AvgPoolArgs;
 using ember::detail::CatArgs;
 using ember::detail::ClampArgs;
-using ember::detail::NllLossArgs;
-using ember::detail::WindowArgs;
-using ember::detail::AvgPoolArgs;
+using ember::detail::CopyArgs;
+using ember::detail::DimArgs;
 using ember::detail::FftArgs;
+using ember::detail::NllLossArgs;
+using ember::detail::NoArgs;
+using ember::detail::PermuteArgs;
+using ember::detail::ReduceDimArgs;
+using ember::detail::ScalarArgs;
+using ember::detail::SelectArgs;
+using ember::detail::SliceArgs;
+using ember::detail::TransposeArgs;
+using ember::detail::WindowArgs;
 
 /// What a formula knows of each forward input besides the saved tensors.
 struct InputInfo {

@@ -82,14 +82,12 @@ Grads relu_backward(const Node& n, const Grads& g) { return {g[0].masked_fill(n.
 // output, the saved one unless a recorded backward (create_graph) needs one with history,
 // then recomputed from x(). Each is unpacked only if the expression names it, so an in-place
 // change of what the formula does not read is no error, as in PyTorch.
-#define EMBER_UNARY_BACKWARD(Kind, name, Functor, saves_output, derivative)          \
-  Grads name##_backward(const Node& n, const Grads& grads) {                         \
-    const Tensor& g = grads[0];                                                      \
-    [[maybe_unused]] auto x = [&] { return n.input(0); };                            \
-    [[maybe_unused]] auto y = [&] {                                                  \
-      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(x());   \
-    };                                                                               \
-    return {derivative};                                                             \
+#define EMBER_UNARY_BACKWARD(Kind, name, Functor, saves_output, derivative)                                         \
+  Grads name##_backward(const Node& n, const Grads& grads) {                                                        \
+    const Tensor& g = grads[0];                                                                                     \
+    [[maybe_unused]] auto x = [&] { return n.input(0); };                                                           \
+    [[maybe_unused]] auto y = [&] { return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(x()); }; \
+    return {derivative};                                                                                            \
   }
 EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
 #undef EMBER_UNARY_BACKWARD
@@ -98,16 +96,16 @@ EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_BACKWARD)
 // [Declaring a binary op] in kernels/op_list.h): self() and other() the saved inputs, result()
 // the output (saved, or recomputed under create_graph, as y() above). A gradient is computed
 // only for an input that needs one; the engine sums a broadcast one down to its input's shape.
-#define EMBER_BINARY_BACKWARD(Kind, name, Functor, saves_output, derivative_self, derivative_other)   \
-  Grads name##_backward(const Node& n, const Grads& grads) {                                           \
-    const Tensor& g = grads[0];                                                                        \
-    [[maybe_unused]] auto self = [&] { return n.input(0); };                                           \
-    [[maybe_unused]] auto other = [&] { return n.input(1); };                                          \
-    [[maybe_unused]] auto result = [&] {                                                               \
-      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(self(), other());         \
-    };                                                                                                 \
-    return {n.needs_grad(0) ? Tensor(derivative_self) : Tensor(),                                      \
-            n.needs_grad(1) ? Tensor(derivative_other) : Tensor()};                                    \
+#define EMBER_BINARY_BACKWARD(Kind, name, Functor, saves_output, derivative_self, derivative_other) \
+  Grads name##_backward(const Node& n, const Grads& grads) {                                        \
+    const Tensor& g = grads[0];                                                                     \
+    [[maybe_unused]] auto self = [&] { return n.input(0); };                                        \
+    [[maybe_unused]] auto other = [&] { return n.input(1); };                                       \
+    [[maybe_unused]] auto result = [&] {                                                            \
+      return (saves_output) && !is_grad_enabled() ? n.output() : ember::name(self(), other());      \
+    };                                                                                              \
+    return {n.needs_grad(0) ? Tensor(derivative_self) : Tensor(),                                   \
+            n.needs_grad(1) ? Tensor(derivative_other) : Tensor()};                                 \
   }
 EMBER_FLOAT_BINARY_OPS(EMBER_BINARY_BACKWARD)
 #undef EMBER_BINARY_BACKWARD
@@ -157,9 +155,10 @@ Grads matmul_backward(const Node& n, const Grads& g) {
   Tensor a = n.input(0), b = n.input(1);
   bool a_vector = a.dim() == 1, b_vector = b.dim() == 1;
   Tensor A = a_vector ? a.unsqueeze(0) : a, B = b_vector ? b.unsqueeze(1) : b;
-  Tensor G = a_vector && b_vector ? g[0].reshape({1, 1}) : a_vector ? g[0].unsqueeze(-2)
-                                                       : b_vector ? g[0].unsqueeze(-1)
-                                                                  : g[0];
+  Tensor G = a_vector && b_vector ? g[0].reshape({1, 1})
+             : a_vector           ? g[0].unsqueeze(-2)
+             : b_vector           ? g[0].unsqueeze(-1)
+                                  : g[0];
   Tensor ga, gb;
   if (n.needs_grad(0)) {
     ga = mm_backward_mat1(G, B, a_vector ? InputInfo{} : n.info(0));
@@ -238,78 +237,77 @@ Grads fill_backward(const Node& n, const Grads&) { return Grads(n.next_edges().s
 constexpr size_t kFormulas = static_cast<size_t>(Formula::kCount);
 
 // One row per formula, in the order of its declaration (src/ops/formulas.h): checked below.
-constexpr std::array<FormulaSpec, kFormulas> kTable = {{
-    {Formula::Add, add_backward},
-    {Formula::Sub, sub_backward},
-    {Formula::Mul, mul_backward},
-    {Formula::Div, div_backward},
-    {Formula::Pow, pow_backward},
-    {Formula::AddScalar, add_scalar_backward},
-    {Formula::MulScalar, mul_scalar_backward},
-    {Formula::PowScalar, pow_scalar_backward},
-    {Formula::RSubScalar, rsub_scalar_backward},
-    {Formula::RDivScalar, rdiv_scalar_backward},
-    {Formula::Neg, neg_backward},
-    {Formula::Abs, abs_backward},
-    {Formula::Relu, relu_backward},
-    {Formula::Sum, sum_backward},
-    {Formula::SumDim, sum_dim_backward},
-    {Formula::Mean, mean_backward},
-    {Formula::MeanDim, mean_dim_backward},
-    {Formula::MaxAll, extremum_all_backward},
-    {Formula::MaxDim, max_dim_backward},
-    {Formula::MinAll, extremum_all_backward},
-    {Formula::MinDim, min_dim_backward},
-    {Formula::Matmul, matmul_backward},
-    {Formula::Addmm, addmm_backward},
-    {Formula::IndexSelect, index_select_backward},
-    {Formula::View, view_backward},
-    {Formula::T, t_backward},
-    {Formula::Transpose, transpose_backward},
-    {Formula::Permute, permute_backward},
-    {Formula::Select, select_backward},
-    {Formula::Slice, slice_backward},
-    {Formula::Unsqueeze, unsqueeze_backward},
-    {Formula::Squeeze, squeeze_backward},
-    {Formula::Expand, expand_backward},
-    {Formula::AsStrided, as_strided_backward},
-    {Formula::ToCopy, to_copy_backward},
-    {Formula::Clone, clone_backward},
-    {Formula::CopyInPlace, copy_inplace_backward},
-    {Formula::Fill, fill_backward},
-    {Formula::Cat, nn_formulas::cat_backward},
-    {Formula::Split, nn_formulas::split_backward},
-    {Formula::Stack, nn_formulas::stack_backward},
-    {Formula::Where, nn_formulas::where_backward},
-    {Formula::ClampScalar, nn_formulas::clamp_scalar_backward},
-    {Formula::Clamp, nn_formulas::clamp_backward},
-    {Formula::Softmax, nn_formulas::softmax_backward},
-    {Formula::LogSoftmax, nn_formulas::log_softmax_backward},
-    {Formula::VarMean, nn_formulas::var_mean_backward},
-    {Formula::NllLoss, nn_formulas::nll_loss_backward},
-    {Formula::MaxPool2d, nn_formulas::max_pool2d_backward},
-    {Formula::AvgPool2d, nn_formulas::avg_pool2d_backward},
-    {Formula::Conv2d, nn_formulas::conv2d_backward},
-    {Formula::FFT, nn_formulas::fft_backward},
-    {Formula::Embedding, transformer_formulas::embedding_backward},
-    {Formula::IndexAdd, transformer_formulas::index_add_backward},
-    {Formula::LayerNorm, transformer_formulas::layer_norm_backward},
-    {Formula::Gelu, transformer_formulas::gelu_backward},
-    {Formula::GeluBackward, transformer_formulas::gelu_backward_backward},
-    {Formula::Cumsum, indexing_formulas::cumsum_backward},
-    {Formula::Logsumexp, indexing_formulas::logsumexp_backward},
-    {Formula::Var, indexing_formulas::var_backward},
-    {Formula::Std, indexing_formulas::std_backward},
-    {Formula::Triu, indexing_formulas::triu_backward},
-    {Formula::Tril, indexing_formulas::tril_backward},
-    {Formula::Sort, indexing_formulas::sort_backward},
-    {Formula::Gather, indexing_formulas::gather_backward},
-    {Formula::ScatterAdd, indexing_formulas::scatter_add_backward},
+constexpr std::array<FormulaSpec, kFormulas> kTable = {
+    {{Formula::Add, add_backward},
+     {Formula::Sub, sub_backward},
+     {Formula::Mul, mul_backward},
+     {Formula::Div, div_backward},
+     {Formula::Pow, pow_backward},
+     {Formula::AddScalar, add_scalar_backward},
+     {Formula::MulScalar, mul_scalar_backward},
+     {Formula::PowScalar, pow_scalar_backward},
+     {Formula::RSubScalar, rsub_scalar_backward},
+     {Formula::RDivScalar, rdiv_scalar_backward},
+     {Formula::Neg, neg_backward},
+     {Formula::Abs, abs_backward},
+     {Formula::Relu, relu_backward},
+     {Formula::Sum, sum_backward},
+     {Formula::SumDim, sum_dim_backward},
+     {Formula::Mean, mean_backward},
+     {Formula::MeanDim, mean_dim_backward},
+     {Formula::MaxAll, extremum_all_backward},
+     {Formula::MaxDim, max_dim_backward},
+     {Formula::MinAll, extremum_all_backward},
+     {Formula::MinDim, min_dim_backward},
+     {Formula::Matmul, matmul_backward},
+     {Formula::Addmm, addmm_backward},
+     {Formula::IndexSelect, index_select_backward},
+     {Formula::View, view_backward},
+     {Formula::T, t_backward},
+     {Formula::Transpose, transpose_backward},
+     {Formula::Permute, permute_backward},
+     {Formula::Select, select_backward},
+     {Formula::Slice, slice_backward},
+     {Formula::Unsqueeze, unsqueeze_backward},
+     {Formula::Squeeze, squeeze_backward},
+     {Formula::Expand, expand_backward},
+     {Formula::AsStrided, as_strided_backward},
+     {Formula::ToCopy, to_copy_backward},
+     {Formula::Clone, clone_backward},
+     {Formula::CopyInPlace, copy_inplace_backward},
+     {Formula::Fill, fill_backward},
+     {Formula::Cat, nn_formulas::cat_backward},
+     {Formula::Split, nn_formulas::split_backward},
+     {Formula::Stack, nn_formulas::stack_backward},
+     {Formula::Where, nn_formulas::where_backward},
+     {Formula::ClampScalar, nn_formulas::clamp_scalar_backward},
+     {Formula::Clamp, nn_formulas::clamp_backward},
+     {Formula::Softmax, nn_formulas::softmax_backward},
+     {Formula::LogSoftmax, nn_formulas::log_softmax_backward},
+     {Formula::VarMean, nn_formulas::var_mean_backward},
+     {Formula::NllLoss, nn_formulas::nll_loss_backward},
+     {Formula::MaxPool2d, nn_formulas::max_pool2d_backward},
+     {Formula::AvgPool2d, nn_formulas::avg_pool2d_backward},
+     {Formula::Conv2d, nn_formulas::conv2d_backward},
+     {Formula::FFT, nn_formulas::fft_backward},
+     {Formula::Embedding, transformer_formulas::embedding_backward},
+     {Formula::IndexAdd, transformer_formulas::index_add_backward},
+     {Formula::LayerNorm, transformer_formulas::layer_norm_backward},
+     {Formula::Gelu, transformer_formulas::gelu_backward},
+     {Formula::GeluBackward, transformer_formulas::gelu_backward_backward},
+     {Formula::Cumsum, indexing_formulas::cumsum_backward},
+     {Formula::Logsumexp, indexing_formulas::logsumexp_backward},
+     {Formula::Var, indexing_formulas::var_backward},
+     {Formula::Std, indexing_formulas::std_backward},
+     {Formula::Triu, indexing_formulas::triu_backward},
+     {Formula::Tril, indexing_formulas::tril_backward},
+     {Formula::Sort, indexing_formulas::sort_backward},
+     {Formula::Gather, indexing_formulas::gather_backward},
+     {Formula::ScatterAdd, indexing_formulas::scatter_add_backward},
 #define EMBER_UNARY_ROW(Kind, name, ...) {Formula::Kind, name##_backward},
-    EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW)
-    EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_ROW)
+     EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_ROW) EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_ROW)
 #undef EMBER_UNARY_ROW
-}};
+    }};
 
 // A row out of place, or one missing (std::array fills the tail with empty rows, whose
 // formula is the first one), fails here. (The backward pointers are not compared with null:

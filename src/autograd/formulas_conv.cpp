@@ -165,8 +165,8 @@ Grads conv2d_backward(const FormulaNode& n, const Grads& g) {
   const Tensor weight = n.input(1);
   const IntList& x_sizes = n.info(0).sizes;
   // The convolution's walk, from its input's shape to its output's.
-  const ConvWindow w = transposed ? conv_window_of(geometry, g[0].sizes(), x_sizes)
-                                  : conv_window_of(geometry, x_sizes, g[0].sizes());
+  const ConvWindow w =
+      transposed ? conv_window_of(geometry, g[0].sizes(), x_sizes) : conv_window_of(geometry, x_sizes, g[0].sizes());
   Grads out(3);
   if (!is_grad_enabled()) {
     const auto conv = ember::detail::nn::conv_geometry(w.kernel, w.stride, w.pad, w.dilation, w.out);

@@ -63,8 +63,8 @@ Tensor index_select_backward_self(const Tensor& grad, const IntList& sizes, int6
   int64_t size = sizes[dim];
   Tensor positions = arange(size, TensorOptions(kInt64).device(grad.device()));
   Tensor one_hot = index.reshape({-1, 1}).to(kInt64).eq(positions.reshape({1, -1})).to(grad.dtype());
-  Tensor moved = grad.transpose(dim, -1);                // [..., n_index]
-  Tensor back = moved.matmul(one_hot);                   // [..., size]
+  Tensor moved = grad.transpose(dim, -1);  // [..., n_index]
+  Tensor back = moved.matmul(one_hot);     // [..., size]
   return back.transpose(dim, -1);
 }
 

@@ -35,8 +35,9 @@ struct Window {
 };
 
 Window window_of(const IntList& geometry, const IntList& input_sizes, const IntList& output_sizes) {
-  return {geometry[0], geometry[1], geometry[2], geometry[3], geometry[4], geometry[5], geometry[6], geometry[7],
-          input_sizes[0], input_sizes[1], input_sizes[2], input_sizes[3], output_sizes[2], output_sizes[3]};
+  return {geometry[0],    geometry[1],    geometry[2],     geometry[3],    geometry[4],
+          geometry[5],    geometry[6],    geometry[7],     input_sizes[0], input_sizes[1],
+          input_sizes[2], input_sizes[3], output_sizes[2], output_sizes[3]};
 }
 
 // The (N, channels, oh, ow) view of padded buffer `padded` {N, C, Hp, Wp} that kernel

@@ -48,8 +48,8 @@ Grads layer_norm_backward(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0), w = n.input(1);
   const bool need_x = n.needs_grad(0), need_w = n.needs_grad(1), need_b = n.needs_grad(2);
   if (!is_grad_enabled()) {
-    auto grads = ember::detail::nn::layer_norm_backward(g[0], x, n.output(1), n.output(2), w, a.normalized_dims,
-                                                        need_x, need_w, need_b);
+    auto grads = ember::detail::nn::layer_norm_backward(g[0], x, n.output(1), n.output(2), w, a.normalized_dims, need_x,
+                                                        need_w, need_b);
     return {grads.input, grads.weight, grads.bias};
   }
   // Recorded backward (double backward): the statistics recomputed from x, differentiably.

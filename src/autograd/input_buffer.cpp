@@ -33,7 +33,7 @@ void InputBuffer::add(const Node& consumer, size_t pos, Tensor grad, const std::
   // (B)
   int device = grad.get_device();
   const auto& expected = consumer.internals().inputs.at(pos).stream;
-  cuda::Stream stream = expected && expected->device_index() == device       ? *expected
+  cuda::Stream stream = expected && expected->device_index() == device         ? *expected
                         : ready_[pos] && ready_[pos]->device_index() == device ? *ready_[pos]
                                                                                : cuda::current_stream(device);
   sync_streams(stream, ready_[pos]);

@@ -38,8 +38,7 @@ void fail_backward_twice() {
       "if you need to access saved tensors after calling backward.");
 }
 
-SavedVariable::SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version)
-    : is_output_(is_output) {
+SavedVariable::SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version) : is_output_(is_output) {
   if (!t.defined()) return;
   saved_version_ = version.value_or(t._version());
   if (is_output) {
@@ -76,10 +75,11 @@ Tensor SavedVariable::unpack(const std::string& node_name) const {
         which = ember::detail::cat(", which is output ", meta->output_nr_, " of ", meta->grad_fn_->name(), ",");
       }
     }
-    ember::detail::fail<Error>("one of the variables needed for gradient computation has been modified by an inplace "
-                        "operation: [", type_string(data_), " ", ember::detail::IntListPrinter{data_.sizes()}, "]", which,
-                        " is at version ", now, "; expected version ", saved_version_,
-                        " instead.");
+    ember::detail::fail<Error>(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        "operation: [",
+        type_string(data_), " ", ember::detail::IntListPrinter{data_.sizes()}, "]", which, " is at version ", now,
+        "; expected version ", saved_version_, " instead.");
   }
   return data_;
 }

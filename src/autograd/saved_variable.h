@@ -22,7 +22,10 @@ class SavedVariable {
   SavedVariable(const Tensor& t, bool is_output, std::optional<uint32_t> version = std::nullopt);
 
   Tensor unpack(const std::string& node_name) const;
-  void reset() { data_ = Tensor(); released_ = true; }
+  void reset() {
+    data_ = Tensor();
+    released_ = true;
+  }
   bool defined() const noexcept { return data_.defined() || released_; }
 
  private:

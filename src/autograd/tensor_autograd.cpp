@@ -111,8 +111,7 @@ void Tensor::remove_hook(unsigned handle) const {
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(Tensor&)> hook) const {
   check_defined(*this);
-  EMBER_CHECK(requires_grad(), Error,
-              "cannot register a hook on a tensor that doesn't require gradient");
+  EMBER_CHECK(requires_grad(), Error, "cannot register a hook on a tensor that doesn't require gradient");
   EMBER_CHECK(is_leaf(), Error, "post accumulate grad hooks cannot be registered on non-leaf tensors");
   AutogradMeta& meta = materialize_meta(*this);
   std::lock_guard<std::mutex> lock(meta.mutex_);

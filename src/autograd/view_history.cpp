@@ -48,19 +48,22 @@ void fail_view_inplace(const AutogradMeta& meta, bool indirect) {
   using ember::detail::cat;
   std::string msg;
   if (meta.creation_meta_ == CreationMeta::NoGradMode || fn == nullptr) {
-    msg = fn != nullptr ? cat("Output ", meta.output_nr_, " of ", fn->name(), " is a view of a view which was created in")
-                        : std::string("A view was created in");
+    msg = fn != nullptr
+              ? cat("Output ", meta.output_nr_, " of ", fn->name(), " is a view of a view which was created in")
+              : std::string("A view was created in");
     msg += cat(" no_grad mode and ", modified, " modified inplace with grad mode enabled.");
   } else {
     msg = cat("Output ", meta.output_nr_, " of ", fn->name(), " is a view and ", modified, " modified inplace.");
   }
   if (meta.creation_meta_ == CreationMeta::MultiOutputNode) {
-    msg += " This view is the output of a function that returns multiple views. Such functions do not allow the output "
-           "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
+    msg +=
+        " This view is the output of a function that returns multiple views. Such functions do not allow the output "
+        "views to be modified inplace. You should replace the inplace operation by an out-of-place one.";
   } else {
-    msg += " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
-           "both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
-           "tracked) or both outside (if you want the inplace to be tracked).";
+    msg +=
+        " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+        "both the view and the inplace either both inside the no_grad block (if you don't want the inplace to be "
+        "tracked) or both outside (if you want the inplace to be tracked).";
   }
   ember::detail::fail<Error>(msg);
 }
@@ -86,7 +89,8 @@ void refresh_view(const Tensor& view, AutogradMeta& meta) {
   const uint32_t now = view._version();
   if (now == meta.view_version_) return;
   Attrs attrs(ember::detail::AsStridedArgs{view.sizes(), view.strides(), view.storage_offset()});
-  auto node = std::make_shared<FormulaNode>(Formula::AsStrided, std::vector<Edge>{gradient_edge(base)}, std::move(attrs));
+  auto node =
+      std::make_shared<FormulaNode>(Formula::AsStrided, std::vector<Edge>{gradient_edge(base)}, std::move(attrs));
   node->save({base}, {});
   node->internals().inputs.push_back(InputMetadata::of(view));
   meta.grad_fn_ = std::move(node);

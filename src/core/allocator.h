@@ -26,9 +26,9 @@ class Allocator {
 /// (so a tensor made in one still finds it). make_storage() reads the cpu entry with
 /// one load: the small-op path costs what the direct call did.
 struct AllocatorPolicy {
-  Allocator* cpu = nullptr;                       // pageable host memory (cpu tensors)
-  Allocator& (*pinned)() = nullptr;               // pinned host memory (made on first use)
-  Allocator& (*device)(int index) = nullptr;      // the allocator of cuda device `index`
+  Allocator* cpu = nullptr;                   // pageable host memory (cpu tensors)
+  Allocator& (*pinned)() = nullptr;           // pinned host memory (made on first use)
+  Allocator& (*device)(int index) = nullptr;  // the allocator of cuda device `index`
 };
 
 /// Installs the policy make_storage() uses (the memory layer's, at load time).

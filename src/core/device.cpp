@@ -11,9 +11,7 @@
 namespace ember {
 namespace {
 
-bool is_name_char(char ch) {
-  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_';
-}
+bool is_name_char(char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_'; }
 bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 
 DeviceType parse_type(std::string_view name) {
@@ -61,8 +59,8 @@ Device::Device(std::string_view text) : type_(kCPU), index_(-1) {
     int64_t value = 0;
     for (char ch : digits) {
       value = value * 10 + (ch - '0');
-      EMBER_CHECK(value <= std::numeric_limits<int16_t>::max(), ValueError, "Could not parse device index '",
-                  digits, "' in device string '", text, "'");
+      EMBER_CHECK(value <= std::numeric_limits<int16_t>::max(), ValueError, "Could not parse device index '", digits,
+                  "' in device string '", text, "'");
     }
     index = static_cast<int>(value);
   }
@@ -90,8 +88,6 @@ std::ostream& operator<<(std::ostream& out, const Device& device) { return out <
 
 // Lower case, as Python's device.type; c10 prints "CUDA" but users of this
 // API compare against the Python spelling.
-std::ostream& operator<<(std::ostream& out, DeviceType type) {
-  return out << (type == kCUDA ? "cuda" : "cpu");
-}
+std::ostream& operator<<(std::ostream& out, DeviceType type) { return out << (type == kCUDA ? "cuda" : "cpu"); }
 
 }  // namespace ember

@@ -16,13 +16,11 @@ struct DTypeInfo {
 };
 
 constexpr DTypeInfo kInfo[kNumDTypes] = {
-    {"bool", 1},    {"uint8", 1},    {"int8", 1},     {"int16", 2},     {"int32", 4},     {"int64", 8},
-    {"float16", 2}, {"bfloat16", 2}, {"float32", 4},  {"float64", 8},   {"complex64", 8}, {"complex128", 16},
+    {"bool", 1},    {"uint8", 1},    {"int8", 1},    {"int16", 2},   {"int32", 4},     {"int64", 8},
+    {"float16", 2}, {"bfloat16", 2}, {"float32", 4}, {"float64", 8}, {"complex64", 8}, {"complex128", 16},
 };
 
-bool is_signed_integral(DType dtype) {
-  return dtype == kInt8 || dtype == kInt16 || dtype == kInt32 || dtype == kInt64;
-}
+bool is_signed_integral(DType dtype) { return dtype == kInt8 || dtype == kInt16 || dtype == kInt32 || dtype == kInt64; }
 
 }  // namespace
 

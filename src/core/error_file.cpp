@@ -44,7 +44,11 @@ std::terminate_handler g_previous = nullptr;
 size_t utf8_sequence(const std::string& s, size_t i, uint32_t* code_point) {
   const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   unsigned char lead = byte(i);
-  size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : (lead & 0xF8) == 0xF0 ? 4 : 0;
+  size_t length = lead < 0x80             ? 1
+                  : (lead & 0xE0) == 0xC0 ? 2
+                  : (lead & 0xF0) == 0xE0 ? 3
+                  : (lead & 0xF8) == 0xF0 ? 4
+                                          : 0;
   if (length == 0 || i + length > s.size()) return 0;
   uint32_t cp = length == 1 ? lead : lead & (0x7F >> length);
   for (size_t k = 1; k < length; ++k) {
@@ -100,7 +104,7 @@ std::string current_type_name() {
   if (!type) return "exception";
   int status = 0;
   std::unique_ptr<char, decltype(&std::free)> name(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status),
-                                                    &std::free);
+                                                   &std::free);
   std::string out = status == 0 && name ? name.get() : type->name();
   if (out.rfind("ember::", 0) == 0) out = out.substr(7);
   return out;

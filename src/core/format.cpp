@@ -63,7 +63,7 @@ class Formatter {
     // Integer-valued tensors print "3." and never need the small-value test.
     sci_mode_ = wide_range || (!int_mode_ && min_abs < 1.0e-4);
     for (double v : shown) {
-      size_t len = sci_mode_ ? format_sci(v, precision_).size()
+      size_t len = sci_mode_   ? format_sci(v, precision_).size()
                    : int_mode_ ? format_fixed(v, 0).size() + 1  // + 1 for the trailing "."
                                : format_fixed(v, precision_).size();
       width_ = std::max(width_, len);
@@ -289,8 +289,8 @@ std::string format_tensor(const void* data, DType dtype, const std::vector<int64
     actual_strides.assign(sizes.size(), 1);
     for (size_t i = sizes.size(); i-- > 1;) actual_strides[i - 1] = actual_strides[i] * std::max<int64_t>(sizes[i], 1);
   }
-  EMBER_CHECK(actual_strides.size() == sizes.size(), ValueError, "format_tensor: got ", sizes.size(),
-              " sizes but ", actual_strides.size(), " strides");
+  EMBER_CHECK(actual_strides.size() == sizes.size(), ValueError, "format_tensor: got ", sizes.size(), " sizes but ",
+              actual_strides.size(), " strides");
   int64_t numel = 1;
   for (int64_t size : sizes) numel *= size;
 

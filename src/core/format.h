@@ -29,7 +29,6 @@ struct PrintOptions {
 /// given sizes and strides (in elements; empty strides mean contiguous).
 /// `device` only decides the device suffix; the data is always read from host.
 std::string format_tensor(const void* data, DType dtype, const std::vector<int64_t>& sizes,
-                          const std::vector<int64_t>& strides, Device device,
-                          const PrintOptions& options = {});
+                          const std::vector<int64_t>& strides, Device device, const PrintOptions& options = {});
 
 }  // namespace ember::detail

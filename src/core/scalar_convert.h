@@ -35,17 +35,21 @@ constexpr const char* checked_type_name() {
 
 namespace scalar_convert_impl {
 
-template <typename T> struct Limits {
+template <typename T>
+struct Limits {
   static constexpr double lowest = static_cast<double>(std::numeric_limits<T>::lowest());
   static constexpr double max = static_cast<double>(std::numeric_limits<T>::max());
   static constexpr bool floating = std::is_floating_point_v<T>;
 };
-template <> struct Limits<Half> {
+template <>
+struct Limits<Half> {
   static constexpr double lowest = -65504.0, max = 65504.0;
   static constexpr bool floating = true;
 };
-template <> struct Limits<BFloat16> {
-  static constexpr double lowest = -3.38953138925153547590470800371487866880e+38, max = 3.38953138925153547590470800371487866880e+38;
+template <>
+struct Limits<BFloat16> {
+  static constexpr double lowest = -3.38953138925153547590470800371487866880e+38,
+                          max = 3.38953138925153547590470800371487866880e+38;
   static constexpr bool floating = true;
 };
 
@@ -73,8 +77,14 @@ bool int_overflows(int64_t v) {
   }
 }
 
-template <typename T> struct Real { using type = T; };
-template <typename T> struct Real<std::complex<T>> { using type = T; };
+template <typename T>
+struct Real {
+  using type = T;
+};
+template <typename T>
+struct Real<std::complex<T>> {
+  using type = T;
+};
 
 }  // namespace scalar_convert_impl
 

@@ -35,7 +35,9 @@ class SmallVector {
   explicit SmallVector(size_t n) { resize(n); }
   SmallVector(size_t n, const T& value) { resize(n, value); }
   SmallVector(std::initializer_list<T> values) { assign(values.begin(), values.end()); }  // NOLINT
-  SmallVector(const std::vector<T>& values) { assign(values.data(), values.data() + values.size()); }  // NOLINT: as an IntList
+  SmallVector(const std::vector<T>& values) {
+    assign(values.data(), values.data() + values.size());
+  }  // NOLINT: as an IntList
   template <typename It, typename = typename std::iterator_traits<It>::iterator_category>
   SmallVector(It first, It last) {
     assign(first, last);
@@ -95,7 +97,7 @@ class SmallVector {
 
   void reserve(size_t n) {
     if (n <= capacity_) return;
-    T* grown = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{alignof(T)}));
+    T* grown = static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{alignof(T)}));
     std::uninitialized_move(data_, data_ + size_, grown);
     std::destroy(data_, data_ + size_);
     release();
@@ -179,7 +181,7 @@ class SmallVector {
     }
   }
   void release() noexcept {
-    if (data_ != inline_storage()) ::operator delete(data_, std::align_val_t{alignof(T)});
+    if (data_ != inline_storage()) ::operator delete (data_, std::align_val_t{alignof(T)});
     data_ = inline_storage();
     capacity_ = N;
   }

@@ -54,8 +54,7 @@ _Unwind_Reason_Code unwind_one(struct _Unwind_Context* context, void* arg) {
   }
   if (before_instruction) ip += 1;  // a signal frame: stored as if it were a return address
   state.out->push_back(reinterpret_cast<void*>(ip));
-  return static_cast<int>(state.out->size()) >= state.max_depth ? _URC_END_OF_STACK
-                                                                 : _URC_NO_REASON;
+  return static_cast<int>(state.out->size()) >= state.max_depth ? _URC_END_OF_STACK : _URC_NO_REASON;
 }
 
 // One resolver for the process (libdw reads the modules' debug information

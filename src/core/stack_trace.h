@@ -1,13 +1,11 @@
 // StackTrace: where a call came from, captured cheaply and symbolised later.
 //
 // capture() walks the stack (libunwind's unw_backtrace when libunwind.so.8 is
-// present, else libgcc's unwinder) and keeps raw return addresses only (no allocation beyond the address vector, no symbol lookup), so hot
-// paths (the stream sanitizer's accesses, allocation records in memory
-// snapshots) can afford one per call. frames() and str() symbolise on demand
-// through libdw (backward-cpp's resolver); each address is resolved once per
-// process and cached, so reports that print many traces sharing frames stay
-// cheap. Without debug information a frame still names its function (from the
-// symbol table) and leaves file and line empty.
+// present, else libgcc's unwinder) and keeps raw return addresses only (no allocation beyond the address vector, no
+// symbol lookup), so hot paths (the stream sanitizer's accesses, allocation records in memory snapshots) can afford one
+// per call. frames() and str() symbolise on demand through libdw (backward-cpp's resolver); each address is resolved
+// once per process and cached, so reports that print many traces sharing frames stay cheap. Without debug information a
+// frame still names its function (from the symbol table) and leaves file and line empty.
 #pragma once
 
 #include <string>

@@ -45,7 +45,8 @@ void* Tensor::data_ptr() const {
   const detail::TensorImpl& impl = checked(impl_);
   // The program may write through the pointer: a host write (Note [Host access hook]).
   detail::HostAccessHook hook = detail::g_pinned_host_access_hook.load(std::memory_order_relaxed);
-  if (hook != nullptr && impl.storage()->pinned()) [[unlikely]] hook(impl, /*write=*/true, "data_ptr");
+  if (hook != nullptr && impl.storage()->pinned()) [[unlikely]]
+    hook(impl, /*write=*/true, "data_ptr");
   return impl.data();
 }
 

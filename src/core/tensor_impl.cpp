@@ -69,16 +69,16 @@ int64_t checked_numel(const IntList& sizes) {
   if (std::find(sizes.begin(), sizes.end(), 0) != sizes.end()) return 0;
   int64_t n = 1;
   for (int64_t s : sizes) {
-    EMBER_CHECK(!mul_overflows(n, s, &n), ValueError, "Storage size calculation overflowed with sizes=",
-                IntListPrinter{sizes});
+    EMBER_CHECK(!mul_overflows(n, s, &n), ValueError,
+                "Storage size calculation overflowed with sizes=", IntListPrinter{sizes});
   }
   return n;
 }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim) {
   int64_t n = std::max<int64_t>(ndim, 1);  // a 0-dim tensor accepts dims -1 and 0
-  EMBER_CHECK(dim >= -n && dim < n, IndexError, "Dimension out of range (expected to be in range of [", -n, ", ",
-              n - 1, "], but got ", dim, ")");
+  EMBER_CHECK(dim >= -n && dim < n, IndexError, "Dimension out of range (expected to be in range of [", -n, ", ", n - 1,
+              "], but got ", dim, ")");
   return dim < 0 ? dim + n : dim;
 }
 
@@ -101,8 +101,8 @@ Tensor make_tensor(const IntList& sizes, DType dtype, Device device, bool pinned
 }
 
 Tensor make_view(const Tensor& base, IntList sizes, IntList strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes),
-                                             std::move(strides), offset));
+  return Tensor(
+      std::make_shared<TensorImpl>(base.impl()->storage(), base.dtype(), std::move(sizes), std::move(strides), offset));
 }
 
 }  // namespace ember::detail

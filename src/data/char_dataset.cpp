@@ -25,8 +25,8 @@ CharVocabulary CharVocabulary::from_chars(std::string_view chars) {
   v.token_of_.assign(256, -1);
   for (size_t i = 0; i < chars.size(); ++i) {
     auto& slot = v.token_of_[static_cast<unsigned char>(chars[i])];
-    EMBER_CHECK(slot < 0, ValueError, "CharVocabulary: character ", static_cast<int>(static_cast<unsigned char>(chars[i])),
-                " appears twice");
+    EMBER_CHECK(slot < 0, ValueError, "CharVocabulary: character ",
+                static_cast<int>(static_cast<unsigned char>(chars[i])), " appears twice");
     slot = static_cast<int16_t>(i);
   }
   return v;
@@ -51,8 +51,8 @@ std::string CharVocabulary::decode(const Tensor& tokens) const {
               tokens.dtype());
   std::string out;
   for (int64_t t : tokens.to_vector<int64_t>()) {
-    EMBER_CHECK(t >= 0 && t < size(), IndexError, "CharVocabulary::decode: token ", t, " is out of range for ",
-                size(), " characters");
+    EMBER_CHECK(t >= 0 && t < size(), IndexError, "CharVocabulary::decode: token ", t, " is out of range for ", size(),
+                " characters");
     out += chars_[static_cast<size_t>(t)];
   }
   return out;

@@ -13,8 +13,8 @@ namespace ember::data {
 namespace {
 
 void check_options(const DataLoaderOptions& o) {
-  EMBER_CHECK(o.batch_size() > 0, ValueError, "batch_size should be a positive integer value, but got batch_size=",
-              o.batch_size());
+  EMBER_CHECK(o.batch_size() > 0, ValueError,
+              "batch_size should be a positive integer value, but got batch_size=", o.batch_size());
   EMBER_CHECK(o.num_workers() >= 0, ValueError,
               "num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.");
   EMBER_CHECK(o.timeout().count() >= 0, ValueError, "timeout option should be non-negative");

@@ -41,8 +41,8 @@ class GzReader {
       if (got <= 0) {
         int code = 0;
         const char* message = gzerror(file_.get(), &code);
-        ::ember::detail::fail<Error>("FashionMNIST: ", path_, " ends early or is corrupt (", code == Z_OK ? "unexpected end" : message,
-                    ")");
+        ::ember::detail::fail<Error>("FashionMNIST: ", path_, " ends early or is corrupt (",
+                                     code == Z_OK ? "unexpected end" : message, ")");
       }
       dst += got;
       bytes -= static_cast<size_t>(got);

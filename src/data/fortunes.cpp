@@ -67,13 +67,13 @@ Fortunes::Fortunes(const std::string& root, int validation_every) {
   EMBER_CHECK(!paths.empty(), ValueError, "Fortunes: ", root, " holds no cookie file");
   std::sort(paths.begin(), paths.end());
   for (size_t i = 0; i < paths.size(); ++i) {
-    const bool validation = validation_every > 0 && i % static_cast<size_t>(validation_every) ==
-                                                        static_cast<size_t>(validation_every - 1);
+    const bool validation =
+        validation_every > 0 && i % static_cast<size_t>(validation_every) == static_cast<size_t>(validation_every - 1);
     (validation ? validation_ : train_).push_back(read_fortune_file(paths[i]));
   }
-  EMBER_CHECK(!train_.empty() && (validation_every == 0 || !validation_.empty()), ValueError, "Fortunes: ",
-              paths.size(), " file(s) in ", root, " cannot be split with validation_every ", validation_every,
-              ": one half would be empty");
+  EMBER_CHECK(!train_.empty() && (validation_every == 0 || !validation_.empty()), ValueError,
+              "Fortunes: ", paths.size(), " file(s) in ", root, " cannot be split with validation_every ",
+              validation_every, ": one half would be empty");
   vocabulary_ = CharVocabulary(train_text() + validation_text());
 }
 

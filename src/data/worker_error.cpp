@@ -40,8 +40,7 @@ std::string current_type_name() {
   const std::type_info* type = abi::__cxa_current_exception_type();
   if (type == nullptr) return "exception";
   int status = 0;
-  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status),
-                                               std::free);
+  std::unique_ptr<char, void (*)(void*)> name(abi::__cxa_demangle(type->name(), nullptr, nullptr, &status), std::free);
   std::string result = status == 0 && name ? name.get() : type->name();
   if (result.rfind("ember::", 0) == 0) result.erase(0, 7);
   for (std::string tag : {"__cxx11::", "[abi:cxx11]"})
@@ -68,8 +67,10 @@ void rethrow_caught(const std::exception_ptr& error, const std::string& where) {
   std::string type;
   auto message = [&](const std::exception& e) { return "Caught " + type + " " + where + ".\n" + e.what(); };
   // Standard types, most derived first.
-#define EMBER_RETHROW_STD(T) \
-  catch (const T& e) { throw WithContext<T>(e, message(e)); }
+#define EMBER_RETHROW_STD(T)             \
+  catch (const T& e) {                   \
+    throw WithContext<T>(e, message(e)); \
+  }
   try {
     std::rethrow_exception(error);
   } catch (...) {
@@ -78,15 +79,25 @@ void rethrow_caught(const std::exception_ptr& error, const std::string& where) {
       throw;
     }
     // ember's types first: ember::Error is a std::runtime_error.
-    catch (const ValueError& e) { throw ValueError(message(e)); }
-    catch (const IndexError& e) { throw IndexError(message(e)); }
-    catch (const TypeError& e) { throw TypeError(message(e)); }
-    catch (const DeviceError& e) { throw DeviceError(message(e)); }
-    catch (const OutOfMemoryError& e) { throw OutOfMemoryError(message(e)); }
-    catch (const CudaError& e) { throw CudaError(message(e)); }
-    catch (const DistributedError& e) { throw DistributedError(message(e)); }
-    catch (const DataRaceError& e) { throw DataRaceError(message(e)); }
-    catch (const Error& e) { throw Error(message(e)); }
+    catch (const ValueError& e) {
+      throw ValueError(message(e));
+    } catch (const IndexError& e) {
+      throw IndexError(message(e));
+    } catch (const TypeError& e) {
+      throw TypeError(message(e));
+    } catch (const DeviceError& e) {
+      throw DeviceError(message(e));
+    } catch (const OutOfMemoryError& e) {
+      throw OutOfMemoryError(message(e));
+    } catch (const CudaError& e) {
+      throw CudaError(message(e));
+    } catch (const DistributedError& e) {
+      throw DistributedError(message(e));
+    } catch (const DataRaceError& e) {
+      throw DataRaceError(message(e));
+    } catch (const Error& e) {
+      throw Error(message(e));
+    }
     EMBER_RETHROW_STD(std::filesystem::filesystem_error)
     EMBER_RETHROW_STD(std::ios_base::failure)
     EMBER_RETHROW_STD(std::system_error)
@@ -112,8 +123,12 @@ void rethrow_caught(const std::exception_ptr& error, const std::string& where) {
     EMBER_RETHROW_STD(std::bad_variant_access)
     EMBER_RETHROW_STD(std::bad_exception)
     // Any other type: PyTorch's fallback when exc_type(msg) cannot be built.
-    catch (const std::exception& e) { throw Error(message(e)); }
-    catch (...) { throw Error("Caught " + type + " " + where + ".\n(not a std::exception)"); }
+    catch (const std::exception& e) {
+      throw Error(message(e));
+    }
+    catch (...) {
+      throw Error("Caught " + type + " " + where + ".\n(not a std::exception)");
+    }
   }
 #undef EMBER_RETHROW_STD
 }

@@ -21,8 +21,8 @@ struct CollectiveRecord {
   uint8_t collective = 0;
   uint8_t reduce_op = 0;
   int8_t dtype = -1;
-  uint8_t failed = 0;       // this rank rejected its arguments or its stream failed
-  char message[176] = {};   // why, truncated
+  uint8_t failed = 0;      // this rank rejected its arguments or its stream failed
+  char message[176] = {};  // why, truncated
 };
 static_assert(sizeof(CollectiveRecord) == 200);
 

@@ -39,7 +39,9 @@ std::string CollectiveWatchdog::failure() const {
   return failure_;
 }
 
-std::exception_ptr CollectiveWatchdog::error_locked() const { return std::make_exception_ptr(DistributedError(failure_)); }
+std::exception_ptr CollectiveWatchdog::error_locked() const {
+  return std::make_exception_ptr(DistributedError(failure_));
+}
 
 void CollectiveWatchdog::run() {
   // The watchdog queries the collectives' events while a user may be capturing a graph on
@@ -47,8 +49,8 @@ void CollectiveWatchdog::run() {
   // this thread is Relaxed (as PyTorch's NCCL watchdog).
   if (Backend* backend = backend_or_null()) backend->exchange_capture_mode(CaptureMode::Relaxed);
   // Polls as PyTorch's watchdog does (every 100 ms), more often for short timeouts.
-  auto poll = std::clamp<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds(1),
-                                                    std::chrono::milliseconds(100));
+  auto poll =
+      std::clamp<std::chrono::milliseconds>(timeout_ / 4, std::chrono::milliseconds(1), std::chrono::milliseconds(100));
   std::unique_lock lock(mutex_);
   while (!stopping_) {
     cv_.wait_for(lock, poll, [&] { return stopping_; });
@@ -69,9 +71,9 @@ void CollectiveWatchdog::run() {
       }
       if (now - it->start > timeout_) {
         auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(now - it->start).count();
-        failure_ = cat("[Rank ", rank_, "] Watchdog caught collective operation timeout: ", it->name, " (collective #",
-                       it->sequence, ", Timeout(ms)=", timeout_.count(), ") ran for ", ran,
-                       " milliseconds before timing out");
+        failure_ =
+            cat("[Rank ", rank_, "] Watchdog caught collective operation timeout: ", it->name, " (collective #",
+                it->sequence, ", Timeout(ms)=", timeout_.count(), ") ran for ", ran, " milliseconds before timing out");
         break;
       }
       ++it;

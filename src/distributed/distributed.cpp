@@ -125,8 +125,8 @@ void init_process_group(const std::string& backend, const InitOptions& options) 
   auto made = std::make_unique<DefaultGroup>();
   made->backend = backend;
   made->store = meeting.store;
-  made->group = backend == "gloo" ? detail::distributed::make_gloo_group(setup)
-                                  : detail::distributed::make_nccl_group(setup);
+  made->group =
+      backend == "gloo" ? detail::distributed::make_gloo_group(setup) : detail::distributed::make_nccl_group(setup);
   default_group = std::move(made);
 }
 

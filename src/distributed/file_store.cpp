@@ -53,8 +53,9 @@ class LockedFile {
       out.append(reinterpret_cast<const char*>(&n), sizeof(n));
       out.append(*s);
     }
-    EMBER_CHECK(::lseek(fd_, 0, SEEK_END) >= 0 && ::write(fd_, out.data(), out.size()) == static_cast<ssize_t>(out.size()),
-                DistributedError, "FileStore: cannot write ", path_, ": ", std::strerror(errno));
+    EMBER_CHECK(
+        ::lseek(fd_, 0, SEEK_END) >= 0 && ::write(fd_, out.data(), out.size()) == static_cast<ssize_t>(out.size()),
+        DistributedError, "FileStore: cannot write ", path_, ": ", std::strerror(errno));
     if (kind == kSet) data_[key] = value;
     else data_.erase(key);
   }

@@ -43,7 +43,7 @@ using ember::distributed::Work;
 /// timeout for every collective, and this host's address as the store connection sees it.
 struct GroupSetup {
   std::shared_ptr<Store> store;
-  std::string prefix;      // keys of this group in the store
+  std::string prefix;  // keys of this group in the store
   int rank = 0;
   int world_size = 1;
   std::chrono::milliseconds timeout{};

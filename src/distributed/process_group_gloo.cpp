@@ -71,7 +71,7 @@ struct PendingOp {
   std::optional<cuda::Stream> stream;
   int device = -1;
   OperandList reads, writes;
-  Tensor payload;                    // gathered with the record (all or the start of an all_reduce's data)
+  Tensor payload;  // gathered with the record (all or the start of an all_reduce's data)
   std::function<void(const RecordExchange&)> run;  // after the records agree
 };
 
@@ -109,7 +109,8 @@ class GlooGroup final : public ProcessGroup {
       // Checked here: Gloo's own check throws past its freeaddrinfo (a leak per failure).
       std::string why = net::bind_error(attr.hostname);
       EMBER_CHECK(why.empty(), DistributedError, "init_process_group: Gloo cannot listen on address ", attr.hostname,
-                  " of rank ", setup.rank, ": ", why, "; set GLOO_SOCKET_IFNAME to the interface its peers reach it on");
+                  " of rank ", setup.rank, ": ", why,
+                  "; set GLOO_SOCKET_IFNAME to the interface its peers reach it on");
     }
     try {
       auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -169,7 +170,8 @@ class GlooGroup final : public ProcessGroup {
         return RunFn([this, tensor, dense, op, reduce](const RecordExchange& exchange) {
           size_t n = static_cast<size_t>(dense.numel());
           if (n == 0) return;
-          reduce_in_rank_order(reduce, dense.data_ptr(), [&](int r) { return exchange.payload(r); }, n);
+          reduce_in_rank_order(
+              reduce, dense.data_ptr(), [&](int r) { return exchange.payload(r); }, n);
           if (op == ReduceOp::AVG) divide(dense.data_ptr(), dense.dtype(), n, world_size());
           write_into(tensor, dense.data_ptr());
         });
@@ -186,9 +188,11 @@ class GlooGroup final : public ProcessGroup {
           options.setTag(tag);
           options.setTimeout(timeout_);
           gloo::allgatherv(options);
-          reduce_in_rank_order(reduce, data, [&](int r) { return exchange.payload(r); }, head);
-          reduce_in_rank_order(reduce, data + kHeadBytes,
-                               [&](int r) { return gathered_.data() + static_cast<size_t>(r) * rest_bytes; }, n - head);
+          reduce_in_rank_order(
+              reduce, data, [&](int r) { return exchange.payload(r); }, head);
+          reduce_in_rank_order(
+              reduce, data + kHeadBytes, [&](int r) { return gathered_.data() + static_cast<size_t>(r) * rest_bytes; },
+              n - head);
           if (op == ReduceOp::AVG) divide(data, dense.dtype(), n, world_size());
           write_into(tensor, data);
         });
@@ -204,7 +208,8 @@ class GlooGroup final : public ProcessGroup {
           options.setTimeout(timeout_);
           gloo::allreduce(options);
         });
-        if (op == ReduceOp::AVG) divide(dense.data_ptr(), dense.dtype(), static_cast<size_t>(dense.numel()), world_size());
+        if (op == ReduceOp::AVG)
+          divide(dense.data_ptr(), dense.dtype(), static_cast<size_t>(dense.numel()), world_size());
         write_into(tensor, dense.data_ptr());
       });
     });
@@ -497,16 +502,17 @@ class GlooGroup final : public ProcessGroup {
   std::exception_ptr execute(PendingOp& op) {
     const char* name = collective_name(static_cast<Collective>(op.record.collective));
     if (!broken_.empty()) {
-      return std::make_exception_ptr(DistributedError(cat(name, " (collective #", op.record.sequence,
-                                                          "): the process group failed earlier: ", broken_)));
+      return std::make_exception_ptr(DistributedError(
+          cat(name, " (collective #", op.record.sequence, "): the process group failed earlier: ", broken_)));
     }
     if (!op.stream || op.record.failed) return exchange_and_run(op);
     std::exception_ptr result;
     cuda::Event end;
     try {
       op.stream->wait_event(*op.ready);
-      run_on_stream(*op.stream, name, op.device, std::move(op.writes), std::move(op.reads),
-                    [&] { result = exchange_and_run(op); }, end);
+      run_on_stream(
+          *op.stream, name, op.device, std::move(op.writes), std::move(op.reads),
+          [&] { result = exchange_and_run(op); }, end);
     } catch (const std::exception& e) {
       // It never ran: the device failed before it, or the sanitizer refused it.
       std::exception_ptr stream_error = std::current_exception();
@@ -555,7 +561,7 @@ class GlooGroup final : public ProcessGroup {
   std::shared_ptr<gloo::Context> context_;
   std::optional<RecordExchange> exchange_;  // by the executing thread
   std::vector<uint8_t> gathered_;           // by the executing thread: a Gathered all_reduce's rest
-  std::string broken_;  // by the executing thread (worker_busy_ makes it one at a time)
+  std::string broken_;                      // by the executing thread (worker_busy_ makes it one at a time)
 
   std::mutex issue_mutex_;  // sequence numbers and queue order agree
   uint64_t sequence_ = 0;

@@ -117,8 +117,8 @@ class NcclGroup final : public ProcessGroup {
 
   std::shared_ptr<Work> broadcast(const Tensor& tensor, int root, bool) override {
     check_tensors("broadcast", {tensor});
-    EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root,
-                " for a world of ", world_size(), " ranks");
+    EMBER_CHECK(root >= 0 && root < world_size(), ValueError, "broadcast: invalid root rank ", root, " for a world of ",
+                world_size(), " ranks");
     nccl::check_dtype(tensor.dtype(), "broadcast");
     return run("broadcast", {tensor}, [&](nccl::Communicator& comm, BackendStream* stream) {
       comm.broadcast(tensor.data_ptr(), tensor.data_ptr(), count(tensor), tensor.dtype(), root, stream, "broadcast");
@@ -141,7 +141,8 @@ class NcclGroup final : public ProcessGroup {
     });
   }
 
-  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op, bool) override {
+  std::shared_ptr<Work> reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op,
+                                       bool) override {
     std::vector<Tensor> tensors(inputs);
     tensors.push_back(output);
     check_list("reduce_scatter", "input", inputs, output, world_size());
@@ -249,7 +250,8 @@ class NcclGroup final : public ProcessGroup {
     } catch (const DistributedError&) {
       std::string missing;
       for (int r = 0; r < world_size(); ++r) {
-        if (!setup_.store->check({keys[static_cast<size_t>(r)]})) missing += (missing.empty() ? "" : ", ") + std::to_string(r);
+        if (!setup_.store->check({keys[static_cast<size_t>(r)]}))
+          missing += (missing.empty() ? "" : ", ") + std::to_string(r);
       }
       fail<DistributedError>("init_process_group (ncclCommInitRank): rank ", rank(), " waited ", setup_.timeout.count(),
                              " ms for the first collective of rank(s) ", missing.empty() ? "?" : missing,

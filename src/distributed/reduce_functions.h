@@ -67,9 +67,8 @@ ReduceFn reduce_function_of(ember::distributed::ReduceOp op) {
 /// ValueError for MIN/MAX on complex tensors.
 inline ReduceFn reduce_function(ember::distributed::ReduceOp op, DType dtype, const char* collective) {
   using ember::distributed::ReduceOp;
-  EMBER_CHECK(!is_complex(dtype) || op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PRODUCT,
-              ValueError, collective, " does not support ", ember::distributed::reduce_op_name(op),
-              " on complex tensors");
+  EMBER_CHECK(!is_complex(dtype) || op == ReduceOp::SUM || op == ReduceOp::AVG || op == ReduceOp::PRODUCT, ValueError,
+              collective, " does not support ", ember::distributed::reduce_op_name(op), " on complex tensors");
   return dispatch(dtype, [&](auto tag) -> ReduceFn { return reduce_function_of<typename decltype(tag)::type>(op); });
 }
 

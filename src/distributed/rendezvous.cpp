@@ -53,7 +53,8 @@ bool agent_store() {
 std::shared_ptr<ember::distributed::Store> tcp_store(const std::string& host, int port, int rank, int world_size,
                                                      std::chrono::milliseconds timeout) {
   bool launcher_serves = agent_store();
-  auto store = std::make_shared<ember::distributed::TCPStore>(host, port, world_size, rank == 0 && !launcher_serves, timeout);
+  auto store =
+      std::make_shared<ember::distributed::TCPStore>(host, port, world_size, rank == 0 && !launcher_serves, timeout);
   store->register_rank(rank);
   return store;
 }
@@ -78,13 +79,15 @@ HostPort parse_tcp_url(const std::string& method) {
     EMBER_CHECK(::inet_pton(AF_INET6, host.substr(0, host.find('%')).c_str(), &parsed) == 1, ValueError,
                 "init_process_group: '", host, "' in brackets in init_method '", method, "' is not an IPv6 address");
   } else {
-    EMBER_CHECK(address.find(']') == std::string::npos, ValueError, "init_process_group: invalid IPv6 URL in init_method '",
-                method, "': ']' without '[' (expected tcp://[IPv6 address]:port)");
+    EMBER_CHECK(address.find(']') == std::string::npos, ValueError,
+                "init_process_group: invalid IPv6 URL in init_method '", method,
+                "': ']' without '[' (expected tcp://[IPv6 address]:port)");
     auto colon = address.rfind(':');
     host = colon == std::string::npos ? address : address.substr(0, colon);
     rest = colon == std::string::npos ? "" : address.substr(colon);
-    EMBER_CHECK(host.find(':') == std::string::npos, ValueError, "init_process_group: the IPv6 address in init_method '",
-                method, "' must be in brackets: tcp://[", host, "]:port");
+    EMBER_CHECK(host.find(':') == std::string::npos, ValueError,
+                "init_process_group: the IPv6 address in init_method '", method, "' must be in brackets: tcp://[", host,
+                "]:port");
   }
   EMBER_CHECK(!host.empty() && rest.size() > 1 && rest.front() == ':', ValueError, "init_process_group: init_method '",
               method, "' must be tcp://host:port");
@@ -124,7 +127,8 @@ Rendezvous rendezvous(const ember::distributed::InitOptions& options) {
     r.store = tcp_store(host, parse_int(env("MASTER_PORT"), "MASTER_PORT"), r.rank, r.world_size, timeout);
     r.store_host = agent_store() ? "the launcher" : "rank 0";
     if (agent_store()) {
-      r.key_prefix = cat("/worker/attempt_", env("TORCHELASTIC_RESTART_COUNT") ? env("TORCHELASTIC_RESTART_COUNT") : "0", "/");
+      r.key_prefix =
+          cat("/worker/attempt_", env("TORCHELASTIC_RESTART_COUNT") ? env("TORCHELASTIC_RESTART_COUNT") : "0", "/");
     }
   } else if (method.rfind("tcp://", 0) == 0) {
     auto [host, port] = parse_tcp_url(method);
@@ -163,8 +167,9 @@ std::string intruders(ember::distributed::Store& store) {
 
 /// Waits for the ranks' keys until `deadline`; a DistributedError naming the ranks that
 /// did not arrive.
-void wait_for_ranks(ember::distributed::Store& store, const std::vector<std::string>& keys, const std::vector<int>& ranks,
-                    int rank, int world_size, std::chrono::milliseconds timeout, Clock::time_point deadline) {
+void wait_for_ranks(ember::distributed::Store& store, const std::vector<std::string>& keys,
+                    const std::vector<int>& ranks, int rank, int world_size, std::chrono::milliseconds timeout,
+                    Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   try {
     store.wait(keys, std::max(left, std::chrono::milliseconds(1)));

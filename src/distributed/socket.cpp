@@ -81,7 +81,8 @@ int try_resolve(const std::string& host, int port, std::vector<Endpoint>& endpoi
 }
 
 [[noreturn]] void fail_to_resolve(const std::string& host, int rc) {
-  if (rc == EAI_FAMILY) fail<DistributedError>("Failed to resolve the address '", host, "': it has no IPv4 or IPv6 address");
+  if (rc == EAI_FAMILY)
+    fail<DistributedError>("Failed to resolve the address '", host, "': it has no IPv4 or IPv6 address");
   fail<DistributedError>("Failed to resolve the address '", host, "': ", ::gai_strerror(rc));
 }
 
@@ -206,7 +207,8 @@ Socket listen_on(const std::string& host, int port) {
     } else {
       reinterpret_cast<sockaddr_in&>(address).sin_port = htons(static_cast<uint16_t>(port));
     }
-    if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&address), a->ai_addrlen) == 0 && ::listen(socket.fd(), 128) == 0) {
+    if (::bind(socket.fd(), reinterpret_cast<sockaddr*>(&address), a->ai_addrlen) == 0 &&
+        ::listen(socket.fd(), 128) == 0) {
       return socket;
     }
     error = errno;

@@ -235,8 +235,8 @@ void put_key(std::string& request, const std::string& key) { put_checked(request
 
 void put_keys(std::string& request, const std::vector<std::string>& keys) {
   const Limits limits;
-  EMBER_CHECK(static_cast<int64_t>(keys.size()) <= limits.max_keys, ValueError, "TCPStore: a request for ",
-              keys.size(), " keys exceeds the store's limit of ", limits.max_keys, " keys");
+  EMBER_CHECK(static_cast<int64_t>(keys.size()) <= limits.max_keys, ValueError, "TCPStore: a request for ", keys.size(),
+              " keys exceeds the store's limit of ", limits.max_keys, " keys");
   put_i64(request, static_cast<int64_t>(keys.size()));
   for (const auto& k : keys) put_key(request, k);
   EMBER_CHECK(request.size() <= limits.max_request_bytes, ValueError, "TCPStore: a request of ", request.size(),
@@ -254,8 +254,7 @@ std::string keys_text(const std::vector<std::string>& keys) {
 TCPStore::TCPStore(const std::string& host, int port, std::optional<int> world_size, bool is_master,
                    std::chrono::milliseconds timeout)
     : Store(timeout), host_(host), port_(port) {
-  EMBER_CHECK(!world_size || *world_size > 0, ValueError, "TCPStore: world_size must be positive, got ",
-              *world_size);
+  EMBER_CHECK(!world_size || *world_size > 0, ValueError, "TCPStore: world_size must be positive, got ", *world_size);
   EMBER_CHECK(port >= 0 && port < 65536, ValueError, "TCPStore: invalid port ", port);
   if (is_master) {
     const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");
@@ -306,8 +305,8 @@ void put_field(Dialect dialect, std::string& request, const std::string& s, bool
 void put_all_keys(Dialect dialect, std::string& request, const std::vector<std::string>& keys) {
   if (dialect == Dialect::kEmber) return put_keys(request, keys);
   const Limits limits;
-  EMBER_CHECK(static_cast<int64_t>(keys.size()) <= limits.max_keys, ValueError, "TCPStore: a request for ",
-              keys.size(), " keys exceeds the store's limit of ", limits.max_keys, " keys");
+  EMBER_CHECK(static_cast<int64_t>(keys.size()) <= limits.max_keys, ValueError, "TCPStore: a request for ", keys.size(),
+              " keys exceeds the store's limit of ", limits.max_keys, " keys");
   put_u64(request, keys.size());
   for (const auto& k : keys) put_field(dialect, request, k, false);
 }
@@ -368,9 +367,8 @@ bool TCPStore::delete_key(const std::string& key) {
   Dialect d = client_->dialect();
   std::string request = start_request(d, Command::Delete);
   put_field(d, request, key, false);
-  return client_->call(request, timeout(), [d](auto recv) {
-    return d == Dialect::kEmber ? read_u8(recv) != 0 : read_i64(recv) != 0;
-  });
+  return client_->call(request, timeout(),
+                       [d](auto recv) { return d == Dialect::kEmber ? read_u8(recv) != 0 : read_i64(recv) != 0; });
 }
 
 void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseconds wait_timeout) {
@@ -393,8 +391,7 @@ void TCPStore::wait(const std::vector<std::string>& keys, std::chrono::milliseco
       timed_out = true;
     }
   }
-  EMBER_CHECK(!timed_out, DistributedError, "wait timeout after ", wait_timeout.count(), "ms, keys: ",
-              keys_text(keys));
+  EMBER_CHECK(!timed_out, DistributedError, "wait timeout after ", wait_timeout.count(), "ms, keys: ", keys_text(keys));
 }
 
 int64_t TCPStore::num_keys() {

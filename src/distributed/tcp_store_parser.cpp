@@ -212,13 +212,13 @@ void RequestParser::start_string(uint64_t length) {
                     limit, " bytes"));
   }
   if (request_bytes_ + length > limits_.max_request_bytes) {
-    return fail(cat("TCPStore: a request of more than ", limits_.max_request_bytes,
-                    " bytes exceeds the store's limit"));
+    return fail(
+        cat("TCPStore: a request of more than ", limits_.max_request_bytes, " bytes exceeds the store's limit"));
   }
   // Nothing is reserved for the announced length: the buffer grows only as bytes arrive.
   string_ = fields_[field_] == Field::kDesired ? &request_.desired
-            : is_value                          ? &request_.value
-                                                : &request_.keys.emplace_back();
+            : is_value                         ? &request_.value
+                                               : &request_.keys.emplace_back();
   string_left_ = static_cast<uint32_t>(length);
   in_string_ = length > 0;
   if (length == 0) next_field();

@@ -23,10 +23,10 @@ namespace ember::detail::store_protocol {
 /// One parsed request; which fields it uses depends on the command (see the protocol).
 struct Request {
   Command command{};
-  std::vector<std::string> keys;  // SET, GET, ADD, DELETE, REGISTER (the run id): one; CHECK, WAIT: n
-  std::string value;              // SET, APPEND; COMPARE_SET's expected value
-  int64_t number = 0;             // ADD amount, WAIT and DEPARTED timeout_ms, REGISTER rank, PING nonce
-  std::string desired;            // COMPARE_SET's new value
+  std::vector<std::string> keys;      // SET, GET, ADD, DELETE, REGISTER (the run id): one; CHECK, WAIT: n
+  std::string value;                  // SET, APPEND; COMPARE_SET's expected value
+  int64_t number = 0;                 // ADD amount, WAIT and DEPARTED timeout_ms, REGISTER rank, PING nonce
+  std::string desired;                // COMPARE_SET's new value
   Dialect dialect = Dialect::kEmber;  // how the reply is written
 };
 

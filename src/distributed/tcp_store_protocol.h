@@ -32,12 +32,11 @@
 // order; there is no status byte: a request the server cannot serve closes the connection.
 // PyTorch 2.x opens every connection with VALIDATE (query 0, then the u32 0x3C85F7CE) and
 // numbers its queries from VALIDATE = 0; PyTorch 1.13 sends no VALIDATE and numbers them
-// from SET = 0 (with WATCH_KEY at 7, so that DELETE_KEY is 8 in both). The server tells the three apart by a connection's first bytes: ember's
-// command bytes are 0x51 and up, disjoint from PyTorch's (0-16); a 0 followed by the magic
-// number is 2.x, any other PyTorch byte is 1.13 (a 1.13 SET whose key length begins with
-// the magic number would announce a key of over 1 GiB, past the key limit). Replies follow
-// the connection's dialect (tcp_store_state.cpp). The client's side is tcp_store.cpp's
-// Note [Which store the client talks to].
+// from SET = 0 (with WATCH_KEY at 7, so that DELETE_KEY is 8 in both). The server tells the three apart by a
+// connection's first bytes: ember's command bytes are 0x51 and up, disjoint from PyTorch's (0-16); a 0 followed by the
+// magic number is 2.x, any other PyTorch byte is 1.13 (a 1.13 SET whose key length begins with the magic number would
+// announce a key of over 1 GiB, past the key limit). Replies follow the connection's dialect (tcp_store_state.cpp). The
+// client's side is tcp_store.cpp's Note [Which store the client talks to].
 #pragma once
 
 #include <cstddef>
@@ -47,9 +46,22 @@
 namespace ember::detail::store_protocol {
 
 enum class Command : uint8_t {
-  Set = 0x51, Get, Add, Check, Delete, Wait, NumKeys, Register, Leave, Departed,
+  Set = 0x51,
+  Get,
+  Add,
+  Check,
+  Delete,
+  Wait,
+  NumKeys,
+  Register,
+  Leave,
+  Departed,
   // PyTorch's queries that ember's protocol has no byte for (PyTorch dialects only).
-  CompareSet = 0x70, Append, CancelWait, Ping, Validate,
+  CompareSet = 0x70,
+  Append,
+  CancelWait,
+  Ping,
+  Validate,
 };
 /// Which protocol a connection speaks (Note [Store dialects]).
 enum class Dialect : uint8_t { kEmber, kTorch1, kTorch2 };
@@ -59,8 +71,22 @@ namespace torch1 {
 enum : uint8_t { kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kNumKeys, kWatchKey, kDelete };
 }
 namespace torch2 {
-enum : uint8_t { kValidate, kSet, kCompareSet, kGet, kAdd, kCheck, kWait, kNumKeys, kDelete, kAppend, kMultiGet,
-                 kMultiSet, kCancelWait, kPing };
+enum : uint8_t {
+  kValidate,
+  kSet,
+  kCompareSet,
+  kGet,
+  kAdd,
+  kCheck,
+  kWait,
+  kNumKeys,
+  kDelete,
+  kAppend,
+  kMultiGet,
+  kMultiSet,
+  kCancelWait,
+  kPing
+};
 }
 constexpr uint32_t kTorchValidationMagic = 0x3C85F7CE;
 enum class Status : uint8_t { kOk = 0, kError = 1, kClosing = 2 };
@@ -68,7 +94,7 @@ enum class Status : uint8_t { kOk = 0, kError = 1, kClosing = 2 };
 /// What one client may ask of the server. A request over a limit is refused with a
 /// kClosing reply to that client alone; the client checks the same limits before sending.
 struct Limits {
-  uint32_t max_key_bytes = 1u << 20;       // 1 MiB
+  uint32_t max_key_bytes = 1u << 20;      // 1 MiB
   uint32_t max_value_bytes = 256u << 20;  // 256 MiB
   /// Keys of one CHECK or WAIT.
   int64_t max_keys = 1 << 20;

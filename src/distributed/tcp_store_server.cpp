@@ -42,8 +42,8 @@ struct Connection {
   size_t sent = 0;
   size_t pending_bytes = 0;  // unsent bytes of `output`
   size_t head_bytes = 0;     // bytes of `output`'s heads (its own memory; values are shared)
-  bool closing = false;  // refused: flush, shut down writing, discard input until EOF or close_by
-  bool doomed = false;   // closed after the current step (see Loop::close_doomed)
+  bool closing = false;      // refused: flush, shut down writing, discard input until EOF or close_by
+  bool doomed = false;       // closed after the current step (see Loop::close_doomed)
   Clock::time_point close_by = Clock::time_point::max();
   size_t pending() const noexcept { return pending_bytes; }
   /// What it holds of the server's reply memory: its heads and the orphaned values it references.
@@ -106,7 +106,7 @@ class TCPStoreServer::Loop {
   const Limits& limits_;
   StoreState state_;
   std::map<int, Connection> connections_;  // by descriptor
-  int& reserve_;  // the server's (closed by its destructor)
+  int& reserve_;                           // the server's (closed by its destructor)
   Clock::time_point listener_rests_until_{};
   uint64_t head_bytes_ = 0;  // every connection's head_bytes
 };
@@ -133,7 +133,8 @@ void TCPStoreServer::Loop::run() {
       auto it = connections_.find(fds[i].fd);
       if (it == connections_.end() || it->second.doomed) continue;
       if (fds[i].revents & POLLOUT) flush(it->first, it->second);
-      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !it->second.doomed) read_from(it->first, it->second, buffer);
+      if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) && !it->second.doomed)
+        read_from(it->first, it->second, buffer);
       close_doomed();
       enforce_budget();
     }
@@ -169,8 +170,9 @@ void TCPStoreServer::Loop::accept_clients(Clock::time_point now) {
         int client = ::accept4(server_.listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
         int accept_error = errno;
         if (client >= 0) {
-          refuse(client, "TCPStore: the store's host is out of file descriptors (too many open files); "
-                         "try again when fewer clients are connected");
+          refuse(client,
+                 "TCPStore: the store's host is out of file descriptors (too many open files); "
+                 "try again when fewer clients are connected");
         }
         reserve_ = open_reserve();
         // One refusal per wake-up (the listener stays readable for the next): a second
@@ -354,7 +356,8 @@ void TCPStoreServer::Loop::close_doomed() {
 }
 
 TCPStoreServer::TCPStoreServer(int port, const Limits& limits, const std::string& bind_host, std::string run_id)
-    : limits_(limits), run_id_(std::move(run_id)),
+    : limits_(limits),
+      run_id_(std::move(run_id)),
       listener_(bind_host.empty() ? detail::net::listen_on(port) : detail::net::listen_on(bind_host, port)),
       port_(detail::net::local_port(listener_)) {
   EMBER_CHECK(::pipe2(wake_, O_CLOEXEC) == 0, DistributedError, "TCPStore server: pipe failed");

@@ -17,10 +17,10 @@
 // holding the most of that are closed, one by one, until it is within the budget again
 // (checked after each client's step: it can pass the budget by the one value a step
 // orphans). A client that reads its replies holds an orphaned value only while it reads
-// it; one that does not read holds it until it is closed. Out of descriptors (EMFILE/ENFILE), the server frees a descriptor
-// it keeps in reserve to accept the waiting client and tell it so, rather than leave it
-// in the backlog with the listener readable forever; when even that fails it stops
-// polling the listener for a moment, and accepts again once descriptors are free.
+// it; one that does not read holds it until it is closed. Out of descriptors (EMFILE/ENFILE), the server frees a
+// descriptor it keeps in reserve to accept the waiting client and tell it so, rather than leave it in the backlog with
+// the listener readable forever; when even that fails it stops polling the listener for a moment, and accepts again
+// once descriptors are free.
 #pragma once
 
 #include <atomic>
@@ -40,8 +40,8 @@ class TCPStoreServer {
   /// host has no IPv6), or on `bind_host` alone when given (ember-run binds the job's
   /// address: loopback for a one-node job). `run_id`: see Note [Ranks prove their job].
   /// DistributedError when the port is in use.
-  explicit TCPStoreServer(int port, const detail::store_protocol::Limits& limits = {}, const std::string& bind_host = "",
-                          std::string run_id = "");
+  explicit TCPStoreServer(int port, const detail::store_protocol::Limits& limits = {},
+                          const std::string& bind_host = "", std::string run_id = "");
   ~TCPStoreServer();
   TCPStoreServer(const TCPStoreServer&) = delete;
   TCPStoreServer& operator=(const TCPStoreServer&) = delete;

@@ -137,8 +137,8 @@ std::string StoreState::add(const std::string& key, int64_t amount, bool wrap) {
   }
   int64_t value = 0;
   if (detail::add_overflows(current, amount, &value) && !wrap) {
-    return error(Status::kError, detail::cat("TCPStore: add(", key, ", ", amount, ") overflows int64: the counter is ",
-                                             current));
+    return error(Status::kError,
+                 detail::cat("TCPStore: add(", key, ", ", amount, ") overflows int64: the counter is ", current));
   }
   put(key, std::to_string(value));
   std::string out;
@@ -169,9 +169,7 @@ void StoreState::handle_torch(int connection, Request& request) {
       put_u32(out, static_cast<uint32_t>(request.number));
       return reply(connection, out);
     }
-    case Command::Set:
-      put(request.keys[0], std::move(request.value));
-      return wake_key_waiters();
+    case Command::Set: put(request.keys[0], std::move(request.value)); return wake_key_waiters();
     case Command::Append: {
       Slot& slot = data_[request.keys[0]];
       if (slot && slot.use_count() == 1) {
@@ -243,15 +241,13 @@ void StoreState::handle(int connection, Request request) {
       reply(connection, add(request.keys[0], request.number, /*wrap=*/false));
       return wake_key_waiters();
     }
-    case Command::Check:
-      return reply(connection, ok(std::string(1, has_all(request.keys) ? '\1' : '\0')));
+    case Command::Check: return reply(connection, ok(std::string(1, has_all(request.keys) ? '\1' : '\0')));
     case Command::Wait:
       if (has_all(request.keys)) return reply(connection, ok(std::string(1, '\0')));
-      key_waiters_.push_back(
-          {connection, request.dialect, std::move(request.keys), detail::deadline_after(std::chrono::milliseconds(request.number), now)});
+      key_waiters_.push_back({connection, request.dialect, std::move(request.keys),
+                              detail::deadline_after(std::chrono::milliseconds(request.number), now)});
       return;
-    case Command::Delete:
-      return reply(connection, ok(std::string(1, erase(request.keys[0]) ? '\1' : '\0')));
+    case Command::Delete: return reply(connection, ok(std::string(1, erase(request.keys[0]) ? '\1' : '\0')));
     case Command::NumKeys: {
       std::string out;
       put_i64(out, static_cast<int64_t>(data_.size()));
@@ -260,17 +256,17 @@ void StoreState::handle(int connection, Request request) {
     case Command::Register:
       // Note [Ranks prove their job]
       if (!run_id_.empty() && request.keys[0] != run_id_) {
-        return reply(connection, error(Status::kError, "TCPStore: REGISTER refused: the client did not give this "
-                                                       "job's run id (TORCHELASTIC_RUN_ID)"));
+        return reply(connection, error(Status::kError,
+                                       "TCPStore: REGISTER refused: the client did not give this "
+                                       "job's run id (TORCHELASTIC_RUN_ID)"));
       }
       members_[connection].rank = static_cast<int>(std::clamp<int64_t>(request.number, -1, 1 << 30));
       return reply(connection, ok());
-    case Command::Leave:
-      members_[connection].left = true;
-      return reply(connection, ok());
+    case Command::Leave: members_[connection].left = true; return reply(connection, ok());
     case Command::Departed:
       if (!departed_.empty() || request.number <= 0) return reply(connection, departed_reply());
-      departure_waiters_.push_back({connection, detail::deadline_after(std::chrono::milliseconds(request.number), now)});
+      departure_waiters_.push_back(
+          {connection, detail::deadline_after(std::chrono::milliseconds(request.number), now)});
       return;
     default: return reply(connection, error(Status::kClosing, "TCPStore: a PyTorch query on an ember connection"));
   }

@@ -14,7 +14,6 @@
 #include <cmath>
 #include <numeric>
 
-#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
@@ -22,6 +21,7 @@
 #include "fft/plan_cache.h"
 #include "kernels/kernel_call.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember::fft {
 namespace {
@@ -59,9 +59,7 @@ int64_t wrap_fft_dim(int64_t dim, const Tensor& input) {
   return detail::wrap_dim(dim, input.dim());
 }
 
-void check_points(int64_t n) {
-  EMBER_CHECK(n >= 1, ValueError, "Invalid number of data points (", n, ") specified");
-}
+void check_points(int64_t n) { EMBER_CHECK(n >= 1, ValueError, "Invalid number of data points (", n, ") specified"); }
 
 // PyTorch's promote_type_fft: integers and bool compute in the default dtype, complex
 // stays, half and bfloat16 are not supported by the host (FFTW) or our cuFFT plans.
@@ -147,8 +145,10 @@ Tensor execute(const Tensor& x, const Tensor& user_input, const IntList& dims, T
   detail::launch(device, call);
   if (ember::detail::should_record(in)) {
     using ember::detail::FftArgs;
-    FftArgs args{signal_sizes, kind == TransformKind::C2C ? FftArgs::C2C : kind == TransformKind::R2C ? FftArgs::R2C
-                                                                                                      : FftArgs::C2R,
+    FftArgs args{signal_sizes,
+                 kind == TransformKind::C2C   ? FftArgs::C2C
+                 : kind == TransformKind::R2C ? FftArgs::R2C
+                                              : FftArgs::C2R,
                  forward, scale};
     ember::detail::Attrs attrs(std::move(args), kind == TransformKind::C2C   ? "FftC2CBackward0"
                                                 : kind == TransformKind::R2C ? "FftR2CBackward0"
@@ -171,8 +171,7 @@ Tensor c2c(const char* op, const Tensor& input, const std::optional<IntList>& s,
   for (int64_t d : dim_list) dims.push_back(wrap_fft_dim(d, input));
   IntList sorted = dims;
   std::sort(sorted.begin(), sorted.end());
-  EMBER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), ValueError,
-              "FFT dims must be unique");
+  EMBER_CHECK(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end(), ValueError, "FFT dims must be unique");
 
   Tensor x = input.to(complex_compute_dtype(input.dtype()));
   IntList signal_sizes;

@@ -13,8 +13,7 @@ namespace ember::detail {
 /// of clean steps; a clean step counts, and the growth_interval-th in a row multiplies the
 /// scale by growth_factor (unless that overflows to inf) and restarts the count.
 EMBER_HOST_DEVICE inline void amp_update_scale(float& scale, int32_t& growth_tracker, float found_inf,
-                                               float growth_factor, float backoff_factor,
-                                               int32_t growth_interval) {
+                                               float growth_factor, float backoff_factor, int32_t growth_interval) {
   if (found_inf != 0.0f) {
     scale *= backoff_factor;
     growth_tracker = 0;

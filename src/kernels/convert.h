@@ -15,16 +15,33 @@
 
 namespace ember::detail {
 
-template <typename T> struct ComputeType { using type = T; };
-template <> struct ComputeType<Half> { using type = float; };
-template <> struct ComputeType<BFloat16> { using type = float; };
+template <typename T>
+struct ComputeType {
+  using type = T;
+};
+template <>
+struct ComputeType<Half> {
+  using type = float;
+};
+template <>
+struct ComputeType<BFloat16> {
+  using type = float;
+};
 /// The type a kernel computes in for storage type T.
-template <typename T> using compute_t = typename ComputeType<T>::type;
+template <typename T>
+using compute_t = typename ComputeType<T>::type;
 
-template <typename T> struct RealType { using type = T; };
-template <typename T> struct RealType<std::complex<T>> { using type = T; };
+template <typename T>
+struct RealType {
+  using type = T;
+};
+template <typename T>
+struct RealType<std::complex<T>> {
+  using type = T;
+};
 /// The real type of T (complex<float> -> float).
-template <typename T> using real_t = typename RealType<T>::type;
+template <typename T>
+using real_t = typename RealType<T>::type;
 
 template <typename To, typename From>
 EMBER_HOST_DEVICE inline To convert(From x) {

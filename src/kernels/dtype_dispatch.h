@@ -21,8 +21,10 @@ struct TypeTag {
   using type = T;
 };
 
-template <typename T> inline constexpr bool is_complex_v = false;
-template <typename T> inline constexpr bool is_complex_v<std::complex<T>> = true;
+template <typename T>
+inline constexpr bool is_complex_v = false;
+template <typename T>
+inline constexpr bool is_complex_v<std::complex<T>> = true;
 template <typename T>
 inline constexpr bool is_reduced_float_v = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
 /// Floating (including half types), not complex.
@@ -32,10 +34,17 @@ inline constexpr bool is_floating_v = std::is_floating_point_v<T> || is_reduced_
 /// Bytes per element; local to kernels so they do not depend on the core library.
 constexpr size_t itemsize(DType dtype) noexcept {
   switch (dtype) {
-    case DType::Bool: case DType::UInt8: case DType::Int8: return 1;
-    case DType::Int16: case DType::Float16: case DType::BFloat16: return 2;
-    case DType::Int32: case DType::Float32: return 4;
-    case DType::Int64: case DType::Float64: case DType::Complex64: return 8;
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::Int8: return 1;
+    case DType::Int16:
+    case DType::Float16:
+    case DType::BFloat16: return 2;
+    case DType::Int32:
+    case DType::Float32: return 4;
+    case DType::Int64:
+    case DType::Float64:
+    case DType::Complex64: return 8;
     case DType::Complex128: return 16;
   }
   return 0;
@@ -83,15 +92,25 @@ decltype(auto) dispatch(DType dtype, F&& f) {
 // The dtype classes a kernel takes: the driver's dispatch_if instantiates a kernel for the
 // dtypes of its class and refuses the others; the cpu's kernels check the same classes, and the
 // op list's family rows name them (kernels/op_list.h).
-template <typename T> inline constexpr bool is_numeric_v = !std::is_same_v<T, bool>;
-template <typename T> inline constexpr bool is_real_v = !is_complex_v<T>;
-template <typename T> inline constexpr bool is_float_or_complex_v = is_floating_v<T> || is_complex_v<T>;
-template <typename T> struct AnyType : std::true_type {};
-template <typename T> struct NumericType : std::bool_constant<is_numeric_v<T>> {};
-template <typename T> struct RealType_ : std::bool_constant<is_real_v<T>> {};
-template <typename T> struct RealNumericType : std::bool_constant<is_real_v<T> && is_numeric_v<T>> {};
-template <typename T> struct FloatType : std::bool_constant<is_floating_v<T>> {};
-template <typename T> struct FloatComplexType : std::bool_constant<is_float_or_complex_v<T>> {};
-template <typename T> struct IntegerType : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
+template <typename T>
+inline constexpr bool is_numeric_v = !std::is_same_v<T, bool>;
+template <typename T>
+inline constexpr bool is_real_v = !is_complex_v<T>;
+template <typename T>
+inline constexpr bool is_float_or_complex_v = is_floating_v<T> || is_complex_v<T>;
+template <typename T>
+struct AnyType : std::true_type {};
+template <typename T>
+struct NumericType : std::bool_constant<is_numeric_v<T>> {};
+template <typename T>
+struct RealType_ : std::bool_constant<is_real_v<T>> {};
+template <typename T>
+struct RealNumericType : std::bool_constant<is_real_v<T> && is_numeric_v<T>> {};
+template <typename T>
+struct FloatType : std::bool_constant<is_floating_v<T>> {};
+template <typename T>
+struct FloatComplexType : std::bool_constant<is_float_or_complex_v<T>> {};
+template <typename T>
+struct IntegerType : std::bool_constant<std::is_integral_v<T> && !std::is_same_v<T, bool>> {};
 
 }  // namespace ember::detail

@@ -17,9 +17,9 @@ enum class TransformKind : uint8_t { C2C, R2C, C2R };
 /// elements of the input and output element types (complex elements for complex sides).
 struct PlanKey {
   TransformKind kind = TransformKind::C2C;
-  bool forward = true;          // C2C only; R2C is always forward, C2R always inverse
-  DType precision = kFloat32;   // kFloat32 or kFloat64: the real type of the transform
-  IntList signal_sizes;         // logical sizes (real lengths for R2C/C2R), rank 1..3
+  bool forward = true;              // C2C only; R2C is always forward, C2R always inverse
+  DType precision = kFloat32;       // kFloat32 or kFloat64: the real type of the transform
+  IntList signal_sizes;             // logical sizes (real lengths for R2C/C2R), rank 1..3
   IntList in_strides, out_strides;  // per signal dim
   int64_t batch = 1;
   int64_t in_dist = 0, out_dist = 0;  // between consecutive batch items

@@ -67,75 +67,92 @@ EMBER_HOST_DEVICE inline C div_value(C a, C b) {
 }
 
 // ---- binary -------------------------------------------------------------------
-template <typename C> struct AddFn {
+template <typename C>
+struct AddFn {
   C alpha;
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return static_cast<C>(a + alpha * b); }
 };
-template <typename C> struct SubFn {
+template <typename C>
+struct SubFn {
   C alpha;
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return static_cast<C>(a - alpha * b); }
 };
-template <typename C> struct MulFn {
+template <typename C>
+struct MulFn {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return static_cast<C>(a * b); }
 };
-template <typename C> struct DivFn {
+template <typename C>
+struct DivFn {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return div_value(a, b); }
 };
-template <typename C> struct PowFn {
+template <typename C>
+struct PowFn {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return pow_value(a, b); }
 };
 // The floating binary ops (Note [Declaring a binary op] in op_list.h): real C only.
-template <typename C> struct Atan2Fn {
+template <typename C>
+struct Atan2Fn {
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return std::atan2(a, b); }
 };
 
 // ---- tensor-scalar ------------------------------------------------------------
-template <typename C> struct AddScalarFn {
+template <typename C>
+struct AddScalarFn {
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return static_cast<C>(a + s); }
 };
-template <typename C> struct MulScalarFn {
+template <typename C>
+struct MulScalarFn {
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return static_cast<C>(a * s); }
 };
-template <typename C> struct PowScalarFn {
+template <typename C>
+struct PowScalarFn {
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return pow_value(a, s); }
 };
-template <typename C> struct RSubScalarFn {
+template <typename C>
+struct RSubScalarFn {
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return static_cast<C>(s - a); }
 };
-template <typename C> struct RDivScalarFn {
+template <typename C>
+struct RDivScalarFn {
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return div_value(s, a); }
 };
 
 // ---- comparisons (bool out; ordering comparisons are for real types only) --------
-template <typename C> struct EqFn {
+template <typename C>
+struct EqFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a == b; }
 };
-template <typename C> struct NeFn {
+template <typename C>
+struct NeFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a != b; }
 };
-template <typename C> struct LtFn {
+template <typename C>
+struct LtFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a < b; }
 };
-template <typename C> struct LeFn {
+template <typename C>
+struct LeFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a <= b; }
 };
-template <typename C> struct GtFn {
+template <typename C>
+struct GtFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a > b; }
 };
-template <typename C> struct GeFn {
+template <typename C>
+struct GeFn {
   EMBER_HOST_DEVICE bool operator()(C a, C b) const { return a >= b; }
 };
 
 /// torch.isclose: a == b, or both NaN with equal_nan, or |a - b| <= atol + |rtol * b|
 /// and finite. Integers are compared in double so the difference cannot overflow.
-template <typename C> struct IsCloseFn {
-  using R = std::conditional_t<is_complex_v<C>, real_t<C>,
-                               std::conditional_t<std::is_floating_point_v<C>, C, double>>;
+template <typename C>
+struct IsCloseFn {
+  using R = std::conditional_t<is_complex_v<C>, real_t<C>, std::conditional_t<std::is_floating_point_v<C>, C, double>>;
   using V = std::conditional_t<is_complex_v<C>, C, R>;
   R atol, rtol;
   bool equal_nan;
@@ -150,47 +167,59 @@ template <typename C> struct IsCloseFn {
 };
 
 // ---- unary --------------------------------------------------------------------
-template <typename C> struct NegFn {
+template <typename C>
+struct NegFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return wrapping_neg(a); }
 };
 /// abs; for complex C the result is the real magnitude (the executor stores it real).
-template <typename C> struct AbsFn {
+template <typename C>
+struct AbsFn {
   EMBER_HOST_DEVICE auto operator()(C a) const {
     if constexpr (std::is_same_v<C, bool> || std::is_unsigned_v<C>) return a;
     else if constexpr (std::is_integral_v<C>) return a < C(0) ? wrapping_neg(a) : a;
     else return std::abs(a);
   }
 };
-template <typename C> struct ExpFn {
+template <typename C>
+struct ExpFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::exp(a); }
 };
-template <typename C> struct LogFn {
+template <typename C>
+struct LogFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::log(a); }
 };
-template <typename C> struct SqrtFn {
+template <typename C>
+struct SqrtFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::sqrt(a); }
 };
 /// relu as clamp_min(0): NaN propagates, like PyTorch.
-template <typename C> struct ReluFn {
+template <typename C>
+struct ReluFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return a < C(0) ? C(0) : a; }
 };
-template <typename C> struct SigmoidFn {
+template <typename C>
+struct SigmoidFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return C(1) / (C(1) + std::exp(-a)); }
 };
-template <typename C> struct TanhFn {
+template <typename C>
+struct TanhFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::tanh(a); }
 };
 /// 1 / sqrt(a) through SqrtFn, so the driver's complex SqrtFn serves complex inputs too.
-template <typename C> struct RsqrtFn {
+template <typename C>
+struct RsqrtFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return C(1) / SqrtFn<C>{}(a); }
 };
-template <typename C> struct ErfFn {
+template <typename C>
+struct ErfFn {
   EMBER_HOST_DEVICE C operator()(C a) const { return std::erf(a); }
 };
 
 /// The unary functors of real inputs only: their kernels refuse complex dtypes with
 /// PyTorch's "not implemented" error instead of instantiating them.
-template <template <typename> class Fn> inline constexpr bool kRealOnlyUnary = false;
-template <> inline constexpr bool kRealOnlyUnary<ErfFn> = true;
+template <template <typename> class Fn>
+inline constexpr bool kRealOnlyUnary = false;
+template <>
+inline constexpr bool kRealOnlyUnary<ErfFn> = true;
 
 }  // namespace ember::detail

@@ -170,8 +170,7 @@ EMBER_HOST_DEVICE inline T grid_pad(T x, int64_t size, GridPadding padding, bool
 /// The source pixel coordinate of a grid coordinate; with `grad`, PyTorch's _set_grad variant
 /// (the backward's), which also gives d(pixel)/d(grid).
 template <typename T>
-EMBER_HOST_DEVICE inline T grid_source_index(T coord, int64_t size, GridPadding padding, bool align_corners,
-                                             T* grad) {
+EMBER_HOST_DEVICE inline T grid_source_index(T coord, int64_t size, GridPadding padding, bool align_corners, T* grad) {
   T unnormalize_grad;
   T x = grid_unnormalize(coord, size, align_corners, &unnormalize_grad);
   if (grad == nullptr) return grid_pad(x, size, padding, align_corners);
@@ -236,8 +235,8 @@ struct GridPoint {
 /// The taps of grid point p of batch entry n; `backward` takes PyTorch's backward coordinate
 /// rules (grid_source_index's _set_grad variant) and fills grad_mult.
 template <typename T>
-EMBER_HOST_DEVICE inline void grid_point_taps(const GridGeometry& g, const T* grid, int64_t n, int64_t p,
-                                              bool backward, GridPoint<T>& pt) {
+EMBER_HOST_DEVICE inline void grid_point_taps(const GridGeometry& g, const T* grid, int64_t n, int64_t p, bool backward,
+                                              GridPoint<T>& pt) {
   const T* coord = grid + (n * g.points + p) * g.dims;
   const int64_t W = g.in_size[0], H = g.in_size[1];
   if (g.interpolation == GridInterpolation::Bicubic) {  // 2-D only; padding per tap
@@ -263,8 +262,8 @@ EMBER_HOST_DEVICE inline void grid_point_taps(const GridGeometry& g, const T* gr
   }
   T pixel[3] = {T(0), T(0), T(0)};
   for (int d = 0; d < g.dims; ++d) {
-    pixel[d] = grid_source_index(coord[d], g.in_size[d], g.padding, g.align_corners,
-                                 backward ? &pt.grad_mult[d] : nullptr);
+    pixel[d] =
+        grid_source_index(coord[d], g.in_size[d], g.padding, g.align_corners, backward ? &pt.grad_mult[d] : nullptr);
   }
   if (g.interpolation == GridInterpolation::Nearest) {
     int64_t at[3] = {0, 0, 0};
@@ -303,8 +302,8 @@ EMBER_HOST_DEVICE inline void grid_point_taps(const GridGeometry& g, const T* gr
 
 /// GridSample at grid point p of batch entry n, every channel.
 template <typename T>
-EMBER_HOST_DEVICE inline void grid_sample_point(const GridGeometry& g, const T* input, const T* grid, T* out,
-                                                int64_t n, int64_t p) {
+EMBER_HOST_DEVICE inline void grid_sample_point(const GridGeometry& g, const T* input, const T* grid, T* out, int64_t n,
+                                                int64_t p) {
   GridPoint<T> pt;
   grid_point_taps(g, grid, n, p, /*backward=*/false, pt);
   const int64_t S = g.in_points();
@@ -338,8 +337,8 @@ EMBER_HOST_DEVICE inline void grid_sample_point(const GridGeometry& g, const T* 
 /// (grad_grid may be null) and the point's taps (tap_index, tap_weight may be null).
 template <typename T>
 EMBER_HOST_DEVICE inline void grid_sample_backward_point(const GridGeometry& g, const T* grad_out, const T* input,
-                                                         const T* grid, T* grad_grid, int64_t* tap_index,
-                                                         T* tap_weight, int64_t n, int64_t p) {
+                                                         const T* grid, T* grad_grid, int64_t* tap_index, T* tap_weight,
+                                                         int64_t n, int64_t p) {
   GridPoint<T> pt;
   grid_point_taps(g, grid, n, p, /*backward=*/true, pt);
   const int K = g.taps();

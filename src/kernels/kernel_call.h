@@ -38,8 +38,8 @@ using DimList = SmallVector<int64_t, kInlineDims>;
 struct TensorArg {
   void* data = nullptr;  // address of element 0
   DType dtype = kFloat32;
-  DimList sizes;         // element-wise ops: the broadcast output shape
-  DimList strides;       // in elements; 0 along broadcast dims
+  DimList sizes;    // element-wise ops: the broadcast output shape
+  DimList strides;  // in elements; 0 along broadcast dims
   int64_t numel() const noexcept {
     int64_t n = 1;
     for (int64_t s : sizes) n *= s;
@@ -149,14 +149,29 @@ enum class OpKind : uint8_t {
 #define EMBER_OP_ROW(Kind, ...) Kind,
   EMBER_OP_LIST
 #undef EMBER_OP_ROW
-  kCount,
+      kCount,
 };
 inline constexpr size_t kOpCount = static_cast<size_t>(OpKind::kCount);
 
 /// What kind of op a row is (the op list's Family column).
 enum class OpFamily : uint8_t {
-  Elementwise, Unary, Binary, Compare, Reduce, Linalg, Index, Random, Select, Line, Pool, Loss, Norm,
-  Extension, Foreach, Rnn, Sampling,
+  Elementwise,
+  Unary,
+  Binary,
+  Compare,
+  Reduce,
+  Linalg,
+  Index,
+  Random,
+  Select,
+  Line,
+  Pool,
+  Loss,
+  Norm,
+  Extension,
+  Foreach,
+  Rnn,
+  Sampling,
 };
 /// A row's family.
 OpFamily op_family(OpKind op) noexcept;
@@ -167,11 +182,12 @@ struct KernelCall {
   OpKind op;
   OperandList outputs;
   OperandList inputs;
-  OpArgs args;  // the struct of the op's row (Note [Typed kernel arguments] in kernels/op_args.h)
-  uint64_t seed = 0;    // random ops: Philox's key and counter offset
+  OpArgs args;        // the struct of the op's row (Note [Typed kernel arguments] in kernels/op_args.h)
+  uint64_t seed = 0;  // random ops: Philox's key and counter offset
   uint64_t offset = 0;
-  int device = -1;      // the cuda device it runs on; -1 on cpu
-  KernelPayload payload;  // op-specific state (FFT, Im2Col, Col2Im, pooling, OptimizerStep): Note [Typed kernel payload]
+  int device = -1;  // the cuda device it runs on; -1 on cpu
+  KernelPayload
+      payload;  // op-specific state (FFT, Im2Col, Col2Im, pooling, OptimizerStep): Note [Typed kernel payload]
   // Random ops captured in a CUDA graph (Note [Graph-safe Philox] in ops/graph_rng.h): the
   // seed and a base offset read from device memory when the kernel runs; `offset` is then
   // relative to the base. Both nullptr otherwise.

@@ -17,8 +17,8 @@ const char* payload_kind_name(PayloadKind kind) noexcept {
 }
 
 void KernelPayload::wrong_kind(OpKind op, PayloadKind expected) const {
-  const std::string what = cat("the ", op_name(op), " kernel expects ", payload_kind_name(expected), " payload, but got ",
-                               payload_kind_name(kind_));
+  const std::string what = cat("the ", op_name(op), " kernel expects ", payload_kind_name(expected),
+                               " payload, but got ", payload_kind_name(kind_));
   assert_failed(what.c_str(), __FILE__, __LINE__);
 }
 

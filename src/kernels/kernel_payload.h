@@ -35,7 +35,8 @@ template <>
 inline constexpr PayloadKind payload_kind_of<FusedStep> = PayloadKind::FusedStep;
 
 template <typename T>
-concept PayloadType = payload_kind_of<std::remove_const_t<T>> != PayloadKind::None;
+concept PayloadType = payload_kind_of<std::remove_const_t<T>>
+!= PayloadKind::None;
 
 /// Note [Typed kernel payload]
 /// A KernelPayload holds a shared_ptr<const T> of one of the payload types above, tagged

@@ -31,8 +31,7 @@ using cumsum_acc_t = std::conditional_t<std::is_floating_point_v<C>, double, int
 
 /// out[k] = in[0] + ... + in[k] along one line of n elements (byte strides).
 template <typename Out, typename In, typename C>
-EMBER_HOST_DEVICE inline void cumsum_line(char* out, int64_t out_stride, const char* in, int64_t in_stride,
-                                          int64_t n) {
+EMBER_HOST_DEVICE inline void cumsum_line(char* out, int64_t out_stride, const char* in, int64_t in_stride, int64_t n) {
   using A = cumsum_acc_t<C>;
   A acc = A(0);
   for (int64_t k = 0; k < n; ++k) {

@@ -25,7 +25,7 @@ struct LoopShape {
   int num_operands = 0;
   // Inline up to kInlineDims: building a loop shape allocates nothing for common tensors.
   static constexpr size_t kInlineDims = 6;
-  SmallVector<int64_t, kInlineDims> sizes;  // outermost first; at least one dim
+  SmallVector<int64_t, kInlineDims> sizes;                                  // outermost first; at least one dim
   SmallVector<std::array<int64_t, kMaxLoopOperands>, kInlineDims> strides;  // [dim][operand], bytes
   int64_t numel = 0;
 

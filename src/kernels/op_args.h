@@ -123,11 +123,10 @@ struct Fft {
 
 }  // namespace kargs
 
-using ArgsVariant =
-    std::variant<kargs::None, kargs::Alpha, kargs::Value, kargs::IsClose, kargs::Dim, kargs::Sort, kargs::Multinomial,
-                 kargs::Normal, kargs::Uniform, kargs::Arange, kargs::Clamp, kargs::ClampScalar, kargs::NllLoss,
-                 kargs::LayerNorm, kargs::Gelu, kargs::Triangle, kargs::IndexAdd, kargs::AmpUpdateScale,
-                 kargs::GridSample, kargs::Matmul, kargs::Fft>;
+using ArgsVariant = std::variant<kargs::None, kargs::Alpha, kargs::Value, kargs::IsClose, kargs::Dim, kargs::Sort,
+                                 kargs::Multinomial, kargs::Normal, kargs::Uniform, kargs::Arange, kargs::Clamp,
+                                 kargs::ClampScalar, kargs::NllLoss, kargs::LayerNorm, kargs::Gelu, kargs::Triangle,
+                                 kargs::IndexAdd, kargs::AmpUpdateScale, kargs::GridSample, kargs::Matmul, kargs::Fft>;
 
 /// The position of T in ArgsVariant (for the op list's static checks).
 template <typename T, size_t I = 0>
@@ -139,7 +138,8 @@ constexpr size_t kernel_args_index() {
 template <typename T>
 concept KernelArgs = []<size_t... I>(std::index_sequence<I...>) {
   return (std::is_same_v<T, std::variant_alternative_t<I, ArgsVariant>> || ...);
-}(std::make_index_sequence<std::variant_size_v<ArgsVariant>>{});
+}
+(std::make_index_sequence<std::variant_size_v<ArgsVariant>>{});
 
 /// "kargs::Dim", ...: for internal errors.
 const char* args_name(size_t index) noexcept;

@@ -33,10 +33,10 @@ constexpr std::array kOpArgs = {
 static_assert(kOpArgs.size() == kOpCount, "one argument struct per row of the op list");
 
 constexpr std::array kArgsNames = {
-    "kargs::None",        "kargs::Alpha",    "kargs::Value",          "kargs::IsClose", "kargs::Dim",
-    "kargs::Sort",        "kargs::Multinomial", "kargs::Normal",      "kargs::Uniform", "kargs::Arange",
-    "kargs::Clamp",       "kargs::ClampScalar", "kargs::NllLoss",     "kargs::LayerNorm", "kargs::Gelu",
-    "kargs::Triangle",    "kargs::IndexAdd", "kargs::AmpUpdateScale", "kargs::GridSample", "kargs::Matmul",
+    "kargs::None",     "kargs::Alpha",       "kargs::Value",          "kargs::IsClose",    "kargs::Dim",
+    "kargs::Sort",     "kargs::Multinomial", "kargs::Normal",         "kargs::Uniform",    "kargs::Arange",
+    "kargs::Clamp",    "kargs::ClampScalar", "kargs::NllLoss",        "kargs::LayerNorm",  "kargs::Gelu",
+    "kargs::Triangle", "kargs::IndexAdd",    "kargs::AmpUpdateScale", "kargs::GridSample", "kargs::Matmul",
     "kargs::Fft",
 };
 static_assert(kArgsNames.size() == std::variant_size_v<ArgsVariant>, "one name per kernel argument struct");

@@ -99,11 +99,11 @@ EMBER_HOST_DEVICE inline void adam_element(const StepHyper& h, const StepTensor&
                                            C& exp_avg_sq) {
   if (h.maximize) grad = -grad;
   if (h.decoupled_weight_decay) param = param * C(1 - h.lr * h.weight_decay);  // param.mul_(1 - lr * wd)
-  else if (h.weight_decay != 0) grad = grad + C(h.weight_decay) * param;     // grad.add(param, alpha=wd)
+  else if (h.weight_decay != 0) grad = grad + C(h.weight_decay) * param;       // grad.add(param, alpha=wd)
   exp_avg = exp_avg * C(h.beta1) + C(1 - h.beta1) * grad;                      // mul_(b1).add_(g, alpha=1-b1)
-  exp_avg_sq = exp_avg_sq * C(h.beta2) + C(1 - h.beta2) * grad * grad;        // mul_(b2).addcmul_(g, g, 1-b2)
+  exp_avg_sq = exp_avg_sq * C(h.beta2) + C(1 - h.beta2) * grad * grad;         // mul_(b2).addcmul_(g, g, 1-b2)
   const C denom = std::sqrt(exp_avg_sq) / C(t.bias_correction2_sqrt) + C(h.eps);
-  param = param + C(-t.step_size) * exp_avg / denom;                           // addcdiv_(m, denom, -step_size)
+  param = param + C(-t.step_size) * exp_avg / denom;  // addcdiv_(m, denom, -step_size)
 }
 
 }  // namespace ember::detail

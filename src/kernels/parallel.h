@@ -26,8 +26,8 @@ int num_threads();
 class RangeFn {
  public:
   template <typename F>
-    requires(!std::is_same_v<std::remove_const_t<F>, RangeFn>)  // copies stay copies
-  RangeFn(F& f)  // NOLINT
+  requires(!std::is_same_v<std::remove_const_t<F>, RangeFn>)  // copies stay copies
+      RangeFn(F& f)                                           // NOLINT
       : object_(const_cast<void*>(static_cast<const void*>(&f))),
         call_([](void* o, int64_t b, int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
   void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }

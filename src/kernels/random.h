@@ -72,7 +72,8 @@ EMBER_HOST_DEVICE inline float box_muller_cos(float t) {
   const int quarter_count = static_cast<int>(t * 4.0f + 0.5f);  // the nearest quarter, 0..4 (t >= 0)
   const float a = (t - static_cast<float>(quarter_count) * 0.25f) * 6.28318530717958647692f, z = a * a;
   const float sin_a = a + a * z * (-1.6666654611e-1f + z * (8.3321608736e-3f + z * -1.9515295891e-4f));
-  const float cos_a = 1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
+  const float cos_a =
+      1.0f - 0.5f * z + z * z * (4.166664568298827e-2f + z * (-1.388731625493765e-3f + z * 2.443315711809948e-5f));
   // Quarters 1 and 3 take sin, 1 and 2 are negative: selected and signed by bit masks.
   const uint32_t take_sin = 0u - static_cast<uint32_t>(quarter_count & 1);
   const uint32_t negative = static_cast<uint32_t>((quarter_count + 1) & 2) << 30;

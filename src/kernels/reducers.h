@@ -21,11 +21,10 @@ template <typename T>
 struct SumReducer {
   using C = compute_t<T>;
   static constexpr bool kIntegral = std::is_integral_v<T>;
-  using Lane = std::conditional_t<kIntegral, int64_t,
-                                  std::conditional_t<is_complex_v<T>, T,
-                                                     std::conditional_t<std::is_same_v<C, double>, double, float>>>;
-  using Acc = std::conditional_t<kIntegral, int64_t,
-                                 std::conditional_t<is_complex_v<T>, std::complex<double>, double>>;
+  using Lane = std::conditional_t<
+      kIntegral, int64_t,
+      std::conditional_t<is_complex_v<T>, T, std::conditional_t<std::is_same_v<C, double>, double, float>>>;
+  using Acc = std::conditional_t<kIntegral, int64_t, std::conditional_t<is_complex_v<T>, std::complex<double>, double>>;
   static EMBER_HOST_DEVICE Lane lane_identity() { return Lane(0); }
   static EMBER_HOST_DEVICE Lane step(Lane l, T x) { return l + convert<Lane>(x); }
   static EMBER_HOST_DEVICE Lane lane_combine(Lane a, Lane b) { return a + b; }

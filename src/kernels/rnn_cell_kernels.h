@@ -68,8 +68,8 @@ EMBER_HOST_DEVICE inline void lstm_cell_element(int64_t b, int64_t j, int64_t H,
 /// Element (b, j) of LstmCellBackward.
 template <typename T, typename Act = CellActivations>
 EMBER_HOST_DEVICE inline void lstm_cell_backward_element(int64_t b, int64_t j, int64_t H, const T* grad_hy,
-                                                         const T* grad_cy, const T* cx, const T* cy,
-                                                         const T* workspace, T* grad_gates, T* grad_cx) {
+                                                         const T* grad_cy, const T* cx, const T* cy, const T* workspace,
+                                                         T* grad_gates, T* grad_cx) {
   const int64_t row = b * 4 * H + j, unit = b * H + j;
   const T i = workspace[row], f = workspace[row + H], g = workspace[row + 2 * H], o = workspace[row + 3 * H];
   const T tanh_c = Act::tanh(cy[unit]);

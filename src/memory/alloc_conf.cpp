@@ -17,7 +17,7 @@ namespace ember::detail {
 namespace {
 
 constexpr size_t kMiB = size_t{1} << 20;
-constexpr size_t kLargeBufferMiB = 20;  // max_split_size_mb must be at least the 20 MiB segment
+constexpr size_t kLargeBufferMiB = 20;             // max_split_size_mb must be at least the 20 MiB segment
 constexpr size_t kPinnedMaxRegisterThreads = 128;  // PyTorch's pinned_max_register_threads()
 
 std::string_view trim(std::string_view s) {
@@ -82,7 +82,8 @@ void parse_roundup(std::string_view value, AllocatorConfig& config) {
     table.fill(divisions);
     return;
   }
-  EMBER_CHECK(value.back() == ']', ValueError, "Expected ']' to close roundup_power2_divisions list, but got '", value, "'");
+  EMBER_CHECK(value.back() == ']', ValueError, "Expected ']' to close roundup_power2_divisions list, but got '", value,
+              "'");
   bool first = true;
   size_t last_index = 0;
   for (std::string_view entry : split_top_level(value.substr(1, value.size() - 2), ',')) {
@@ -97,7 +98,8 @@ void parse_roundup(std::string_view value, AllocatorConfig& config) {
       continue;
     }
     size_t mib = parse_unsigned("roundup_power2_divisions", interval);
-    EMBER_CHECK(std::has_single_bit(mib), ValueError, "For roundups, the intervals have to be power of 2, but got ", mib);
+    EMBER_CHECK(std::has_single_bit(mib), ValueError, "For roundups, the intervals have to be power of 2, but got ",
+                mib);
     size_t index = std::min<size_t>(std::bit_width(mib) - 1, table.size() - 1);
     if (first) {
       for (size_t i = 0; i < index; ++i) table[i] = divisions;
@@ -119,8 +121,8 @@ bool parse_bool(std::string_view key, std::string_view value) {
 // (PyTorch 2.8's bound; earlier 2.x releases wanted more than 20).
 size_t parse_split_mib(std::string_view key, std::string_view value) {
   size_t mib = parse_unsigned(key, value);
-  EMBER_CHECK(mib >= kLargeBufferMiB, ValueError, "CachingAllocator option ", key, " too small, must be >= ",
-              kLargeBufferMiB, ", but got ", mib);
+  EMBER_CHECK(mib >= kLargeBufferMiB, ValueError, "CachingAllocator option ", key,
+              " too small, must be >= ", kLargeBufferMiB, ", but got ", mib);
   // In bytes it must fit the int64 that memory_stats() reports it in.
   EMBER_CHECK(mib <= static_cast<size_t>(std::numeric_limits<int64_t>::max()) / kMiB, ValueError, "Value '", value,
               "' of ", key, " in the CUDA allocator config is out of range");
@@ -273,8 +275,8 @@ AllocatorConfig update_alloc_config(std::string_view settings) {
   AllocatorConfig parsed = parse_alloc_conf(settings, in_force.config);
   auto name = [](const AllocatorConfig& config) { return config.use_async_allocator ? "cudaMallocAsync" : "native"; };
   EMBER_CHECK(parsed.use_async_allocator == in_force.config.use_async_allocator, Error,
-              "Allocator backend parsed at runtime != allocator backend parsed at load time, ", name(parsed), " != ",
-              name(in_force.config));
+              "Allocator backend parsed at runtime != allocator backend parsed at load time, ", name(parsed),
+              " != ", name(in_force.config));
   in_force.config = parsed;
   in_force.text = settings;
   return parsed;

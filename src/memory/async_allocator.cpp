@@ -41,9 +41,10 @@ namespace {
 constexpr size_t kOneExabyte = size_t{1} << 60;
 
 [[noreturn]] void not_meaningful() {
-  fail<Error>("Calling snapshot with backend:cudaMallocAsync is not meaningful. (For backend:native, snapshot "
-                     "returns a detailed summary of all blocks tracked by the allocator, but the cudaMallocAsync "
-                     "backend does not track individual blocks.)");
+  fail<Error>(
+      "Calling snapshot with backend:cudaMallocAsync is not meaningful. (For backend:native, snapshot "
+      "returns a detailed summary of all blocks tracked by the allocator, but the cudaMallocAsync "
+      "backend does not track individual blocks.)");
 }
 
 class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
@@ -51,7 +52,8 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
   AsyncDeviceAllocator(Backend& backend, int device) : backend_(backend), device_(device) {
     EMBER_CHECK(backend.supports_stream_ordered_allocation(device), DeviceError,
                 "PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync needs stream-ordered allocation (memory pools), "
-                "which cuda:", device, " of the ", backend.name(), " backend does not support");
+                "which cuda:",
+                device, " of the ", backend.name(), " backend does not support");
   }
 
   void* allocate(size_t nbytes) override {
@@ -82,7 +84,7 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     if (ptr == nullptr) return;
     std::lock_guard lock(mutex_);
     auto it = allocations_.find(ptr);
-    EMBER_ASSERT(it != allocations_.end());  // "ptr not found in ptr_info"
+    EMBER_ASSERT(it != allocations_.end());       // "ptr not found in ptr_info"
     if (captures_ > 0 && !it->second.captured) {  // Note [Async allocator during capture]
       deferred_.push_back(ptr);
       return;
@@ -139,8 +141,9 @@ class AsyncDeviceAllocator final : public DeviceMemoryAllocator {
     limit_ = static_cast<size_t>(fraction * static_cast<double>(total));
   }
   void record_history(bool, size_t) override {
-    fail<Error>("cudaMallocAsync does not yet support recordHistory. If you need it, please file an issue "
-                       "describing your use case.");
+    fail<Error>(
+        "cudaMallocAsync does not yet support recordHistory. If you need it, please file an issue "
+        "describing your use case.");
   }
   nlohmann::json segments_json() const override { not_meaningful(); }
   nlohmann::json trace_json() const override { not_meaningful(); }

@@ -43,9 +43,8 @@ void CachingAllocator::adopt_settings(const AllocatorConfig& config) {
   power2_rounding_ = std::any_of(config.roundup_power2_divisions.begin(), config.roundup_power2_divisions.end(),
                                  [](size_t divisions) { return divisions > 1; });
   use_expandable_ = config.expandable_segments && config.caching_enabled && backend_.supports_virtual_memory(device_);
-  stats_.max_split_size = config_.max_split_size == std::numeric_limits<size_t>::max()
-                              ? -1
-                              : static_cast<int64_t>(config_.max_split_size);
+  stats_.max_split_size =
+      config_.max_split_size == std::numeric_limits<size_t>::max() ? -1 : static_cast<int64_t>(config_.max_split_size);
 }
 
 void CachingAllocator::apply_settings(const AllocatorConfig& config) {
@@ -137,7 +136,8 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   if (bytes == 0) return nullptr;  // as PyTorch: no block for an empty tensor
   std::unique_lock lock(mutex_);
   if (captures_underway_ == 0) [[likely]] {
-    if (!deferred_event_blocks_.empty()) [[unlikely]] insert_deferred_events();
+    if (!deferred_event_blocks_.empty()) [[unlikely]]
+      insert_deferred_events();
     if (!pending_events_.empty()) process_events();
   }
 
@@ -150,7 +150,8 @@ void* CachingAllocator::malloc(size_t bytes, StreamRef stream) {
   request.size = round_size(bytes);
   request.pool = request.size <= kSmallSize ? &small_pool_ : &large_pool_;
   request.alloc_size = config_.caching_enabled ? allocation_size(request.size) : request.size;
-  if (!pool_routes_.empty()) [[unlikely]] route_to_private_pool(request);
+  if (!pool_routes_.empty()) [[unlikely]]
+    route_to_private_pool(request);
 
   bool found = config_.caching_enabled && get_free_block(request);
   if (!found) {
@@ -240,7 +241,8 @@ bool CachingAllocator::alloc_block(AllocRequest& request, bool is_retry, std::un
   }
   if (size >= config_.max_split_size) stats_.oversize_segments.increase(1);
   ++stats_.num_device_alloc;
-  if (request.pool->owner != nullptr) [[unlikely]] note_pool_segment(*request.pool, +1);
+  if (request.pool->owner != nullptr) [[unlikely]]
+    note_pool_segment(*request.pool, +1);
   if (recording_)
     record_trace("segment_alloc", reinterpret_cast<uintptr_t>(ptr), size, request.stream.id, capture_context());
   request.block = block;
@@ -298,7 +300,8 @@ void CachingAllocator::release_whole_segments(BlockPool& pool) {
 
 void CachingAllocator::release_block(Block* block) {
   raw_free_segment(block);  // first: if it throws, nothing has changed
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, device_);
+  if (sanitizer::enabled()) [[unlikely]]
+    sanitizer::on_release(block->ptr, block->size, device_);
   reserved_total_ -= block->size;
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(*block->pool)}}) {
     stats_.segment[type].decrease(1);
@@ -306,7 +309,8 @@ void CachingAllocator::release_block(Block* block) {
   }
   if (block->size >= config_.max_split_size) stats_.oversize_segments.decrease(1);
   ++stats_.num_device_free;
-  if (block->pool->owner != nullptr) [[unlikely]] note_pool_segment(*block->pool, -1);
+  if (block->pool->owner != nullptr) [[unlikely]]
+    note_pool_segment(*block->pool, -1);
   if (recording_)
     record_trace("segment_free", reinterpret_cast<uintptr_t>(block->ptr), block->size, block->stream_id,
                  capture_context());
@@ -317,12 +321,14 @@ void CachingAllocator::release_block(Block* block) {
 void CachingAllocator::garbage_collect_cached_blocks() {
   // Reclaim the least recently cached whole segments until reserved memory is back
   // under garbage_collection_threshold of the allowed maximum.
-  const auto threshold = static_cast<size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_maximum_));
+  const auto threshold =
+      static_cast<size_t>(config_.garbage_collection_threshold * static_cast<double>(allowed_maximum_));
   if (reserved_total_ <= threshold) return;
   std::vector<Block*> candidates;
   for (const PoolEntry& entry : large_pool_.blocks)
     if (!entry.block->is_split() && !entry.block->expandable) candidates.push_back(entry.block);
-  std::sort(candidates.begin(), candidates.end(), [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Block* a, const Block* b) { return a->last_use < b->last_use; });
   const size_t target = reserved_total_ - threshold;
   size_t reclaimed = 0;
   for (Block* block : candidates) {
@@ -480,7 +486,8 @@ size_t CachingAllocator::try_merge_blocks(Block* dst, Block* src, BlockPool& poo
       src->mapped != dst->mapped)
     return 0;
   // Out of line, so that the common merge keeps its small frame.
-  if (!src->mapped) [[unlikely]] return merge_unmapped(dst, src);
+  if (!src->mapped) [[unlikely]]
+    return merge_unmapped(dst, src);
   const size_t subsumed = absorb(dst, src);
   pool.blocks.erase(src->cached);
   delete_block(src);
@@ -526,13 +533,12 @@ void CachingAllocator::throw_out_of_memory(const AllocRequest& request) {
   if (limit_set_) limit = cat("This process has a memory allocation limit of ", format_size(allowed_maximum_), ". ");
   // The device had room, but what backs it did not (the emulated backend's host memory).
   std::string reason = backend_.alloc_failure_reason(device_);
-  std::string capacity = reason.empty()
-                             ? cat("GPU ", device_, " has a total capacity of ", format_size(device_total), " of which ",
-                                   format_size(device_free), " is free. ")
-                             : cat("GPU ", device_, ": ", reason, ". ");
+  std::string capacity = reason.empty() ? cat("GPU ", device_, " has a total capacity of ", format_size(device_total),
+                                              " of which ", format_size(device_free), " is free. ")
+                                        : cat("GPU ", device_, ": ", reason, ". ");
   fail<OutOfMemoryError>("CUDA out of memory. Tried to allocate ", format_size(request.alloc_size), ". ", capacity,
-                         limit, "Of the allocated memory ", format_size(allocated),
-                         " is allocated by ember, and ", format_size(reserved - allocated),
+                         limit, "Of the allocated memory ", format_size(allocated), " is allocated by ember, and ",
+                         format_size(reserved - allocated),
                          " is reserved by ember but unallocated. If reserved but unallocated memory is large try "
                          "setting PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:<size> or calling empty_cache() to "
                          "reduce fragmentation.");

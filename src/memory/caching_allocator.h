@@ -156,10 +156,10 @@ class CachingAllocator {
     bool allocated = false;
     bool mapped = true;                       // false: reserved pages of an expandable segment
     ExpandableSegment* expandable = nullptr;  // the segment it lies in, if expandable
-    int event_count = 0;                 // outstanding events of a deferred free
-    std::vector<StreamRef> stream_uses;  // streams added by record_stream
-    uint64_t last_use = 0;               // use_clock_ when it entered the cache
-    Context context;                     // while active and recording: who allocated / freed it
+    int event_count = 0;                      // outstanding events of a deferred free
+    std::vector<StreamRef> stream_uses;       // streams added by record_stream
+    uint64_t last_use = 0;                    // use_clock_ when it entered the cache
+    Context context;                          // while active and recording: who allocated / freed it
     // While cached: the block's entry in pool->blocks, so removing a cached block
     // (merge, release) is an O(1) erase instead of a second tree search.
     BlockSet::iterator cached;
@@ -179,8 +179,8 @@ class CachingAllocator {
           small{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), true, this},
           large{BlockSet(RecyclingAllocator<PoolEntry>(nodes)), false, this} {}
     cuda::MempoolId id;
-    int use_count = 1;    // graphs, captures, MemPools and use_mem_pool guards using it
-    size_t segments = 0;  // live segments (PyTorch's cudaMalloc_count)
+    int use_count = 1;                             // graphs, captures, MemPools and use_mem_pool guards using it
+    size_t segments = 0;                           // live segments (PyTorch's cudaMalloc_count)
     std::shared_ptr<Allocator> segment_allocator;  // where its segments come from; null: the backend
     BlockPool small;
     BlockPool large;
@@ -271,7 +271,7 @@ class CachingAllocator {
   NodeRecycler set_nodes_;  // before the pools: their nodes come from it
   BlockPool small_pool_{BlockSet(RecyclingAllocator<PoolEntry>(&set_nodes_)), true};
   BlockPool large_pool_{BlockSet(RecyclingAllocator<PoolEntry>(&set_nodes_)), false};
-  PointerMap<Block> allocated_;      // user pointer -> its block
+  PointerMap<Block> allocated_;       // user pointer -> its block
   std::vector<Block*> spare_blocks_;  // recycled Block objects
   // Deferred frees in record order, per stream: events of one stream complete in order,
   // so polling stops at the first incomplete event of each stream.

@@ -108,7 +108,8 @@ bool CachingAllocator::map_block(Block* to_map, size_t size, const StreamRef& st
   for (size_t type : {size_t{kAggregate}, size_t{pool_stat(pool)}})
     stats_.reserved_bytes[type].increase(static_cast<int64_t>(bytes));
   ++stats_.num_device_alloc;
-  if (recording_) record_trace("segment_map", reinterpret_cast<uintptr_t>(to_map->ptr), bytes, stream.id, capture_context());
+  if (recording_)
+    record_trace("segment_map", reinterpret_cast<uintptr_t>(to_map->ptr), bytes, stream.id, capture_context());
   return true;
 }
 
@@ -116,7 +117,8 @@ void CachingAllocator::unmap_block(Block* block) {
   BlockPool& pool = *block->pool;
   const auto [ptr, bytes] = block->expandable->unmap(block->ptr, block->size);
   if (bytes == 0) return;
-  if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(ptr, bytes, device_);
+  if (sanitizer::enabled()) [[unlikely]]
+    sanitizer::on_release(ptr, bytes, device_);
   pool.blocks.erase(block->cached);
   // The parts before and after the unmapped pages stay mapped, as free blocks of their own.
   auto split_off = [&](char* start, size_t size, Block* prev, Block* next) {

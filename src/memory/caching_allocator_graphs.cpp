@@ -58,8 +58,8 @@ namespace {
 template <typename Routes>
 void check_not_routed(const Routes& routes, cuda::MempoolId pool) {
   for (const auto& route : routes)
-    EMBER_CHECK(!(route.pool == pool), CudaError, "beginAllocateToPool: already recording to mempool_id (",
-                pool.first, ", ", pool.second, ")");
+    EMBER_CHECK(!(route.pool == pool), CudaError, "beginAllocateToPool: already recording to mempool_id (", pool.first,
+                ", ", pool.second, ")");
 }
 
 }  // namespace
@@ -140,7 +140,8 @@ bool CachingAllocator::get_free_use_on_oom_block(AllocRequest& request) {
 
 void* CachingAllocator::raw_alloc_segment(const BlockPool& pool, size_t size) {
   Allocator* source = pool.owner != nullptr ? pool.owner->segment_allocator.get() : nullptr;
-  if (source == nullptr) [[likely]] return backend_.raw_alloc(device_, size);
+  if (source == nullptr) [[likely]]
+    return backend_.raw_alloc(device_, size);
   try {
     return source->allocate(size);
   } catch (const OutOfMemoryError&) {
@@ -150,7 +151,8 @@ void* CachingAllocator::raw_alloc_segment(const BlockPool& pool, size_t size) {
 
 void CachingAllocator::raw_free_segment(const Block* block) {
   Allocator* source = block->pool->owner != nullptr ? block->pool->owner->segment_allocator.get() : nullptr;
-  if (source == nullptr) [[likely]] return backend_.raw_free(device_, block->ptr);
+  if (source == nullptr) [[likely]]
+    return backend_.raw_free(device_, block->ptr);
   source->deallocate(block->ptr);
 }
 

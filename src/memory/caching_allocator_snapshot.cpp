@@ -64,8 +64,8 @@ void CachingAllocator::record_trace(const char* action, uintptr_t address, size_
                                     Context context) {
   // Bounded: the oldest entries go first, as in PyTorch's ring buffer.
   if (trace_.size() >= trace_capacity_) trace_.pop_front();
-  const auto now = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch());
   trace_.push_back({action, address, size, stream_id, static_cast<int64_t>(now.count()), std::move(context)});
 }
 
@@ -111,7 +111,9 @@ nlohmann::json CachingAllocator::segments_json() const {
         blocks.push_back({{"address", reinterpret_cast<uintptr_t>(block->ptr)},
                           {"size", block->size},
                           {"requested_size", is_active ? block->requested_size : 0},
-                          {"state", block->allocated ? "active_allocated" : is_active ? "active_pending_free" : "inactive"},
+                          {"state", block->allocated ? "active_allocated"
+                                    : is_active      ? "active_pending_free"
+                                                     : "inactive"},
                           {"frames", nlohmann::json::array()}});
       }
       segments.push_back({{"device", device_},
@@ -122,7 +124,9 @@ nlohmann::json CachingAllocator::segments_json() const {
                           {"requested_size", requested},
                           {"stream", head->stream_id},
                           {"segment_type", head->pool->is_small ? "small" : "large"},
-                          {"segment_pool_id", head->pool->owner ? nlohmann::json{head->pool->owner->id.first, head->pool->owner->id.second} : nlohmann::json{0, 0}},
+                          {"segment_pool_id",
+                           head->pool->owner ? nlohmann::json{head->pool->owner->id.first, head->pool->owner->id.second}
+                                             : nlohmann::json{0, 0}},
                           {"is_expandable", head->expandable != nullptr},
                           {"frames", nlohmann::json::array()},
                           {"blocks", std::move(blocks)}});
@@ -150,12 +154,8 @@ nlohmann::json CachingAllocator::trace_json() const {
   FramesWriter frames;
   nlohmann::json trace = nlohmann::json::array();
   for (const TraceEntry& entry : entries) {
-    nlohmann::json item = {{"action", entry.action},
-                           {"addr", entry.address},
-                           {"size", entry.size},
-                           {"stream", entry.stream_id},
-                           {"time_us", entry.time_us},
-                           {"frames", frames(entry.context)}};
+    nlohmann::json item = {{"action", entry.action},    {"addr", entry.address},    {"size", entry.size},
+                           {"stream", entry.stream_id}, {"time_us", entry.time_us}, {"frames", frames(entry.context)}};
     if (std::string_view(entry.action) == "oom") item["device_free"] = entry.address;
     trace.push_back(std::move(item));
   }

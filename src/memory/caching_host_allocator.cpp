@@ -181,16 +181,17 @@ void CachingHostAllocator::background_loop() {
     ++background_passes_;
     passes_changed_.notify_all();
     // PyTorch's thread polls every 100 us; it sleeps only while events are pending.
-    if (!pending_.empty())
-      pending_changed_.wait_for(lock, std::chrono::microseconds(100), [&] { return stopping_; });
+    if (!pending_.empty()) pending_changed_.wait_for(lock, std::chrono::microseconds(100), [&] { return stopping_; });
   }
 }
 
 std::map<std::string, int64_t> CachingHostAllocator::stats() const {
   std::lock_guard lock(mutex_);
   std::map<std::string, int64_t> out;
-  const std::pair<const char*, const Stat*> stats[] = {
-      {"allocation", &allocation_}, {"segment", &segment_}, {"allocated_bytes", &allocated_bytes_}, {"reserved_bytes", &reserved_bytes_}};
+  const std::pair<const char*, const Stat*> stats[] = {{"allocation", &allocation_},
+                                                       {"segment", &segment_},
+                                                       {"allocated_bytes", &allocated_bytes_},
+                                                       {"reserved_bytes", &reserved_bytes_}};
   for (const auto& [name, stat] : stats) {
     out[std::string(name) + ".current"] = stat->current;
     out[std::string(name) + ".peak"] = stat->peak;
@@ -232,7 +233,8 @@ void CachingHostAllocator::release_free_blocks() {
     for (Block* block : cached) {
       if (block->registered) free_registered_host_memory(backend_, block->ptr);
       else backend_.pinned_free(block->ptr);
-      if (sanitizer::enabled()) [[unlikely]] sanitizer::on_release(block->ptr, block->size, -1);
+      if (sanitizer::enabled()) [[unlikely]]
+        sanitizer::on_release(block->ptr, block->size, -1);
       segment_.decrease(1);
       reserved_bytes_.decrease(static_cast<int64_t>(block->size));
       ++num_host_free_;

@@ -16,11 +16,11 @@
 #include <chrono>
 
 #include <array>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -91,7 +91,7 @@ class CachingHostAllocator {
   mutable std::mutex mutex_;
   std::array<std::vector<Block*>, kNumClasses> free_blocks_;  // by log2 of the size class
   PointerMap<Block> blocks_;                                  // every block, in use or cached
-  std::deque<PendingFree> pending_;  // record order; polled until the first incomplete one
+  std::deque<PendingFree> pending_;                           // record order; polled until the first incomplete one
   Stat allocation_, segment_, allocated_bytes_, reserved_bytes_;
   int64_t num_host_alloc_ = 0;
   int64_t num_host_free_ = 0;

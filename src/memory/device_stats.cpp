@@ -20,9 +20,9 @@ void put(std::map<std::string, int64_t>& out, const std::string& prefix, const S
 
 template <typename F>
 void for_each_array(DeviceStats& stats, F&& f) {
-  for (StatArray* array : {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split,
-                           &stats.allocated_bytes, &stats.reserved_bytes, &stats.active_bytes,
-                           &stats.inactive_split_bytes, &stats.requested_bytes})
+  for (StatArray* array :
+       {&stats.allocation, &stats.segment, &stats.active, &stats.inactive_split, &stats.allocated_bytes,
+        &stats.reserved_bytes, &stats.active_bytes, &stats.inactive_split_bytes, &stats.requested_bytes})
     for (Stat& stat : *array) f(stat);
   f(stats.oversize_allocations);
   f(stats.oversize_segments);
@@ -68,18 +68,18 @@ void DeviceStats::reset_peak() noexcept {
 
 std::map<std::string, int64_t> DeviceStats::to_map() const {
   std::map<std::string, int64_t> out;
-  const std::pair<const char*, const StatArray*> arrays[] = {
-      {"allocation", &allocation},
-      {"segment", &segment},
-      {"active", &active},
-      {"inactive_split", &inactive_split},
-      {"allocated_bytes", &allocated_bytes},
-      {"reserved_bytes", &reserved_bytes},
-      {"active_bytes", &active_bytes},
-      {"inactive_split_bytes", &inactive_split_bytes},
-      {"requested_bytes", &requested_bytes}};
+  const std::pair<const char*, const StatArray*> arrays[] = {{"allocation", &allocation},
+                                                             {"segment", &segment},
+                                                             {"active", &active},
+                                                             {"inactive_split", &inactive_split},
+                                                             {"allocated_bytes", &allocated_bytes},
+                                                             {"reserved_bytes", &reserved_bytes},
+                                                             {"active_bytes", &active_bytes},
+                                                             {"inactive_split_bytes", &inactive_split_bytes},
+                                                             {"requested_bytes", &requested_bytes}};
   for (const auto& [name, array] : arrays)
-    for (size_t type = 0; type < kNumStatTypes; ++type) put(out, std::string(name) + "." + kPoolNames[type], (*array)[type]);
+    for (size_t type = 0; type < kNumStatTypes; ++type)
+      put(out, std::string(name) + "." + kPoolNames[type], (*array)[type]);
   out["num_alloc_retries"] = num_alloc_retries;
   out["num_ooms"] = num_ooms;
   out["num_sync_all_streams"] = num_sync_all_streams;
@@ -128,10 +128,14 @@ std::string format_memory_summary(const std::map<std::string, int64_t>& stats, i
     const char* name;
     bool bytes;
   };
-  const Metric metrics[] = {{"allocated_bytes", "Allocated memory", true},   {"active_bytes", "Active memory", true},
-                            {"requested_bytes", "Requested memory", true},   {"reserved_bytes", "GPU reserved memory", true},
-                            {"inactive_split_bytes", "Non-releasable memory", true}, {"allocation", "Allocations", false},
-                            {"active", "Active allocs", false},            {"segment", "GPU reserved segments", false},
+  const Metric metrics[] = {{"allocated_bytes", "Allocated memory", true},
+                            {"active_bytes", "Active memory", true},
+                            {"requested_bytes", "Requested memory", true},
+                            {"reserved_bytes", "GPU reserved memory", true},
+                            {"inactive_split_bytes", "Non-releasable memory", true},
+                            {"allocation", "Allocations", false},
+                            {"active", "Active allocs", false},
+                            {"segment", "GPU reserved segments", false},
                             {"inactive_split", "Non-releasable allocs", false}};
   static constexpr const char* kFields[] = {"current", "peak", "allocated", "freed"};
   for (const Metric& metric : metrics) {
@@ -144,7 +148,8 @@ std::string format_memory_summary(const std::map<std::string, int64_t>& stats, i
       for (int f = 0; f < 4; ++f) {
         int64_t value = get(std::string(metric.key) + "." + pool + "." + kFields[f]);
         if (std::string_view(pool) == "all") scale[f] = value;
-        cells[f] = metric.bytes ? size_cell(value, static_cast<double>(scale[f])) : count_cell(value, static_cast<double>(scale[f]));
+        cells[f] = metric.bytes ? size_cell(value, static_cast<double>(scale[f]))
+                                : count_cell(value, static_cast<double>(scale[f]));
       }
       std::snprintf(line, sizeof line, " %-21s | %s | %s | %s | %s ", label, cells[0].c_str(), cells[1].c_str(),
                     cells[2].c_str(), cells[3].c_str());

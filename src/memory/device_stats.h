@@ -35,21 +35,21 @@ enum StatType : size_t { kAggregate = 0, kSmallPool = 1, kLargePool = 2, kNumSta
 using StatArray = std::array<Stat, kNumStatTypes>;
 
 struct DeviceStats {
-  StatArray allocation;            // blocks handed out and not yet freed by the user
-  StatArray segment;               // raw_alloc'ed segments
-  StatArray active;                // allocated blocks plus blocks whose free waits for streams
-  StatArray inactive_split;        // free blocks inside split (non-releasable) segments
+  StatArray allocation;      // blocks handed out and not yet freed by the user
+  StatArray segment;         // raw_alloc'ed segments
+  StatArray active;          // allocated blocks plus blocks whose free waits for streams
+  StatArray inactive_split;  // free blocks inside split (non-releasable) segments
   StatArray allocated_bytes;
   StatArray reserved_bytes;
   StatArray active_bytes;
   StatArray inactive_split_bytes;
-  StatArray requested_bytes;       // the sizes users asked for, before rounding
-  int64_t num_alloc_retries = 0;   // raw allocations retried after freeing the cache
+  StatArray requested_bytes;      // the sizes users asked for, before rounding
+  int64_t num_alloc_retries = 0;  // raw allocations retried after freeing the cache
   int64_t num_ooms = 0;
   int64_t num_sync_all_streams = 0;
   int64_t num_device_alloc = 0;
   int64_t num_device_free = 0;
-  int64_t max_split_size = -1;     // -1 when unlimited, as PyTorch reports SIZE_MAX
+  int64_t max_split_size = -1;  // -1 when unlimited, as PyTorch reports SIZE_MAX
   Stat oversize_allocations;
   Stat oversize_segments;
 

@@ -53,7 +53,7 @@ size_t ExpandableSegment::map(char* begin, size_t bytes) {
 std::pair<char*, size_t> ExpandableSegment::unmap(char* begin, size_t bytes) {
   const auto offset = static_cast<size_t>(begin - base_);
   const size_t first = (offset + page_size_ - 1) / page_size_;  // first whole page inside
-  const size_t last = (offset + bytes) / page_size_;             // one past the last
+  const size_t last = (offset + bytes) / page_size_;            // one past the last
   if (first >= last) return {begin, 0};
   for (size_t page = first; page < last; ++page) {
     EMBER_ASSERT(mapped_[page]);

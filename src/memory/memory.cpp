@@ -94,7 +94,7 @@ struct Registry {
   std::mutex mutex;  // creation, the mode and the history setting; never taken on the hot path
   bool history_enabled = false;
   size_t history_max_entries = 100000;
-  bool initialized = false;  // some device allocator exists: the mode is fixed
+  bool initialized = false;                                      // some device allocator exists: the mode is fixed
   std::optional<cuda::PluggableAllocator::Functions> pluggable;  // as installed
 };
 
@@ -313,7 +313,8 @@ std::string memory_snapshot_json() {
                              {"expandable_segments", config.expandable_segments},
                              {"garbage_collection_threshold", config.garbage_collection_threshold}};
   if (config.max_split_size != std::numeric_limits<size_t>::max()) settings["max_split_size"] = config.max_split_size;
-  return nlohmann::json{{"segments", std::move(segments)}, {"device_traces", std::move(traces)},
+  return nlohmann::json{{"segments", std::move(segments)},
+                        {"device_traces", std::move(traces)},
                         {"allocator_settings", std::move(settings)}}
       .dump();
 }
@@ -324,8 +325,7 @@ void record_memory_history(bool enabled, size_t max_entries) {
   std::lock_guard lock(r.mutex);
   // The other modes refuse, as PyTorch's do, before anything changes.
   const std::string_view mode = detail::mode_name(r);
-  EMBER_CHECK(mode == "native", Error,
-              mode == "pluggable" ? "CUDAPluggableAllocator" : "cudaMallocAsync",
+  EMBER_CHECK(mode == "native", Error, mode == "pluggable" ? "CUDAPluggableAllocator" : "cudaMallocAsync",
               " does not yet support recordHistory. If you need it, please file an issue describing your use case.");
   r.history_enabled = enabled;
   r.history_max_entries = max_entries;
@@ -339,8 +339,7 @@ void set_per_process_memory_fraction(double fraction, int device) { cache_of(dev
 
 std::map<std::string, int64_t> host_memory_stats() { return detail::pinned().cache().stats(); }
 
-PluggableAllocator::PluggableAllocator(MallocFn malloc_fn, FreeFn free_fn)
-    : functions_(std::make_shared<Functions>()) {
+PluggableAllocator::PluggableAllocator(MallocFn malloc_fn, FreeFn free_fn) : functions_(std::make_shared<Functions>()) {
   EMBER_CHECK(malloc_fn && free_fn, ValueError, "PluggableAllocator needs both a malloc and a free function");
   functions_->malloc_fn = std::move(malloc_fn);
   functions_->free_fn = std::move(free_fn);

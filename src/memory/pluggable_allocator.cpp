@@ -29,7 +29,7 @@ namespace {
 
 [[noreturn]] void unsupported(std::string_view what) {
   fail<Error>("CUDAPluggableAllocator does not yet support ", what,
-                     ". If you need it, please file an issue describing your use case.");
+              ". If you need it, please file an issue describing your use case.");
 }
 
 class PluggableDeviceAllocator final : public DeviceMemoryAllocator {

@@ -118,8 +118,8 @@ class DeepCopy {
     return out;
   }
 
-  std::unordered_map<const TensorImpl*, Tensor> tensors_;              // original -> its copy
-  std::unordered_set<const TensorImpl*> claimed_;                      // the copy's tensors in use
+  std::unordered_map<const TensorImpl*, Tensor> tensors_;               // original -> its copy
+  std::unordered_set<const TensorImpl*> claimed_;                       // the copy's tensors in use
   std::unordered_map<const Module*, std::shared_ptr<Module>> modules_;  // original -> its copy
   std::vector<Module*> copies_;
   MemberRemap remap_;

@@ -26,8 +26,8 @@ namespace ember::cuda {
 struct GraphedCallable::State {
   explicit State(GraphCallable c) : callable(std::move(c)) {}
   GraphCallable callable;
-  bool training = true;            // the module's mode at capture
-  std::vector<Tensor> surface;     // the static inputs, then the module's parameters
+  bool training = true;         // the module's mode at capture
+  std::vector<Tensor> surface;  // the static inputs, then the module's parameters
   size_t num_inputs = 0;
   std::vector<Tensor> static_outputs;
   std::vector<Tensor> static_grad_outputs;  // undefined for an output that does not require grad
@@ -109,8 +109,8 @@ class GraphedModule final : public nn::Module {
     const GraphedCallable::State& s = *state_;
     EMBER_CHECK(s.num_inputs == 1 && s.static_outputs.size() == 1, ValueError,
                 "make_graphed_callables: the graphed module's forward takes one tensor and returns one, but the "
-                "callable takes ", s.num_inputs, " and returns ", s.static_outputs.size(),
-                ": call the GraphedCallable instead");
+                "callable takes ",
+                s.num_inputs, " and returns ", s.static_outputs.size(), ": call the GraphedCallable instead");
     return GraphedCallable(state_)({input}).at(0);
   }
 

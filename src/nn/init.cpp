@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "ember/errors.h"
 #include "ember/autograd.h"
+#include "ember/errors.h"
 
 namespace ember::nn::init {
 namespace {
@@ -47,8 +47,8 @@ Tensor zeros_(Tensor tensor) { return constant_(std::move(tensor), 0); }
 Tensor ones_(Tensor tensor) { return constant_(std::move(tensor), 1); }
 
 double calculate_gain(const std::string& nonlinearity, std::optional<double> param) {
-  static const char* kLinear[] = {"linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-                                  "conv_transpose3d", "sigmoid"};
+  static const char* kLinear[] = {"linear",           "conv1d",           "conv2d",           "conv3d",
+                                  "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "sigmoid"};
   for (const char* name : kLinear) {
     if (nonlinearity == name) return 1.0;
   }

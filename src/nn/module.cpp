@@ -10,8 +10,8 @@
 #include <unordered_set>
 
 #include "core/tensor_impl.h"
-#include "ember/errors.h"
 #include "ember/autograd.h"
+#include "ember/errors.h"
 #include "nn/clear_grad.h"
 #include "nn/copy_module.h"
 
@@ -72,8 +72,8 @@ void Module::check_new_name(const std::string& name, const char* kind) const {
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
   check_new_name(name, "parameter");
   // As PyTorch's register_parameter: a computed tensor would never receive a gradient.
-  EMBER_CHECK(!tensor.defined() || tensor.is_leaf(), ValueError, "Cannot assign non-leaf Tensor to parameter '",
-              name, "'. Model parameters must be created explicitly. To express '", name,
+  EMBER_CHECK(!tensor.defined() || tensor.is_leaf(), ValueError, "Cannot assign non-leaf Tensor to parameter '", name,
+              "'. Model parameters must be created explicitly. To express '", name,
               "' as a function of another Tensor, compute the value in the forward() method.");
   if (tensor.defined()) tensor.requires_grad_(requires_grad);
   return parameters_.insert(name, std::move(tensor));
@@ -248,13 +248,12 @@ LoadStateDictResult Module::load_state_dict(const StateDict& state, bool strict)
     if (source == nullptr) {
       result.missing_keys.push_back(key);
     } else if (!source->defined()) {
-      mismatches.push_back(detail::cat("While copying the parameter named \"", key,
-                                       "\", expected a defined tensor from checkpoint"));
+      mismatches.push_back(
+          detail::cat("While copying the parameter named \"", key, "\", expected a defined tensor from checkpoint"));
     } else if (source->sizes() != target.sizes()) {
       mismatches.push_back(detail::cat(
-          "size mismatch for ", key, ": copying a param with shape ",
-          detail::IntListPrinter{source->sizes()}, " from checkpoint, the shape in current model is ",
-          detail::IntListPrinter{target.sizes()}, "."));
+          "size mismatch for ", key, ": copying a param with shape ", detail::IntListPrinter{source->sizes()},
+          " from checkpoint, the shape in current model is ", detail::IntListPrinter{target.sizes()}, "."));
     } else {
       copies.emplace_back(target, *source);
     }

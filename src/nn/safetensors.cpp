@@ -61,9 +61,8 @@ const char* dtype_code(DType dtype) {
 
 std::optional<DType> dtype_from_code(const std::string& code) {
   static const std::pair<const char*, DType> kCodes[] = {
-      {"BOOL", kBool}, {"U8", kUInt8},     {"I8", kInt8},       {"I16", kInt16},   {"I32", kInt32},
-      {"I64", kInt64}, {"F16", kFloat16}, {"BF16", kBFloat16}, {"F32", kFloat32}, {"F64", kFloat64},
-      {"C64", kComplex64}};
+      {"BOOL", kBool},   {"U8", kUInt8},      {"I8", kInt8},     {"I16", kInt16},   {"I32", kInt32},    {"I64", kInt64},
+      {"F16", kFloat16}, {"BF16", kBFloat16}, {"F32", kFloat32}, {"F64", kFloat64}, {"C64", kComplex64}};
   for (const auto& [name, dtype] : kCodes) {
     if (code == name) return dtype;
   }
@@ -116,9 +115,12 @@ IntList parse_shape(const nlohmann::json& value, const std::string& path, const 
 Entry parse_entry(const std::string& name, const nlohmann::json& info, const std::string& path, uint64_t data_bytes) {
   if (!info.is_object()) corrupt(path, "the header entry of tensor ", detail::excerpt(name), " is not an object");
   auto dtype_it = info.find("dtype");
-  if (dtype_it == info.end() || !dtype_it->is_string()) corrupt(path, "tensor ", detail::excerpt(name), " has no \"dtype\"");
+  if (dtype_it == info.end() || !dtype_it->is_string())
+    corrupt(path, "tensor ", detail::excerpt(name), " has no \"dtype\"");
   std::optional<DType> dtype = dtype_from_code(dtype_it->get<std::string>());
-  if (!dtype) corrupt(path, "tensor ", detail::excerpt(name), " has unsupported dtype ", detail::excerpt(dtype_it->get<std::string>()));
+  if (!dtype)
+    corrupt(path, "tensor ", detail::excerpt(name), " has unsupported dtype ",
+            detail::excerpt(dtype_it->get<std::string>()));
   auto shape_it = info.find("shape");
   if (shape_it == info.end()) corrupt(path, "tensor ", detail::excerpt(name), " has no \"shape\" list");
   IntList shape = parse_shape(*shape_it, path, name);
@@ -128,8 +130,8 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, const std
     corrupt(path, "tensor ", detail::excerpt(name), " has no valid \"data_offsets\" pair");
   const uint64_t begin = (*offsets_it)[0].get<uint64_t>(), end = (*offsets_it)[1].get<uint64_t>();
   if (begin > end || end > data_bytes)
-    corrupt(path, "tensor ", detail::excerpt(name), " has data offsets [", begin, ", ", end, "] outside the ", data_bytes,
-            " bytes of data (the file may be truncated)");
+    corrupt(path, "tensor ", detail::excerpt(name), " has data offsets [", begin, ", ", end, "] outside the ",
+            data_bytes, " bytes of data (the file may be truncated)");
   // Byte count from the shape, without overflow.
   uint64_t expected = element_size(*dtype);
   for (int64_t dim : shape) {
@@ -138,8 +140,8 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, const std
     expected *= static_cast<uint64_t>(dim);
   }
   if (expected != end - begin)
-    corrupt(path, "tensor ", detail::excerpt(name), " of dtype ", dtype_code(*dtype), " and shape ", detail::excerpt(shape_it->dump()), " needs ",
-            expected, " bytes but its data offsets span ", end - begin);
+    corrupt(path, "tensor ", detail::excerpt(name), " of dtype ", dtype_code(*dtype), " and shape ",
+            detail::excerpt(shape_it->dump()), " needs ", expected, " bytes but its data offsets span ", end - begin);
   return Entry{name, *dtype, std::move(shape), begin, end};
 }
 
@@ -187,8 +189,8 @@ Header read_header(const detail::CheckpointReader& file, const std::string& path
   uint64_t expected_begin = 0;
   for (const Entry& entry : header.entries) {
     if (entry.begin != expected_begin)
-      corrupt(path, "tensor ", detail::excerpt(entry.name), " starts at data offset ", entry.begin, ", expected ", expected_begin,
-              " (tensors must cover the data without gaps or overlaps)");
+      corrupt(path, "tensor ", detail::excerpt(entry.name), " starts at data offset ", entry.begin, ", expected ",
+              expected_begin, " (tensors must cover the data without gaps or overlaps)");
     expected_begin = entry.end;
   }
   if (expected_begin != data_bytes)
@@ -217,8 +219,8 @@ Tensor allocating(const std::string& path, const std::string& name, F&& allocate
   try {
     return allocate();
   } catch (const OutOfMemoryError& err) {
-    detail::fail<OutOfMemoryError>("ember::load: '", path, "': not enough memory for tensor ", detail::excerpt(name), ": ",
-                                   err.what());
+    detail::fail<OutOfMemoryError>("ember::load: '", path, "': not enough memory for tensor ", detail::excerpt(name),
+                                   ": ", err.what());
   }
 }
 
@@ -308,8 +310,8 @@ nn::StateDict load(const std::string& path, Device device) {
     host.push_back(std::move(t));
   }
   for (const std::string& name : complex128) {
-    bool present = std::any_of(header.entries.begin(), header.entries.end(),
-                               [&](const Entry& e) { return e.name == name; });
+    bool present =
+        std::any_of(header.entries.begin(), header.entries.end(), [&](const Entry& e) { return e.name == name; });
     if (!present) corrupt(path, "metadata entry '", kComplex128Key, "' names a missing tensor ", detail::excerpt(name));
   }
 

@@ -78,8 +78,8 @@ bool eligible(const Tensor& t, DeviceType type) {
 
 void check_dtype(DeviceType type, DType dtype) {
   EMBER_CHECK(dtype == kFloat16 || dtype == kBFloat16, TypeError, "In ", type == kCUDA ? "CUDA" : "CPU",
-              " autocast, but the target dtype ", dtype, " is not supported. ",
-              type == kCUDA ? "CUDA" : "CPU", " Autocast only supports dtypes of torch.float16 and torch.bfloat16.");
+              " autocast, but the target dtype ", dtype, " is not supported. ", type == kCUDA ? "CUDA" : "CPU",
+              " Autocast only supports dtypes of torch.float16 and torch.bfloat16.");
 }
 
 DeviceType parse_device_type(const std::string& name) {
@@ -113,8 +113,14 @@ void AutocastScope::init(AutocastOp op, const Tensor* const* args, size_t count)
   ++state.suspended;
   const DType lower = state.dtype[index_of(type_)];
   switch (policy) {
-    case CastPolicy::kLowerPrecision: target_ = lower; cast_to_target_ = true; break;
-    case CastPolicy::kFloat32: target_ = kFloat32; cast_to_target_ = true; break;
+    case CastPolicy::kLowerPrecision:
+      target_ = lower;
+      cast_to_target_ = true;
+      break;
+    case CastPolicy::kFloat32:
+      target_ = kFloat32;
+      cast_to_target_ = true;
+      break;
     case CastPolicy::kPromote: {
       // PyTorch's prioritize(): float32 wins; inputs all in the autocast dtype stay in it.
       bool any = false;

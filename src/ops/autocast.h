@@ -29,7 +29,7 @@ enum class AutocastOp : uint8_t {
 #define EMBER_AUTOCAST_ID(Op, ...) k##Op,
   EMBER_AUTOCAST_OPS(EMBER_AUTOCAST_ID)
 #undef EMBER_AUTOCAST_ID
-  kCount,
+      kCount,
 };
 
 /// The row of the precision column named `op` ("Exp", "Atan2": an op list row's Kind), or
@@ -48,11 +48,11 @@ constexpr AutocastOp autocast_op_named(std::string_view op) {
 }
 
 struct AutocastState {
-  bool enabled[2] = {false, false};            // by DeviceType: cpu, cuda
+  bool enabled[2] = {false, false};  // by DeviceType: cpu, cuda
   DType dtype[2] = {kBFloat16, kFloat16};
   bool cache_enabled = true;
-  int nesting = 0;     // live autocast guards
-  int suspended = 0;   // > 0 inside an op of a list, and in autograd's backward
+  int nesting = 0;    // live autocast guards
+  int suspended = 0;  // > 0 inside an op of a list, and in autograd's backward
 };
 
 /// This thread's state.

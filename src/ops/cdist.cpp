@@ -313,8 +313,8 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& co
   // Batch dims broadcast outside the Function: expand's backward sums the gradient back.
   Tensor a = x1.expand(shape1).reshape({B, P, M}), b = x2.expand(shape2).reshape({B, R, M});
   const bool nonempty = B * P * R * M > 0;
-  const bool use_mm = nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))) &&
-                      !device_stream_capturing(x1);
+  const bool use_mm =
+      nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))) && !device_stream_capturing(x1);
   return CdistBackward::apply(a, b, p, use_mm).reshape(out_shape);
 }
 

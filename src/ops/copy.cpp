@@ -13,7 +13,6 @@
 //   the destination stream's queued work and before its later work (events both ways).
 #include <cstring>
 
-#include "ops/recording.h"
 #include "core/scalar_convert.h"
 #include "core/tensor_impl.h"
 #include "ember/cuda.h"
@@ -22,6 +21,7 @@
 #include "ember/ops.h"
 #include "ops/launch.h"
 #include "ops/overlap.h"
+#include "ops/recording.h"
 #include "runtime/context.h"
 #include "sanitizer/sanitizer.h"
 
@@ -73,8 +73,8 @@ void copy_device_to_host(const Tensor& dst, const Tensor& src, bool non_blocking
   Tensor target = direct ? dst : detail::empty_on(dst.sizes(), dst.dtype(), Device(kCPU));
   detail::StreamState* stream = stream_of(src);
   bool pinned = target.is_pinned();
-  detail::backend().copy(target.impl()->data(), device_side.impl()->data(), device_side.nbytes(), CopyKind::DeviceToHost,
-                         pinned, stream->native());
+  detail::backend().copy(target.impl()->data(), device_side.impl()->data(), device_side.nbytes(),
+                         CopyKind::DeviceToHost, pinned, stream->native());
   if (pinned) record_pinned_use(target, stream);
   if (!non_blocking || !pinned || !direct) detail::backend().synchronize(stream->native());
   if (!direct) copy_same_device(dst, target);
@@ -103,7 +103,8 @@ void copy_device_to_device(const Tensor& dst, const Tensor& src) {
   ScopedEvent dst_ready(dst.device().index()), copied(src.device().index());
   backend.record(dst_ready.get(), dst_stream);
   backend.wait(src_stream, dst_ready.get());
-  backend.copy(target.impl()->data(), source.impl()->data(), source.nbytes(), CopyKind::DeviceToDevice, false, src_stream);
+  backend.copy(target.impl()->data(), source.impl()->data(), source.nbytes(), CopyKind::DeviceToDevice, false,
+               src_stream);
   backend.record(copied.get(), src_stream);
   backend.wait(dst_stream, copied.get());
   // A temporary `source` was allocated on the source stream, which ran the copy: the
@@ -177,7 +178,9 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const {
   return to(TensorOptions(device), non_blocking, copy);
 }
-Tensor Tensor::to(DType dtype, bool non_blocking, bool copy) const { return to(TensorOptions(dtype), non_blocking, copy); }
+Tensor Tensor::to(DType dtype, bool non_blocking, bool copy) const {
+  return to(TensorOptions(dtype), non_blocking, copy);
+}
 Tensor Tensor::cuda() const { return to(Device(kCUDA)); }
 Tensor Tensor::cuda(int index, bool non_blocking) const { return to(Device(kCUDA, index), non_blocking); }
 Tensor Tensor::cuda(Device device, bool non_blocking) const {
@@ -237,8 +240,8 @@ Scalar Tensor::item() const {
   return Scalar(only_element<double>(*this));
 }
 
-#define EMBER_INSTANTIATE(T)                           \
-  template T Tensor::item<T>() const;                  \
+#define EMBER_INSTANTIATE(T)          \
+  template T Tensor::item<T>() const; \
   template std::vector<T> Tensor::to_vector<T>() const;
 EMBER_INSTANTIATE(bool)
 EMBER_INSTANTIATE(uint8_t)

@@ -166,8 +166,8 @@ void CUDAGraph::capture_begin(MempoolId pool, const std::string& capture_error_m
   std::vector<Impl::RngSlot> slots = rng_slots_for_capture(g, device);
   std::vector<detail::RngCaptureSlot> capture_slots;
   for (const Impl::RngSlot& slot : slots)
-    capture_slots.push_back({slot.state, slot.seed_extragraph.data_ptr<int64_t>(),
-                             slot.offset_extragraph.data_ptr<int64_t>()});
+    capture_slots.push_back(
+        {slot.state, slot.seed_extragraph.data_ptr<int64_t>(), slot.offset_extragraph.data_ptr<int64_t>()});
   std::vector<uint64_t> increments(slots.size(), 0);
   const MempoolId pool_id = pool.empty() ? MempoolId{g.id, 0} : pool;
 
@@ -215,8 +215,9 @@ void CUDAGraph::capture_end() {
       // Still open only if this thread may not end it (finish_capture's contract).
     }
     reset();
-    detail::fail<CudaError>("Capture must end on the same stream it began on. (The capture was ended and its "
-                            "graph discarded.)");
+    detail::fail<CudaError>(
+        "Capture must end on the same stream it began on. (The capture was ended and its "
+        "graph discarded.)");
   }
   finish_capture(g);
 }
@@ -230,7 +231,8 @@ void CUDAGraph::replay() {
     // Captured, the fills below would write this moment's seed and offset on every
     // replay of the outer graph: all of them would draw the same numbers.
     EMBER_CHECK(detail::backend().capture_status(stream.state()->native()).first == detail::CaptureStatus::None,
-                CudaError, "CUDAGraph::replay of a graph with random ops inside another capture is not supported "
+                CudaError,
+                "CUDAGraph::replay of a graph with random ops inside another capture is not supported "
                 "(every replay of the outer graph would draw the same random numbers)");
     {
       std::lock_guard lock(g.replay_mutex);
@@ -308,8 +310,7 @@ Stream default_capture_stream(int device) {
 
 }  // namespace
 
-graph::graph(CUDAGraph& cuda_graph, MempoolId pool, std::optional<Stream> stream,
-             const std::string& capture_error_mode)
+graph::graph(CUDAGraph& cuda_graph, MempoolId pool, std::optional<Stream> stream, const std::string& capture_error_mode)
     : graph_(cuda_graph), uncaught_(std::uncaught_exceptions()), previous_device_(current_device()) {
   Stream capture_stream = stream ? *stream : default_capture_stream(current_device());
   synchronize();

@@ -28,7 +28,8 @@ Tensor cumsum(const Tensor& a, int64_t dim) {
     if (detail::AutocastScope ac{detail::AutocastOp::kCumsum, {&a}}) return cumsum(ac.cast(a), dim);
   }
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
-  return detail::recorded(detail::Formula::Cumsum, {&a}, [&] { return cumsum_impl(a, d); }, detail::DimArgs{d});
+  return detail::recorded(
+      detail::Formula::Cumsum, {&a}, [&] { return cumsum_impl(a, d); }, detail::DimArgs{d});
 }
 
 Tensor Tensor::cumsum(int64_t dim) const { return ember::cumsum(*this, dim); }

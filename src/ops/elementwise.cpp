@@ -8,8 +8,8 @@
 #include "kernels/functors.h"
 #include "kernels/op_name.h"
 #include "ops/autocast.h"
-#include "ops/op_entry.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 #include "ops/overlap.h"
 #include "ops/recording.h"
 
@@ -17,8 +17,8 @@ namespace ember {
 
 using detail::KernelCall;
 using detail::make_arg;
-using detail::OpKind;
 using detail::Operand;
+using detail::OpKind;
 using ember::detail::AlphaArgs;
 using ember::detail::Formula;
 using ember::detail::recorded;
@@ -184,10 +184,12 @@ Scalar negate(const Scalar& s) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, AlphaArgs{alpha});
+  return recorded(
+      Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, AlphaArgs{alpha});
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, AlphaArgs{alpha});
+  return recorded(
+      Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, AlphaArgs{alpha});
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   return recorded(Formula::Mul, {&a, &b}, [&] { return binary(OpKind::Mul, a, b); });
@@ -205,8 +207,8 @@ Tensor pow(const Tensor& a, const Scalar& exponent) {
   if (detail::autocast_may_apply()) {
     if (detail::AutocastScope ac{detail::AutocastOp::kPow, {&a}}) return pow(ac.cast(a), exponent);
   }
-  return recorded(Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); },
-                  ScalarArgs{exponent});
+  return recorded(
+      Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); }, ScalarArgs{exponent});
 }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
@@ -233,13 +235,13 @@ Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a
 // kernels' words.
 // Each through op_entry (Note [Op entry]): autocast's policy from the op list's precision
 // column, then the recorded op.
-#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                       \
-  Tensor name(const Tensor& a) {                                                              \
-    EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError, \
-                "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'"); \
-    return detail::op_entry(                                                                  \
-        detail::autocast_op_named(#Kind), Formula::Kind,                                      \
-        [](const Tensor& x) { return unary(OpKind::Kind, x, true); }, a);                     \
+#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                                              \
+  Tensor name(const Tensor& a) {                                                                                       \
+    EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError,                         \
+                "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'");                      \
+    return detail::op_entry(                                                                                           \
+        detail::autocast_op_named(#Kind), Formula::Kind, [](const Tensor& x) { return unary(OpKind::Kind, x, true); }, \
+        a);                                                                                                            \
   }
 EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
 #undef EMBER_FLOAT_UNARY_ENTRY
@@ -259,7 +261,7 @@ Tensor float_binary(OpKind op, const Tensor& a, const Tensor& b) {
   return binary(op, a.to(dtype), b.to(dtype));
 }
 }  // namespace
-#define EMBER_FLOAT_BINARY_ENTRY(Kind, name, Functor, ...)                                          \
+#define EMBER_FLOAT_BINARY_ENTRY(Kind, name, Functor, ...)                                        \
   Tensor name(const Tensor& a, const Tensor& b) {                                                 \
     check_float_binary(#name, a, b);                                                              \
     return detail::op_entry(                                                                      \
@@ -275,7 +277,8 @@ Tensor relu(const Tensor& a) {
 
 namespace {
 Tensor scalar_op(Formula formula, OpKind op, const Tensor& a, const Scalar& s) {
-  return recorded(formula, {&a}, [&] { return with_scalar(op, a, s); }, ScalarArgs{s});
+  return recorded(
+      formula, {&a}, [&] { return with_scalar(op, a, s); }, ScalarArgs{s});
 }
 }  // namespace
 
@@ -335,10 +338,12 @@ Tensor Tensor::gt(const Scalar& o) const { return compare_scalar(OpKind::Gt, *th
 Tensor Tensor::ge(const Scalar& o) const { return compare_scalar(OpKind::Ge, *this, o); }
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, AlphaArgs{alpha});
+  return recorded_inplace(
+      Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, AlphaArgs{alpha});
+  return recorded_inplace(
+      Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::mul_(const Tensor& o) {
   return recorded_inplace(Formula::Mul, *this, o, [&] { inplace(*this, OpKind::Mul, o); });
@@ -347,22 +352,21 @@ Tensor& Tensor::div_(const Tensor& o) {
   return recorded_inplace(Formula::Div, *this, o, [&] { inplace(*this, OpKind::Div, o); });
 }
 Tensor& Tensor::operator+=(const Scalar& o) {
-  return recorded_inplace(Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, o); },
-                          ScalarArgs{o});
+  return recorded_inplace(
+      Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, o); }, ScalarArgs{o});
 }
 Tensor& Tensor::operator-=(const Scalar& o) {
   EMBER_CHECK(dtype() != kBool && !o.is_bool(), TypeError, kBoolSubtraction);
   Scalar negated = negate(o);
-  return recorded_inplace(Formula::AddScalar, *this, Tensor(),
-                          [&] { inplace_scalar(*this, OpKind::AddScalar, negated); }, ScalarArgs{negated});
+  return recorded_inplace(
+      Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, negated); },
+      ScalarArgs{negated});
 }
 Tensor& Tensor::operator*=(const Scalar& o) {
-  return recorded_inplace(Formula::MulScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::MulScalar, o); },
-                          ScalarArgs{o});
+  return recorded_inplace(
+      Formula::MulScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::MulScalar, o); }, ScalarArgs{o});
 }
-Tensor& Tensor::operator/=(const Scalar& o) {
-  return div_(scalar_operand(*this, o));
-}
+Tensor& Tensor::operator/=(const Scalar& o) { return div_(scalar_operand(*this, o)); }
 
 Tensor& Tensor::fill_(const Scalar& value) {
   // As c10::checked_convert: a value the dtype cannot hold is refused, not wrapped.

@@ -80,8 +80,8 @@ T tensor_element(const Scalar& value) {
     EMBER_CHECK(!value.is_complex(), TypeError, "must be real number, not complex");
   }
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    EMBER_CHECK(!detail::overflows<T>(value), ValueError, "value cannot be converted to type ",
-                integer_dtype_name<T>(), " without overflow");
+    EMBER_CHECK(!detail::overflows<T>(value), ValueError, "value cannot be converted to type ", integer_dtype_name<T>(),
+                " without overflow");
   }
   return value.to<T>();
 }
@@ -141,11 +141,11 @@ Tensor tensor(const TensorData& data, const TensorOptions& options) {
   // Built on the host in the target dtype, then copied to the target device.
   Tensor host = detail::make_tensor(shape, dtype, Device(kCPU));
   switch (dtype) {
-#define EMBER_CASE(D)                          \
-  case D: {                                    \
-    auto* out = host.data_ptr<dtype_t<D>>();   \
-    flatten_into(data, out);                   \
-    break;                                     \
+#define EMBER_CASE(D)                        \
+  case D: {                                  \
+    auto* out = host.data_ptr<dtype_t<D>>(); \
+    flatten_into(data, out);                 \
+    break;                                   \
   }
     // Macro calls without semicolons, which clang-format 14 does not settle on one layout.
     // clang-format off

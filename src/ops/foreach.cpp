@@ -23,8 +23,8 @@ void foreach_mul_(const std::vector<Tensor>& tensors, const Tensor& scale) {
               "foreach_mul_: the scale must be a one-element tensor, got ", scale.numel(), " elements");
   for (const Tensor& t : tensors) {
     EMBER_CHECK(t.device() == device && t.dtype() == dtype, ValueError,
-                "foreach_mul_: expected tensors of one device and dtype, got ", device, " ", dtype, " and ",
-                t.device(), " ", t.dtype());
+                "foreach_mul_: expected tensors of one device and dtype, got ", device, " ", dtype, " and ", t.device(),
+                " ", t.dtype());
   }
   NoGradGuard no_grad;
   const Tensor factor = scale.reshape({}).to(TensorOptions(device).dtype(dtype)).contiguous();

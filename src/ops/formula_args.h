@@ -139,9 +139,8 @@ struct DiagonalArgs {
 
 using FormulaArgs = std::variant<NoArgs, AlphaArgs, ScalarArgs, DimArgs, ReduceDimArgs, AddmmArgs, TransposeArgs,
                                  PermuteArgs, SelectArgs, SliceArgs, AsStridedArgs, CopyArgs, CatArgs, ClampArgs,
-                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs,
-                                 EmbeddingArgs, IndexAddArgs, LayerNormArgs, GeluArgs,
-                                 ReduceDimsArgs, VarArgs, DiagonalArgs>;
+                                 NllLossArgs, WindowArgs, AvgPoolArgs, FftArgs, EmbeddingArgs, IndexAddArgs,
+                                 LayerNormArgs, GeluArgs, ReduceDimsArgs, VarArgs, DiagonalArgs>;
 
 /// The position of `A` in FormulaArgs.
 template <typename A, size_t I = 0>
@@ -159,8 +158,8 @@ constexpr size_t args_index() {
 struct Attrs {
   Attrs() = default;
   template <typename A>
-    requires(!std::is_same_v<std::decay_t<A>, Attrs> && std::is_constructible_v<FormulaArgs, A>)
-  Attrs(A args, const char* node_name = nullptr)  // NOLINT(google-explicit-constructor): an op passes its args
+  requires(!std::is_same_v<std::decay_t<A>, Attrs> && std::is_constructible_v<FormulaArgs, A>)
+      Attrs(A args, const char* node_name = nullptr)  // NOLINT(google-explicit-constructor): an op passes its args
       : args(std::move(args)), name(node_name) {}
 
   FormulaArgs args;

@@ -106,11 +106,9 @@ enum FormulaFlags : uint8_t {
 /// The derivative formulas (one per differentiable op signature).
 enum class Formula : uint8_t {
 #define EMBER_FORMULA_ID(F, ...) F,
-  EMBER_FORMULAS(EMBER_FORMULA_ID)
-  EMBER_FLOAT_UNARY_OPS(EMBER_FORMULA_ID)
-  EMBER_FLOAT_BINARY_OPS(EMBER_FORMULA_ID)
+  EMBER_FORMULAS(EMBER_FORMULA_ID) EMBER_FLOAT_UNARY_OPS(EMBER_FORMULA_ID) EMBER_FLOAT_BINARY_OPS(EMBER_FORMULA_ID)
 #undef EMBER_FORMULA_ID
-  kCount,
+      kCount,
 };
 
 /// A formula's row of the list.
@@ -123,12 +121,11 @@ struct FormulaDecl {
 inline constexpr std::array<FormulaDecl, static_cast<size_t>(Formula::kCount)> kFormulaDecls = {{
 #define EMBER_FORMULA_DECL(F, name, flags, Args) \
   {name, static_cast<uint8_t>(flags), static_cast<uint8_t>(args_index<Args>())},
-#define EMBER_UNARY_FORMULA_DECL(Kind, name, Functor, saves_output, ...)                       \
+#define EMBER_UNARY_FORMULA_DECL(Kind, name, Functor, saves_output, ...)                        \
   {#Kind "Backward0", static_cast<uint8_t>(kSavesInputs | ((saves_output) ? kSavesOutput : 0)), \
    static_cast<uint8_t>(args_index<NoArgs>())},
-    EMBER_FORMULAS(EMBER_FORMULA_DECL)
-    EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_FORMULA_DECL)
-    EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_FORMULA_DECL)  // both inputs kept, as a unary row keeps its one
+    EMBER_FORMULAS(EMBER_FORMULA_DECL) EMBER_FLOAT_UNARY_OPS(EMBER_UNARY_FORMULA_DECL)
+        EMBER_FLOAT_BINARY_OPS(EMBER_UNARY_FORMULA_DECL)  // both inputs kept, as a unary row keeps its one
 #undef EMBER_UNARY_FORMULA_DECL
 #undef EMBER_FORMULA_DECL
 }};

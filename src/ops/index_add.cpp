@@ -17,12 +17,11 @@ int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, co
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(self.dim(), 1));
   EMBER_CHECK(index.dtype() == kInt64 || index.dtype() == kInt32, TypeError,
               "index_add_(): Expected dtype int32/int64 for index but got: ", detail::scalar_type_name(index.dtype()));
-  EMBER_CHECK(index.dim() <= 1, IndexError, "index_add_(): Index is supposed to be a vector, but got dim: ",
-              index.dim(), " with type: ", detail::scalar_type_name(index.dtype()), " and size: ",
-              detail::IntListPrinter{index.sizes()});
-  EMBER_CHECK(self.dtype() == source.dtype(), TypeError, "index_add_(): self (",
-              detail::scalar_type_name(self.dtype()), ") and source (", detail::scalar_type_name(source.dtype()),
-              ") must have the same scalar type");
+  EMBER_CHECK(
+      index.dim() <= 1, IndexError, "index_add_(): Index is supposed to be a vector, but got dim: ", index.dim(),
+      " with type: ", detail::scalar_type_name(index.dtype()), " and size: ", detail::IntListPrinter{index.sizes()});
+  EMBER_CHECK(self.dtype() == source.dtype(), TypeError, "index_add_(): self (", detail::scalar_type_name(self.dtype()),
+              ") and source (", detail::scalar_type_name(source.dtype()), ") must have the same scalar type");
   detail::check_same_device(self, index);
   detail::check_same_device(self, source);
   const int64_t source_size = source.dim() == 0 ? 1 : source.size(d < source.dim() ? d : 0);
@@ -30,8 +29,10 @@ int64_t check_index_add(const Tensor& self, int64_t dim, const Tensor& index, co
               ") should be equal to source.size(dim): (", source_size, "), for dim: ", d);
   bool same = self.dim() == source.dim() || (self.dim() <= 1 && source.dim() <= 1);
   for (int64_t i = 0; same && i < self.dim() && i < source.dim(); ++i) same = i == d || self.size(i) == source.size(i);
-  EMBER_CHECK(same, ValueError, "source tensor shape must match self tensor shape, excluding the specified "
-              "dimension. Got self.shape = ", detail::IntListPrinter{self.sizes()}, " source.shape = ", detail::IntListPrinter{source.sizes()});
+  EMBER_CHECK(same, ValueError,
+              "source tensor shape must match self tensor shape, excluding the specified "
+              "dimension. Got self.shape = ",
+              detail::IntListPrinter{self.sizes()}, " source.shape = ", detail::IntListPrinter{source.sizes()});
   EMBER_CHECK(self.dtype() != kBool, TypeError, "\"index_add_cpu_\" not implemented for 'Bool'");
   return d;
 }
@@ -41,7 +42,8 @@ void launch_index_add(const Tensor& self, int64_t d, const Tensor& index, const 
   // 0-d and 1-element operands as {1}, so the kernel sees matching ranks.
   Tensor s = self.dim() == 0 ? self.view({1}) : self;
   Tensor src = source.dim() != s.dim() ? source.reshape(IntList{1}) : source;
-  detail::KernelCall call{detail::OpKind::IndexAdd, {detail::make_arg(s)},
+  detail::KernelCall call{detail::OpKind::IndexAdd,
+                          {detail::make_arg(s)},
                           {detail::make_arg(s), detail::make_arg(index), detail::make_arg(src)}};
   call.args = detail::kargs::IndexAdd{d, alpha};
   detail::launch(self.device(), call);
@@ -55,9 +57,9 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
   detail::check_no_internal_overlap(*this);
   detail::check_no_overlap(*this, index);
   detail::check_no_overlap(*this, source);
-  return detail::recorded_inplace(detail::Formula::IndexAdd, *this, source,
-                                  [&] { launch_index_add(*this, d, index, source, alpha); },
-                                  detail::IndexAddArgs{d, index, alpha});
+  return detail::recorded_inplace(
+      detail::Formula::IndexAdd, *this, source, [&] { launch_index_add(*this, d, index, source, alpha); },
+      detail::IndexAddArgs{d, index, alpha});
 }
 
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {

@@ -37,8 +37,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   }
   attrs.dim = detail::wrap_dim(dim, reference->dim());
   for (const Tensor& t : tensors) attrs.sizes.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
-  return ember::detail::recorded_list(ember::detail::Formula::Cat, tensors,
-                                         [&] { return cat_impl(tensors, dim); }, std::move(attrs));
+  return ember::detail::recorded_list(
+      ember::detail::Formula::Cat, tensors, [&] { return cat_impl(tensors, dim); }, std::move(attrs));
 }
 
 namespace {
@@ -65,9 +65,9 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
     EMBER_CHECK(t.dim() == reference->dim(), ValueError, "Tensors must have same number of dimensions: got ",
                 reference->dim(), " and ", t.dim());
     for (int64_t k = 0; k < t.dim(); ++k) {
-      EMBER_CHECK(k == d || t.size(k) == reference->size(k), ValueError, "Sizes of tensors must match except in dimension ",
-                  d, ". Expected size ", reference->size(k), " but got size ", t.size(k), " for tensor number ", i,
-                  " in the list.");
+      EMBER_CHECK(k == d || t.size(k) == reference->size(k), ValueError,
+                  "Sizes of tensors must match except in dimension ", d, ". Expected size ", reference->size(k),
+                  " but got size ", t.size(k), " for tensor number ", i, " in the list.");
     }
     shape[d] += t.size(d);
   }
@@ -90,9 +90,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");
   const int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1);
   for (size_t i = 0; i < tensors.size(); ++i) {
-    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError, "stack expects each tensor to be equal size, but got ",
-                IntListPrinter{tensors[0].sizes()}, " at entry 0 and ", IntListPrinter{tensors[i].sizes()},
-                " at entry ", i);
+    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError,
+                "stack expects each tensor to be equal size, but got ", IntListPrinter{tensors[0].sizes()},
+                " at entry 0 and ", IntListPrinter{tensors[i].sizes()}, " at entry ", i);
   }
   auto compute = [&] {
     std::vector<Tensor> expanded;
@@ -136,8 +136,10 @@ void check_split_sizes(const Tensor& a, const IntList& split_sizes, int64_t d) {
   const int64_t size = a.size(d);
   int64_t total = 0;
   for (int64_t s : split_sizes) {
-    EMBER_CHECK(s >= 0, ValueError, "split_with_sizes expects split_sizes have only non-negative entries, but got "
-                "split_sizes=", IntListPrinter{split_sizes});
+    EMBER_CHECK(s >= 0, ValueError,
+                "split_with_sizes expects split_sizes have only non-negative entries, but got "
+                "split_sizes=",
+                IntListPrinter{split_sizes});
     total += s;
   }
   EMBER_CHECK(total == size, ValueError, "split_with_sizes expects split_sizes to sum exactly to ", size,
@@ -176,7 +178,9 @@ std::vector<Tensor> chunk(const Tensor& a, int64_t chunks, int64_t dim) {
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t dim) const { return ember::chunk(*this, chunks, dim); }
-std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const { return ember::split(*this, split_size, dim); }
+std::vector<Tensor> Tensor::split(int64_t split_size, int64_t dim) const {
+  return ember::split(*this, split_size, dim);
+}
 std::vector<Tensor> Tensor::split(const IntList& split_sizes, int64_t dim) const {
   return ember::split(*this, split_sizes, dim);
 }

@@ -12,7 +12,8 @@ void launch(Device device, KernelCall& call) {
   check_args(call);  // the op list's Args column (Note [Typed kernel arguments])
   if (device.is_cpu()) {
     call.device = -1;
-    if (sanitizer::enabled()) [[unlikely]] sanitizer::on_host_launch(call);  // pinned memory
+    if (sanitizer::enabled()) [[unlikely]]
+      sanitizer::on_host_launch(call);  // pinned memory
     cpu::run(call);
     return;
   }

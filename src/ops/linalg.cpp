@@ -66,10 +66,11 @@ const char* cpp_type_name(DType dtype) {
 namespace {
 Tensor matmul_impl(const Tensor& a_in, const Tensor& b_in) {
   detail::check_same_device(a_in, b_in);
-  EMBER_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, ValueError, "both arguments to matmul need to be at least 1D, but they are ",
-              a_in.dim(), "D and ", b_in.dim(), "D");
-  EMBER_CHECK(a_in.dtype() == b_in.dtype(), TypeError, "expected m1 and m2 to have the same dtype, but got: ",
-              dtype_name(a_in.dtype()), " != ", dtype_name(b_in.dtype()));
+  EMBER_CHECK(a_in.dim() >= 1 && b_in.dim() >= 1, ValueError,
+              "both arguments to matmul need to be at least 1D, but they are ", a_in.dim(), "D and ", b_in.dim(), "D");
+  EMBER_CHECK(a_in.dtype() == b_in.dtype(), TypeError,
+              "expected m1 and m2 to have the same dtype, but got: ", dtype_name(a_in.dtype()),
+              " != ", dtype_name(b_in.dtype()));
   EMBER_CHECK(a_in.dtype() != kBool, TypeError, "\"addmm\" not implemented for 'Bool'");
   if (a_in.dim() >= 3 && b_in.dim() == 2) {
     // As PyTorch: a's batch dims fold into its rows, one [batch * n, k] @ [k, m] product
@@ -120,8 +121,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (detail::AutocastScope ac{detail::AutocastOp::kMatmul, {&a, &b}}) return matmul(ac.cast(a), ac.cast(b));
   }
   ember::detail::Attrs attrs(ember::detail::NoArgs{}, matmul_node_name(a, b));
-  return ember::detail::recorded(ember::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); },
-                                    std::move(attrs));
+  return ember::detail::recorded(
+      ember::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); }, std::move(attrs));
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
@@ -175,8 +176,10 @@ Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar&
   EMBER_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
   EMBER_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
   detail::check_same_device(bias, a);
-  EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError, "self and mat2 must have the same dtype, "
-              "but got ", detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
+  EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError,
+              "self and mat2 must have the same dtype, "
+              "but got ",
+              detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
   auto compute = [&] { return scaled_product_plus(bias, a, b, beta, alpha); };
   // One AddmmBackward0 node, as PyTorch's (not the nodes of the ops it is made of).
   ember::detail::AddmmArgs attrs{beta, alpha};
@@ -205,8 +208,9 @@ Tensor index_select_impl(const Tensor& a, int64_t dim, const Tensor& index) {
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
   ember::detail::DimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim())};
-  return ember::detail::recorded(ember::detail::Formula::IndexSelect, {&a, &index},
-                                    [&] { return index_select_impl(a, dim, index); }, std::move(attrs));
+  return ember::detail::recorded(
+      ember::detail::Formula::IndexSelect, {&a, &index}, [&] { return index_select_impl(a, dim, index); },
+      std::move(attrs));
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
@@ -218,20 +222,19 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
   EMBER_CHECK(batch1.dim() == 3, ValueError, "batch1 must be a 3D tensor");
   EMBER_CHECK(batch2.dim() == 3, ValueError, "batch2 must be a 3D tensor");
   EMBER_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2), ValueError,
-              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ",
-              batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ", batch1.size(2),
+              "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
   detail::check_same_device(input, batch1);
   // PyTorch 2's TORCH_META_FUNC(baddbmm), whose dtypes print as C++ type names ("float").
   EMBER_CHECK(input.dtype() == batch1.dtype(), TypeError, "Input dtypes must be the same, got: input ",
-              cpp_type_name(input.dtype()), ", batch1: ", cpp_type_name(batch1.dtype()), ", batch2: ",
-              cpp_type_name(batch2.dtype()));
+              cpp_type_name(input.dtype()), ", batch1: ", cpp_type_name(batch1.dtype()),
+              ", batch2: ", cpp_type_name(batch2.dtype()));
   EMBER_CHECK(batch2.dtype() == batch1.dtype(), TypeError, "expected scalar type ",
               detail::scalar_type_name(batch1.dtype()), " but found ", detail::scalar_type_name(batch2.dtype()));
   auto compute = [&] { return scaled_product_plus(input, batch1, batch2, beta, alpha); };
   // addmm's formula serves: its backward is written for batched operands too.
   ember::detail::Attrs attrs(ember::detail::AddmmArgs{beta, alpha}, "BaddbmmBackward0");
-  return ember::detail::recorded(ember::detail::Formula::Addmm, {&input, &batch1, &batch2}, compute,
-                                 std::move(attrs));
+  return ember::detail::recorded(ember::detail::Formula::Addmm, {&input, &batch1, &batch2}, compute, std::move(attrs));
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }

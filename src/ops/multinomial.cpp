@@ -7,17 +7,17 @@
 
 #include "ember/autograd.h"
 #include "ember/errors.h"
-#include "kernels/dtype_dispatch.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/fork_rng.h"
 #include "ops/launch.h"
 
 namespace ember {
 
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement, std::optional<Generator> generator) {
-  EMBER_CHECK(is_floating_point(probs.dtype()), TypeError,
-              "multinomial only supports floating-point dtypes for input, got: ",
-              detail::scalar_type_name(probs.dtype()));
+  EMBER_CHECK(
+      is_floating_point(probs.dtype()), TypeError,
+      "multinomial only supports floating-point dtypes for input, got: ", detail::scalar_type_name(probs.dtype()));
   EMBER_CHECK(probs.dim() == 1 || probs.dim() == 2, ValueError, "prob_dist must be 1 or 2 dim");
   EMBER_CHECK(num_samples > 0, ValueError, "cannot sample n_sample <= 0 samples");
   const int64_t categories = probs.size(-1);

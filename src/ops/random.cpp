@@ -10,14 +10,14 @@
 #include <span>
 #include <vector>
 
-#include "ops/recording.h"
-#include "ember/errors.h"
 #include "ember/cuda.h"
+#include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/generator.h"
 #include "ops/fork_rng.h"
 #include "ops/graph_rng.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 #include "runtime/context.h"
 
 namespace ember {
@@ -158,9 +158,10 @@ class Generators {
         call.philox_offset_ptr = slot.slot.offset_ptr;
         return true;
       }
-      detail::fail<CudaError>("Attempt to increase offset for a CUDA generator not in capture mode. (During a "
-                              "capture, a generator other than the default one draws only from a state registered "
-                              "with the capturing graph: CUDAGraph::register_generator_state.)");
+      detail::fail<CudaError>(
+          "Attempt to increase offset for a CUDA generator not in capture mode. (During a "
+          "capture, a generator other than the default one draws only from a state registered "
+          "with the capturing graph: CUDAGraph::register_generator_state.)");
     }
     return false;
   }
@@ -220,9 +221,8 @@ std::pair<uint64_t, uint64_t> reserve(Device device, uint64_t count, const std::
   }
   const int index = generator_index(device);
   if (t_fork) {
-    auto [it, inserted] = t_fork->states.try_emplace(index, detail::ForkRng::State{index < 0 ? t_fork->cpu_seed
-                                                                                            : t_fork->cuda_seed,
-                                                                                  0});
+    auto [it, inserted] =
+        t_fork->states.try_emplace(index, detail::ForkRng::State{index < 0 ? t_fork->cpu_seed : t_fork->cuda_seed, 0});
     const uint64_t offset = it->second.offset;
     it->second.offset += round_to_blocks(count);
     return {it->second.seed, offset};
@@ -356,8 +356,9 @@ uint64_t Generator::initial_seed() const {
 }
 
 Tensor Generator::get_state() const {
-  auto [seed, offset] =
-      with_state(*impl_, [](const detail::GeneratorState& state) { return std::pair{state.seed, state.offset}; });
+  auto [seed, offset] = with_state(*impl_, [](const detail::GeneratorState& state) {
+    return std::pair{state.seed, state.offset};
+  });
   return state_tensor(seed, offset);
 }
 

@@ -20,7 +20,8 @@ DType reduction_dtype(OpKind op, DType in) {
     case OpKind::Mean:
       EMBER_CHECK(is_floating_point(in) || is_complex(in), TypeError,
                   "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
-                  "dtype. Got: ", dtype_name(in));
+                  "dtype. Got: ",
+                  dtype_name(in));
       return in;
     case OpKind::All: return kBool;
     default:
@@ -62,7 +63,8 @@ Tensor reduce_all(Formula f, OpKind op, const Tensor& a) {
 }
 Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepdim) {
   ember::detail::ReduceDimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim()), keepdim};
-  return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
+  return ember::detail::recorded(
+      f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
 }
 }  // namespace
 
@@ -83,9 +85,13 @@ Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {
   return reduce_dim(Formula::MeanDim, OpKind::Mean, a, dim, keepdim);
 }
 Tensor max(const Tensor& a) { return reduce_all(Formula::MaxAll, OpKind::Max, a); }
-Tensor max(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::MaxDim, OpKind::Max, a, dim, keepdim); }
+Tensor max(const Tensor& a, int64_t dim, bool keepdim) {
+  return reduce_dim(Formula::MaxDim, OpKind::Max, a, dim, keepdim);
+}
 Tensor min(const Tensor& a) { return reduce_all(Formula::MinAll, OpKind::Min, a); }
-Tensor min(const Tensor& a, int64_t dim, bool keepdim) { return reduce_dim(Formula::MinDim, OpKind::Min, a, dim, keepdim); }
+Tensor min(const Tensor& a, int64_t dim, bool keepdim) {
+  return reduce_dim(Formula::MinDim, OpKind::Min, a, dim, keepdim);
+}
 
 bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
   detail::check_same_device(a, b);
@@ -93,7 +99,9 @@ bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool e
               dtype_name(a.dtype()), " and ", dtype_name(b.dtype()));
   IntList shape = detail::broadcast_shapes(a.sizes(), b.sizes());
   Tensor close = detail::empty_on(shape, kBool, a.device());
-  KernelCall call{OpKind::IsClose, {detail::make_arg(close)}, {detail::make_arg(a, shape), detail::make_arg(b, shape)},
+  KernelCall call{OpKind::IsClose,
+                  {detail::make_arg(close)},
+                  {detail::make_arg(a, shape), detail::make_arg(b, shape)},
                   detail::kargs::IsClose{atol, rtol, equal_nan}};
   detail::launch(a.device(), call);
   return reduce(OpKind::All, close, true, -1, false).item<bool>();

@@ -31,8 +31,8 @@ Tensor gather_impl(const Tensor& a, int64_t dim, const Tensor& index) {
   EMBER_CHECK(ix.dim() == x.dim(), ValueError, "Index tensor must have the same number of dimensions as input tensor");
   for (int64_t i = 0; i < x.dim(); ++i) {
     EMBER_CHECK(i == d || ix.size(i) <= x.size(i), ValueError, "Size does not match at dimension ", i,
-                " expected index ", detail::IntListPrinter{ix.sizes()}, " to be smaller than self ", detail::IntListPrinter{x.sizes()},
-                " apart from dimension ", d);
+                " expected index ", detail::IntListPrinter{ix.sizes()}, " to be smaller than self ",
+                detail::IntListPrinter{x.sizes()}, " apart from dimension ", d);
   }
   Tensor out = detail::empty_on(ix.sizes(), x.dtype(), x.device());
   KernelCall call{OpKind::Gather, {detail::make_arg(out)}, {detail::make_arg(x), detail::make_arg(ix)}};
@@ -70,8 +70,8 @@ void scatter_add_into(Tensor& out, int64_t d, const Tensor& index, const Tensor&
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
-  return detail::recorded(detail::Formula::Gather, {&a, &index}, [&] { return gather_impl(a, d, index); },
-                          detail::DimArgs{d});
+  return detail::recorded(
+      detail::Formula::Gather, {&a, &index}, [&] { return gather_impl(a, d, index); }, detail::DimArgs{d});
 }
 
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {

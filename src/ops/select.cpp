@@ -1,18 +1,18 @@
 // where, clamp and masked_fill: element-wise selection with broadcasting and promotion.
-#include "ops/recording.h"
 #include "core/type_promotion.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember {
 
 using detail::KernelCall;
 using detail::make_arg;
-using detail::OpKind;
 using detail::Operand;
+using detail::OpKind;
 
 namespace {
 
@@ -38,8 +38,10 @@ Device op_device(std::initializer_list<const Tensor*> tensors) {
 }
 
 Tensor select_where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in, DType dtype) {
-  EMBER_CHECK(cond_in.dtype() == kBool, TypeError, "where expected condition to be a boolean tensor, but got a tensor "
-              "with dtype ", detail::scalar_type_name(cond_in.dtype()));
+  EMBER_CHECK(cond_in.dtype() == kBool, TypeError,
+              "where expected condition to be a boolean tensor, but got a tensor "
+              "with dtype ",
+              detail::scalar_type_name(cond_in.dtype()));
   const Device device = op_device({&cond_in, &a_in, &b_in});
   Tensor cond = on_device(cond_in, device), a = on_device(a_in, device), b = on_device(b_in, device);
   detail::check_same_device(cond, a);
@@ -66,7 +68,7 @@ template <typename F>
 Tensor recorded_where(const Tensor& cond, const Tensor& a, const Tensor& b, F&& compute, const char* name = nullptr) {
   ember::detail::Attrs attrs(ember::detail::NoArgs{}, name);
   return ember::detail::recorded(ember::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
-                                    std::move(attrs));
+                                 std::move(attrs));
 }
 const Tensor kNone;
 }  // namespace
@@ -99,7 +101,9 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
   check_clamp_dtype(dtype);
   Tensor x = as_dtype(a, dtype);
   Tensor out = detail::empty_on(x.sizes(), dtype, x.device());
-  KernelCall call{OpKind::ClampScalar, {make_arg(out)}, {make_arg(x)},
+  KernelCall call{OpKind::ClampScalar,
+                  {make_arg(out)},
+                  {make_arg(x)},
                   detail::kargs::ClampScalar{min.value_or(0), max.value_or(0), min.has_value(), max.has_value()}};
   detail::launch(out.device(), call);
   if (ember::detail::should_record(a)) {
@@ -142,25 +146,32 @@ Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max) {
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value) {
   EMBER_CHECK(mask.dtype() == kBool, TypeError, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               detail::scalar_type_name(mask.dtype()));
-  EMBER_CHECK(value.dim() == 0, ValueError, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
-              "with ", value.dim(), " dimension(s).");
-  return recorded_where(mask, value, a, [&] { return select_where(mask, as_dtype(value, a.dtype()), a, a.dtype()); },
-                        "MaskedFillBackward0");
+  EMBER_CHECK(value.dim() == 0, ValueError,
+              "masked_fill_ only supports a 0-dimensional value tensor, but got tensor "
+              "with ",
+              value.dim(), " dimension(s).");
+  return recorded_where(
+      mask, value, a, [&] { return select_where(mask, as_dtype(value, a.dtype()), a, a.dtype()); },
+      "MaskedFillBackward0");
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Scalar& value) {
   EMBER_CHECK(mask.dtype() == kBool, TypeError, "masked_fill_ only supports boolean masks, but got mask with dtype ",
               detail::scalar_type_name(mask.dtype()));
-  return recorded_where(mask, kNone, a,
-                        [&] { return select_where(mask, scalar_tensor(value, a.dtype(), a.device()), a, a.dtype()); },
-                        "MaskedFillBackward0");
+  return recorded_where(
+      mask, kNone, a, [&] { return select_where(mask, scalar_tensor(value, a.dtype(), a.device()), a, a.dtype()); },
+      "MaskedFillBackward0");
 }
 
 Tensor Tensor::clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max) const {
   return ember::clamp(*this, min, max);
 }
 Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return ember::clamp(*this, min, max); }
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const { return ember::masked_fill(*this, mask, value); }
-Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return ember::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return ember::masked_fill(*this, mask, value);
+}
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return ember::masked_fill(*this, mask, value);
+}
 
 }  // namespace ember

@@ -26,9 +26,8 @@ Tensor softmax_op(OpKind op, const Tensor& a, int64_t dim) {
   detail::launch(a.device(), call);
   if (ember::detail::should_record(a)) {
     ember::detail::DimArgs attrs{along};
-    ember::detail::record(op == OpKind::Softmax ? ember::detail::Formula::Softmax
-                                                   : ember::detail::Formula::LogSoftmax,
-                             {a}, out, std::move(attrs));
+    ember::detail::record(op == OpKind::Softmax ? ember::detail::Formula::Softmax : ember::detail::Formula::LogSoftmax,
+                          {a}, out, std::move(attrs));
   }
   return out;
 }
@@ -39,8 +38,7 @@ Tensor arg_reduce(OpKind op, const Tensor& a, std::optional<int64_t> dim, bool k
               detail::scalar_type_name(a.dtype()), "'");
   if (!dim || a.dim() == 0) {
     if (dim) detail::wrap_dim(*dim, a.dim());
-    EMBER_CHECK(a.numel() > 0, IndexError, name,
-                "(): Expected reduction dim to be specified for input.numel() == 0.");
+    EMBER_CHECK(a.numel() > 0, IndexError, name, "(): Expected reduction dim to be specified for input.numel() == 0.");
     Tensor out = detail::empty_on({}, kInt64, a.device());
     KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}, detail::kargs::Dim{-1}};
     detail::launch(a.device(), call);

@@ -2,8 +2,8 @@
 // stable order and their int64 positions; both record one node whose backward puts the
 // output's gradient back at those positions (SortBackward0, TopkBackward0).
 #include "ember/errors.h"
-#include "kernels/dtype_dispatch.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "ops/recording.h"
 
@@ -16,8 +16,8 @@ using detail::OpKind;
 
 // The first k of each line along dim (wrapped; a 0-dim tensor is one line of one element).
 std::pair<Tensor, Tensor> sorted_prefix(const Tensor& a, int64_t dim, int64_t k, bool descending) {
-  EMBER_CHECK(!is_complex(a.dtype()), TypeError, "\"sort\" not implemented for '",
-              detail::scalar_type_name(a.dtype()), "'");
+  EMBER_CHECK(!is_complex(a.dtype()), TypeError, "\"sort\" not implemented for '", detail::scalar_type_name(a.dtype()),
+              "'");
   Tensor x = a.dim() == 0 ? a.unsqueeze(0) : a;
   IntList sizes = x.sizes();
   sizes[static_cast<size_t>(dim)] = k;
@@ -56,7 +56,9 @@ std::pair<Tensor, Tensor> topk(const Tensor& a, int64_t k, int64_t dim, bool lar
   return recorded_sort(a, d, k, largest, "TopkBackward0");
 }
 
-std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const { return ember::sort(*this, dim, descending); }
+std::pair<Tensor, Tensor> Tensor::sort(int64_t dim, bool descending) const {
+  return ember::sort(*this, dim, descending);
+}
 std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t dim, bool largest, bool sorted) const {
   return ember::topk(*this, k, dim, largest, sorted);
 }

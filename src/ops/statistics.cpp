@@ -84,8 +84,9 @@ Tensor logsumexp_keepdim(const Tensor& x, const IntList& dims) {
 }
 
 Tensor logsumexp_impl(const Tensor& a, const IntList& dims, bool keepdim) {
-  EMBER_CHECK(!is_complex(a.dtype()), TypeError, "logsumexp(): Expected floating point type for result tensor, but got: ",
-              detail::scalar_type_name(a.dtype()));
+  EMBER_CHECK(
+      !is_complex(a.dtype()), TypeError,
+      "logsumexp(): Expected floating point type for result tensor, but got: ", detail::scalar_type_name(a.dtype()));
   Tensor out = logsumexp_keepdim(is_integral(a.dtype(), true) ? a.to(default_dtype()) : a, dims);
   return keepdim ? out : squeeze_dims(out, dims);
 }
@@ -107,14 +108,16 @@ Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
     if (detail::AutocastScope ac{detail::AutocastOp::kLogSumExp, {&a}}) return logsumexp(ac.cast(a), dims, keepdim);
   }
   IntList ds = reduced_dims(a, dims);
-  return detail::recorded(detail::Formula::Logsumexp, {&a}, [&] { return logsumexp_impl(a, ds, keepdim); },
-                          detail::ReduceDimsArgs{ds, keepdim});
+  return detail::recorded(
+      detail::Formula::Logsumexp, {&a}, [&] { return logsumexp_impl(a, ds, keepdim); },
+      detail::ReduceDimsArgs{ds, keepdim});
 }
 
 Tensor var(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
   IntList ds = reduced_dims(a, dims);
-  return detail::recorded(detail::Formula::Var, {&a}, [&] { return var_impl(a, ds, correction, keepdim); },
-                          detail::VarArgs{ds, correction, keepdim});
+  return detail::recorded(
+      detail::Formula::Var, {&a}, [&] { return var_impl(a, ds, correction, keepdim); },
+      detail::VarArgs{ds, correction, keepdim});
 }
 
 Tensor std(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {

@@ -10,8 +10,7 @@ namespace ember {
 namespace {
 
 Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
-  EMBER_CHECK(a.dim() >= 2, ValueError, upper ? "triu" : "tril",
-              ": input tensor must have at least 2 dimensions");
+  EMBER_CHECK(a.dim() >= 2, ValueError, upper ? "triu" : "tril", ": input tensor must have at least 2 dimensions");
   Tensor out = detail::empty_on(a.sizes(), a.dtype(), a.device());
   detail::KernelCall call{detail::OpKind::Triangle, {detail::make_arg(out)}, {detail::make_arg(a)}};
   call.args = detail::kargs::Triangle{diagonal, upper};
@@ -22,12 +21,12 @@ Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
 }  // namespace
 
 Tensor triu(const Tensor& a, int64_t diagonal) {
-  return detail::recorded(detail::Formula::Triu, {&a}, [&] { return triangle(a, diagonal, true); },
-                          detail::DiagonalArgs{diagonal});
+  return detail::recorded(
+      detail::Formula::Triu, {&a}, [&] { return triangle(a, diagonal, true); }, detail::DiagonalArgs{diagonal});
 }
 Tensor tril(const Tensor& a, int64_t diagonal) {
-  return detail::recorded(detail::Formula::Tril, {&a}, [&] { return triangle(a, diagonal, false); },
-                          detail::DiagonalArgs{diagonal});
+  return detail::recorded(
+      detail::Formula::Tril, {&a}, [&] { return triangle(a, diagonal, false); }, detail::DiagonalArgs{diagonal});
 }
 
 Tensor Tensor::triu(int64_t diagonal) const { return ember::triu(*this, diagonal); }

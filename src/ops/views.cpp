@@ -12,8 +12,8 @@ namespace ember {
 
 using detail::add_overflows;
 using detail::IntListPrinter;
-using detail::mul_overflows;
 using detail::make_view;
+using detail::mul_overflows;
 using detail::wrap_dim;
 
 namespace {
@@ -37,8 +37,8 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
   bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     EMBER_CHECK(sizes[i] >= 0, ValueError, "Trying to create tensor with negative dimension ", sizes[i]);
-    EMBER_CHECK(strides[i] >= 0, ValueError, "as_strided: Negative strides are not supported at the moment, got strides: ",
-                IntListPrinter{strides});
+    EMBER_CHECK(strides[i] >= 0, ValueError,
+                "as_strided: Negative strides are not supported at the moment, got strides: ", IntListPrinter{strides});
     empty |= sizes[i] == 0;
   }
   // The storage needed: offset + 1 + sum((size - 1) * stride) elements, whose bytes must
@@ -49,13 +49,13 @@ Tensor Tensor::as_strided(const IntList& sizes, const IntList& strides, int64_t 
     overflow |= mul_overflows(sizes[i] - 1, strides[i], &extent) || add_overflows(last, extent, &last);
   }
   int64_t required = 0, bytes = 0;
-  overflow |= add_overflows(last, 1, &required) ||
-              mul_overflows(required, static_cast<int64_t>(element_size()), &bytes);
+  overflow |=
+      add_overflows(last, 1, &required) || mul_overflows(required, static_cast<int64_t>(element_size()), &bytes);
   EMBER_CHECK(empty || !overflow, ValueError, "Storage size calculation overflowed with sizes=", IntListPrinter{sizes},
               " and strides=", IntListPrinter{strides});
   int64_t storage_elements = static_cast<int64_t>(impl_->storage()->nbytes() / element_size());
-  EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes}, ", strides ",
-              IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
+  EMBER_CHECK(empty || required <= storage_elements, ValueError, "setStorage: sizes ", IntListPrinter{sizes},
+              ", strides ", IntListPrinter{strides}, ", storage offset ", offset, " require a storage of ", required,
               " elements, but the storage has ", storage_elements);
   return recorded_view(Formula::AsStrided, *this, sizes, strides, offset,
                        detail::AsStridedArgs{sizes, strides, offset});
@@ -89,7 +89,8 @@ IntList infer_shape(const IntList& shape, int64_t numel) {
   }
   if (zero) known = 0;
   // A product past int64 cannot equal (or divide) numel: a mismatch.
-  EMBER_CHECK(!overflow || zero, ValueError, "shape '", IntListPrinter{shape}, "' is invalid for input of size ", numel);
+  EMBER_CHECK(!overflow || zero, ValueError, "shape '", IntListPrinter{shape}, "' is invalid for input of size ",
+              numel);
   if (infer >= 0) {
     EMBER_CHECK(known != 0 && numel % known == 0, ValueError, "shape '", IntListPrinter{shape},
                 "' is invalid for input of size ", numel);
@@ -195,7 +196,8 @@ Tensor Tensor::permute(const IntList& dims) const {
   int64_t n = dim();
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, ValueError,
               "permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
-              "ordering of dimensions i.e. input.dim() = ", n, " is not equal to len(dims) = ", dims.size());
+              "ordering of dimensions i.e. input.dim() = ",
+              n, " is not equal to len(dims) = ", dims.size());
   IntList s(n), st(n);
   std::vector<bool> seen(n, false);
   detail::PermuteArgs attrs;
@@ -214,8 +216,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   EMBER_CHECK(this->dim() > 0, IndexError, "select() cannot be applied to a 0-dim tensor.");
   dim = wrap_dim(dim, this->dim());
   int64_t size = sizes()[dim];
-  EMBER_CHECK(index >= -size && index < size, IndexError, "select(): index ", index, " out of range for tensor of size ",
-              IntListPrinter{sizes()}, " at dimension ", dim);
+  EMBER_CHECK(index >= -size && index < size, IndexError, "select(): index ", index,
+              " out of range for tensor of size ", IntListPrinter{sizes()}, " at dimension ", dim);
   if (index < 0) index += size;
   IntList s = sizes(), st = strides();
   int64_t offset = checked_offset(storage_offset(), index, st[dim]);

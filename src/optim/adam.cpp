@@ -15,10 +15,10 @@ void check_options(const AdamOptions& o) {
   // PyTorch refuses lr < 0 (and NaN); inf too here, which one step turns the parameters into.
   EMBER_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), ValueError, "Invalid learning rate: ", python_float(o.lr()));
   EMBER_CHECK(o.eps() >= 0.0, ValueError, "Invalid epsilon value: ", python_float(o.eps()));
-  EMBER_CHECK(o.betas().first >= 0.0 && o.betas().first < 1.0, ValueError, "Invalid beta parameter at index 0: ",
-              python_float(o.betas().first));
-  EMBER_CHECK(o.betas().second >= 0.0 && o.betas().second < 1.0, ValueError, "Invalid beta parameter at index 1: ",
-              python_float(o.betas().second));
+  EMBER_CHECK(o.betas().first >= 0.0 && o.betas().first < 1.0, ValueError,
+              "Invalid beta parameter at index 0: ", python_float(o.betas().first));
+  EMBER_CHECK(o.betas().second >= 0.0 && o.betas().second < 1.0, ValueError,
+              "Invalid beta parameter at index 1: ", python_float(o.betas().second));
   EMBER_CHECK(o.weight_decay() >= 0.0, ValueError, "Invalid weight_decay value: ", python_float(o.weight_decay()));
 }
 

@@ -42,13 +42,14 @@ void fused_step(const StepHyper& hyper, const std::vector<Tensor>& params, const
     Tensor g = grads[i];
     EMBER_CHECK(is_floating_point(p.dtype()) || is_complex(p.dtype()), TypeError,
                 "optimizer step: parameters must be floating point or complex, but got ", dtype_name(p.dtype()));
-    EMBER_CHECK(g.sizes() == p.sizes(), ValueError, "optimizer step: the gradient of shape ",
-                IntListPrinter{g.sizes()}, " does not match its parameter of shape ", IntListPrinter{p.sizes()});
+    EMBER_CHECK(g.sizes() == p.sizes(), ValueError, "optimizer step: the gradient of shape ", IntListPrinter{g.sizes()},
+                " does not match its parameter of shape ", IntListPrinter{p.sizes()});
     check_same_device(p, g);
     if (g.dtype() != p.dtype()) g = g.to(p.dtype());
     flat_grads[i] = g.contiguous();
     work[i] = p.contiguous();
-    for (const Tensor& s : states[i]) EMBER_ASSERT(s.is_contiguous() && s.device() == p.device() && s.dtype() == p.dtype());
+    for (const Tensor& s : states[i])
+      EMBER_ASSERT(s.is_contiguous() && s.device() == p.device() && s.dtype() == p.dtype());
   }
   // One launch per (device, dtype).
   struct Group {

@@ -26,8 +26,8 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
-#include "ember/optim/optimizer.h"
 #include "ember/optim/adam.h"
+#include "ember/optim/optimizer.h"
 #include "ember/optim/sgd.h"
 #include "optim/amp_step.h"
 #include "optim/scheduler_state.h"
@@ -124,7 +124,8 @@ std::vector<std::pair<Device, Tensor>> GradScaler::unscale_grads(optim::Optimize
 
 void GradScaler::unscale_(optim::Optimizer& optimizer) {
   if (!enabled_) return;
-  EMBER_CHECK(scale_.defined(), Error, "Attempted unscale_ but _scale is None.  This may indicate your script did "
+  EMBER_CHECK(scale_.defined(), Error,
+              "Attempted unscale_ but _scale is None.  This may indicate your script did "
               "not use scaler.scale(loss or outputs) earlier in the iteration.");
   OptimizerState& state = per_optimizer_[&optimizer];
   EMBER_CHECK(state.stage != Stage::kUnscaled, Error,
@@ -142,7 +143,8 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
     optimizer.step();
     return true;
   }
-  EMBER_CHECK(scale_.defined(), Error, "Attempted step but _scale is None.  This may indicate your script did not "
+  EMBER_CHECK(scale_.defined(), Error,
+              "Attempted step but _scale is None.  This may indicate your script did not "
               "use scaler.scale(loss or outputs) earlier in the iteration.");
   {
     const OptimizerState& state = per_optimizer_[&optimizer];
@@ -180,7 +182,8 @@ bool GradScaler::step(optim::Optimizer& optimizer) {
 
 void GradScaler::update(std::optional<double> new_scale) {
   if (!enabled_) return;
-  EMBER_CHECK(scale_.defined(), Error, "Attempted update but _scale is None.  This may indicate your script did not "
+  EMBER_CHECK(scale_.defined(), Error,
+              "Attempted update but _scale is None.  This may indicate your script did not "
               "use scaler.scale(loss or outputs) earlier in the iteration.");
   NoGradGuard no_grad;
   if (new_scale) {
@@ -202,10 +205,11 @@ void GradScaler::update(std::optional<double> new_scale) {
 void GradScaler::update(const Tensor& new_scale) {
   if (!enabled_) return;
   const char* reason = "new_scale should be a float or a 1-element torch.cuda.FloatTensor with requires_grad=False.";
-  EMBER_CHECK(new_scale.defined() && new_scale.dtype() == kFloat32 && new_scale.numel() == 1 &&
-                  !new_scale.requires_grad(),
-              ValueError, reason);
-  EMBER_CHECK(scale_.defined(), Error, "Attempted update but _scale is None.  This may indicate your script did not "
+  EMBER_CHECK(
+      new_scale.defined() && new_scale.dtype() == kFloat32 && new_scale.numel() == 1 && !new_scale.requires_grad(),
+      ValueError, reason);
+  EMBER_CHECK(scale_.defined(), Error,
+              "Attempted update but _scale is None.  This may indicate your script did not "
               "use scaler.scale(loss or outputs) earlier in the iteration.");
   NoGradGuard no_grad;
   scale_.copy_(new_scale.reshape({1}));
@@ -236,7 +240,8 @@ nn::StateDict GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const nn::StateDict& state_dict) {
   if (!enabled_) return;
-  EMBER_CHECK(!state_dict.empty(), Error, "The source state dict is empty, possibly because it was saved from a "
+  EMBER_CHECK(!state_dict.empty(), Error,
+              "The source state dict is empty, possibly because it was saved from a "
               "disabled instance of GradScaler.");
   detail::optim::SchedulerStateReader reader(state_dict);
   const double scale = reader.number("scale");

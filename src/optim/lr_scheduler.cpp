@@ -90,8 +90,8 @@ std::vector<double> SchedulerStateReader::numbers(const std::string& key, int64_
     return placeholder;
   }
   if (size >= 0 && t->size(0) != size) {
-    problems_.push_back(cat("invalid value for ", key, ": expected ", size, " values (one per parameter group), got ",
-                            t->size(0)));
+    problems_.push_back(
+        cat("invalid value for ", key, ": expected ", size, " values (one per parameter group), got ", t->size(0)));
     return placeholder;
   }
   return t->to(kFloat64).to_vector<double>();

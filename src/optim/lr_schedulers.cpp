@@ -11,8 +11,8 @@
 
 namespace ember::optim {
 
-using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
+using ember::detail::optim::SchedulerStateReader;
 
 namespace {
 
@@ -109,9 +109,7 @@ void MultiStepLR::load_state(SchedulerStateReader& in, bool apply) {
 
 // ---- ExponentialLR
 
-ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) {
-  attach();
-}
+ExponentialLR::ExponentialLR(Optimizer& optimizer, double gamma) : LRScheduler(optimizer), gamma_(gamma) { attach(); }
 
 std::vector<double> ExponentialLR::get_lr() {
   std::vector<double> lrs = group_lrs();
@@ -126,7 +124,9 @@ std::vector<double> ExponentialLR::closed_form_lr() const {
   return lrs;
 }
 
-void ExponentialLR::save_state(nn::StateDict& out) const { out.insert("gamma", ember::detail::optim::float_tensor(gamma_)); }
+void ExponentialLR::save_state(nn::StateDict& out) const {
+  out.insert("gamma", ember::detail::optim::float_tensor(gamma_));
+}
 
 void ExponentialLR::load_state(SchedulerStateReader& in, bool apply) {
   const double gamma = in.number("gamma");
@@ -140,8 +140,8 @@ LambdaLR::LambdaLR(Optimizer& optimizer, Lambda lr_lambda)
 
 LambdaLR::LambdaLR(Optimizer& optimizer, std::vector<Lambda> lr_lambdas)
     : LRScheduler(optimizer), lr_lambdas_(std::move(lr_lambdas)) {
-  EMBER_CHECK(lr_lambdas_.size() == optimizer.num_param_groups(), ValueError, "Expected ",
-              optimizer.num_param_groups(), " lr_lambdas, but got ", lr_lambdas_.size());
+  EMBER_CHECK(lr_lambdas_.size() == optimizer.num_param_groups(), ValueError, "Expected ", optimizer.num_param_groups(),
+              " lr_lambdas, but got ", lr_lambdas_.size());
   for (const Lambda& f : lr_lambdas_) EMBER_CHECK(static_cast<bool>(f), TypeError, "lr_lambda should be a function");
   attach();
 }
@@ -218,10 +218,9 @@ std::vector<double> LinearLR::get_lr() {
     return lrs;
   }
   if (is_initial_ || last_epoch_ > total_iters_) return lrs;
-  const double factor =
-      1.0 + (end_factor_ - start_factor_) /
-                (static_cast<double>(total_iters_) * start_factor_ +
-                 static_cast<double>(Wide{last_epoch_} - 1) * (end_factor_ - start_factor_));
+  const double factor = 1.0 + (end_factor_ - start_factor_) /
+                                  (static_cast<double>(total_iters_) * start_factor_ +
+                                   static_cast<double>(Wide{last_epoch_} - 1) * (end_factor_ - start_factor_));
   for (double& lr : lrs) lr = lr * factor;
   return lrs;
 }

@@ -10,10 +10,10 @@
 
 namespace ember::optim {
 
-using ember::detail::optim::all_finite;
-using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
 using ember::detail::python_float;
+using ember::detail::optim::all_finite;
+using ember::detail::optim::SchedulerStateReader;
 
 namespace {
 
@@ -25,8 +25,8 @@ std::vector<double> per_group(const char* name, const Optimizer& optimizer, cons
                               bool is_list) {
   const size_t groups = optimizer.num_param_groups();
   if (!is_list) return std::vector<double>(groups, values.at(0));
-  EMBER_CHECK(values.size() == groups, ValueError, name, " must have the same length as optimizer.param_groups. ",
-              name, " has ", values.size(), " values, param_groups has ", groups, ".");
+  EMBER_CHECK(values.size() == groups, ValueError, name, " must have the same length as optimizer.param_groups. ", name,
+              " has ", values.size(), " values, param_groups has ", groups, ".");
   return values;
 }
 

@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include "core/tensor_impl.h"
-#include "ember/errors.h"
 #include "ember/autograd.h"
+#include "ember/errors.h"
 #include "ember/factories.h"
 #include "nn/clear_grad.h"
 #include "nn/python_repr.h"

@@ -24,10 +24,10 @@
 #include <set>
 
 #include "core/tensor_impl.h"
+#include "ember/autograd.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/optim/optimizer.h"
-#include "ember/autograd.h"
 
 namespace ember::optim {
 
@@ -201,7 +201,8 @@ struct StateDictReader {
                  number ? cat(", got ", step) : std::string());
     }
     if (!t.defined() || t.sizes() != param.sizes()) {
-      return cat("size mismatch for ", key, ": copying a state tensor with shape ", t.defined() ? shape_of(t) : "(undefined)",
+      return cat("size mismatch for ", key, ": copying a state tensor with shape ",
+                 t.defined() ? shape_of(t) : "(undefined)",
                  " from checkpoint, the shape of its parameter in current optimizer is ", shape_of(param), ".");
     }
     if (!is_floating_point(t.dtype()) && !is_complex(t.dtype())) {
@@ -300,7 +301,8 @@ void Optimizer::load_state_dict(const nn::StateDict& state_dict) {
       size_t n = 0;
       if (saves_step()) s.step = static_cast<int64_t>(saved[n++]->item<double>());
       for (; n < saved.size(); ++n) {
-        s.buffers.push_back(saved[n]->detach().to(param->options(), /*non_blocking=*/false, /*copy=*/true).contiguous());
+        s.buffers.push_back(
+            saved[n]->detach().to(param->options(), /*non_blocking=*/false, /*copy=*/true).contiguous());
       }
     }
   }

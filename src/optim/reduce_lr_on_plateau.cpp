@@ -9,8 +9,8 @@
 
 namespace ember::optim {
 
-using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
+using ember::detail::optim::SchedulerStateReader;
 
 namespace {
 

@@ -7,8 +7,8 @@
 
 namespace ember::optim {
 
-using ember::detail::optim::SchedulerStateReader;
 using ember::detail::cat;
+using ember::detail::optim::SchedulerStateReader;
 
 SequentialLR::SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                            std::vector<int64_t> milestones)
@@ -108,9 +108,9 @@ void SequentialLR::load_state(SchedulerStateReader& in, bool apply) {
     if (!apply) in.add_problems(cat("in ", prefix, ": "), schedulers_[i]->state_problems(children.back()));
   }
   const std::vector<int64_t> milestones = in.integers("_milestones");
-  in.check(!in.has("_milestones") || milestones.size() == schedulers_.size() - 1,
-           cat("invalid value for _milestones: expected ", schedulers_.size() - 1, " milestones, got ",
-               milestones.size()));
+  in.check(
+      !in.has("_milestones") || milestones.size() == schedulers_.size() - 1,
+      cat("invalid value for _milestones: expected ", schedulers_.size() - 1, " milestones, got ", milestones.size()));
   if (!apply) return;
   for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(children[i]);
   milestones_ = milestones;

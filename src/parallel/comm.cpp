@@ -84,9 +84,9 @@ Tensor gather_on(const std::vector<Tensor>& tensors, int device, int64_t dim,
   sizes[static_cast<size_t>(dim)] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const Tensor& t = tensors[i];
-    EMBER_CHECK(t.dim() == first.dim() && t.dtype() == first.dtype(), ValueError,
-                "gather: tensor ", i, " has ", t.dim(), " dimensions and dtype ", t.dtype(), ", but tensor 0 has ",
-                first.dim(), " and ", first.dtype());
+    EMBER_CHECK(t.dim() == first.dim() && t.dtype() == first.dtype(), ValueError, "gather: tensor ", i, " has ",
+                t.dim(), " dimensions and dtype ", t.dtype(), ", but tensor 0 has ", first.dim(), " and ",
+                first.dtype());
     for (int64_t d = 0; d < t.dim(); ++d) {
       EMBER_CHECK(d == dim || t.size(d) == first.size(d), ValueError, "gather: tensor ", i, " has shape ",
                   IntListPrinter{t.sizes()}, ", which differs from tensor 0's ", IntListPrinter{first.sizes()},
@@ -165,8 +165,8 @@ Tensor gather(const std::vector<Tensor>& tensors, int device, int64_t dim) {
   };
   auto backward = [d, scalars](AutogradContext* ctx, std::vector<Tensor> grads) -> std::vector<Tensor> {
     const auto devices = std::any_cast<std::vector<int>>(ctx->saved_data.at("devices"));
-    std::vector<Tensor> parts = scatter_chunks(grads[0].split(std::any_cast<IntList>(ctx->saved_data.at("sizes")), d),
-                                               devices);
+    std::vector<Tensor> parts =
+        scatter_chunks(grads[0].split(std::any_cast<IntList>(ctx->saved_data.at("sizes")), d), devices);
     if (scalars) {
       for (Tensor& p : parts) p = p.squeeze(0);
     }
@@ -236,11 +236,12 @@ std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, c
     }
     return result;
   };
-  std::vector<Tensor> flat = autograd::detail::apply_function(typeid(Broadcast), tensors, std::vector<bool>(n, true),
-                                                              forward, backward);
+  std::vector<Tensor> flat =
+      autograd::detail::apply_function(typeid(Broadcast), tensors, std::vector<bool>(n, true), forward, backward);
   std::vector<std::vector<Tensor>> out(devices.size());
   for (size_t d = 0; d < devices.size(); ++d) {
-    out[d].assign(flat.begin() + static_cast<std::ptrdiff_t>(d * n), flat.begin() + static_cast<std::ptrdiff_t>((d + 1) * n));
+    out[d].assign(flat.begin() + static_cast<std::ptrdiff_t>(d * n),
+                  flat.begin() + static_cast<std::ptrdiff_t>((d + 1) * n));
   }
   return out;
 }

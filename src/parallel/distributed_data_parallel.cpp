@@ -21,7 +21,8 @@ Device module_device(const std::vector<Tensor>& params, const DDPOptions& option
   for (const Tensor& p : params) {
     EMBER_CHECK(p.device().type() == device.type(), ValueError,
                 "DistributedDataParallel's input module must be on the same type of devices, but input module "
-                "parameters locate in ", device, " and ", p.device(), ".");
+                "parameters locate in ",
+                device, " and ", p.device(), ".");
     EMBER_CHECK(p.device() == device, ValueError,
                 "DistributedDataParallel: every parameter must be on one device (found ", device, " and ", p.device(),
                 "); use one process per device");
@@ -31,8 +32,8 @@ Device module_device(const std::vector<Tensor>& params, const DDPOptions& option
   if (!ids.empty()) {
     EMBER_CHECK(device.is_cuda(), ValueError,
                 "DistributedDataParallel device_ids and output_device arguments only work with single-device/"
-                "multiple-device GPU modules or CPU modules, but got device_ids [", ids.front(),
-                "], output_device None, and module parameters {", device, "}.");
+                "multiple-device GPU modules or CPU modules, but got device_ids [",
+                ids.front(), "], output_device None, and module parameters {", device, "}.");
     EMBER_CHECK(device.index() == ids.front(), ValueError, "DistributedDataParallel: device_ids [", ids.front(),
                 "] names another device than the module's parameters, which are on ", device);
   }

@@ -77,7 +77,8 @@ void broadcast_coalesced(const std::vector<Tensor>& tensors, int src) {
   std::map<Key, std::vector<Tensor>> groups;
   for (const Tensor& t : tensors) {
     if (t.numel() == 0) continue;
-    groups[{static_cast<int>(t.device().type()), t.device().index(), static_cast<int>(t.dtype())}].push_back(t.detach());
+    groups[{static_cast<int>(t.device().type()), t.device().index(), static_cast<int>(t.dtype())}].push_back(
+        t.detach());
   }
   const bool receiving = dist::get_rank() != src;
   for (auto& [key, group] : groups) {

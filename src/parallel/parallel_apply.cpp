@@ -27,7 +27,7 @@ void parallel_run(const std::vector<int>& devices, const std::function<void(size
     try {
       AutoGradMode grad_mode(grad_enabled);
       const detail::AutocastPropagate autocast_mode(autocast);  // the caller's autocast
-      cuda::StreamGuard stream(streams[i]);  // also makes devices[i] current
+      cuda::StreamGuard stream(streams[i]);                     // also makes devices[i] current
       call(i);
     } catch (...) {
       errors[i] = std::current_exception();
@@ -42,8 +42,8 @@ void parallel_run(const std::vector<int>& devices, const std::function<void(size
   }
   for (size_t i = 0; i < n; ++i) {
     if (errors[i]) {
-      data::detail::rethrow_caught(errors[i], "in replica " + std::to_string(i) + " on device " +
-                                                  std::to_string(devices[i]));
+      data::detail::rethrow_caught(errors[i],
+                                   "in replica " + std::to_string(i) + " on device " + std::to_string(devices[i]));
     }
   }
 }

@@ -184,17 +184,20 @@ void Reducer::ensure_prior_reduction_finished() {
       "Expected to have finished reduction in the prior iteration before starting a new one. This error indicates "
       "that your module has parameters that were not used in producing loss. ";
   if (!find_unused_parameters_) {
-    message += ember::detail::cat("You can enable unused parameter detection by passing `DDPOptions().find_unused_parameters(true)` "
-                   "to `ember::nn::parallel::DistributedDataParallel`, and by \n",
-                   outputs_not_used, ddp_bug);
+    message += ember::detail::cat(
+        "You can enable unused parameter detection by passing `DDPOptions().find_unused_parameters(true)` "
+        "to `ember::nn::parallel::DistributedDataParallel`, and by \n",
+        outputs_not_used, ddp_bug);
   } else {
-    message += ember::detail::cat("Since `find_unused_parameters=True` is enabled, this likely  means that not all `forward` outputs "
-                   "participate in computing loss. You can fix this by ",
-                   outputs_not_used, ddp_bug);
+    message += ember::detail::cat(
+        "Since `find_unused_parameters=True` is enabled, this likely  means that not all `forward` outputs "
+        "participate in computing loss. You can fix this by ",
+        outputs_not_used, ddp_bug);
   }
   int rank = dist::get_rank();
-  message += ember::detail::cat("\nParameter indices which did not receive grad for rank ", rank, ": ", join(indices, " "),
-                 "\nParameters which did not receive grad for rank ", rank, ": ", join(names, ", "));
+  message +=
+      ember::detail::cat("\nParameter indices which did not receive grad for rank ", rank, ": ", join(indices, " "),
+                         "\nParameters which did not receive grad for rank ", rank, ": ", join(names, ", "));
   throw Error(message);
 }
 
@@ -261,7 +264,8 @@ void Reducer::mark_variable_ready(size_t index) {
   EMBER_CHECK(!ready_[index], Error,
               "Expected to mark a variable ready only once. This error is caused by one of the following reasons: 1) "
               "Use of a module parameter outside the `forward` function. 2) Reused parameters in multiple reentrant "
-              "backward passes. Parameter at index ", index, " with name ", names_[index],
+              "backward passes. Parameter at index ",
+              index, " with name ", names_[index],
               " has been marked as ready twice. This means that multiple autograd engine  hooks have fired for this "
               "particular parameter during this iteration.");
   ready_[index] = true;

@@ -81,10 +81,10 @@ class Reducer : public std::enable_shared_from_this<Reducer> {
   struct Bucket {
     std::vector<size_t> variables;  // parameter indices, in layout order
     Tensor flat;
-    std::vector<Tensor> views;       // one per variable, the parameter's shape
-    size_t pending = 0;              // gradients still to come this iteration
+    std::vector<Tensor> views;  // one per variable, the parameter's shape
+    size_t pending = 0;         // gradients still to come this iteration
     std::shared_ptr<ember::distributed::Work> work;
-    std::vector<cuda::Stream> writers;  // streams that wrote into `flat` this iteration
+    std::vector<cuda::Stream> writers;    // streams that wrote into `flat` this iteration
     std::optional<cuda::Event> released;  // the last finalize's reads of `flat`
     uint64_t released_capture = 0;        // the capture it was recorded in; 0: none
   };

@@ -8,8 +8,8 @@
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
-#include "parallel/comm.h"
 #include "ops/fork_rng.h"
+#include "parallel/comm.h"
 
 namespace ember::detail::parallel {
 namespace {

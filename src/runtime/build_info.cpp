@@ -39,7 +39,7 @@ std::vector<LibraryVersion> library_versions() {
   versions.push_back({"OpenBLAS", trimmed(openblas_get_config())});
   versions.push_back({"FFTW", trimmed(fftw_version)});  // "fftw-3.3.10-sse2-avx"
   versions.push_back({"Gloo", std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
-                                 std::to_string(GLOO_VERSION_PATCH)});
+                                  std::to_string(GLOO_VERSION_PATCH)});
   return versions;
 }
 

@@ -19,8 +19,8 @@ int cuda_index(Device device) {
 
 void check_device_index(int device) {
   int count = backend().device_count();
-  EMBER_CHECK(device >= 0 && device < count, IndexError, "Device index value ", device,
-              " is out of index range [0, ", count, ")");
+  EMBER_CHECK(device >= 0 && device < count, IndexError, "Device index value ", device, " is out of index range [0, ",
+              count, ")");
 }
 
 int current_device_index() {
@@ -56,9 +56,7 @@ void set_device(int device) {
   detail::t_current_device = device;
 }
 
-void set_device(Device device) {
-  set_device(detail::cuda_index(device));
-}
+void set_device(Device device) { set_device(detail::cuda_index(device)); }
 
 void synchronize(int device) { detail::backend().synchronize_device(detail::resolve_index(device)); }
 

@@ -47,8 +47,8 @@ std::optional<std::string> env_value(const char* name) {
 
 size_t parse_memory_size(std::string_view text, const char* what) {
   auto bad = [&]() {
-    fail<ValueError>(what, " must be a positive size such as 8GiB, 1.5GiB, 512MiB, 64KB or 1073741824, but got '",
-                     text, "'");
+    fail<ValueError>(what, " must be a positive size such as 8GiB, 1.5GiB, 512MiB, 64KB or 1073741824, but got '", text,
+                     "'");
   };
   std::string_view s = strip(text);
   size_t i = 0, digits = 0;
@@ -78,8 +78,8 @@ int parse_device_count(std::string_view text, const char* what) {
     if (!std::isdigit(static_cast<unsigned char>(c))) ok = false;
     else count = count * 10 + (c - '0');
   }
-  EMBER_CHECK(ok && count >= 1 && count <= kMaxDevices, ValueError, what,
-              " must be a number of devices between 1 and ", kMaxDevices, ", but got '", text, "'");
+  EMBER_CHECK(ok && count >= 1 && count <= kMaxDevices, ValueError, what, " must be a number of devices between 1 and ",
+              kMaxDevices, ", but got '", text, "'");
   return count;
 }
 

@@ -88,7 +88,8 @@ std::unique_ptr<Runtime> select_backend() {
 }  // namespace
 
 Runtime& runtime() {
-  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) [[likely]] return *rt;
+  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) [[likely]]
+    return *rt;
   std::lock_guard lock(g_init_mutex);
   if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;
   Runtime* rt = select_backend().release();  // never destroyed: see Note [Backend selection]
@@ -100,7 +101,8 @@ Runtime& runtime() {
 Backend& backend() {
   Runtime& rt = runtime();
   EMBER_CHECK(rt.backend != nullptr && rt.device_count > 0, CudaError, rt.unavailable_reason);
-  if (BackendDecorator decorate = g_decorator.load(std::memory_order_acquire)) [[unlikely]] return decorate(*rt.backend);
+  if (BackendDecorator decorate = g_decorator.load(std::memory_order_acquire)) [[unlikely]]
+    return decorate(*rt.backend);
   return *rt.backend;
 }
 
@@ -130,7 +132,8 @@ Backend* backend_or_null() noexcept {
     Runtime& rt = runtime();
     if (rt.device_count == 0) return nullptr;
     BackendDecorator decorate = g_decorator.load(std::memory_order_acquire);
-    if (decorate) [[unlikely]] return &decorate(*rt.backend);
+    if (decorate) [[unlikely]]
+      return &decorate(*rt.backend);
     return rt.backend.get();
   } catch (...) {
     return nullptr;

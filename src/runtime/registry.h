@@ -26,7 +26,7 @@ namespace ember::detail {
 struct Runtime {
   std::unique_ptr<Backend> backend;  // null: no cuda device
   int device_count = 0;
-  std::string unavailable_reason;    // why backend is null or has no device
+  std::string unavailable_reason;  // why backend is null or has no device
   std::vector<std::shared_ptr<StreamState>> default_streams;
 };
 

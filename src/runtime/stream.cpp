@@ -167,8 +167,8 @@ StreamGuard::~StreamGuard() {
 }
 
 void sleep(std::chrono::nanoseconds duration) {
-  EMBER_CHECK(duration.count() >= 0, ValueError, "sleep: the duration must be non-negative, but got ",
-              duration.count(), " ns");
+  EMBER_CHECK(duration.count() >= 0, ValueError, "sleep: the duration must be non-negative, but got ", duration.count(),
+              " ns");
   int device = current_device();
   detail::backend().sleep(detail::current_stream_state(device)->native(), duration);
 }

@@ -12,7 +12,7 @@ namespace ember::detail {
 namespace {
 
 struct PriorityPool {
-  std::atomic<uint32_t> next{0};  // round-robin counter, as c10's priority_counters
+  std::atomic<uint32_t> next{0};                                    // round-robin counter, as c10's priority_counters
   std::array<std::shared_ptr<StreamState>, kStreamsPerPool> slots;  // guarded by DevicePools::mutex
 };
 

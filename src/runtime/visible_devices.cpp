@@ -44,7 +44,7 @@ std::vector<std::string> parse_uuid_list(std::string_view value, std::string_vie
   for (std::string_view raw : split_commas(value)) {
     std::string_view entry = strip(raw);
     if (std::find(uuids.begin(), uuids.end(), entry) != uuids.end()) return {};  // repeated: empty set
-    if (entry.substr(0, prefix.size()) != prefix) break;  // anything else ends the list
+    if (entry.substr(0, prefix.size()) != prefix) break;                         // anything else ends the list
     uuids.emplace_back(entry);
   }
   return uuids;

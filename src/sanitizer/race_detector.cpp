@@ -212,8 +212,8 @@ std::vector<DataRace> RaceDetector::find_races(uint32_t n, bool host, const std:
     reported.push_back(access.begin);
     DataRace race;
     race.pointer = access.begin;
-    race.current = AccessRecord{access.type, n, host ? 0 : streams_[n].seq + 1, op, access.argument, access.index,
-                                stack, access.footprint};
+    race.current = AccessRecord{
+        access.type, n, host ? 0 : streams_[n].seq + 1, op, access.argument, access.index, stack, access.footprint};
     race.previous = previous;
     if (host) {
       race.current_stream.is_host = true;

@@ -38,8 +38,8 @@ std::string format_races(const std::vector<DataRace>& races, Backend& upstream) 
   for (size_t i = 0; i < races.size(); ++i) {
     const DataRace& race = races[i];
     if (i > 0) out << "============================\n";
-    out << "CSAN detected a possible data race on tensor with data pointer 0x" << std::hex << race.pointer
-        << std::dec << "\nAccess by ";
+    out << "CSAN detected a possible data race on tensor with data pointer 0x" << std::hex << race.pointer << std::dec
+        << "\nAccess by ";
     describe_stream(out, race.current_stream, upstream);
     out << " during kernel:\n";
     describe_access(out, race.current);

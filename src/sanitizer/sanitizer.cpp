@@ -39,7 +39,8 @@ Backend& wrap(Backend& upstream) {
   return *decorator;
 }
 
-void on_deallocation(const void* ptr, size_t bytes, const void* owner, const std::vector<const void*>& waited) noexcept {
+void on_deallocation(const void* ptr, size_t bytes, const void* owner,
+                     const std::vector<const void*>& waited) noexcept {
   std::vector<StreamKey> keys;
   for (const void* stream : waited) keys.push_back(reinterpret_cast<StreamKey>(stream));
   SanitizerState& s = state();

@@ -16,7 +16,7 @@ namespace ember::detail {
 class Backend;
 struct KernelCall;
 struct TensorArg;
-}
+}  // namespace ember::detail
 
 namespace ember::detail::sanitizer {
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "ember/errors.h"
 #include "ember/sanitizer.h"
@@ -79,12 +79,13 @@ MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argume
   if (dense) return access;
   // Note [Access footprints]: the smallest stride P whose inner dimensions' bytes fit
   // in less than P, every larger stride a multiple of it.
-  std::sort(moving.begin(), moving.begin() + count, [](const Moving& a, const Moving& b) { return a.stride < b.stride; });
+  std::sort(moving.begin(), moving.begin() + count,
+            [](const Moving& a, const Moving& b) { return a.stride < b.stride; });
   auto inner = static_cast<uint64_t>(item);
   for (size_t k = 0; k < count; ++k) {
     uint64_t period = moving[k].stride;
-    if (inner < period &&
-        std::all_of(moving.begin() + k, moving.begin() + count, [&](const Moving& m) { return m.stride % period == 0; })) {
+    if (inner < period && std::all_of(moving.begin() + k, moving.begin() + count,
+                                      [&](const Moving& m) { return m.stride % period == 0; })) {
       access.footprint = Footprint{period, access.begin % period, inner};
       break;
     }
@@ -93,8 +94,7 @@ MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argume
   return access;
 }
 
-void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type,
-                  const char* argument) {
+void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type, const char* argument) {
   int count = static_cast<int>(args.size());
   for (int i = 0; i < count; ++i) out.push_back(access_of(args[i], type, argument, count > 1 ? i : -1));
 }

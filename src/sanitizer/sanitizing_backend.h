@@ -21,7 +21,7 @@ namespace ember::detail::sanitizer {
 /// The detector and mode shared by the decorator and the allocators' reports.
 struct SanitizerState {
   std::mutex mutex;
-  RaceDetector detector;                             // guarded by mutex
+  RaceDetector detector;                            // guarded by mutex
   std::unordered_map<uintptr_t, size_t> raw_sizes;  // raw_alloc/pinned_alloc through the decorator
 };
 SanitizerState& state();
@@ -64,7 +64,9 @@ class SanitizingBackend final : public Backend {
   void* stream_alloc(int device, size_t bytes, BackendStream* stream) override {
     return upstream_.stream_alloc(device, bytes, stream);
   }
-  void stream_free(int device, void* ptr, BackendStream* stream) override { upstream_.stream_free(device, ptr, stream); }
+  void stream_free(int device, void* ptr, BackendStream* stream) override {
+    upstream_.stream_free(device, ptr, stream);
+  }
   PoolUsage pool_usage(int device) override { return upstream_.pool_usage(device); }
   void reset_pool_peaks(int device) override { upstream_.reset_pool_peaks(device); }
   void trim_pool(int device) override { upstream_.trim_pool(device); }
@@ -86,8 +88,7 @@ class SanitizingBackend final : public Backend {
   float elapsed_ms(BackendEvent* start, BackendEvent* end) override { return upstream_.elapsed_ms(start, end); }
 
   void launch(BackendStream* stream, const KernelCall& call) override;
-  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
-            BackendStream* stream) override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned, BackendStream* stream) override;
   void launch_host_task(BackendStream* stream, HostTask&& task) override;
   void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override { upstream_.sleep(stream, duration); }
   bool can_access_peer(int device, int peer) override { return upstream_.can_access_peer(device, peer); }
@@ -128,8 +129,7 @@ class SanitizingBackend final : public Backend {
 /// The bytes a strided operand touches: its span and footprint (Note [Access footprints]).
 MemoryAccess access_of(const TensorArg& arg, AccessType type, const char* argument, int index);
 /// access_of for each of `args`, numbered when there are several.
-void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type,
-                  const char* argument);
+void add_operands(std::vector<MemoryAccess>& out, const OperandList& args, AccessType type, const char* argument);
 /// Checks host accesses (Note [Host accesses]): throws DataRaceError or warns.
 void check_host_accesses(const std::vector<MemoryAccess>& accesses, const char* op);
 

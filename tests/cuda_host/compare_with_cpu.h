@@ -19,11 +19,11 @@
 #include "backends/cuda/cuda_ops.h"
 #include "cuda_host.h"
 #include "ember/ember.h"
+#include "kernel_args_util.h"
+#include "kernels/conv_geometry.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/kernel_call.h"
-#include "kernel_args_util.h"
 #include "kernels/op_name.h"
-#include "kernels/conv_geometry.h"
 
 namespace ember::host_test {
 
@@ -54,7 +54,9 @@ inline TensorArg arg(const Tensor& t) { return TensorArg{t.data_ptr(), t.dtype()
 
 /// Runs `call` through the driver's host-compiled launcher of its row of the op list
 /// (kCudaLaunchers, backends/cuda/cuda_ops.h; host_launchers.cpp for those outside .cu files).
-inline void launch_on_host(const KernelCall& call) { host::kCudaLaunchers[static_cast<size_t>(call.op)](call, nullptr); }
+inline void launch_on_host(const KernelCall& call) {
+  host::kCudaLaunchers[static_cast<size_t>(call.op)](call, nullptr);
+}
 
 /// Random values of `dtype` in a small range (so integer products do not overflow).
 inline Tensor random(const IntList& sizes, DType dtype) {
@@ -108,9 +110,10 @@ inline Tensor view(const IntList& sizes, DType dtype, Layout layout) {
   return {};
 }
 
-inline const std::vector<IntList> kShapes = {{}, {0}, {1}, {7}, {4099}, {3, 5}, {33, 17}, {2, 0, 3}, {4, 1, 6}, {70000}};
+inline const std::vector<IntList> kShapes = {{},     {0},      {1},       {7},       {4099},
+                                             {3, 5}, {33, 17}, {2, 0, 3}, {4, 1, 6}, {70000}};
 inline const std::vector<Layout> kLayouts = {Layout::Contiguous, Layout::Transposed, Layout::Strided, Layout::Unaligned,
-                                      Layout::Broadcast};
+                                             Layout::Broadcast};
 
 /// `count` shapes of 1 to 3 dims, each of size 0 to 40, 20 or 10 (by dims), the same on
 /// every run (`seed`).
@@ -126,9 +129,10 @@ inline std::vector<IntList> random_shapes(int count, unsigned seed) {
 }
 
 inline std::string describe(const KernelCall& call) {
-  std::string s = std::string("op ") + std::to_string(static_cast<int>(call.op)) + " dtype " +
-                  std::string(detail::scalar_type_name(call.inputs.empty() ? call.outputs[0].dtype : call.inputs[0].dtype)) +
-                  " sizes [";
+  std::string s =
+      std::string("op ") + std::to_string(static_cast<int>(call.op)) + " dtype " +
+      std::string(detail::scalar_type_name(call.inputs.empty() ? call.outputs[0].dtype : call.inputs[0].dtype)) +
+      " sizes [";
   const IntList& sizes = call.inputs.empty() ? call.outputs[0].sizes : call.inputs[0].sizes;
   for (int64_t v : sizes) s += std::to_string(v) + ",";
   return s + "]";
@@ -152,16 +156,19 @@ inline void expect_same(const Tensor& actual, const Tensor& expected, const std:
     rtol = std::max(rtol, 1e-2);
     atol = std::max(atol, 1e-2);
   }
-  bool same = is_integral(d, true) ? actual.equal(expected)
-                             : actual.to(is_complex(d) ? kComplex128 : kFloat64)
-                                   .allclose(expected.to(is_complex(d) ? kComplex128 : kFloat64), rtol, atol, true);
+  bool same = is_integral(d, true)
+                  ? actual.equal(expected)
+                  : actual.to(is_complex(d) ? kComplex128 : kFloat64)
+                        .allclose(expected.to(is_complex(d) ? kComplex128 : kFloat64), rtol, atol, true);
   std::string first;
   if (!same && !is_integral(d, true)) {
     auto e = expected.to(kComplex128).contiguous().view({-1}).to_vector<std::complex<double>>();
     auto a = actual.to(kComplex128).contiguous().view({-1}).to_vector<std::complex<double>>();
     for (size_t i = 0; i < e.size() && first.empty(); ++i) {
       bool finite = std::isfinite(std::abs(e[i])) && std::isfinite(std::abs(a[i]));
-      if (finite ? std::abs(e[i] - a[i]) > atol + rtol * std::abs(e[i]) : std::to_string(e[i].real()) + std::to_string(e[i].imag()) != std::to_string(a[i].real()) + std::to_string(a[i].imag()))
+      if (finite ? std::abs(e[i] - a[i]) > atol + rtol * std::abs(e[i])
+                 : std::to_string(e[i].real()) + std::to_string(e[i].imag()) !=
+                       std::to_string(a[i].real()) + std::to_string(a[i].imag()))
         first = "first mismatch at " + std::to_string(i) + ": expected (" + std::to_string(e[i].real()) + ", " +
                 std::to_string(e[i].imag()) + "), actual (" + std::to_string(a[i].real()) + ", " +
                 std::to_string(a[i].imag()) + ")";
@@ -213,7 +220,7 @@ inline std::string synchronize_and_reset() {
   return message;
 }
 
-inline const std::vector<DType> kAllTypes = {kBool,    kUInt8,   kInt8,      kInt16,     kInt32,     kInt64,
-                                      kFloat16, kBFloat16, kFloat32, kFloat64, kComplex64, kComplex128};
+inline const std::vector<DType> kAllTypes = {kBool,    kUInt8,    kInt8,    kInt16,   kInt32,     kInt64,
+                                             kFloat16, kBFloat16, kFloat32, kFloat64, kComplex64, kComplex128};
 
 }  // namespace ember::host_test

@@ -80,7 +80,7 @@ thread_local jmp_buf scheduler_jump;
 thread_local void* scheduler_fake_stack = nullptr;
 thread_local const void* main_stack_bottom = nullptr;
 thread_local size_t main_stack_size = 0;
-thread_local unsigned edge_blocks = 0;  // EdgeBlocksOnly
+thread_local unsigned edge_blocks = 0;    // EdgeBlocksOnly
 cudaError_t pending_error = cudaSuccess;  // a kernel error not yet observed by a synchronisation
 cudaError_t sticky_error = cudaSuccess;   // a kernel error once observed: stays until reset_device
 cudaError_t last_error = cudaSuccess;     // what cudaGetLastError returns
@@ -274,8 +274,8 @@ void run_block_fibers() {
       Fiber& f = b.fibers[t];
       if (f.state == State::Done) continue;
       all_done = false;
-      bool runnable = f.state == State::Ready ||
-                      (f.state == State::AtWarp && b.warps[t / 32].generation != f.warp_generation);
+      bool runnable =
+          f.state == State::Ready || (f.state == State::AtWarp && b.warps[t / 32].generation != f.warp_generation);
       if (!runnable) continue;
       resume(t);
       progressed = true;
@@ -296,8 +296,8 @@ void run_block_fibers() {
       throw KernelError(where(c) + "a warp-synchronous call waits for lanes of its mask that exited or wait elsewhere");
     }
     for (const Fiber& f : b.fibers) {
-      if (f.state == State::AtBarrier && (f.barrier_line != first->barrier_line ||
-                                          std::strcmp(f.barrier_file, first->barrier_file) != 0)) {
+      if (f.state == State::AtBarrier &&
+          (f.barrier_line != first->barrier_line || std::strcmp(f.barrier_file, first->barrier_file) != 0)) {
         throw KernelError(where(c) + "divergent __syncthreads: threads wait at " + first->barrier_file + ":" +
                           std::to_string(first->barrier_line) + " and at " + f.barrier_file + ":" +
                           std::to_string(f.barrier_line));
@@ -307,8 +307,8 @@ void run_block_fibers() {
       throw KernelError(where(c) + "divergent __syncthreads at " + first->barrier_file + ":" +
                         std::to_string(first->barrier_line) + ": " + std::to_string(done) + " of " +
                         std::to_string(b.fibers.size()) + " threads of block (" +
-                        std::to_string(first->ctx.block_idx.x) + ", " + std::to_string(first->ctx.block_idx.y) +
-                        ", " + std::to_string(first->ctx.block_idx.z) + ") exited without reaching it");
+                        std::to_string(first->ctx.block_idx.x) + ", " + std::to_string(first->ctx.block_idx.y) + ", " +
+                        std::to_string(first->ctx.block_idx.z) + ") exited without reaching it");
     }
     for (Fiber& f : b.fibers) f.state = State::Ready;  // release the barrier
   }
@@ -316,7 +316,8 @@ void run_block_fibers() {
 
 Fiber& current_fiber(const char* what) {
   if (!in_fibers || block.current == nullptr) {
-    throw KernelError(std::string(what) + " called outside a kernel run with fibers (its .cu file was "
+    throw KernelError(std::string(what) +
+                      " called outside a kernel run with fibers (its .cu file was "
                       "rewritten without block synchronisation)");
   }
   return *block.current;
@@ -382,12 +383,14 @@ void run_grid(const LaunchConfig& c, void (*body)(void*), void* state) {
   }
   if (sticky_error != cudaSuccess || pending_error != cudaSuccess) return;  // a failed context runs nothing
   if (c.shared > 0 && (dynamic_region.base == nullptr || c.shared + 16 > dynamic_region.mapped - kPage)) {
-    if (dynamic_region.base != nullptr) munmap(dynamic_region.guard + kPage - dynamic_region.mapped, dynamic_region.mapped);
+    if (dynamic_region.base != nullptr)
+      munmap(dynamic_region.guard + kPage - dynamic_region.mapped, dynamic_region.mapped);
     install_segv_handler();
     dynamic_region = map_region(c.shared, 16, "the dynamic shared memory");
   }
   if (dynamic_region.base != nullptr) {  // this launch's size, at the guard page
-    dynamic_region.base = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(dynamic_region.guard - c.shared) & ~uintptr_t(15));
+    dynamic_region.base =
+        reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(dynamic_region.guard - c.shared) & ~uintptr_t(15));
     dynamic_region.bytes = c.shared;
     dynamic_region.poisoned_for = 0;
   }
@@ -443,8 +446,8 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source, const char* wh
   size_t index = static_cast<size_t>(&f - b.fibers.data());
   Warp& w = b.warps[index / 32];
   int lane = static_cast<int>(index % 32);
-  if ((mask >> lane & 1u) == 0) throw KernelError(std::string(what) + " called by lane " + std::to_string(lane) +
-                                                  " which is not in its mask");
+  if ((mask >> lane & 1u) == 0)
+    throw KernelError(std::string(what) + " called by lane " + std::to_string(lane) + " which is not in its mask");
   size_t warp_lanes = std::min<size_t>(32, b.fibers.size() - index / 32 * 32);
   if (warp_lanes < 32 && (mask >> warp_lanes) != 0) {
     throw KernelError(std::string(what) + ": mask names lanes beyond the block's last warp");
@@ -465,15 +468,13 @@ uint64_t warp_exchange(unsigned mask, uint64_t value, int source, const char* wh
   }
   if (source < 0 || source >= 32) source = lane;
   if ((mask >> source & 1u) == 0) {
-    throw KernelError(std::string(what) + ": lane " + std::to_string(lane) + " reads lane " +
-                      std::to_string(source) + " which is not in the mask");
+    throw KernelError(std::string(what) + ": lane " + std::to_string(lane) + " reads lane " + std::to_string(source) +
+                      " which is not in the mask");
   }
   return w.values[generation % 2][source];
 }
 
-void syncwarp(unsigned mask) {
-  (void)warp_exchange(mask, 0, -1, "__syncwarp");
-}
+void syncwarp(unsigned mask) { (void)warp_exchange(mask, 0, -1, "__syncwarp"); }
 
 unsigned ballot(unsigned mask, bool predicate) {
   Fiber& f = current_fiber("__ballot_sync");
@@ -491,15 +492,13 @@ unsigned ballot(unsigned mask, bool predicate) {
 void device_assert_fail(const char* expr, const char* file, int line, const char* function) {
   const ThreadContext& t = context();
   std::fprintf(stderr, "%s:%d: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n", file, line,
-               function, t.block_idx.x, t.block_idx.y, t.block_idx.z, t.thread_idx.x, t.thread_idx.y,
-               t.thread_idx.z, expr);
+               function, t.block_idx.x, t.block_idx.y, t.block_idx.z, t.thread_idx.x, t.thread_idx.y, t.thread_idx.z,
+               expr);
   pending_error = cudaErrorAssert;
   throw KernelAbort{};
 }
 
-void reset_device() {
-  sticky_error = pending_error = last_error = cudaSuccess;
-}
+void reset_device() { sticky_error = pending_error = last_error = cudaSuccess; }
 
 }  // namespace ember_cuda_host
 

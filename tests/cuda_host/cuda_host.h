@@ -104,10 +104,13 @@ struct Launch {
       F* f;
       decltype(state)* a;
     } closure{&call_kernel, &state};
-    run_grid(config, [](void* p) {
-      auto* c = static_cast<Closure*>(p);
-      std::apply(*c->f, *c->a);  // the kernel takes its parameters by value: copies per thread
-    }, &closure);
+    run_grid(
+        config,
+        [](void* p) {
+          auto* c = static_cast<Closure*>(p);
+          std::apply(*c->f, *c->a);  // the kernel takes its parameters by value: copies per thread
+        },
+        &closure);
   }
 };
 inline Launch launch(const char* kernel, bool fibers, dim3 grid, dim3 block, size_t shared = 0,
@@ -166,9 +169,12 @@ T shfl_impl(unsigned mask, T v, int source, const char* what) {
   std::memcpy(&out, &bits, sizeof(T));
   return out;
 }
-inline int lane_id() { return static_cast<int>(context().thread_idx.x + context().block_dim.x *
-                                                 (context().thread_idx.y + context().block_dim.y *
-                                                  context().thread_idx.z)) % 32; }
+inline int lane_id() {
+  return static_cast<int>(context().thread_idx.x +
+                          context().block_dim.x *
+                              (context().thread_idx.y + context().block_dim.y * context().thread_idx.z)) %
+         32;
+}
 inline int segment_source(int lane, int target, int width) {
   int base = lane - lane % width;
   return target >= base && target < base + width ? target : lane;
@@ -214,16 +220,60 @@ inline int __all_sync(unsigned mask, int predicate) { return __ballot_sync(mask,
 
 // ---- the device's global min/max overloads (math_functions.hpp) ------------------------
 template <typename A, typename B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
-std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
+std::common_type_t<A, B> min(A a, B b) {
+  return b < a ? b : a;
+}
 template <typename A, typename B, std::enable_if_t<std::is_arithmetic_v<A> && std::is_arithmetic_v<B>, int> = 0>
-std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
+std::common_type_t<A, B> max(A a, B b) {
+  return a < b ? b : a;
+}
 
 // ---- atomics ----------------------------------------------------------------------------
-template <typename T> T atomicAdd(T* p, T v) { T old = *p; *p = old + v; return old; }
-template <typename T> T atomicSub(T* p, T v) { T old = *p; *p = old - v; return old; }
-template <typename T> T atomicExch(T* p, T v) { T old = *p; *p = v; return old; }
-template <typename T> T atomicMax(T* p, T v) { T old = *p; *p = old < v ? v : old; return old; }
-template <typename T> T atomicMin(T* p, T v) { T old = *p; *p = v < old ? v : old; return old; }
-template <typename T> T atomicAnd(T* p, T v) { T old = *p; *p = old & v; return old; }
-template <typename T> T atomicOr(T* p, T v) { T old = *p; *p = old | v; return old; }
-template <typename T> T atomicCAS(T* p, T compare, T v) { T old = *p; if (old == compare) *p = v; return old; }
+template <typename T>
+T atomicAdd(T* p, T v) {
+  T old = *p;
+  *p = old + v;
+  return old;
+}
+template <typename T>
+T atomicSub(T* p, T v) {
+  T old = *p;
+  *p = old - v;
+  return old;
+}
+template <typename T>
+T atomicExch(T* p, T v) {
+  T old = *p;
+  *p = v;
+  return old;
+}
+template <typename T>
+T atomicMax(T* p, T v) {
+  T old = *p;
+  *p = old < v ? v : old;
+  return old;
+}
+template <typename T>
+T atomicMin(T* p, T v) {
+  T old = *p;
+  *p = v < old ? v : old;
+  return old;
+}
+template <typename T>
+T atomicAnd(T* p, T v) {
+  T old = *p;
+  *p = old & v;
+  return old;
+}
+template <typename T>
+T atomicOr(T* p, T v) {
+  T old = *p;
+  *p = old | v;
+  return old;
+}
+template <typename T>
+T atomicCAS(T* p, T compare, T v) {
+  T old = *p;
+  if (old == compare) *p = v;
+  return old;
+}

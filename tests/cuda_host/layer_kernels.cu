@@ -31,7 +31,7 @@ __global__ void shared_overflow_kernel(int* out, int past) {
   __shared__ int partial[32];
   partial[threadIdx.x] = static_cast<int>(threadIdx.x);
   __syncthreads();
-  const int* p = partial;  // through a pointer: UBSan's bounds check would stop an array index first
+  const int* p = partial;                    // through a pointer: UBSan's bounds check would stop an array index first
   out[threadIdx.x] = p[threadIdx.x + past];  // past > 0: beyond the array for the last threads
 }
 

@@ -22,13 +22,21 @@ namespace {
 bool supported(OpKind op, DType d) {
   bool numeric = d != kBool, real = !is_complex(d), floating = is_floating_point(d) || is_complex(d);
   switch (op) {
-    case OpKind::Sub: case OpKind::Neg: case OpKind::Pow: case OpKind::Div: return numeric;
-    EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return op == OpKind::Erf ? is_floating_point(d) : floating;
-    EMBER_FLOAT_BINARY_OPS(EMBER_FLOAT_BINARY_CASE) return is_floating_point(d);
+    case OpKind::Sub:
+    case OpKind::Neg:
+    case OpKind::Pow:
+    case OpKind::Div:
+      return numeric;
+      EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_CASE) return op == OpKind::Erf ? is_floating_point(d) : floating;
+      EMBER_FLOAT_BINARY_OPS(EMBER_FLOAT_BINARY_CASE) return is_floating_point(d);
     case OpKind::Relu: return real && numeric;
-    case OpKind::Lt: case OpKind::Le: case OpKind::Gt: case OpKind::Ge: return real;
+    case OpKind::Lt:
+    case OpKind::Le:
+    case OpKind::Gt:
+    case OpKind::Ge: return real;
     case OpKind::Mean: return floating;
-    case OpKind::Max: case OpKind::Min: return real;
+    case OpKind::Max:
+    case OpKind::Min: return real;
     default: return true;
   }
 }
@@ -37,8 +45,9 @@ TEST(CudaKernelsOnHost, ElementWiseMatchCpu) {
   manual_seed(1);
 #define EMBER_OP_KIND(Kind, ...) OpKind::Kind,
   // Every row of the binary list too (Note [Declaring a binary op] in kernels/op_list.h).
-  const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul, OpKind::Div, OpKind::Pow,
-                           OpKind::Eq,  OpKind::Lt,  OpKind::Ge, EMBER_FLOAT_BINARY_OPS(EMBER_OP_KIND)};
+  const OpKind binary[] = {OpKind::Add, OpKind::Sub, OpKind::Mul,
+                           OpKind::Div, OpKind::Pow, OpKind::Eq,
+                           OpKind::Lt,  OpKind::Ge,  EMBER_FLOAT_BINARY_OPS(EMBER_OP_KIND)};
   // Every op of the list (Note [Declaring an op] in kernels/unary_ops.h).
   const OpKind unary[] = {OpKind::Neg, OpKind::Abs, OpKind::Relu, EMBER_FLOAT_UNARY_OPS(EMBER_OP_KIND)};
 #undef EMBER_OP_KIND
@@ -117,8 +126,8 @@ TEST(CudaKernelsOnHost, ReductionsMatchCpu) {
   };
   // {5, 1100} along dim 0 takes the one-thread-per-output kernel (strided dim, >= 1024
   // outputs); 70000 elements make the whole reduction use per-block partials.
-  const std::vector<Case> cases = {{{}, -1},     {{0}, -1},      {{1}, -1},    {{7}, -1},      {{1000}, -1},
-                                   {{70000}, -1}, {{33, 17}, 0}, {{33, 17}, 1}, {{3, 0, 4}, 1}, {{3, 0, 4}, 0},
+  const std::vector<Case> cases = {{{}, -1},       {{0}, -1},      {{1}, -1},        {{7}, -1},      {{1000}, -1},
+                                   {{70000}, -1},  {{33, 17}, 0},  {{33, 17}, 1},    {{3, 0, 4}, 1}, {{3, 0, 4}, 0},
                                    {{5, 1100}, 0}, {{5, 1100}, 1}, {{2, 3, 300}, 1}, {{1, 1}, 1}};
   const OpKind ops[] = {OpKind::Sum, OpKind::Mean, OpKind::Max, OpKind::Min, OpKind::All};
   // Each block of a reduction runs as 256 fibers: the cases are chosen to cover the kernels'
@@ -144,8 +153,8 @@ TEST(CudaKernelsOnHost, ReductionsMatchCpu) {
           DType out = op == OpKind::All ? kBool : op == OpKind::Sum && is_integral(d, true) ? kInt64 : d;
           KernelCall call{op, {TensorArg{}}, {arg(in)}};
           call.args = kargs::Dim{c.dim};
-          compare(call, empty(out_sizes, out), std::string(layout_name(layout)) + " dim " + std::to_string(c.dim),
-                  1e-4, 1e-4);
+          compare(call, empty(out_sizes, out), std::string(layout_name(layout)) + " dim " + std::to_string(c.dim), 1e-4,
+                  1e-4);
         }
       }
     }
@@ -159,8 +168,8 @@ TEST(CudaKernelsOnHost, IndexSelectMatchesCpu) {
     int64_t dim;
     int64_t count;
   };
-  const std::vector<Case> cases = {{{5}, 0, 7}, {{6, 7}, 0, 3}, {{6, 7}, 1, 9}, {{6, 7}, 1, 0}, {{4, 3, 5}, 2, 4},
-                                   {{}, 0, 3},  {{0, 3}, 1, 2}, {{300, 9}, 0, 500}};
+  const std::vector<Case> cases = {{{5}, 0, 7},       {{6, 7}, 0, 3}, {{6, 7}, 1, 9}, {{6, 7}, 1, 0},
+                                   {{4, 3, 5}, 2, 4}, {{}, 0, 3},     {{0, 3}, 1, 2}, {{300, 9}, 0, 500}};
   for (DType d : {kBool, kInt8, kInt16, kFloat32, kFloat64, kComplex128}) {
     for (DType index_type : {kInt64, kInt32}) {
       for (const Case& c : cases) {
@@ -168,7 +177,9 @@ TEST(CudaKernelsOnHost, IndexSelectMatchesCpu) {
           Tensor in = view(c.sizes, d, layout);
           int64_t dim_size = c.sizes.empty() ? 1 : c.sizes[c.dim];
           if (dim_size == 0 && c.count > 0) continue;
-          Tensor index = (rand({c.count * 2}, kFloat64) * static_cast<double>(dim_size)).to(index_type).slice(0, 0, c.count * 2, 2);
+          Tensor index = (rand({c.count * 2}, kFloat64) * static_cast<double>(dim_size))
+                             .to(index_type)
+                             .slice(0, 0, c.count * 2, 2);
           IntList out_sizes = c.sizes;
           if (!out_sizes.empty()) out_sizes[c.dim] = c.count;
           else out_sizes = {c.count};
@@ -232,16 +243,14 @@ TEST(CudaKernelsOnHost, RandomAndArangeMatchCpu) {
 // uniform_ from 1.5 to 2.0 in float16/bfloat16: draws near the top round up to `to` when
 // narrowed, which both backends must replace by `from` (kernels/random.h's uniform_value).
 // This comparison once found the driver returning `to` there.
-TEST(CudaKernelsOnHost, UniformReducedPrecisionMatchesCpu) {
-  compare_random({kFloat16, kBFloat16}, {OpKind::Uniform});
-}
+TEST(CudaKernelsOnHost, UniformReducedPrecisionMatchesCpu) { compare_random({kFloat16, kBFloat16}, {OpKind::Uniform}); }
 
 TEST(CudaKernelsOnHost, IntegerMatmulMatchesCpu) {
   manual_seed(5);
   struct Case {
     IntList a, b;
   };
-  const std::vector<Case> cases = {{{2, 3, 4}, {2, 4, 5}}, {{1, 7, 3}, {4, 3, 2}}, {{3, 2, 0}, {3, 0, 6}},
+  const std::vector<Case> cases = {{{2, 3, 4}, {2, 4, 5}}, {{1, 7, 3}, {4, 3, 2}},     {{3, 2, 0}, {3, 0, 6}},
                                    {{1, 1, 1}, {1, 1, 1}}, {{2, 40, 33}, {1, 33, 70}}, {{1, 0, 3}, {1, 3, 4}}};
   for (DType d : {kInt8, kUInt8, kInt16, kInt32, kInt64}) {
     for (const Case& c : cases) {
@@ -317,7 +326,8 @@ TEST(CudaKernelsOnHost, MoreThan2To32ElementsAtTheGridsEdges) {
   const int64_t blocks = (n + 255) / 256, last_start = (blocks - 2) * 256;
   auto expect_edges = [&](const uint8_t* p, auto value, const std::string& what) {
     for (int64_t i = 0; i < 512; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(value(i))) << what << " element " << i;
-    for (int64_t i = last_start; i < n; ++i) ASSERT_EQ(p[i], static_cast<uint8_t>(value(i))) << what << " element " << i;
+    for (int64_t i = last_start; i < n; ++i)
+      ASSERT_EQ(p[i], static_cast<uint8_t>(value(i))) << what << " element " << i;
     EXPECT_EQ(p[last_start - 1], 0) << what << ": a block in the middle ran";
   };
   host::check_cuda(cudaSetDevice(1));
@@ -325,11 +335,13 @@ TEST(CudaKernelsOnHost, MoreThan2To32ElementsAtTheGridsEdges) {
     ember_cuda_host::EdgeBlocksOnly edges(2);
     KernelCall arange{OpKind::Arange, {big_a}, {}, kargs::Arange{0, 1}};
     host::launch_generate(arange, nullptr);
-    expect_edges(a, [](int64_t i) { return i; }, "arange");
+    expect_edges(
+        a, [](int64_t i) { return i; }, "arange");
     KernelCall add{OpKind::Add, {big_out}, {big_a, ones}};
     add.args = scalar_args(add.op, Scalar(1));
     host::launch_binary(add, nullptr);  // a broadcast operand: the strided kernel
-    expect_edges(out, [](int64_t i) { return i + 1; }, "add");
+    expect_edges(
+        out, [](int64_t i) { return i + 1; }, "add");
   }
   {
     // The vectorised kernel: 8 one-byte elements per vector (kVec), one vector per thread.
@@ -449,8 +461,9 @@ TEST(CudaHostLayer, OutOfRangeSharedMemoryAccessIsAnErrorNamingTheKernel) {
     ember_cuda_host_test::shared_overflow(out.data(), 1);
     ADD_FAILURE() << "no error";
   } catch (const ember_cuda_host::KernelError& e) {
-    EXPECT_STREQ(e.what(), "kernel shared_overflow_kernel: out-of-range shared memory access: byte 128 of partial, "
-                           "which has 128 bytes");
+    EXPECT_STREQ(e.what(),
+                 "kernel shared_overflow_kernel: out-of-range shared memory access: byte 128 of partial, "
+                 "which has 128 bytes");
   }
   std::vector<float> in(64, 1), result(64);
   std::vector<unsigned> poison(2);
@@ -458,8 +471,9 @@ TEST(CudaHostLayer, OutOfRangeSharedMemoryAccessIsAnErrorNamingTheKernel) {
     ember_cuda_host_test::reverse_through_shared(in.data(), result.data(), poison.data(), 2, 32, 1);
     ADD_FAILURE() << "no error";
   } catch (const ember_cuda_host::KernelError& e) {
-    EXPECT_STREQ(e.what(), "kernel dynamic_shared_kernel: out-of-range shared memory access: byte 128 of the "
-                           "dynamic shared memory, which has 128 bytes");
+    EXPECT_STREQ(e.what(),
+                 "kernel dynamic_shared_kernel: out-of-range shared memory access: byte 128 of the "
+                 "dynamic shared memory, which has 128 bytes");
   }
   // The layer recovers: the next launches run normally.
   ember_cuda_host_test::reverse_through_shared(in.data(), result.data(), poison.data(), 2, 32, 0);

@@ -36,10 +36,12 @@ TEST(GridSampleKernelsOnHost, ForwardAndBackwardMatchCpu) {
               const std::string what = std::string(dtype_name(d)) + " " + std::to_string(dims) + "-D batch " +
                                        std::to_string(batch) + " mode " + std::to_string(int(interpolation)) +
                                        " padding " + std::to_string(int(padding)) + (align ? " aligned" : "");
-              KernelCall forward{OpKind::GridSample, {}, {arg(input), arg(grid)},
-                                 detail::grid_args(interpolation, padding, align)};
+              KernelCall forward{
+                  OpKind::GridSample, {}, {arg(input), arg(grid)}, detail::grid_args(interpolation, padding, align)};
               compare_outputs(forward, {empty(out_sizes, d)}, what);
-              KernelCall backward{OpKind::GridSampleBackward, {}, {arg(grad_out), arg(input), arg(grid)},
+              KernelCall backward{OpKind::GridSampleBackward,
+                                  {},
+                                  {arg(grad_out), arg(input), arg(grid)},
                                   detail::grid_args(interpolation, padding, align)};
               compare_outputs(backward,
                               {empty(grid_sizes, d), empty(in_sizes, d), empty({batch, points * taps}, kInt64),

@@ -20,9 +20,9 @@ struct LineCase {
   int64_t dim;
 };
 // Short and long lines (longer than a block for the rank sort), many lines, size-1 and empty dims.
-const std::vector<LineCase> kLineCases = {{{1}, 0},       {{7}, 0},        {{33, 17}, 0},  {{33, 17}, 1},
-                                          {{2, 3, 300}, 2}, {{5, 700}, 1}, {{4, 1, 3}, 1}, {{3, 0, 2}, 2},
-                                          {{3, 0, 2}, 1}};
+const std::vector<LineCase> kLineCases = {{{1}, 0},       {{7}, 0},         {{33, 17}, 0},
+                                          {{33, 17}, 1},  {{2, 3, 300}, 2}, {{5, 700}, 1},
+                                          {{4, 1, 3}, 1}, {{3, 0, 2}, 2},   {{3, 0, 2}, 1}};
 
 /// Values with many ties (a few distinct values) and, for floats, NaNs.
 Tensor tied(const IntList& sizes, DType d, Layout layout) {
@@ -81,13 +81,14 @@ TEST(LineKernelsOnHost, TriangleMatchesCpu) {
     for (const IntList& sizes : shapes) {
       for (Layout layout : {Layout::Contiguous, Layout::Transposed, Layout::Strided}) {
         Tensor in = view(sizes, d, layout);
-        for (int64_t diagonal : {int64_t{-100}, int64_t{-2}, int64_t{0}, int64_t{1}, int64_t{4},
-                                 std::numeric_limits<int64_t>::max()}) {
+        for (int64_t diagonal :
+             {int64_t{-100}, int64_t{-2}, int64_t{0}, int64_t{1}, int64_t{4}, std::numeric_limits<int64_t>::max()}) {
           for (bool upper : {true, false}) {
             KernelCall call{OpKind::Triangle, {TensorArg{}}, {arg(in)}};
             call.args = kargs::Triangle{diagonal, upper};
             compare(call, empty(sizes, d),
-                    std::string(layout_name(layout)) + " diagonal " + std::to_string(diagonal) + (upper ? " triu" : " tril"),
+                    std::string(layout_name(layout)) + " diagonal " + std::to_string(diagonal) +
+                        (upper ? " triu" : " tril"),
                     0, 0);
           }
         }

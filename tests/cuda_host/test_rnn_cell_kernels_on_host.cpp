@@ -19,8 +19,8 @@ TEST(RnnCellKernelsOnHost, LstmAndGruCellsAndTheirBackwardMatchCpu) {
       compare_outputs(lstm, {hy, cy, workspace}, "lstm " + what);
       // The backward from the cpu's forward (compare_outputs left it in hy, cy, workspace).
       Tensor grad_hy = random(state, d), grad_cy = random(state, d);
-      KernelCall lstm_backward{OpKind::LstmCellBackward, {},
-                               {arg(grad_hy), arg(grad_cy), arg(cx), arg(cy), arg(workspace)}};
+      KernelCall lstm_backward{
+          OpKind::LstmCellBackward, {}, {arg(grad_hy), arg(grad_cy), arg(cx), arg(cy), arg(workspace)}};
       compare_outputs(lstm_backward, {empty({b, 4 * h}, d), empty(state, d)}, "lstm backward " + what, 1e-5, 1e-5);
 
       Tensor ig3 = random({b, 3 * h}, d), hg3 = random({b, 3 * h}, d), hx = random(state, d);

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "compare_with_cpu.h"
-#include "kernels/optimizer_step.h"
 #include "kernels/conv_geometry.h"
 #include "kernels/loss_kernels.h"
+#include "kernels/optimizer_step.h"
 #include "kernels/pool_geometry.h"
 
 namespace ember::host_test {
@@ -43,14 +43,19 @@ TEST(TrainingKernelsOnHost, WhereAndClampMatchCpu) {
         const std::string what = layout_name(layout);
         Tensor cond = view(sizes, kBool, layout == Layout::Broadcast ? Layout::Broadcast : Layout::Transposed);
         Tensor a = view(sizes, d, layout), b = view(sizes, d, Layout::Contiguous);
-        compare(KernelCall{OpKind::Where, {TensorArg{}}, {arg(cond), arg(a), arg(b)}}, empty(sizes, d), what + " where");
+        compare(KernelCall{OpKind::Where, {TensorArg{}}, {arg(cond), arg(a), arg(b)}}, empty(sizes, d),
+                what + " where");
         if (is_complex(d)) continue;  // clamp is real only
         Tensor lo = view(sizes, d, Layout::Strided), hi = view(sizes, d, Layout::Broadcast);
         for (int64_t bounds : {1, 2, 3}) {  // bit 1: min given, bit 2: max given
-          KernelCall clamp{OpKind::Clamp, {TensorArg{}}, {arg(a), arg(lo), arg(hi)},
+          KernelCall clamp{OpKind::Clamp,
+                           {TensorArg{}},
+                           {arg(a), arg(lo), arg(hi)},
                            kargs::Clamp{(bounds & 1) != 0, (bounds & 2) != 0}};
           compare(clamp, empty(sizes, d), what + " clamp " + std::to_string(bounds));
-          KernelCall scalar{OpKind::ClampScalar, {TensorArg{}}, {arg(a)},
+          KernelCall scalar{OpKind::ClampScalar,
+                            {TensorArg{}},
+                            {arg(a)},
                             kargs::ClampScalar{-2, 3, (bounds & 1) != 0, (bounds & 2) != 0}};
           compare(scalar, empty(sizes, d), what + " clamp scalar " + std::to_string(bounds));
         }
@@ -66,11 +71,12 @@ struct DimCase {
 // {5, 1100} along 1: rows longer than a warp's 32 lanes; along 0: many short rows. Then
 // random shapes along a random dim.
 const std::vector<DimCase> kDimCases = [] {
-  std::vector<DimCase> cases = {{{}, 0},          {{1}, 0},          {{7}, 0},         {{33, 17}, 0},
-                                {{33, 17}, 1},    {{2, 3, 300}, 2},  {{2, 3, 300}, 1}, {{5, 1100}, 1},
-                                {{5, 1100}, 0},   {{4, 1, 3}, 1},    {{3, 0, 2}, 2}};
+  std::vector<DimCase> cases = {{{}, 0},        {{1}, 0},         {{7}, 0},         {{33, 17}, 0},
+                                {{33, 17}, 1},  {{2, 3, 300}, 2}, {{2, 3, 300}, 1}, {{5, 1100}, 1},
+                                {{5, 1100}, 0}, {{4, 1, 3}, 1},   {{3, 0, 2}, 2}};
   int64_t dim = 0;
-  for (const IntList& shape : random_shapes(6, 12)) cases.push_back({shape, dim++ % static_cast<int64_t>(shape.size())});
+  for (const IntList& shape : random_shapes(6, 12))
+    cases.push_back({shape, dim++ % static_cast<int64_t>(shape.size())});
   return cases;
 }();
 
@@ -108,7 +114,8 @@ TEST(TrainingKernelsOnHost, LogSumExpMatchesCpu) {
         Tensor in = view(c.sizes, d, layout);
         if (in.numel() > 0) {  // about 1% each of NaN, +inf and -inf, in the input's layout
           Tensor u = random(c.sizes, kFloat64);
-          in.copy_(in.masked_fill(u.gt(12.5), -INFINITY).masked_fill(u.gt(14.0), NAN).masked_fill(u.lt(-14.0), INFINITY));
+          in.copy_(
+              in.masked_fill(u.gt(12.5), -INFINITY).masked_fill(u.gt(14.0), NAN).masked_fill(u.lt(-14.0), INFINITY));
         }
         IntList out_sizes = c.sizes;
         if (!out_sizes.empty()) out_sizes[static_cast<size_t>(c.dim)] = 1;
@@ -172,9 +179,8 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
   for (DType d : kFloatTypes) {
     for (const Case& c : cases) {
       for (bool channels_last : {false, true}) {
-        Tensor in = channels_last
-                        ? random({c.input[0], c.input[2], c.input[3], c.input[1]}, d).permute({0, 3, 1, 2})
-                        : random(c.input, d);
+        Tensor in = channels_last ? random({c.input[0], c.input[2], c.input[3], c.input[1]}, d).permute({0, 3, 1, 2})
+                                  : random(c.input, d);
         in = with_nans(in, d == kFloat32);
         detail::PoolGeometry g;
         g.kernel_h = g.kernel_w = c.kernel;
@@ -189,7 +195,7 @@ TEST(TrainingKernelsOnHost, MaxPoolAndAvgPoolMatchCpu) {
         KernelCall max{OpKind::MaxPool2d, {TensorArg{}, TensorArg{}}, {arg(in)}};
         max.payload = std::make_shared<detail::PoolGeometry>(g);
         compare_outputs(max, {empty(out, d), empty(out, kInt64)}, what);
-        if (c.dilation != 1) continue;  // avg_pool2d has no dilation
+        if (c.dilation != 1) continue;                   // avg_pool2d has no dilation
         for (int variant = 0; variant < 3; ++variant) {  // count_include_pad, not, divisor_override
           detail::PoolGeometry ga = g;
           ga.count_include_pad = variant == 0;
@@ -219,19 +225,26 @@ TEST(TrainingKernelsOnHost, Col2ImAndMaxPoolBackwardMatchCpu) {
   for (DType d : {kFloat32, kFloat64}) {
     for (const Case& c : cases) {
       const std::string what = "input " + std::to_string(c.input[2]) + "x" + std::to_string(c.input[3]);
-      auto [pooled, indices] = nn::functional::max_pool2d_with_indices(random(c.input, d), {c.kh, c.kw}, {c.stride},
-                                                                       {c.pad}, {c.dilation});
+      auto [pooled, indices] =
+          nn::functional::max_pool2d_with_indices(random(c.input, d), {c.kh, c.kw}, {c.stride}, {c.pad}, {c.dilation});
       const int64_t out_h = pooled.size(2), out_w = pooled.size(3);
       // A transposed (non-contiguous) output gradient.
       Tensor grad = random({pooled.size(0), pooled.size(1), out_w, out_h}, d).transpose(2, 3);
       KernelCall pool{OpKind::MaxPool2dBackward, {TensorArg{}}, {arg(grad), arg(indices)}};
-      pool.payload = std::make_shared<detail::PoolGeometry>(detail::PoolGeometry{
-          c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation, out_h, out_w});
+      pool.payload = std::make_shared<detail::PoolGeometry>(
+          detail::PoolGeometry{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation, out_h, out_w});
       compare(pool, empty(c.input, d), what + " max_pool2d backward");
 
-      const detail::ConvGeometry g{c.kh, c.kw, c.stride, c.stride, c.pad, c.pad, c.dilation, c.dilation,
-                                       (c.input[2] + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
-                                       (c.input[3] + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
+      const detail::ConvGeometry g{c.kh,
+                                   c.kw,
+                                   c.stride,
+                                   c.stride,
+                                   c.pad,
+                                   c.pad,
+                                   c.dilation,
+                                   c.dilation,
+                                   (c.input[2] + 2 * c.pad - c.dilation * (c.kh - 1) - 1) / c.stride + 1,
+                                   (c.input[3] + 2 * c.pad - c.dilation * (c.kw - 1) - 1) / c.stride + 1};
       const int64_t rows = c.input[1] * c.kh * c.kw, positions = g.out_h * g.out_w;
       for (bool channel_major : {false, true}) {
         Tensor columns = channel_major ? random({rows, c.input[0], positions}, d).transpose(0, 1)
@@ -264,8 +277,8 @@ TEST(TrainingKernelsOnHost, NllLossMatchesCpu) {
           if (t.numel() > 2) t.view({-1}).narrow(0, 1, 1).fill_(ignore);
           for (int64_t reduction : {0, 1, 2}) {
             if (reduction != 0 && t.numel() == 0) continue;  // nll_loss fills those itself
-            KernelCall call{OpKind::NllLoss, {TensorArg{}, TensorArg{}}, {arg(in), arg(t)},
-                            kargs::NllLoss{ignore, reduction}};
+            KernelCall call{
+                OpKind::NllLoss, {TensorArg{}, TensorArg{}}, {arg(in), arg(t)}, kargs::NllLoss{ignore, reduction}};
             const IntList shape = reduction == 0 ? IntList{c.batch, c.spatial} : IntList{};
             compare_outputs(call, {empty(shape, d), empty(shape, d)},
                             "nll reduction " + std::to_string(reduction) + " ignore " + std::to_string(ignore), 1e-5,
@@ -283,7 +296,8 @@ TEST(TrainingKernelsOnHost, NllLossTargetOutOfBoundsIsAnAsynchronousDeviceAssert
   for (int64_t reduction : {0, 2}) {
     const IntList shape = reduction == 0 ? IntList{3, 1} : IntList{};
     Tensor loss = empty(shape, kFloat32), counted = empty(shape, kFloat32);
-    KernelCall call{OpKind::NllLoss, {arg(loss), arg(counted)}, {arg(in), arg(target)}, kargs::NllLoss{-100, reduction}};
+    KernelCall call{
+        OpKind::NllLoss, {arg(loss), arg(counted)}, {arg(in), arg(target)}, kargs::NllLoss{-100, reduction}};
     try {
       detail::cpu::run(call);
       ADD_FAILURE() << "the cpu accepted target 5";
@@ -350,8 +364,9 @@ void compare_step(const detail::StepHyper& hyper, const std::vector<int64_t>& si
   launch_on_host(call);
   host::check_cuda(cudaStreamSynchronize(nullptr));
   for (size_t k = 0; k < host_out.size(); ++k) {
-    expect_same(host_out[k], cpu_out[k], what + " tensor " + std::to_string(k / per_tensor) + " operand " +
-                                             std::to_string(k % per_tensor), 1e-5, 1e-5);
+    expect_same(host_out[k], cpu_out[k],
+                what + " tensor " + std::to_string(k / per_tensor) + " operand " + std::to_string(k % per_tensor), 1e-5,
+                1e-5);
     if (found_inf.defined() && found_inf.item<float>() != 0) {
       expect_same(cpu_out[k], before[k], what + " skipped: operand " + std::to_string(k), 0, 0);
     }

@@ -75,11 +75,12 @@ TEST(TransformerKernelsOnHost, IndexAddMatchesCpuExactly) {
         source_sizes[static_cast<size_t>(dim)] = 40;
         Tensor source = view(source_sizes, d, layout);
         std::vector<int64_t> positions(40);
-        for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<int64_t>((k * 7 + 3) % 11) % self.size(dim);
+        for (size_t k = 0; k < positions.size(); ++k)
+          positions[k] = static_cast<int64_t>((k * 7 + 3) % 11) % self.size(dim);
         Tensor index = tensor(TensorData(positions));
         Tensor cpu_self = self.clone(), host_self = self.clone();
-        KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)},
-                        kargs::IndexAdd{dim, 2}};
+        KernelCall call{
+            OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)}, kargs::IndexAdd{dim, 2}};
         detail::cpu::run(call);
         call.outputs[0] = call.inputs[0] = arg(host_self);
         launch_on_host(call);
@@ -100,8 +101,7 @@ TEST(TransformerKernelsOnHost, IndexAddOfManyRowsMatchesCpuExactly) {
     for (size_t k = 0; k < positions.size(); ++k) positions[k] = static_cast<int64_t>((k * 7919) % 5000);
     Tensor index = tensor(TensorData(positions));
     Tensor cpu_self = self.clone(), host_self = self.clone();
-    KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)},
-                    kargs::IndexAdd{0, 1}};
+    KernelCall call{OpKind::IndexAdd, {arg(cpu_self)}, {arg(cpu_self), arg(index), arg(source)}, kargs::IndexAdd{0, 1}};
     detail::cpu::run(call);
     call.outputs[0] = call.inputs[0] = arg(host_self);
     launch_on_host(call);
@@ -121,7 +121,7 @@ TEST(TransformerKernelsOnHost, IndexAddOutOfRangeIsAnAsynchronousDeviceAssert) {
     EXPECT_STREQ(e.what(), "index out of range in self");
   }
   EXPECT_EQ(self.abs().sum().item<float>(), 0.0f);  // the cpu checked before writing
-  host::launch_index_add(call, nullptr);             // the launch itself succeeds (asynchronous error)
+  host::launch_index_add(call, nullptr);            // the launch itself succeeds (asynchronous error)
   EXPECT_EQ(synchronize_and_reset(), kDeviceAssertMessage);
 }
 

@@ -17,9 +17,9 @@
 namespace dist = ember::distributed;
 namespace nn = ember::nn;
 using ember::Tensor;
+using ember::testing::error_of;
 using nn::parallel::DDPOptions;
 using nn::parallel::DistributedDataParallel;
-using ember::testing::error_of;
 
 namespace {
 
@@ -198,15 +198,17 @@ TEST_P(DDP, AnUnusedParameterWithoutFindUnusedParametersFailsTheNextForward) {
   ddp(x).sum().backward();  // b gets no gradient: its bucket is never reduced
   std::string message = error_of<ember::Error>([&] { ddp(x); });
   std::string r = std::to_string(rank());
-  EXPECT_EQ(message.rfind("Expected to have finished reduction in the prior iteration before starting a new one. "
-                          "This error indicates that your module has parameters that were not used in producing loss. "
-                          "You can enable unused parameter detection by passing `DDPOptions().find_unused_parameters(true)`",
-                          0),
-            0u)
+  EXPECT_EQ(
+      message.rfind("Expected to have finished reduction in the prior iteration before starting a new one. "
+                    "This error indicates that your module has parameters that were not used in producing loss. "
+                    "You can enable unused parameter detection by passing `DDPOptions().find_unused_parameters(true)`",
+                    0),
+      0u)
       << message;
   EXPECT_NE(message.find("\nParameter indices which did not receive grad for rank " + r + ": 2 3\n"), std::string::npos)
       << message;
-  EXPECT_NE(message.find("\nParameters which did not receive grad for rank " + r + ": b.weight, b.bias"), std::string::npos)
+  EXPECT_NE(message.find("\nParameters which did not receive grad for rank " + r + ": b.weight, b.bias"),
+            std::string::npos)
       << message;
   {
     ember::NoGradGuard no_grad;  // evaluation does not reduce: no error
@@ -238,7 +240,8 @@ TEST_P(DDP, FindUnusedParametersReducesWithoutThemAndLeavesGloballyUnusedGradsAl
   reference->zero_grad();
   reference->use_b = true;
   nn::functional::mse_loss(reference->forward(slice_of(x, 0)), slice_of(y, 0)).backward();
-  for (auto [got, want] : {std::pair{net->b->weight, reference->b->weight}, std::pair{net->b->bias, reference->b->bias}}) {
+  for (auto [got, want] :
+       {std::pair{net->b->weight, reference->b->weight}, std::pair{net->b->bias, reference->b->bias}}) {
     ASSERT_TRUE(got.grad().defined());
     EXPECT_TRUE(got.grad().cpu().allclose(want.grad().cpu() / static_cast<double>(world()), 1e-4, 1e-5));
   }
@@ -362,8 +365,8 @@ TEST(DDPCapture, ReplayedTrainingStepsEqualEagerSteps) {
     {
       ember::cuda::StreamGuard guard(side);
       ddp = std::make_shared<DistributedDataParallel>(net);
-      optimizer = std::make_unique<ember::optim::SGD>(net->parameters(),
-                                                      ember::optim::SGDOptions(0.1).capturable(captured));
+      optimizer =
+          std::make_unique<ember::optim::SGD>(net->parameters(), ember::optim::SGDOptions(0.1).capturable(captured));
       for (int i = 0; i < kWarmup; ++i) {
         static_x.copy_(xs[i]);
         static_y.copy_(ys[i]);
@@ -390,8 +393,8 @@ TEST(DDPCapture, ReplayedTrainingStepsEqualEagerSteps) {
   std::vector<Tensor> eager = train(false), replayed = train(true);
   ASSERT_EQ(eager.size(), replayed.size());
   for (size_t i = 0; i < eager.size(); ++i)
-    EXPECT_TRUE(replayed[i].allclose(eager[i], 1e-5, 1e-6)) << "parameter " << i << ": largest difference "
-                                                           << (replayed[i] - eager[i]).abs().max().item<float>();
+    EXPECT_TRUE(replayed[i].allclose(eager[i], 1e-5, 1e-6))
+        << "parameter " << i << ": largest difference " << (replayed[i] - eager[i]).abs().max().item<float>();
 }
 
 }  // namespace

@@ -59,7 +59,9 @@ int main(int argc, char** argv) {
   options.timeout(timeout);
   if (!init_method.empty()) {
     // tcp://host:port: rank 0 serves the store; rank and world size from the launcher.
-    options.init_method(init_method).rank(std::atoi(std::getenv("RANK"))).world_size(std::atoi(std::getenv("WORLD_SIZE")));
+    options.init_method(init_method)
+        .rank(std::atoi(std::getenv("RANK")))
+        .world_size(std::atoi(std::getenv("WORLD_SIZE")));
   }
   int status = reported([&] { dist::init_process_group("gloo", options); });
   if (status != 0 || scenario == "init") return status;

@@ -30,7 +30,9 @@ int world() { return dist::get_world_size(); }
 
 /// (rank + 1) * (i + 1) for i < n.
 Tensor ramp(int64_t n, ember::DType dtype, const std::string& device, int of_rank) {
-  return ember::arange(1, n + 1, 1, ember::TensorOptions(dtype)).mul(ember::full({n}, of_rank + 1, dtype)).to(ember::Device(device));
+  return ember::arange(1, n + 1, 1, ember::TensorOptions(dtype))
+      .mul(ember::full({n}, of_rank + 1, dtype))
+      .to(ember::Device(device));
 }
 
 double expected(dist::ReduceOp op, int64_t i, int w, bool integral) {
@@ -87,7 +89,8 @@ TEST_P(Collectives, BroadcastFromEveryRoot) {
 
 TEST_P(Collectives, AllGather) {
   std::vector<Tensor> outs;
-  for (int r = 0; r < world(); ++r) outs.push_back(ember::zeros({2, 3}, ember::TensorOptions(ember::kInt64).device(ember::Device(device()))));
+  for (int r = 0; r < world(); ++r)
+    outs.push_back(ember::zeros({2, 3}, ember::TensorOptions(ember::kInt64).device(ember::Device(device()))));
   Tensor mine = ramp(6, ember::kInt64, device(), rank()).view({2, 3});
   dist::all_gather(outs, mine);
   for (int r = 0; r < world(); ++r) {
@@ -99,7 +102,10 @@ TEST_P(Collectives, ReduceScatter) {
   for (auto op : {dist::ReduceOp::SUM, dist::ReduceOp::AVG, dist::ReduceOp::MAX}) {
     std::vector<Tensor> ins;
     // Block b of rank r's input holds (r + 1) * (i + 1) + 100 * b.
-    for (int b = 0; b < world(); ++b) ins.push_back(ramp(4, ember::kFloat64, "cpu", rank()).add(ember::full({4}, 100.0 * b, ember::kFloat64)).to(ember::Device(device())));
+    for (int b = 0; b < world(); ++b)
+      ins.push_back(ramp(4, ember::kFloat64, "cpu", rank())
+                        .add(ember::full({4}, 100.0 * b, ember::kFloat64))
+                        .to(ember::Device(device())));
     Tensor out = ember::zeros({4}, ember::TensorOptions(ember::kFloat64).device(ember::Device(device())));
     dist::reduce_scatter(out, ins, op);
     auto values = out.cpu().to_vector<double>();
@@ -116,7 +122,8 @@ TEST_P(Collectives, AsyncWorkCompletesInOrder) {
   std::vector<Tensor> tensors;
   std::vector<std::shared_ptr<dist::Work>> works;
   for (int k = 0; k < 4; ++k) {
-    tensors.push_back(ember::full({1000}, (rank() + 1) * (k + 1), ember::TensorOptions(ember::kFloat32).device(ember::Device(device()))));
+    tensors.push_back(ember::full({1000}, (rank() + 1) * (k + 1),
+                                  ember::TensorOptions(ember::kFloat32).device(ember::Device(device()))));
     works.push_back(dist::all_reduce(tensors.back(), dist::ReduceOp::SUM, /*async_op=*/true));
   }
   for (int k = 3; k >= 0; --k) {
@@ -188,7 +195,8 @@ TEST_P(Collectives, TensorsOnDifferentDevicesFailLocallyAndOnThePeers) {
       dist::all_gather(outs, input);
       ADD_FAILURE() << "no error";
     } catch (const ember::DeviceError& e) {
-      EXPECT_NE(std::string(e.what()).find("all_gather: Expected all tensors to be on the same device"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("all_gather: Expected all tensors to be on the same device"),
+                std::string::npos)
           << e.what();
     }
   } else {
@@ -318,7 +326,9 @@ int main(int argc, char** argv) {
   options.timeout(timeout);
   if (!init_method.empty()) {
     // tcp://host:port takes the rank and world size from the caller, as PyTorch's does.
-    options.init_method(init_method).rank(std::atoi(std::getenv("RANK"))).world_size(std::atoi(std::getenv("WORLD_SIZE")));
+    options.init_method(init_method)
+        .rank(std::atoi(std::getenv("RANK")))
+        .world_size(std::atoi(std::getenv("WORLD_SIZE")));
   }
   dist::init_process_group("gloo", options);
   int status;

@@ -116,34 +116,66 @@ class Mutator {
   size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
   void mutate(std::string& s) {
-    static const char* const kPieces[] = {
-        ",", ",,", ":", "::", "[", "]", ">", ">:", " ", "\t", "\0", "\xff", "True", "False", "true", "1",
-        "max_split_size_mb", "max_non_split_rounding_mb", "roundup_power2_divisions", "garbage_collection_threshold",
-        "expandable_segments", "release_lock_on_cudamalloc", "backend", "pinned_num_register_threads",
-        "pinned_use_cuda_host_register", "cudaMallocAsync", "native", "[1:2,", "[>:0]"};
-    static const char* const kNumbers[] = {"0", "1", "2", "3", "20", "21", "-1", "0.5", "1.0", "1e-300", "nan",
-                                           "inf", "4294967296", "8796093022207", "8796093022208",
-                                           "18446744073709551615", "18446744073709551616",
+    static const char* const kPieces[] = {",",
+                                          ",,",
+                                          ":",
+                                          "::",
+                                          "[",
+                                          "]",
+                                          ">",
+                                          ">:",
+                                          " ",
+                                          "\t",
+                                          "\0",
+                                          "\xff",
+                                          "True",
+                                          "False",
+                                          "true",
+                                          "1",
+                                          "max_split_size_mb",
+                                          "max_non_split_rounding_mb",
+                                          "roundup_power2_divisions",
+                                          "garbage_collection_threshold",
+                                          "expandable_segments",
+                                          "release_lock_on_cudamalloc",
+                                          "backend",
+                                          "pinned_num_register_threads",
+                                          "pinned_use_cuda_host_register",
+                                          "cudaMallocAsync",
+                                          "native",
+                                          "[1:2,",
+                                          "[>:0]"};
+    static const char* const kNumbers[] = {"0",
+                                           "1",
+                                           "2",
+                                           "3",
+                                           "20",
+                                           "21",
+                                           "-1",
+                                           "0.5",
+                                           "1.0",
+                                           "1e-300",
+                                           "nan",
+                                           "inf",
+                                           "4294967296",
+                                           "8796093022207",
+                                           "8796093022208",
+                                           "18446744073709551615",
+                                           "18446744073709551616",
                                            "99999999999999999999999999"};
     const size_t at = below(s.size() + 1);
     switch (below(7)) {
       case 0:
         if (!s.empty()) s[at % s.size()] = static_cast<char>(below(256));
         break;
-      case 1:
-        s.erase(at, 1 + below(12));
-        break;
-      case 2:
-        s.insert(at, s.substr(below(s.size() + 1), 1 + below(32)));
-        break;
+      case 1: s.erase(at, 1 + below(12)); break;
+      case 2: s.insert(at, s.substr(below(s.size() + 1), 1 + below(32))); break;
       case 3: {
         const char* piece = kPieces[below(std::size(kPieces))];
         s.insert(at, piece[0] == '\0' ? std::string(1, '\0') : std::string(piece));
         break;
       }
-      case 4:
-        s.insert(at, kNumbers[below(std::size(kNumbers))]);
-        break;
+      case 4: s.insert(at, kNumbers[below(std::size(kNumbers))]); break;
       case 5: {  // replace a run of digits with another number
         const size_t digit = s.find_first_of("0123456789", at);
         if (digit == std::string::npos) break;
@@ -151,9 +183,7 @@ class Mutator {
         s.replace(digit, (end == std::string::npos ? s.size() : end) - digit, kNumbers[below(std::size(kNumbers))]);
         break;
       }
-      case 6:
-        s.resize(at);
-        break;
+      case 6: s.resize(at); break;
     }
   }
 

@@ -10,6 +10,7 @@
 //   fuzz_checkpoint FILE...                                     replays inputs
 // Each input is written to ./fuzz_checkpoint.<pid>.input before it is read, so after a
 // crash that file holds the input that caused it.
+#include <unistd.h>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,7 +21,6 @@
 #include <random>
 #include <string>
 #include <typeinfo>
-#include <unistd.h>
 #include <vector>
 
 #include "ember/ember.h"
@@ -157,9 +157,10 @@ class Mutator {
   }
 
   std::string random_text() {
-    static const std::string kPieces[] = {"a", "\xc3\xa9", "\xff", "\xc0\xaf", "\xed\xa0\x80", "\xf0\x9f\x94\xa5",
-                                          "\xf4\x90\x80\x80", "\"", "\\", "\n", std::string(1, '\0'),
-                                          "__metadata__", "ember.complex128", "{", "["};
+    static const std::string kPieces[] = {
+        "a",  "\xc3\xa9", "\xff", "\xc0\xaf",           "\xed\xa0\x80", "\xf0\x9f\x94\xa5", "\xf4\x90\x80\x80",
+        "\"", "\\",       "\n",   std::string(1, '\0'), "__metadata__", "ember.complex128", "{",
+        "["};
     std::string text;
     for (size_t n = below(6); n > 0; --n) text += kPieces[below(std::size(kPieces))];
     return text;
@@ -169,12 +170,14 @@ class Mutator {
   size_t below(size_t n) { return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_); }
 
   void mutate(std::string& s) {
-    static const char kBytes[] = {'\0', '\xff', '\x7f', '\x80', '{', '}', '[', ']', '"', '\\',
-                                  ',', ':', ' ', '0', '9', '-', 'e', '.', '\n', 'u'};
-    static const char* const kNumbers[] = {"0", "1", "-1", "4294967296", "9223372036854775807",
-                                           "18446744073709551615", "18446744073709551616", "1e308", "2.5", "-0"};
-    static const char* const kTokens[] = {"\"F32\"", "\"BOOL\"", "\"C64\"", "\"F8_E4M3\"", "\"__metadata__\"",
-                                          "null", "true", "[]", "{}", "[[[[[[[[", "\"\\ud800\"", "\"\\u0000\""};
+    static const char kBytes[] = {'\0', '\xff', '\x7f', '\x80', '{', '}', '[', ']', '"',  '\\',
+                                  ',',  ':',    ' ',    '0',    '9', '-', 'e', '.', '\n', 'u'};
+    static const char* const kNumbers[] = {
+        "0",     "1",   "-1", "4294967296", "9223372036854775807", "18446744073709551615", "18446744073709551616",
+        "1e308", "2.5", "-0"};
+    static const char* const kTokens[] = {"\"F32\"",     "\"BOOL\"",   "\"C64\"", "\"F8_E4M3\"", "\"__metadata__\"",
+                                          "null",        "true",       "[]",      "{}",          "[[[[[[[[",
+                                          "\"\\ud800\"", "\"\\u0000\""};
     const size_t at = below(s.size() + 1);
     switch (below(9)) {
       case 0:
@@ -183,15 +186,9 @@ class Mutator {
       case 1:
         if (!s.empty()) s[at % s.size()] = kBytes[below(sizeof(kBytes))];
         break;
-      case 2:
-        s.erase(at, 1 + below(16));
-        break;
-      case 3:
-        s.insert(at, s.substr(below(s.size() + 1), 1 + below(64)));
-        break;
-      case 4:
-        s.insert(at, kNumbers[below(std::size(kNumbers))]);
-        break;
+      case 2: s.erase(at, 1 + below(16)); break;
+      case 3: s.insert(at, s.substr(below(s.size() + 1), 1 + below(64))); break;
+      case 4: s.insert(at, kNumbers[below(std::size(kNumbers))]); break;
       case 5: {  // replace a run of digits with another number
         const size_t digit = s.find_first_of("0123456789", at);
         if (digit == std::string::npos) break;
@@ -199,12 +196,8 @@ class Mutator {
         s.replace(digit, (end == std::string::npos ? s.size() : end) - digit, kNumbers[below(std::size(kNumbers))]);
         break;
       }
-      case 6:
-        s.insert(at, kTokens[below(std::size(kTokens))]);
-        break;
-      case 7:
-        s.resize(at);
-        break;
+      case 6: s.insert(at, kTokens[below(std::size(kTokens))]); break;
+      case 7: s.resize(at); break;
       case 8: {  // deep nesting, around the 128-level limit
         const size_t levels = below(2) ? 120 + below(16) : below(400);
         s.insert(at, std::string(levels, below(2) ? '[' : '{'));

@@ -13,6 +13,7 @@
 //   fuzz_scheduler_state FILE...                                     replays inputs
 // Each input is written to ./fuzz_scheduler_state.<pid>.input before it runs, so after a
 // crash that file holds the input that caused it.
+#include <unistd.h>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -26,7 +27,6 @@
 #include <random>
 #include <string>
 #include <typeinfo>
-#include <unistd.h>
 #include <vector>
 
 #include "ember/ember.h"
@@ -76,17 +76,45 @@ class Choices {
     return v;
   }
   int64_t integer() {
-    static const int64_t kEdges[] = {0, 1, -1, 2, 3, 5, 10, -3, 1000,
-                                     std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(),
-                                     std::numeric_limits<int64_t>::max() - 1, std::numeric_limits<int64_t>::min() + 1,
-                                     int64_t{1} << 31, int64_t{1} << 53, -(int64_t{1} << 53), int64_t{1} << 62};
+    static const int64_t kEdges[] = {0,
+                                     1,
+                                     -1,
+                                     2,
+                                     3,
+                                     5,
+                                     10,
+                                     -3,
+                                     1000,
+                                     std::numeric_limits<int64_t>::max(),
+                                     std::numeric_limits<int64_t>::min(),
+                                     std::numeric_limits<int64_t>::max() - 1,
+                                     std::numeric_limits<int64_t>::min() + 1,
+                                     int64_t{1} << 31,
+                                     int64_t{1} << 53,
+                                     -(int64_t{1} << 53),
+                                     int64_t{1} << 62};
     const size_t pick = below(std::size(kEdges) + 1);
     return pick < std::size(kEdges) ? kEdges[pick] : static_cast<int64_t>(word());
   }
   double number() {
-    static const double kEdges[] = {0.0, -0.0, 1.0, -1.0, 0.5, 0.1, 0.9, 1e-4, 25.0, 1e4, 1e308, -1e308, 1e-310,
-                                    std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
-                                    std::numeric_limits<double>::quiet_NaN(), 9.223372036854775807e18, 1e200};
+    static const double kEdges[] = {0.0,
+                                    -0.0,
+                                    1.0,
+                                    -1.0,
+                                    0.5,
+                                    0.1,
+                                    0.9,
+                                    1e-4,
+                                    25.0,
+                                    1e4,
+                                    1e308,
+                                    -1e308,
+                                    1e-310,
+                                    std::numeric_limits<double>::infinity(),
+                                    -std::numeric_limits<double>::infinity(),
+                                    std::numeric_limits<double>::quiet_NaN(),
+                                    9.223372036854775807e18,
+                                    1e200};
     const size_t pick = below(std::size(kEdges) + 1);
     if (pick < std::size(kEdges)) return kEdges[pick];
     const uint64_t bits = word();
@@ -287,7 +315,7 @@ void mutate(ember::nn::StateDict& sd, Choices& in) {
     case 6: value = full({2, 2}, in.number(), TensorOptions(kFloat64)); break;
     case 7: value = full({}, static_cast<int32_t>(in.integer()), TensorOptions(kInt32)); break;
     case 8: break;  // an undefined tensor
-    case 9:  // dropped
+    case 9:         // dropped
       for (const auto& [k, t] : sd) {
         if (k != key) out.insert(k, t);
       }
@@ -349,8 +377,8 @@ int main(int argc, char** argv) {
         };
       },
       [] {
-        return std::to_string(built_count) + " pairs built, " + std::to_string(loaded_count) +
-               " state dicts loaded, " + std::to_string(steps_count) + " steps taken, the others refused";
+        return std::to_string(built_count) + " pairs built, " + std::to_string(loaded_count) + " state dicts loaded, " +
+               std::to_string(steps_count) + " steps taken, the others refused";
       });
 }
 #endif

@@ -48,9 +48,9 @@ json describe_devices(const std::string& backend) {
                        {"name", props.name},
                        {"total_memory", total},
                        {"free_memory", free},
-                       {"compute_capability",
-                        backend == "emulated" ? std::string("emulated")
-                                              : std::to_string(props.major) + "." + std::to_string(props.minor)},
+                       {"compute_capability", backend == "emulated"
+                                                  ? std::string("emulated")
+                                                  : std::to_string(props.major) + "." + std::to_string(props.minor)},
                        {"multi_processor_count", props.multi_processor_count}});
   }
   return devices;

@@ -24,9 +24,10 @@ struct ToolRun {
 // Runs ember-info with the variables it reads cleared, then `assignments` set.
 ToolRun run_info(const std::string& assignments, const std::string& arguments) {
   std::string command = "env";
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
-                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES",
-                           "EMBER_EMULATED_MEMORY", "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
+  for (const char* name :
+       {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES", "EMBER_EMULATED_MEMORY",
+        "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
     command += std::string(" -u ") + name;
   command += " " + assignments + " '" EMBER_INFO_PATH "' " + arguments + " 2>&1";
   ToolRun run;
@@ -47,8 +48,7 @@ json run_json(const std::string& assignments, int expected_status = 0) {
 }
 
 TEST(EmberInfo, EmulatedDevicesAsJson) {
-  const json report =
-      run_json("EMBER_EMULATED_DEVICES=3 EMBER_EMULATED_MEMORY=1GiB CUDA_VISIBLE_DEVICES=2,0");
+  const json report = run_json("EMBER_EMULATED_DEVICES=3 EMBER_EMULATED_MEMORY=1GiB CUDA_VISIBLE_DEVICES=2,0");
   const json& cuda = report.at("cuda");
   EXPECT_EQ(cuda.at("backend"), "emulated");
   EXPECT_FALSE(cuda.contains("reason"));
@@ -93,7 +93,8 @@ TEST(EmberInfo, NoCudaBackend) {
 #if !EMBER_TEST_DRIVER_BUILT
   EXPECT_EQ(cuda.at("backend"), "none");
   EXPECT_THAT(cuda.at("reason").get<std::string>(), HasSubstr("set EMBER_EMULATED_DEVICES=N"));
-  for (const char* library : {"CUDA runtime", "cuBLAS", "cuFFT"}) EXPECT_TRUE(report.at("libraries").at(library).is_null());
+  for (const char* library : {"CUDA runtime", "cuBLAS", "cuFFT"})
+    EXPECT_TRUE(report.at("libraries").at(library).is_null());
   EXPECT_EQ(report.at("ember").at("build").at("cuda_driver_backend"), "not built");
 #endif
   EXPECT_EQ(report.at("environment").at("CUDA_VISIBLE_DEVICES"), "");
@@ -125,9 +126,10 @@ TEST(EmberInfo, VersionsAndBuild) {
   EXPECT_THAT(report.at("libraries").at("FFTW").get<std::string>(), StartsWith("fftw-3."));
   EXPECT_THAT(report.at("libraries").at("Gloo").get<std::string>(), StartsWith("0."));
   // The environment lists the variables ember reads (all unset here).
-  for (const char* name : {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
-                           "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES",
-                           "EMBER_EMULATED_MEMORY", "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
+  for (const char* name :
+       {"CUDA_VISIBLE_DEVICES", "CUDA_LAUNCH_BLOCKING", "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING", "CUBLAS_WORKSPACE_CONFIG", "EMBER_EMULATED_DEVICES", "EMBER_EMULATED_MEMORY",
+        "EMBER_NUM_THREADS", "EMBER_CUDA_SANITIZER"})
     EXPECT_TRUE(report.at("environment").at(name).is_null()) << name;
 }
 

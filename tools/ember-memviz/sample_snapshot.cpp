@@ -21,7 +21,9 @@ using ember::Tensor;
 
 constexpr int64_t kFloatsPerMiB = (int64_t{1} << 20) / 4;
 
-ember::TensorOptions on(int device) { return ember::TensorOptions().device(ember::Device(ember::DeviceType::CUDA, device)); }
+ember::TensorOptions on(int device) {
+  return ember::TensorOptions().device(ember::Device(ember::DeviceType::CUDA, device));
+}
 
 [[gnu::noinline]] std::vector<Tensor> allocate_weights(int device) {
   std::vector<Tensor> weights;

@@ -11,9 +11,7 @@ namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void malformed(const std::string& what) {
-  throw std::runtime_error("not a memory snapshot: " + what);
-}
+[[noreturn]] void malformed(const std::string& what) { throw std::runtime_error("not a memory snapshot: " + what); }
 
 uint64_t unsigned_field(const json& object, const char* key, const char* where) {
   auto it = object.find(key);

@@ -181,7 +181,8 @@ TEST(EmberMemviz, PageIsSelfContainedAndEscapesItsData) {
   EXPECT_THAT(page, StartsWith("<!DOCTYPE html>"));
   EXPECT_EQ(page.find("alert(1)</script>"), std::string::npos);
   EXPECT_THAT(page, HasSubstr("\\u003c/script>\\u003cscript>alert(1)"));
-  for (const char* remote : {"http://", "https://", "src=", "@import", "url("}) EXPECT_EQ(page.find(remote), std::string::npos) << remote;
+  for (const char* remote : {"http://", "https://", "src=", "@import", "url("})
+    EXPECT_EQ(page.find(remote), std::string::npos) << remote;
   // The data reads back as the view.
   const size_t begin = page.find("<script id=\"snapshot-data\" type=\"application/json\">");
   ASSERT_NE(begin, std::string::npos);
@@ -205,7 +206,8 @@ TEST(EmberMemviz, BadSnapshotsAreReported) {
             "not a memory snapshot: a segment has no \"total_size\"");
   EXPECT_EQ(message(R"({"segments": [], "device_traces": [[{"addr": 1}]]})"),
             "not a memory snapshot: a trace entry has no \"action\"");
-  EXPECT_EQ(message(R"({"segments": [], "device_traces": [5]})"), "not a memory snapshot: a device trace is not a list");
+  EXPECT_EQ(message(R"({"segments": [], "device_traces": [5]})"),
+            "not a memory snapshot: a device trace is not a list");
   EXPECT_THAT(message("{\"segments\": [}"), StartsWith("not a memory snapshot: [json.exception.parse_error"));
 }
 

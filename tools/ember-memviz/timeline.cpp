@@ -27,7 +27,8 @@ struct Replay {
 Replay replay(const Snapshot& snapshot, int device) {
   Replay result;
   static const std::vector<TraceEntry> kNoTrace;
-  const auto& trace = device < static_cast<int>(snapshot.device_traces.size()) ? snapshot.device_traces[device] : kNoTrace;
+  const auto& trace =
+      device < static_cast<int>(snapshot.device_traces.size()) ? snapshot.device_traces[device] : kNoTrace;
   std::unordered_map<uint64_t, size_t> open;  // address -> allocation alive there
   int64_t events = 0;
   for (const TraceEntry& entry : trace) {
@@ -100,8 +101,9 @@ nlohmann::json timeline_json(const Snapshot& snapshot, int device, const ViewOpt
     if (end > first) visible.emplace_back(static_cast<double>(a.size) * static_cast<double>(end - first), i);
   }
   const size_t shown = std::min(visible.size(), options.bands);
-  std::partial_sort(visible.begin(), visible.begin() + static_cast<std::ptrdiff_t>(shown), visible.end(),
-                    [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
+  std::partial_sort(
+      visible.begin(), visible.begin() + static_cast<std::ptrdiff_t>(shown), visible.end(),
+      [](const auto& x, const auto& y) { return x.first != y.first ? x.first > y.first : x.second < y.second; });
   visible.resize(shown);
   std::vector<size_t> drawn;
   for (const auto& [area, index] : visible) drawn.push_back(index);

@@ -28,11 +28,13 @@ std::string ember_root(const Snapshot& snapshot) {
 // Frames that are machinery rather than the code that asked for memory.
 bool is_internal(const Frame& frame, const std::string& root) {
   if (frame.name.empty() && frame.filename.empty()) return true;
-  if (!root.empty() && (starts_with(frame.filename, root + "/src/") || starts_with(frame.filename, root + "/include/ember/")))
+  if (!root.empty() &&
+      (starts_with(frame.filename, root + "/src/") || starts_with(frame.filename, root + "/include/ember/")))
     return true;
   // Without debug information only names are known: ember's own functions are in
   // namespace ember (templates' names start with their return type).
-  if (frame.filename.empty() && (starts_with(frame.name, "ember::") || frame.name.find(" ember::") != std::string::npos))
+  if (frame.filename.empty() &&
+      (starts_with(frame.name, "ember::") || frame.name.find(" ember::") != std::string::npos))
     return true;
   for (std::string_view prefix : {"std::", "__", "c10::", "at::", "torch::", "unwind::", "CapturedTraceback"})
     if (starts_with(frame.name, prefix)) return true;
@@ -65,8 +67,8 @@ json segments_json(const Snapshot& snapshot, int device, const ViewOptions& opti
   for (const Segment* segment : segments) {
     json blocks = json::array();
     for (const Block& block : segment->blocks)
-      blocks.push_back({hex_address(block.address), block.size, block.requested_size, state_name(block.state),
-                        block.stack});
+      blocks.push_back(
+          {hex_address(block.address), block.size, block.requested_size, state_name(block.state), block.stack});
     out.push_back({{"address", hex_address(segment->address)},
                    {"total_size", segment->total_size},
                    {"allocated_size", segment->allocated_size},

@@ -23,10 +23,10 @@
 namespace ember::memviz {
 
 struct ViewOptions {
-  size_t samples = 2048;    // timeline points per device
-  size_t bands = 2000;      // allocations drawn individually per device
-  size_t sites = 20;        // rows of the allocation-site table per device
-  size_t segments = 1400;   // segments drawn per device (the largest; a canvas is at most 32k pixels tall)
+  size_t samples = 2048;   // timeline points per device
+  size_t bands = 2000;     // allocations drawn individually per device
+  size_t sites = 20;       // rows of the allocation-site table per device
+  size_t segments = 1400;  // segments drawn per device (the largest; a canvas is at most 32k pixels tall)
 };
 
 /// The page's data: {"frames", "stacks", "devices": [{"device", "timeline", "segments",

@@ -172,8 +172,9 @@ GroupResult run_group(const Options& options, int master_port, int attempt, Atte
   logs.finish();
   if (interrupted_by) return {GroupResult::kInterrupted, 128 + interrupted_by, -1, -1, -1, 0, interrupted_by};
   if (first_failure) {
-    return {GroupResult::kFailed,        exit_code(first_failure->status), first_failure->rank,
-            first_failure->local_rank,   first_failure->pid,               first_failure->status};
+    return {GroupResult::kFailed, exit_code(first_failure->status),
+            first_failure->rank,  first_failure->local_rank,
+            first_failure->pid,   first_failure->status};
   }
   return {};
 }

@@ -19,11 +19,11 @@ namespace ember::run {
 /// How one attempt of the worker group ended.
 struct GroupResult {
   enum Kind { kSucceeded, kFailed, kInterrupted } kind = kSucceeded;
-  int exit_code = 0;  // ember-run's exit status for this outcome
+  int exit_code = 0;               // ember-run's exit status for this outcome
   int rank = -1, local_rank = -1;  // kFailed: the first failed rank
   pid_t pid = -1;
-  int status = 0;   // its wait status
-  int signal = 0;   // kInterrupted: the signal ember-run received
+  int status = 0;  // its wait status
+  int signal = 0;  // kInterrupted: the signal ember-run received
 };
 
 /// Runs one attempt of the node's ranks to completion (their environment names `attempt`).

@@ -20,7 +20,8 @@ int to_int(const std::string& name, const std::string& value) {
   char* end = nullptr;
   errno = 0;
   long long v = std::strtoll(value.c_str(), &end, 10);
-  if (value.empty() || *end != '\0') throw std::invalid_argument("--" + name + " expects an integer, got '" + value + "'");
+  if (value.empty() || *end != '\0')
+    throw std::invalid_argument("--" + name + " expects an integer, got '" + value + "'");
   if (errno == ERANGE || v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) {
     throw std::invalid_argument("--" + name + "=" + value + " is out of range (at most " +
                                 std::to_string(std::numeric_limits<int>::max()) + ")");
@@ -48,12 +49,12 @@ struct Spec {
   bool flag;         // takes no value
 };
 constexpr Spec kSpecs[] = {
-    {"nproc-per-node", 0, false}, {"nnodes", 0, false},         {"node-rank", 0, false},
-    {"master-addr", 0, false},    {"master-port", 0, false},    {"term-timeout", 0, false},
-    {"rdzv-backend", 0, false},   {"rdzv-endpoint", 0, false},  {"rdzv-id", 0, false},
-    {"role", 0, false},           {"max-restarts", 0, false},   {"monitor-interval", 0, false},
-    {"log-dir", 0, false},        {"redirects", 'r', false},    {"tee", 't', false},
-    {"standalone", 0, true},      {"module", 'm', true},        {"no-python", 0, true},
+    {"nproc-per-node", 0, false}, {"nnodes", 0, false},        {"node-rank", 0, false},
+    {"master-addr", 0, false},    {"master-port", 0, false},   {"term-timeout", 0, false},
+    {"rdzv-backend", 0, false},   {"rdzv-endpoint", 0, false}, {"rdzv-id", 0, false},
+    {"role", 0, false},           {"max-restarts", 0, false},  {"monitor-interval", 0, false},
+    {"log-dir", 0, false},        {"redirects", 'r', false},   {"tee", 't', false},
+    {"standalone", 0, true},      {"module", 'm', true},       {"no-python", 0, true},
     {"use-env", 0, true},         {"help", 'h', true},
 };
 
@@ -297,7 +298,8 @@ Options parse_options(int argc, char** argv) {
   for (; i < argc; ++i) options.command.emplace_back(argv[i]);
   if (options.command.empty()) throw std::invalid_argument("no program to run");
   if (options.nproc_per_node < 1) throw std::invalid_argument("--nproc-per-node must be at least 1");
-  take("redirects", [&](const std::string& v) { options.redirects = std_masks("redirects", v, options.nproc_per_node); });
+  take("redirects",
+       [&](const std::string& v) { options.redirects = std_masks("redirects", v, options.nproc_per_node); });
   take("tee", [&](const std::string& v) { options.tee = std_masks("tee", v, options.nproc_per_node); });
   options.redirects.resize(static_cast<size_t>(options.nproc_per_node), 0);
   options.tee.resize(static_cast<size_t>(options.nproc_per_node), 0);
@@ -327,11 +329,13 @@ Options parse_options(int argc, char** argv) {
   if (options.term_timeout_s < 0) throw std::invalid_argument("--term-timeout must not be negative");
   // The store's address: the rendezvous endpoint when one is given (c10d's default port
   // is 29400, as torchrun's), else MASTER_ADDR and MASTER_PORT.
-  if (!standalone) take("rdzv-endpoint", [&](const std::string& v) {
-    auto [host, port] = endpoint_from(v, options.rdzv_backend == "c10d" ? 29400 : options.master_port.value_or(29500));
-    options.master_addr = host;
-    options.master_port = port;
-  });
+  if (!standalone)
+    take("rdzv-endpoint", [&](const std::string& v) {
+      auto [host, port] =
+          endpoint_from(v, options.rdzv_backend == "c10d" ? 29400 : options.master_port.value_or(29500));
+      options.master_addr = host;
+      options.master_port = port;
+    });
   if (!options.master_port && options.nnodes > 1) options.master_port = 29500;
 
   // Invoked as ember-launch: the spec's torch.distributed.launch contract (--local-rank=N

@@ -81,8 +81,7 @@ int launch(const Options& options, int master_port, const std::function<int()>& 
         return result.exit_code;
       }
       std::fprintf(stderr, "ember-run: rank %d (local_rank %d) %s; restarting the worker group (restart %d of %d)\n",
-                   result.rank, result.local_rank, describe(result.status).c_str(), attempt + 1,
-                   options.max_restarts);
+                   result.rank, result.local_rank, describe(result.status).c_str(), attempt + 1, options.max_restarts);
       if (fresh_store) master_port = fresh_store();
     }
   } catch (const std::exception& e) {

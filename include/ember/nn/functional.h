@@ -15,9 +15,8 @@ namespace ember {
 
 /// 2-D convolution (NCHW input, OIHW weight), as torch.nn.functional.conv2d. bias may be
 /// undefined. Float32 convolutions round inputs to TF32 when backends::cudnn.allow_tf32.
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {},
-              const IntList& stride = {1, 1}, const IntList& padding = {0, 0},
-              const IntList& dilation = {1, 1}, int64_t groups = 1);
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, const IntList& stride = {1, 1},
+              const IntList& padding = {0, 0}, const IntList& dilation = {1, 1}, int64_t groups = 1);
 
 /// torch.nn.functional, forward only: sizes given as one value (both dims) or two; an
 /// empty pooling stride means the kernel size. `reduction` is "none", "mean" or "sum".
@@ -44,9 +43,8 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true,
                std::optional<Generator> generator = std::nullopt);
 /// Batch normalisation over dim 1 of (N, C, ...) input. Training uses the batch statistics
 /// and updates defined running stats in place with `momentum` (unbiased variance), as PyTorch.
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
-                  double momentum = 0.1, double eps = 1e-5);
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight = {},
+                  const Tensor& bias = {}, bool training = false, double momentum = 0.1, double eps = 1e-5);
 /// Class-index targets (int64, (N) or (N, d...)) or class probabilities (input's shape).
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction = "mean",
                      int64_t ignore_index = -100, double label_smoothing = 0.0);

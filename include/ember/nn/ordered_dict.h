@@ -42,9 +42,7 @@ class OrderedDict {
     EMBER_CHECK(found != index_.end(), ValueError, "key '", key, "' not found in OrderedDict");
     return items_[found->second].second;
   }
-  V& at(const std::string& key) {
-    return const_cast<V&>(static_cast<const OrderedDict&>(*this).at(key));
-  }
+  V& at(const std::string& key) { return const_cast<V&>(static_cast<const OrderedDict&>(*this).at(key)); }
   const V& operator[](const std::string& key) const { return at(key); }
   V& operator[](const std::string& key) { return at(key); }
   /// Pointer to the value of `key`, or nullptr.
@@ -52,9 +50,7 @@ class OrderedDict {
     auto found = index_.find(key);
     return found == index_.end() ? nullptr : &items_[found->second].second;
   }
-  V* find(const std::string& key) {
-    return const_cast<V*>(static_cast<const OrderedDict&>(*this).find(key));
-  }
+  V* find(const std::string& key) { return const_cast<V*>(static_cast<const OrderedDict&>(*this).find(key)); }
   /// Removes `key` if present; later items keep their order.
   bool erase(const std::string& key) {
     auto found = index_.find(key);

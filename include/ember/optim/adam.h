@@ -9,14 +9,32 @@ namespace ember::optim {
 
 struct AdamOptions {
   explicit AdamOptions(double lr = 1e-3) : lr_(lr) {}
-  AdamOptions& lr(double v) { lr_ = v; return *this; }
-  AdamOptions& betas(std::pair<double, double> v) { betas_ = v; return *this; }
-  AdamOptions& eps(double v) { eps_ = v; return *this; }
-  AdamOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  AdamOptions& maximize(bool v) { maximize_ = v; return *this; }
+  AdamOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  AdamOptions& betas(std::pair<double, double> v) {
+    betas_ = v;
+    return *this;
+  }
+  AdamOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  AdamOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
+  AdamOptions& maximize(bool v) {
+    maximize_ = v;
+    return *this;
+  }
   /// The step count lives on the parameter's device and step() never reads it on the
   /// host, so a step can be captured in a CUDA graph (after one eager step).
-  AdamOptions& capturable(bool v) { capturable_ = v; return *this; }
+  AdamOptions& capturable(bool v) {
+    capturable_ = v;
+    return *this;
+  }
   double lr() const noexcept { return lr_; }
   std::pair<double, double> betas() const noexcept { return betas_; }
   double eps() const noexcept { return eps_; }
@@ -35,12 +53,30 @@ struct AdamOptions {
 /// AdamW's options: Adam's, with weight_decay 1e-2 by default.
 struct AdamWOptions : AdamOptions {
   explicit AdamWOptions(double lr = 1e-3) : AdamOptions(lr) { weight_decay_ = 1e-2; }
-  AdamWOptions& lr(double v) { lr_ = v; return *this; }
-  AdamWOptions& betas(std::pair<double, double> v) { betas_ = v; return *this; }
-  AdamWOptions& eps(double v) { eps_ = v; return *this; }
-  AdamWOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  AdamWOptions& maximize(bool v) { maximize_ = v; return *this; }
-  AdamWOptions& capturable(bool v) { capturable_ = v; return *this; }
+  AdamWOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  AdamWOptions& betas(std::pair<double, double> v) {
+    betas_ = v;
+    return *this;
+  }
+  AdamWOptions& eps(double v) {
+    eps_ = v;
+    return *this;
+  }
+  AdamWOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
+  AdamWOptions& maximize(bool v) {
+    maximize_ = v;
+    return *this;
+  }
+  AdamWOptions& capturable(bool v) {
+    capturable_ = v;
+    return *this;
+  }
   using AdamOptions::betas;
   using AdamOptions::capturable;
   using AdamOptions::eps;

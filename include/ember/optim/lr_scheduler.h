@@ -200,16 +200,50 @@ class LinearLR : public LRScheduler {
 /// OneCycleLR's options beyond max_lr and total_steps (PyTorch's keyword arguments, with
 /// its defaults). base_momentum and max_momentum take one value for every group or one each.
 struct OneCycleLROptions {
-  OneCycleLROptions& pct_start(double v) { pct_start_ = v; return *this; }
-  OneCycleLROptions& anneal_strategy(std::string v) { anneal_strategy_ = std::move(v); return *this; }
-  OneCycleLROptions& cycle_momentum(bool v) { cycle_momentum_ = v; return *this; }
-  OneCycleLROptions& base_momentum(double v) { base_momentum_ = {v}; base_momentum_list_ = false; return *this; }
-  OneCycleLROptions& base_momentum(std::vector<double> v) { base_momentum_ = std::move(v); base_momentum_list_ = true; return *this; }
-  OneCycleLROptions& max_momentum(double v) { max_momentum_ = {v}; max_momentum_list_ = false; return *this; }
-  OneCycleLROptions& max_momentum(std::vector<double> v) { max_momentum_ = std::move(v); max_momentum_list_ = true; return *this; }
-  OneCycleLROptions& div_factor(double v) { div_factor_ = v; return *this; }
-  OneCycleLROptions& final_div_factor(double v) { final_div_factor_ = v; return *this; }
-  OneCycleLROptions& three_phase(bool v) { three_phase_ = v; return *this; }
+  OneCycleLROptions& pct_start(double v) {
+    pct_start_ = v;
+    return *this;
+  }
+  OneCycleLROptions& anneal_strategy(std::string v) {
+    anneal_strategy_ = std::move(v);
+    return *this;
+  }
+  OneCycleLROptions& cycle_momentum(bool v) {
+    cycle_momentum_ = v;
+    return *this;
+  }
+  OneCycleLROptions& base_momentum(double v) {
+    base_momentum_ = {v};
+    base_momentum_list_ = false;
+    return *this;
+  }
+  OneCycleLROptions& base_momentum(std::vector<double> v) {
+    base_momentum_ = std::move(v);
+    base_momentum_list_ = true;
+    return *this;
+  }
+  OneCycleLROptions& max_momentum(double v) {
+    max_momentum_ = {v};
+    max_momentum_list_ = false;
+    return *this;
+  }
+  OneCycleLROptions& max_momentum(std::vector<double> v) {
+    max_momentum_ = std::move(v);
+    max_momentum_list_ = true;
+    return *this;
+  }
+  OneCycleLROptions& div_factor(double v) {
+    div_factor_ = v;
+    return *this;
+  }
+  OneCycleLROptions& final_div_factor(double v) {
+    final_div_factor_ = v;
+    return *this;
+  }
+  OneCycleLROptions& three_phase(bool v) {
+    three_phase_ = v;
+    return *this;
+  }
 
  private:
   friend class OneCycleLR;

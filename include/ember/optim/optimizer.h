@@ -85,15 +85,15 @@ class Optimizer {
   /// Per-parameter state, kept across to() (keyed by the parameter's identity).
   struct ParamState {
     int64_t step = 0;
-    Tensor device_step;  // capturable optimizers: the step count on the parameter's device
+    Tensor device_step;           // capturable optimizers: the step count on the parameter's device
     std::vector<Tensor> buffers;  // the algorithm's state tensors, in its order
   };
   /// The state of `param`; state tensors are moved to its device and dtype if it moved.
   ParamState& state(const Tensor& param);
   /// capturable: makes `s.device_step` (at the first step) and advances it on the current
-  /// stream; returns it. Called after `s.step` counted the step. Refuses a capture of the state's first step and, when not
-  /// `capturable`, any capture (PyTorch's _cuda_graph_capture_health_check).
-  /// `counts` false: only the capture check (a capturable SGD without momentum has no state).
+  /// stream; returns it. Called after `s.step` counted the step. Refuses a capture of the state's first step and, when
+  /// not `capturable`, any capture (PyTorch's _cuda_graph_capture_health_check). `counts` false: only the capture check
+  /// (a capturable SGD without momentum has no state).
   static const float* advance_device_step(ParamState& s, const Tensor& param, bool capturable, const char* name,
                                           bool counts = true);
 

@@ -7,15 +7,36 @@ namespace ember::optim {
 
 struct SGDOptions {
   explicit SGDOptions(double lr) : lr_(lr) {}
-  SGDOptions& lr(double v) { lr_ = v; return *this; }
-  SGDOptions& momentum(double v) { momentum_ = v; return *this; }
-  SGDOptions& dampening(double v) { dampening_ = v; return *this; }
-  SGDOptions& weight_decay(double v) { weight_decay_ = v; return *this; }
-  SGDOptions& nesterov(bool v) { nesterov_ = v; return *this; }
-  SGDOptions& maximize(bool v) { maximize_ = v; return *this; }
+  SGDOptions& lr(double v) {
+    lr_ = v;
+    return *this;
+  }
+  SGDOptions& momentum(double v) {
+    momentum_ = v;
+    return *this;
+  }
+  SGDOptions& dampening(double v) {
+    dampening_ = v;
+    return *this;
+  }
+  SGDOptions& weight_decay(double v) {
+    weight_decay_ = v;
+    return *this;
+  }
+  SGDOptions& nesterov(bool v) {
+    nesterov_ = v;
+    return *this;
+  }
+  SGDOptions& maximize(bool v) {
+    maximize_ = v;
+    return *this;
+  }
   /// The momentum buffer's first-step flag comes from a step count on the parameter's
   /// device, so a step can be captured in a CUDA graph (after one eager step).
-  SGDOptions& capturable(bool v) { capturable_ = v; return *this; }
+  SGDOptions& capturable(bool v) {
+    capturable_ = v;
+    return *this;
+  }
   double lr() const noexcept { return lr_; }
   double momentum() const noexcept { return momentum_; }
   double dampening() const noexcept { return dampening_; }

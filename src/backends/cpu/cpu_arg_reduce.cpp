@@ -56,11 +56,14 @@ void arg_reduce_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
   in_kept.sizes[dim] = 1;
   LoopShape s = make_loop_shape({&out, &in_kept}, /*reorder=*/true);
   char* base[] = {static_cast<char*>(out.data), static_cast<char*>(in.data)};
-  parallel_loop(s, base, [=](char* const* p, const int64_t* st, int64_t count) {
-    for (int64_t i = 0; i < count; ++i) {
-      *reinterpret_cast<int64_t*>(p[0] + i * st[0]) = scan<T, kMax>(p[1] + i * st[1], dim_stride, n);
-    }
-  }, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)));
+  parallel_loop(
+      s, base,
+      [=](char* const* p, const int64_t* st, int64_t count) {
+        for (int64_t i = 0; i < count; ++i) {
+          *reinterpret_cast<int64_t*>(p[0] + i * st[0]) = scan<T, kMax>(p[1] + i * st[1], dim_stride, n);
+        }
+      },
+      std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1)));
 }
 
 }  // namespace
@@ -73,7 +76,8 @@ void run_arg_reduce(const KernelCall& call) {
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
   const int64_t dim = nd == 0 ? -1 : call.arg<kargs::Dim>().dim;
   EMBER_CHECK(dim >= -1 && dim < nd, IndexError, op_name(call.op), ": bad dim ", dim);
-  EMBER_CHECK(in.numel() > 0, IndexError, op_name(call.op), "(): Expected reduction dim to be specified for input.numel() == 0.");
+  EMBER_CHECK(in.numel() > 0, IndexError, op_name(call.op),
+              "(): Expected reduction dim to be specified for input.numel() == 0.");
   const bool is_max = call.op == OpKind::ArgMax;
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     if constexpr (is_complex_v<T>) {

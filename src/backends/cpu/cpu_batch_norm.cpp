@@ -20,32 +20,33 @@ void stats_typed(const KernelCall& call) {
   const int64_t mean_stride = call.outputs[0].strides.empty() ? 1 : call.outputs[0].strides[0];
   const int64_t var_stride = call.outputs[1].strides.empty() ? 1 : call.outputs[1].strides[0];
   const int64_t count = batch * spatial;
-  parallel_for(0, channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)), [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c) {
-      double sum = 0;
-      for (int64_t n = 0; n < batch; ++n) {
-        const T* row = x + n * sn + c * sc;
-        double part = 0;
-        if (ss == 1) {
-          for (int64_t s = 0; s < spatial; ++s) part += convert<double>(row[s]);
-        } else {
-          for (int64_t s = 0; s < spatial; ++s) part += convert<double>(row[s * ss]);
-        }
-        sum += part;
-      }
-      const double mean = count > 0 ? sum / static_cast<double>(count) : 0.0;
-      double squares = 0;
-      for (int64_t n = 0; n < batch; ++n) {
-        const T* row = x + n * sn + c * sc;
-        for (int64_t s = 0; s < spatial; ++s) {
-          const double d = convert<double>(row[s * ss]) - mean;
-          squares += d * d;
-        }
-      }
-      mean_out[c * mean_stride] = convert<T>(mean);
-      var_out[c * var_stride] = convert<T>(count > 0 ? squares / static_cast<double>(count) : 0.0);
-    }
-  });
+  parallel_for(0, channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(count, 1)),
+               [&](int64_t begin, int64_t end) {
+                 for (int64_t c = begin; c < end; ++c) {
+                   double sum = 0;
+                   for (int64_t n = 0; n < batch; ++n) {
+                     const T* row = x + n * sn + c * sc;
+                     double part = 0;
+                     if (ss == 1) {
+                       for (int64_t s = 0; s < spatial; ++s) part += convert<double>(row[s]);
+                     } else {
+                       for (int64_t s = 0; s < spatial; ++s) part += convert<double>(row[s * ss]);
+                     }
+                     sum += part;
+                   }
+                   const double mean = count > 0 ? sum / static_cast<double>(count) : 0.0;
+                   double squares = 0;
+                   for (int64_t n = 0; n < batch; ++n) {
+                     const T* row = x + n * sn + c * sc;
+                     for (int64_t s = 0; s < spatial; ++s) {
+                       const double d = convert<double>(row[s * ss]) - mean;
+                       squares += d * d;
+                     }
+                   }
+                   mean_out[c * mean_stride] = convert<T>(mean);
+                   var_out[c * var_stride] = convert<T>(count > 0 ? squares / static_cast<double>(count) : 0.0);
+                 }
+               });
 }
 
 }  // namespace

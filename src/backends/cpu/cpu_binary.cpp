@@ -1,10 +1,10 @@
 // Tensor-tensor element-wise ops: arithmetic, comparisons, isclose.
 #include <type_traits>
 
-#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "kernels/functors.h"
+#include "kernels/op_name.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -36,19 +36,19 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a,
     case OpKind::Pow:
       if constexpr (is_bool) not_implemented(name, a.dtype);
       else return arith(PowFn<C>{});
-      // Note [Declaring a binary op] (kernels/op_list.h): real floating dtypes only.
-#define EMBER_CPU_FLOAT_BINARY(Kind, public_name, Functor, ...) \
-  case OpKind::Kind:                                           \
+        // Note [Declaring a binary op] (kernels/op_list.h): real floating dtypes only.
+#define EMBER_CPU_FLOAT_BINARY(Kind, public_name, Functor, ...)      \
+  case OpKind::Kind:                                                 \
     if constexpr (!is_floating_v<T>) not_implemented(name, a.dtype); \
-    else return arith(Functor<C>{});                           \
+    else return arith(Functor<C>{});                                 \
     break;
       EMBER_FLOAT_BINARY_OPS(EMBER_CPU_FLOAT_BINARY)
 #undef EMBER_CPU_FLOAT_BINARY
       // EMBER_COMPARE_OPS (kernels/op_list.h): complex inputs only where the row takes them.
-#define EMBER_CPU_COMPARE(Kind, public_name, Functor, complex_ok)        \
-  case OpKind::Kind:                                                   \
+#define EMBER_CPU_COMPARE(Kind, public_name, Functor, complex_ok)                   \
+  case OpKind::Kind:                                                                \
     if constexpr (is_complex_v<T> && !(complex_ok)) not_implemented(name, a.dtype); \
-    else return compare(Functor<C>{});                                 \
+    else return compare(Functor<C>{});                                              \
     break;
       EMBER_COMPARE_OPS(EMBER_CPU_COMPARE)
 #undef EMBER_CPU_COMPARE
@@ -64,9 +64,8 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& a,
 }  // namespace
 
 void run_binary(const KernelCall& call) {
-  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 2, ValueError,
-              op_name(call.op), ": expected 1 output and 2 inputs, got ", call.outputs.size(), " and ",
-              call.inputs.size());
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 2, ValueError, op_name(call.op),
+              ": expected 1 output and 2 inputs, got ", call.outputs.size(), " and ", call.inputs.size());
   const TensorArg &out = call.outputs[0], &a = call.inputs[0], &b = call.inputs[1];
   EMBER_CHECK(a.dtype == b.dtype, TypeError, op_name(call.op), ": inputs must share a dtype, got '",
               scalar_type_name(a.dtype), "' and '", scalar_type_name(b.dtype), "'");

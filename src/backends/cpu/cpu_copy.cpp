@@ -34,9 +34,7 @@ void run_copy(const KernelCall& call) {
   const TensorArg& in = call.inputs.at(0);
   if (out.dtype == in.dtype) return copy_same_dtype(out, in);
   dispatch(out.dtype, [&]<typename Out>(TypeTag<Out>) {
-    dispatch(in.dtype, [&]<typename In>(TypeTag<In>) {
-      map_unary<Out, In>(out, in, Identity<compute_t<In>>{});
-    });
+    dispatch(in.dtype, [&]<typename In>(TypeTag<In>) { map_unary<Out, In>(out, in, Identity<compute_t<In>>{}); });
   });
 }
 

@@ -8,8 +8,7 @@
 namespace ember::detail::cpu {
 
 void run_cumsum(const KernelCall& call) {
-  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError,
-              "cumsum: expected 1 output and 1 input");
+  EMBER_CHECK(call.outputs.size() == 1 && call.inputs.size() == 1, ValueError, "cumsum: expected 1 output and 1 input");
   const TensorArg &out = call.outputs[0], &in = call.inputs[0];
   const int64_t along = call.arg<kargs::Dim>().dim;
   const auto dim = static_cast<size_t>(along);
@@ -42,7 +41,8 @@ void run_multinomial(const KernelCall& call) {
   const uint64_t seed = call.seed, offset = call.offset;
   const bool replacement = call.arg<kargs::Multinomial>().replacement;
   parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, n * k)), [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) multinomial_row(weights + r * n, n, samples + r * k, k, replacement, seed, offset, r);
+    for (int64_t r = b; r < e; ++r)
+      multinomial_row(weights + r * n, n, samples + r * k, k, replacement, seed, offset, r);
   });
 }
 

@@ -56,8 +56,9 @@ void run_amp_check_and_unscale(const KernelCall& call) {
       case kFloat64: check_and_unscale<double>(call, inv_scale, found); break;
       case kFloat16: check_and_unscale<Half>(call, inv_scale, found); break;
       case kBFloat16: check_and_unscale<BFloat16>(call, inv_scale, found); break;
-      default: fail<TypeError>("_amp_foreach_non_finite_check_and_unscale_: gradients of dtype ",
-                               dtype_name(call.outputs[1].dtype), " are not supported");
+      default:
+        fail<TypeError>("_amp_foreach_non_finite_check_and_unscale_: gradients of dtype ",
+                        dtype_name(call.outputs[1].dtype), " are not supported");
     }
   }
   if (found.load(std::memory_order_relaxed)) *static_cast<float*>(call.outputs[0].data) = 1.0f;
@@ -80,8 +81,7 @@ void run_foreach_mul(const KernelCall& call) {
     case kFloat64: return scale_all<double>(call);
     case kFloat16: return scale_all<Half>(call);
     case kBFloat16: return scale_all<BFloat16>(call);
-    default: fail<TypeError>("foreach_mul_: tensors of dtype ", dtype_name(call.inputs[0].dtype),
-                             " are not supported");
+    default: fail<TypeError>("foreach_mul_: tensors of dtype ", dtype_name(call.inputs[0].dtype), " are not supported");
   }
 }
 

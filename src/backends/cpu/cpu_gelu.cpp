@@ -5,8 +5,8 @@
 // error below 1.5e-7, PyTorch's Vectorized<float>::erf), exp by fast_exp, and tanh(u) as
 // 1 - 2 / (exp(2u) + 1). Float64 uses the shared functors (std::erf, std::tanh), as the
 // driver does for every dtype. Dense float operands run in loops compiled for AVX2 and the
-// baseline (EMBER_VECTOR_CLONES); other layouts go through the iteration engine. Without trapping math the compiler may evaluate both sides
-// of the selects, which lets the loops vectorise (as in cpu_softmax.cpp).
+// baseline (EMBER_VECTOR_CLONES); other layouts go through the iteration engine. Without trapping math the compiler may
+// evaluate both sides of the selects, which lets the loops vectorise (as in cpu_softmax.cpp).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("no-trapping-math")
 #endif

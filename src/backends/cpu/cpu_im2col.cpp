@@ -6,9 +6,9 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/parallel.h"
 #include "ember/errors.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/parallel.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -59,44 +59,45 @@ void im2col(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
   const int64_t plane_work = g.kernel_volume() * columns;
   parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
                [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / channels, c = p % channels;
-      const T* plane = src + n * in.strides[0] + c * in.strides[1];
-      for (int64_t a = 0; a < g.kernel_d; ++a) {
-        for (int64_t i = 0; i < g.kernel_h; ++i) {
-          for (int64_t j = 0; j < g.kernel_w; ++j) {
-            const int64_t r = ((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j;
-            T* row = dst + n * out.strides[0] + r * out.strides[1];
-            const int64_t x_offset = j * g.dilation_w - g.pad_w;
-            const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
-            for (int64_t oz = 0; oz < g.out_d; ++oz) {
-              const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
-              if (z < 0 || z >= e.depth) {
-                write_run<T>(nullptr, row + oz * plane_columns, plane_columns);
-                continue;
-              }
-              for (int64_t oy = 0; oy < g.out_h; ++oy) {
-                T* o = row + (oz * g.out_h + oy) * g.out_w;
-                const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-                if (y < 0 || y >= e.height) {
-                  write_run<T>(nullptr, o, g.out_w);
-                  continue;
-                }
-                write_run<T>(nullptr, o, lo);
-                const T* line = plane + z * e.stride_d + y * e.stride_h;
-                if (g.stride_w == 1 && e.stride_w == 1) {
-                  write_run(line + lo + x_offset, o + lo, hi - lo);
-                } else {
-                  for (int64_t ox = lo; ox < hi; ++ox) o[ox] = line[(ox * g.stride_w + x_offset) * e.stride_w];
-                }
-                write_run<T>(nullptr, o + hi, g.out_w - hi);
-              }
-            }
-          }
-        }
-      }
-    }
-  });
+                 for (int64_t p = begin; p < end; ++p) {
+                   const int64_t n = p / channels, c = p % channels;
+                   const T* plane = src + n * in.strides[0] + c * in.strides[1];
+                   for (int64_t a = 0; a < g.kernel_d; ++a) {
+                     for (int64_t i = 0; i < g.kernel_h; ++i) {
+                       for (int64_t j = 0; j < g.kernel_w; ++j) {
+                         const int64_t r = ((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j;
+                         T* row = dst + n * out.strides[0] + r * out.strides[1];
+                         const int64_t x_offset = j * g.dilation_w - g.pad_w;
+                         const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
+                         for (int64_t oz = 0; oz < g.out_d; ++oz) {
+                           const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
+                           if (z < 0 || z >= e.depth) {
+                             write_run<T>(nullptr, row + oz * plane_columns, plane_columns);
+                             continue;
+                           }
+                           for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                             T* o = row + (oz * g.out_h + oy) * g.out_w;
+                             const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+                             if (y < 0 || y >= e.height) {
+                               write_run<T>(nullptr, o, g.out_w);
+                               continue;
+                             }
+                             write_run<T>(nullptr, o, lo);
+                             const T* line = plane + z * e.stride_d + y * e.stride_h;
+                             if (g.stride_w == 1 && e.stride_w == 1) {
+                               write_run(line + lo + x_offset, o + lo, hi - lo);
+                             } else {
+                               for (int64_t ox = lo; ox < hi; ++ox)
+                                 o[ox] = line[(ox * g.stride_w + x_offset) * e.stride_w];
+                             }
+                             write_run<T>(nullptr, o + hi, g.out_w - hi);
+                           }
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
 }
 
 // The adjoint walk: each plane (n, c) of the output is zeroed, then every column row
@@ -114,37 +115,37 @@ void col2im(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
   const int64_t plane_work = g.kernel_volume() * g.positions() + plane_size;
   parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
                [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / channels, c = p % channels;
-      T* plane = dst + p * plane_size;
-      std::fill(plane, plane + plane_size, T(0));
-      for (int64_t a = 0; a < g.kernel_d; ++a) {
-        for (int64_t i = 0; i < g.kernel_h; ++i) {
-          for (int64_t j = 0; j < g.kernel_w; ++j) {
-            const T* row = src + n * s0 + (((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j) * s1;
-            const int64_t x_offset = j * g.dilation_w - g.pad_w;
-            const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
-            for (int64_t oz = 0; oz < g.out_d; ++oz) {
-              const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
-              if (z < 0 || z >= e.depth) continue;
-              for (int64_t oy = 0; oy < g.out_h; ++oy) {
-                const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
-                if (y < 0 || y >= e.height) continue;
-                T* line = plane + (z * e.height + y) * e.width;
-                const T* r = row + (oz * g.out_h + oy) * g.out_w * s2;
-                if (g.stride_w == 1 && s2 == 1) {
-                  T* target = line + x_offset;
-                  for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
-                } else {
-                  for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
-                }
-              }
-            }
-          }
-        }
-      }
-    }
-  });
+                 for (int64_t p = begin; p < end; ++p) {
+                   const int64_t n = p / channels, c = p % channels;
+                   T* plane = dst + p * plane_size;
+                   std::fill(plane, plane + plane_size, T(0));
+                   for (int64_t a = 0; a < g.kernel_d; ++a) {
+                     for (int64_t i = 0; i < g.kernel_h; ++i) {
+                       for (int64_t j = 0; j < g.kernel_w; ++j) {
+                         const T* row = src + n * s0 + (((c * g.kernel_d + a) * g.kernel_h + i) * g.kernel_w + j) * s1;
+                         const int64_t x_offset = j * g.dilation_w - g.pad_w;
+                         const auto [lo, hi] = inside_columns(g.out_w, g.stride_w, g.pad_w, j * g.dilation_w, e.width);
+                         for (int64_t oz = 0; oz < g.out_d; ++oz) {
+                           const int64_t z = oz * g.stride_d - g.pad_d + a * g.dilation_d;
+                           if (z < 0 || z >= e.depth) continue;
+                           for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                             const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
+                             if (y < 0 || y >= e.height) continue;
+                             T* line = plane + (z * e.height + y) * e.width;
+                             const T* r = row + (oz * g.out_h + oy) * g.out_w * s2;
+                             if (g.stride_w == 1 && s2 == 1) {
+                               T* target = line + x_offset;
+                               for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
+                             } else {
+                               for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
+                             }
+                           }
+                         }
+                       }
+                     }
+                   }
+                 }
+               });
 }
 
 }  // namespace

@@ -47,7 +47,8 @@ void index_add_typed(const TensorArg& self, const TensorArg& source, const Tenso
         T* out = reinterpret_cast<T*>(dst);
         const T* in = reinterpret_cast<const T*>(src);
 #pragma GCC ivdep
-        for (int64_t i = 0; i < n; ++i) out[i] = convert<T>(convert<C>(out[i]) + (unit ? convert<C>(in[i]) : a * convert<C>(in[i])));
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = convert<T>(convert<C>(out[i]) + (unit ? convert<C>(in[i]) : a * convert<C>(in[i])));
         continue;
       }
       for (int64_t i = 0; i < n; ++i) {

@@ -54,7 +54,8 @@ bool contiguous_rows(const TensorArg& t) {
 
 template <typename I>
 void copy_rows(const TensorArg& dst, const TensorArg& src, const TensorArg& index) {
-  const int64_t row_bytes = (dst.sizes[0] == 0 ? 0 : dst.numel() / dst.sizes[0]) * static_cast<int64_t>(itemsize(src.dtype));
+  const int64_t row_bytes =
+      (dst.sizes[0] == 0 ? 0 : dst.numel() / dst.sizes[0]) * static_cast<int64_t>(itemsize(src.dtype));
   const I* idx = static_cast<const I*>(index.data);
   const int64_t index_stride = index.sizes.empty() ? 0 : index.strides[0];
   char* out = static_cast<char*>(dst.data);
@@ -83,8 +84,8 @@ void run_index_select(const KernelCall& call) {
   if (src.sizes.empty()) src.sizes = {1}, src.strides = {1};
   const int64_t dim = call.arg<kargs::Dim>().dim;
   const int64_t nd = static_cast<int64_t>(src.sizes.size());
-  EMBER_CHECK(dim >= 0 && dim < nd, IndexError, "Dimension out of range (expected to be in range of [",
-              -nd, ", ", nd - 1, "], but got ", dim, ")");
+  EMBER_CHECK(dim >= 0 && dim < nd, IndexError, "Dimension out of range (expected to be in range of [", -nd, ", ",
+              nd - 1, "], but got ", dim, ")");
   const int64_t count = index.numel();
   TensorArg dst = out;
   if (dst.sizes.empty()) dst.sizes = {1}, dst.strides = {1};

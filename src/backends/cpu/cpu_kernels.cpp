@@ -15,8 +15,8 @@ void not_implemented(const char* name, DType dtype) {
 }
 
 void expect_dtype(const char* name, const TensorArg& arg, DType expected) {
-  EMBER_CHECK(arg.dtype == expected, TypeError, name, ": expected a tensor of dtype '",
-              scalar_type_name(expected), "' but got '", scalar_type_name(arg.dtype), "'");
+  EMBER_CHECK(arg.dtype == expected, TypeError, name, ": expected a tensor of dtype '", scalar_type_name(expected),
+              "' but got '", scalar_type_name(arg.dtype), "'");
 }
 
 void check_no_zero_divisor(const TensorArg& divisor) {

@@ -5,8 +5,8 @@
 // threads. Backward: the input's gradient is per row (two sums over the row, then one
 // write); the weight's and bias's gradients are column sums taken over rows in row order
 // (blocks of 64 rows in the row type's accumulator, the blocks' sums in double) by threads
-// that own disjoint column ranges, so they do not depend on the thread count. Float rows sum in eight float lanes (the compiler does not reassociate a
-// float sum; lanes let it vectorise), compiled for AVX2 and the baseline
+// that own disjoint column ranges, so they do not depend on the thread count. Float rows sum in eight float lanes (the
+// compiler does not reassociate a float sum; lanes let it vectorise), compiled for AVX2 and the baseline
 // (EMBER_VECTOR_CLONES); float64 sums in double, float16/bfloat16 in float.
 #include <algorithm>
 #include <cmath>
@@ -51,7 +51,8 @@ inline void normalize_row(const T* x, T* y, const T* w, const T* b, int64_t n, A
   }
   const A rstd = A(1) / std::sqrt(squares / static_cast<A>(n) + eps);
   if (w != nullptr && b != nullptr) {
-    for (int64_t k = 0; k < n; ++k) y[k] = convert<T>((convert<A>(x[k]) - mean) * rstd * convert<A>(w[k]) + convert<A>(b[k]));
+    for (int64_t k = 0; k < n; ++k)
+      y[k] = convert<T>((convert<A>(x[k]) - mean) * rstd * convert<A>(w[k]) + convert<A>(b[k]));
   } else if (w != nullptr) {
     for (int64_t k = 0; k < n; ++k) y[k] = convert<T>((convert<A>(x[k]) - mean) * rstd * convert<A>(w[k]));
   } else if (b != nullptr) {
@@ -207,18 +208,19 @@ void layer_norm_backward_typed(const KernelCall& call) {
   T* gw = (parts & kLayerNormGradWeight) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
   T* gb = (parts & kLayerNormGradBias) ? static_cast<T*>(call.outputs[next++].data) : nullptr;
   if (gx != nullptr) {
-    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const A m = convert<A>(mean[r]), s = convert<A>(rstd[r]);
-        if constexpr (std::is_same_v<T, float>) {
-          grad_input_float_row(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
-        } else if (w != nullptr) {
-          grad_input_row<T, A, true>(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
-        } else {
-          grad_input_row<T, A, false>(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
-        }
-      }
-    });
+    parallel_for(0, rows, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(cols, 1)),
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t r = begin; r < end; ++r) {
+                     const A m = convert<A>(mean[r]), s = convert<A>(rstd[r]);
+                     if constexpr (std::is_same_v<T, float>) {
+                       grad_input_float_row(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
+                     } else if (w != nullptr) {
+                       grad_input_row<T, A, true>(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
+                     } else {
+                       grad_input_row<T, A, false>(g + r * cols, x + r * cols, w, m, s, cols, gx + r * cols);
+                     }
+                   }
+                 });
   }
   if (gw == nullptr && gb == nullptr) return;
   // Blocks of kRowBlock rows sum in A (vectorised), the blocks' sums in double.
@@ -236,7 +238,8 @@ void layer_norm_backward_typed(const KernelCall& call) {
       } else {
         column_sums<T, A>(g, x, mean, rstd, cols, r0, r1, begin, end - begin, block_w.data(), block_b.data());
       }
-      for (size_t c = 0; c < n; ++c) total_w[c] += static_cast<double>(block_w[c]), total_b[c] += static_cast<double>(block_b[c]);
+      for (size_t c = 0; c < n; ++c)
+        total_w[c] += static_cast<double>(block_w[c]), total_b[c] += static_cast<double>(block_b[c]);
     }
     for (int64_t c = begin; c < end; ++c) {
       if (gw != nullptr) gw[c] = convert<T>(total_w[static_cast<size_t>(c - begin)]);

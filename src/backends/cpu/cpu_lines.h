@@ -14,8 +14,7 @@ namespace ember::detail::cpu {
 /// included, any size: it is set to 1). Operands keep their own strides. Lines run on
 /// several threads when `line_cost` (elements a line touches) times their number is large.
 template <size_t N, typename Body>
-void for_each_line(std::array<TensorArg, N> operands, const DimList& sizes, int64_t dim, int64_t line_cost,
-                   Body body) {
+void for_each_line(std::array<TensorArg, N> operands, const DimList& sizes, int64_t dim, int64_t line_cost, Body body) {
   std::array<const TensorArg*, N> pointers{};
   std::array<char*, N> base{};
   for (size_t k = 0; k < N; ++k) {

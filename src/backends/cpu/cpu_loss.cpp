@@ -54,7 +54,8 @@ void nll_typed(const KernelCall& call) {
 }  // namespace
 
 void run_nll_loss(const KernelCall& call) {
-  EMBER_CHECK(call.inputs.size() == 2 && call.outputs.size() == 2, ValueError, "nll_loss: expected 2 inputs and 2 outputs");
+  EMBER_CHECK(call.inputs.size() == 2 && call.outputs.size() == 2, ValueError,
+              "nll_loss: expected 2 inputs and 2 outputs");
   EMBER_ASSERT(call.inputs[0].sizes.size() == 3 && call.inputs[1].sizes.size() == 2);
   expect_dtype("nll_loss", call.inputs[1], kInt64);
   dispatch(call.inputs[0].dtype, [&]<typename T>(TypeTag<T>) {

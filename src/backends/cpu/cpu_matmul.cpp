@@ -32,17 +32,17 @@ namespace ember::detail::cpu {
 namespace {
 
 struct Matrix {
-  char* data;  // element (0, 0) of batch 0
+  char* data;                                                // element (0, 0) of batch 0
   int64_t rows, cols, batch_stride, row_stride, col_stride;  // strides in elements
 };
 
 Matrix matrix_of(const TensorArg& t, int64_t batch) {
   EMBER_CHECK(t.sizes.size() == 3 && t.strides.size() == 3, ValueError, "matmul: expected 3-D operands, got ",
               t.sizes.size(), "-D");
-  EMBER_CHECK(t.sizes[0] == batch || t.sizes[0] == 1, ValueError, "matmul: batch size ", t.sizes[0],
-              " does not match ", batch);
-  return {static_cast<char*>(t.data), t.sizes[1], t.sizes[2], t.sizes[0] == 1 ? 0 : t.strides[0], t.strides[1],
-          t.strides[2]};
+  EMBER_CHECK(t.sizes[0] == batch || t.sizes[0] == 1, ValueError, "matmul: batch size ", t.sizes[0], " does not match ",
+              batch);
+  return {static_cast<char*>(t.data),         t.sizes[1],   t.sizes[2],
+          t.sizes[0] == 1 ? 0 : t.strides[0], t.strides[1], t.strides[2]};
 }
 
 // How BLAS can read a matrix in place: row-major (ld = row stride) or column-major.
@@ -89,8 +89,8 @@ void pack(const Matrix& m, int64_t b, bool tf32, std::vector<Out>& buf) {
 }
 
 template <typename T>
-void gemm(bool c_row_major, bool a_trans, bool b_trans, int M, int N, int K, const T* A, int lda, const T* B,
-          int ldb, T* C, int ldc) {
+void gemm(bool c_row_major, bool a_trans, bool b_trans, int M, int N, int K, const T* A, int lda, const T* B, int ldb,
+          T* C, int ldc) {
   const CBLAS_ORDER order = c_row_major ? CblasRowMajor : CblasColMajor;
   const CBLAS_TRANSPOSE ta = a_trans ? CblasTrans : CblasNoTrans, tb = b_trans ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>) {
@@ -169,9 +169,8 @@ template <typename T>
 void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
   BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
   if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
-  over_batch(a, c, batch, [&](int64_t begin, int64_t end) {
-    matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32);
-  });
+  over_batch(a, c, batch,
+             [&](int64_t begin, int64_t end) { matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32); });
 }
 
 // c[M, N] = a[M, K] @ b[K, N] (dense row-major float copies of float16 values), accumulated in
@@ -205,8 +204,7 @@ void gemm_split_k_rounded(int M, int N, int K, const float* A, const float* B, f
 }
 
 template <typename T>
-void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int64_t begin, int64_t end,
-                          int64_t math) {
+void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int64_t begin, int64_t end, int64_t math) {
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
   const bool half_accumulation = std::is_same_v<T, Half> && (math & kMatmulHalfAccumulation) != 0;
   const bool split_k = (math & kMatmulReducedReduction) != 0 && K > kSplitKBlock;
@@ -219,8 +217,8 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
     } else if (split_k) {
       gemm_split_k_rounded<T>(M, N, K, abuf.data(), bbuf.data(), cbuf.data(), part);
     } else {
-      gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N),
-                  cbuf.data(), std::max(1, N));
+      gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cbuf.data(),
+                  std::max(1, N));
     }
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
     for (int64_t r = 0; r < M; ++r) {
@@ -269,8 +267,8 @@ void run_matmul(const KernelCall& call) {
               "matmul: expected 1 output and 2 inputs");
   const TensorArg &out = call.outputs[0], &in0 = call.inputs[0], &in1 = call.inputs[1];
   EMBER_CHECK(in0.dtype == in1.dtype && out.dtype == in0.dtype, TypeError,
-              "expected m1 and m2 to have the same dtype, but got: ", scalar_type_name(in0.dtype), " != ",
-              scalar_type_name(in1.dtype));
+              "expected m1 and m2 to have the same dtype, but got: ", scalar_type_name(in0.dtype),
+              " != ", scalar_type_name(in1.dtype));
   const int64_t batch = out.sizes.at(0);
   const Matrix c = matrix_of(out, batch), a = matrix_of(in0, batch), b = matrix_of(in1, batch);
   EMBER_CHECK(a.cols == b.rows && c.rows == a.rows && c.cols == b.cols, ValueError,

@@ -59,7 +59,8 @@ void step_group(const KernelCall& call, const FusedStep& step) {
     if constexpr (std::is_same_v<T, float>) {
       if (hyper.rule == UpdateRule::SGD) {
         parallel_for(0, n, kGrainSize, [&](int64_t begin, int64_t end) {
-          sgd_run(hyper, tensor.first_step, param + begin, state0 ? state0 + begin : nullptr, grad + begin, end - begin);
+          sgd_run(hyper, tensor.first_step, param + begin, state0 ? state0 + begin : nullptr, grad + begin,
+                  end - begin);
         });
       } else {
         parallel_for(0, n, kGrainSize, [&](int64_t begin, int64_t end) {
@@ -103,8 +104,8 @@ void run_optimizer_step(const KernelCall& call) {
     case kFloat64: return step_group<double>(call, step);
     case kFloat16: return step_group<Half>(call, step);
     case kBFloat16: return step_group<BFloat16>(call, step);
-    default: fail<TypeError>("optimizer step: parameters of dtype ", dtype_name(call.inputs[0].dtype),
-                             " are not supported");
+    default:
+      fail<TypeError>("optimizer step: parameters of dtype ", dtype_name(call.inputs[0].dtype), " are not supported");
   }
 }
 

@@ -26,32 +26,33 @@ void max_pool(const TensorArg& in, const TensorArg& out, const TensorArg& indice
   const int64_t window = g.kernel_h * g.kernel_w;
   parallel_for(0, planes, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_out * window, 1)),
                [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
-      T* o = dst + p * plane_out;
-      int64_t* oi = idx + p * plane_out;
-      for (int64_t oy = 0; oy < g.out_h; ++oy) {
-        const int64_t y0 = oy * g.stride_h - g.pad_h;
-        for (int64_t ox = 0; ox < g.out_w; ++ox) {
-          const int64_t x0 = ox * g.stride_w - g.pad_w;
-          A best = -INFINITY;
-          int64_t best_index = -1;
-          for (int64_t i = 0; i < g.kernel_h; ++i) {
-            const int64_t y = y0 + i * g.dilation_h;
-            if (y < 0 || y >= height) continue;
-            for (int64_t j = 0; j < g.kernel_w; ++j) {
-              const int64_t x = x0 + j * g.dilation_w;
-              if (x < 0 || x >= width) continue;
-              const A v = convert<A>(plane[y * sy + x * sx]);
-              if (best_index < 0 || v > best || (v != v && best == best)) best = v, best_index = y * width + x;
-            }
-          }
-          o[oy * g.out_w + ox] = convert<T>(best);
-          oi[oy * g.out_w + ox] = best_index;
-        }
-      }
-    }
-  });
+                 for (int64_t p = begin; p < end; ++p) {
+                   const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+                   T* o = dst + p * plane_out;
+                   int64_t* oi = idx + p * plane_out;
+                   for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                     const int64_t y0 = oy * g.stride_h - g.pad_h;
+                     for (int64_t ox = 0; ox < g.out_w; ++ox) {
+                       const int64_t x0 = ox * g.stride_w - g.pad_w;
+                       A best = -INFINITY;
+                       int64_t best_index = -1;
+                       for (int64_t i = 0; i < g.kernel_h; ++i) {
+                         const int64_t y = y0 + i * g.dilation_h;
+                         if (y < 0 || y >= height) continue;
+                         for (int64_t j = 0; j < g.kernel_w; ++j) {
+                           const int64_t x = x0 + j * g.dilation_w;
+                           if (x < 0 || x >= width) continue;
+                           const A v = convert<A>(plane[y * sy + x * sx]);
+                           if (best_index < 0 || v > best || (v != v && best == best))
+                             best = v, best_index = y * width + x;
+                         }
+                       }
+                       o[oy * g.out_w + ox] = convert<T>(best);
+                       oi[oy * g.out_w + ox] = best_index;
+                     }
+                   }
+                 }
+               });
 }
 
 // The common case: 2x2 windows, stride 2, no padding or dilation, dense rows. The window
@@ -99,29 +100,30 @@ bool max_pool_2x2(const TensorArg& in, const TensorArg& out, const TensorArg& in
   int64_t* idx = static_cast<int64_t*>(indices.data);
   parallel_for(0, in.sizes[0] * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(4 * plane_out, 1)),
                [&](int64_t begin, int64_t end) {
-    // float16 and bfloat16 rows are widened to float (exactly) for the vector loop; the
-    // maximum, one of the inputs, narrows back exactly.
-    std::vector<float> wide;
-    if constexpr (is_reduced_float_v<T>) wide.resize(static_cast<size_t>(5 * g.out_w));
-    for (int64_t p = begin; p < end; ++p) {
-      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
-      for (int64_t oy = 0; oy < g.out_h; ++oy) {
-        const T* r0 = plane + 2 * oy * sy;
-        T* o = dst + p * plane_out + oy * g.out_w;
-        int64_t* oi = idx + p * plane_out + oy * g.out_w;
-        if constexpr (std::is_same_v<T, float>) {
-          max_pool_2x2_row_float(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
-        } else if constexpr (is_reduced_float_v<T>) {
-          float *w0 = wide.data(), *w1 = w0 + 2 * g.out_w, *wo = w1 + 2 * g.out_w;
-          for (int64_t x = 0; x < 2 * g.out_w; ++x) w0[x] = convert<float>(r0[x]), w1[x] = convert<float>(r0[sy + x]);
-          max_pool_2x2_row_float(w0, w1, wo, oi, g.out_w, 2 * oy * width, width);
-          for (int64_t x = 0; x < g.out_w; ++x) o[x] = convert<T>(wo[x]);
-        } else {
-          max_pool_2x2_row<T>(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
-        }
-      }
-    }
-  });
+                 // float16 and bfloat16 rows are widened to float (exactly) for the vector loop; the
+                 // maximum, one of the inputs, narrows back exactly.
+                 std::vector<float> wide;
+                 if constexpr (is_reduced_float_v<T>) wide.resize(static_cast<size_t>(5 * g.out_w));
+                 for (int64_t p = begin; p < end; ++p) {
+                   const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+                   for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                     const T* r0 = plane + 2 * oy * sy;
+                     T* o = dst + p * plane_out + oy * g.out_w;
+                     int64_t* oi = idx + p * plane_out + oy * g.out_w;
+                     if constexpr (std::is_same_v<T, float>) {
+                       max_pool_2x2_row_float(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
+                     } else if constexpr (is_reduced_float_v<T>) {
+                       float *w0 = wide.data(), *w1 = w0 + 2 * g.out_w, *wo = w1 + 2 * g.out_w;
+                       for (int64_t x = 0; x < 2 * g.out_w; ++x)
+                         w0[x] = convert<float>(r0[x]), w1[x] = convert<float>(r0[sy + x]);
+                       max_pool_2x2_row_float(w0, w1, wo, oi, g.out_w, 2 * oy * width, width);
+                       for (int64_t x = 0; x < g.out_w; ++x) o[x] = convert<T>(wo[x]);
+                     } else {
+                       max_pool_2x2_row<T>(r0, r0 + sy, o, oi, g.out_w, 2 * oy * width, width);
+                     }
+                   }
+                 }
+               });
   return true;
 }
 
@@ -136,28 +138,28 @@ void avg_pool(const TensorArg& in, const TensorArg& out, const PoolGeometry& g) 
   parallel_for(0, in.sizes[0] * channels,
                std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_out * g.kernel_h * g.kernel_w, 1)),
                [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
-      T* o = dst + p * plane_out;
-      for (int64_t oy = 0; oy < g.out_h; ++oy) {
-        int64_t y0 = oy * g.stride_h - g.pad_h, y1 = std::min(y0 + g.kernel_h, height + g.pad_h);
-        for (int64_t ox = 0; ox < g.out_w; ++ox) {
-          int64_t x0 = ox * g.stride_w - g.pad_w, x1 = std::min(x0 + g.kernel_w, width + g.pad_w);
-          const int64_t padded_size = (y1 - y0) * (x1 - x0);
-          const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, height);
-          const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, width);
-          A sum = 0;
-          for (int64_t y = ya; y < yb; ++y) {
-            for (int64_t x = xa; x < xb; ++x) sum += convert<A>(plane[y * sy + x * sx]);
-          }
-          const int64_t divisor = g.divisor_override ? g.divisor_override
-                                  : g.count_include_pad ? padded_size
-                                                        : (yb - ya) * (xb - xa);
-          o[oy * g.out_w + ox] = convert<T>(sum / static_cast<A>(divisor));
-        }
-      }
-    }
-  });
+                 for (int64_t p = begin; p < end; ++p) {
+                   const T* plane = src + (p / channels) * in.strides[0] + (p % channels) * in.strides[1];
+                   T* o = dst + p * plane_out;
+                   for (int64_t oy = 0; oy < g.out_h; ++oy) {
+                     int64_t y0 = oy * g.stride_h - g.pad_h, y1 = std::min(y0 + g.kernel_h, height + g.pad_h);
+                     for (int64_t ox = 0; ox < g.out_w; ++ox) {
+                       int64_t x0 = ox * g.stride_w - g.pad_w, x1 = std::min(x0 + g.kernel_w, width + g.pad_w);
+                       const int64_t padded_size = (y1 - y0) * (x1 - x0);
+                       const int64_t ya = std::max<int64_t>(y0, 0), yb = std::min(y1, height);
+                       const int64_t xa = std::max<int64_t>(x0, 0), xb = std::min(x1, width);
+                       A sum = 0;
+                       for (int64_t y = ya; y < yb; ++y) {
+                         for (int64_t x = xa; x < xb; ++x) sum += convert<A>(plane[y * sy + x * sx]);
+                       }
+                       const int64_t divisor = g.divisor_override    ? g.divisor_override
+                                               : g.count_include_pad ? padded_size
+                                                                     : (yb - ya) * (xb - xa);
+                       o[oy * g.out_w + ox] = convert<T>(sum / static_cast<A>(divisor));
+                     }
+                   }
+                 }
+               });
 }
 
 // Each output gradient is added at the input position its index names; a plane is
@@ -170,24 +172,24 @@ void max_pool_backward(const TensorArg& grad, const TensorArg& indices, const Te
   const T* g = static_cast<const T*>(grad.data);
   const int64_t* idx = static_cast<const int64_t*>(indices.data);
   T* dst = static_cast<T*>(out.data);
-  parallel_for(0, grad.sizes[0] * channels,
-               std::max<int64_t>(1, kGrainSize / std::max<int64_t>(out_h * out_w + plane_in, 1)),
-               [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) {
-      const int64_t n = p / channels, c = p % channels;
-      const T* gp = g + n * grad.strides[0] + c * grad.strides[1];
-      const int64_t* ip = idx + n * indices.strides[0] + c * indices.strides[1];
-      T* o = dst + p * plane_in;
-      std::fill(o, o + plane_in, T(0));
-      for (int64_t oy = 0; oy < out_h; ++oy) {
-        for (int64_t ox = 0; ox < out_w; ++ox) {
-          const int64_t k = ip[oy * indices.strides[2] + ox * indices.strides[3]];
-          if (k < 0 || k >= plane_in) continue;  // a window entirely in the padding
-          o[k] = convert<T>(convert<A>(o[k]) + convert<A>(gp[oy * grad.strides[2] + ox * grad.strides[3]]));
+  parallel_for(
+      0, grad.sizes[0] * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(out_h * out_w + plane_in, 1)),
+      [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          const int64_t n = p / channels, c = p % channels;
+          const T* gp = g + n * grad.strides[0] + c * grad.strides[1];
+          const int64_t* ip = idx + n * indices.strides[0] + c * indices.strides[1];
+          T* o = dst + p * plane_in;
+          std::fill(o, o + plane_in, T(0));
+          for (int64_t oy = 0; oy < out_h; ++oy) {
+            for (int64_t ox = 0; ox < out_w; ++ox) {
+              const int64_t k = ip[oy * indices.strides[2] + ox * indices.strides[3]];
+              if (k < 0 || k >= plane_in) continue;  // a window entirely in the padding
+              o[k] = convert<T>(convert<A>(o[k]) + convert<A>(gp[oy * grad.strides[2] + ox * grad.strides[3]]));
+            }
+          }
         }
-      }
-    }
-  });
+      });
 }
 
 }  // namespace

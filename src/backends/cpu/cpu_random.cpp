@@ -87,16 +87,15 @@ EMBER_VECTOR_CLONES void box_muller_floats(const uint32_t* w, int64_t count, flo
 // Elements [first, first + n) of a normal draw in R (Note [Normal by Philox blocks]); the
 // offset is a multiple of 4 (float) or even (double).
 template <typename T, typename R>
-void normal_rows(uint64_t seed, uint64_t offset, int64_t first, int64_t n, R mean, R std, char* out,
-                 int64_t stride) {
+void normal_rows(uint64_t seed, uint64_t offset, int64_t first, int64_t n, R mean, R std, char* out, int64_t stride) {
   constexpr int64_t kPerBatch = std::is_same_v<R, double> ? kLanes : 2 * kLanes;  // elements per 16 blocks
   uint32_t words[4 * kLanes];
   int64_t k = 0;
   while (k < n) {
     const int64_t i = first + k;
     // Float: element i's words start at stream index offset + 2i; double: at 2 (offset + 2i).
-    const uint64_t word = std::is_same_v<R, double> ? 2 * (offset + 2 * static_cast<uint64_t>(i))
-                                                    : offset + 2 * static_cast<uint64_t>(i);
+    const uint64_t word =
+        std::is_same_v<R, double> ? 2 * (offset + 2 * static_cast<uint64_t>(i)) : offset + 2 * static_cast<uint64_t>(i);
     philox_blocks(seed, word / 4, words);
     const int64_t skip = static_cast<int64_t>(word % 4) / (std::is_same_v<R, double> ? 4 : 2);  // 0 or 1
     const int64_t count = std::min(n - k, kPerBatch - skip);

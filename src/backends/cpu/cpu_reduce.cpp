@@ -16,9 +16,9 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "kernels/op_name.h"
 #include "kernels/reducers.h"
 
 namespace ember::detail::cpu {
@@ -77,9 +77,8 @@ Geometry make_geometry(const KernelCall& call, const TensorArg& out, const Tenso
       g.num_outputs *= in.sizes[d];
     }
   }
-  std::stable_sort(g.reduced.begin(), g.reduced.end(), [](const Dim& a, const Dim& b) {
-    return std::abs(a.in_stride) > std::abs(b.in_stride);
-  });
+  std::stable_sort(g.reduced.begin(), g.reduced.end(),
+                   [](const Dim& a, const Dim& b) { return std::abs(a.in_stride) > std::abs(b.in_stride); });
   coalesce(g.kept);
   coalesce(g.reduced);
   return g;
@@ -201,9 +200,8 @@ void reduce_columns(Geometry g, const TensorArg& out, const T* in) {
   using Acc = typename R::Acc;
   using Lane = typename R::Lane;
   // The column dim: the kept dim with the smallest input stride, moved innermost.
-  auto col = std::min_element(g.kept.begin(), g.kept.end(), [](const Dim& a, const Dim& b) {
-    return std::abs(a.in_stride) < std::abs(b.in_stride);
-  });
+  auto col = std::min_element(g.kept.begin(), g.kept.end(),
+                              [](const Dim& a, const Dim& b) { return std::abs(a.in_stride) < std::abs(b.in_stride); });
   const Dim column = *col;
   g.kept.erase(col);
   const bool dense = column.in_stride == 1;
@@ -283,9 +281,9 @@ void run_reduce(const KernelCall& call) {
     switch (call.op) {
       // EMBER_REDUCE_OPS (kernels/op_list.h): each reducer for the dtypes of its row's class.
 #define EMBER_CPU_REDUCE(Kind, name, Reducer, Types)                  \
-  case OpKind::Kind:                                                \
+  case OpKind::Kind:                                                  \
     if constexpr (!Types<T>::value) not_implemented(#name, in.dtype); \
-    else return reduce<Reducer<T>, T>(call, out, in);               \
+    else return reduce<Reducer<T>, T>(call, out, in);                 \
     break;
       EMBER_REDUCE_OPS(EMBER_CPU_REDUCE)
 #undef EMBER_CPU_REDUCE

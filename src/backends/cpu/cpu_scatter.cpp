@@ -10,9 +10,9 @@
 
 #include "backends/cpu/cpu_lines.h"
 #include "backends/cpu/cpu_ops.h"
-#include "kernels/op_name.h"
 #include "kernels/dtype_dispatch.h"
 #include "kernels/line_bodies.h"
+#include "kernels/op_name.h"
 
 namespace ember::detail::cpu {
 

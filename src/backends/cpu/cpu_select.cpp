@@ -65,7 +65,9 @@ void run_select(const KernelCall& call) {
         return map_ternary<T, bool>(call, WhereFn<C>{});
       case OpKind::Clamp:
         if constexpr (is_complex_v<T>) not_implemented("clamp", out.dtype);
-        else return map_ternary<T, T>(call, ClampFn<C>{call.arg<kargs::Clamp>().has_min, call.arg<kargs::Clamp>().has_max});
+        else
+          return map_ternary<T, T>(call,
+                                   ClampFn<C>{call.arg<kargs::Clamp>().has_min, call.arg<kargs::Clamp>().has_max});
       case OpKind::ClampScalar:
         if constexpr (is_complex_v<T>) {
           not_implemented("clamp", out.dtype);

@@ -192,7 +192,8 @@ void softmax_columns(const char* in, char* out, int64_t count, int64_t in_step, 
     }
     for (int64_t d = 0; d < n; ++d) {
       const char* row = ib + d * in_dim;
-      for (int j = 0; j < m; ++j) sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
+      for (int j = 0; j < m; ++j)
+        sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
     }
     for (int j = 0; j < m; ++j) sum[j] = kLog ? std::log(sum[j]) : A(1) / sum[j];
     for (int64_t d = 0; d < n; ++d) {
@@ -200,7 +201,8 @@ void softmax_columns(const char* in, char* out, int64_t count, int64_t in_step, 
       char* orow = ob + d * out_dim;
       for (int j = 0; j < m; ++j) {
         const A x = convert<A>(*reinterpret_cast<const T*>(row + j * in_step));
-        *reinterpret_cast<T*>(orow + j * out_step) = convert<T>(kLog ? (x - mx[j]) - sum[j] : exp_of<A>(x - mx[j]) * sum[j]);
+        *reinterpret_cast<T*>(orow + j * out_step) =
+            convert<T>(kLog ? (x - mx[j]) - sum[j] : exp_of<A>(x - mx[j]) * sum[j]);
       }
     }
   }
@@ -250,7 +252,8 @@ void logsumexp_columns(const char* in, char* out, int64_t count, int64_t in_step
     for (int j = 0; j < m; ++j) mx[j] = finite_or_zero(mx[j]);
     for (int64_t d = 0; d < n; ++d) {
       const char* row = ib + d * in_dim;
-      for (int j = 0; j < m; ++j) sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
+      for (int j = 0; j < m; ++j)
+        sum[j] += exp_of<A>(convert<A>(*reinterpret_cast<const T*>(row + j * in_step)) - mx[j]);
     }
     for (int j = 0; j < m; ++j) {
       *reinterpret_cast<T*>(out + (start + j) * out_step) = convert<T>(std::log(sum[j]) + mx[j]);
@@ -270,16 +273,23 @@ void logsumexp_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
   char* base[] = {static_cast<char*>(out.data), static_cast<char*>(in.data)};
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
   if (in_dim == bytes || n <= 1) {
-    parallel_loop(s, base, [n](char* const* p, const int64_t* st, int64_t count) {
-      for (int64_t i = 0; i < count; ++i) {
-        *reinterpret_cast<T*>(p[0] + i * st[0]) = convert<T>(logsumexp_row(reinterpret_cast<const T*>(p[1] + i * st[1]), n));
-      }
-    }, grain);
+    parallel_loop(
+        s, base,
+        [n](char* const* p, const int64_t* st, int64_t count) {
+          for (int64_t i = 0; i < count; ++i) {
+            *reinterpret_cast<T*>(p[0] + i * st[0]) =
+                convert<T>(logsumexp_row(reinterpret_cast<const T*>(p[1] + i * st[1]), n));
+          }
+        },
+        grain);
     return;
   }
-  parallel_loop(s, base, [=](char* const* p, const int64_t* st, int64_t count) {
-    logsumexp_columns<T>(p[1], p[0], count, st[1], st[0], n, in_dim);
-  }, grain);
+  parallel_loop(
+      s, base,
+      [=](char* const* p, const int64_t* st, int64_t count) {
+        logsumexp_columns<T>(p[1], p[0], count, st[1], st[0], n, in_dim);
+      },
+      grain);
 }
 
 template <typename T, bool kLog>
@@ -296,16 +306,23 @@ void softmax_typed(const TensorArg& out, const TensorArg& in, int64_t dim) {
   char* base[] = {static_cast<char*>(out.data), static_cast<char*>(in.data)};
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(n, 1));
   if ((in_dim == bytes || n == 1) && (out_dim == bytes || n == 1)) {
-    parallel_loop(s, base, [n](char* const* p, const int64_t* st, int64_t count) {
-      for (int64_t i = 0; i < count; ++i) {
-        softmax_row<T, kLog>(reinterpret_cast<const T*>(p[1] + i * st[1]), reinterpret_cast<T*>(p[0] + i * st[0]), n);
-      }
-    }, grain);
+    parallel_loop(
+        s, base,
+        [n](char* const* p, const int64_t* st, int64_t count) {
+          for (int64_t i = 0; i < count; ++i) {
+            softmax_row<T, kLog>(reinterpret_cast<const T*>(p[1] + i * st[1]), reinterpret_cast<T*>(p[0] + i * st[0]),
+                                 n);
+          }
+        },
+        grain);
     return;
   }
-  parallel_loop(s, base, [=](char* const* p, const int64_t* st, int64_t count) {
-    softmax_columns<T, kLog>(p[1], p[0], count, st[1], st[0], n, in_dim, out_dim);
-  }, grain);
+  parallel_loop(
+      s, base,
+      [=](char* const* p, const int64_t* st, int64_t count) {
+        softmax_columns<T, kLog>(p[1], p[0], count, st[1], st[0], n, in_dim, out_dim);
+      },
+      grain);
 }
 
 }  // namespace

@@ -149,8 +149,7 @@ void sort_typed(const KernelCall& call) {
 }  // namespace
 
 void run_sort(const KernelCall& call) {
-  EMBER_CHECK(call.outputs.size() == 2 && call.inputs.size() == 1, ValueError,
-              "sort: expected 2 outputs and 1 input");
+  EMBER_CHECK(call.outputs.size() == 2 && call.inputs.size() == 1, ValueError, "sort: expected 2 outputs and 1 input");
   const TensorArg& in = call.inputs[0];
   expect_dtype("sort", call.outputs[0], in.dtype);
   expect_dtype("sort", call.outputs[1], kInt64);

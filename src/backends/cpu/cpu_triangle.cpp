@@ -58,12 +58,20 @@ void run_triangle(const KernelCall& call) {
   const int64_t grain = std::max<int64_t>(1, kGrainSize / (rows * cols));
   dispatch(in.dtype, [&]<typename T>(TypeTag<T>) {
     const auto bytes = static_cast<int64_t>(sizeof(T));
-    const MatrixWalk w{rows, cols, clamp_diagonal(args.diagonal, rows, cols), args.upper,
-                       out.strides[nd - 2] * bytes, out.strides[nd - 1] * bytes,
-                       in.strides[nd - 2] * bytes, in.strides[nd - 1] * bytes};
-    parallel_loop(s, base, [&w](char* const* p, const int64_t* st, int64_t count) {
-      for (int64_t i = 0; i < count; ++i) triangle_matrix<T>(p[0] + i * st[0], p[1] + i * st[1], w);
-    }, grain);
+    const MatrixWalk w{rows,
+                       cols,
+                       clamp_diagonal(args.diagonal, rows, cols),
+                       args.upper,
+                       out.strides[nd - 2] * bytes,
+                       out.strides[nd - 1] * bytes,
+                       in.strides[nd - 2] * bytes,
+                       in.strides[nd - 1] * bytes};
+    parallel_loop(
+        s, base,
+        [&w](char* const* p, const int64_t* st, int64_t count) {
+          for (int64_t i = 0; i < count; ++i) triangle_matrix<T>(p[0] + i * st[0], p[1] + i * st[1], w);
+        },
+        grain);
   });
 }
 

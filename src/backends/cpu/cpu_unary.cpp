@@ -9,11 +9,11 @@
 #endif
 #include <type_traits>
 
-#include "kernels/op_name.h"
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cpu/cpu_vec_activations.h"
 #include "kernels/functors.h"
+#include "kernels/op_name.h"
 
 namespace ember::detail::cpu {
 namespace {
@@ -33,7 +33,8 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
   // The tensor-scalar ops' own rules, then their shared body (EMBER_SCALAR_OPS, op_list.h).
   if constexpr (std::is_integral_v<T> && !is_bool) {
     if (call.op == OpKind::PowScalar) {
-      EMBER_CHECK(value().template to<int64_t>() >= 0, ValueError, "Integers to negative integer powers are not allowed.");
+      EMBER_CHECK(value().template to<int64_t>() >= 0, ValueError,
+                  "Integers to negative integer powers are not allowed.");
     }
     if (call.op == OpKind::RDivScalar) check_no_zero_divisor(in);
   }
@@ -41,10 +42,10 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
               "Subtraction, the `-` operator, with a bool tensor is not supported. "
               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   switch (call.op) {
-#define EMBER_CPU_SCALAR_OP(Kind, public_name, Functor, bool_ok)                  \
-  case OpKind::Kind:                                                            \
-    if constexpr (is_bool && !(bool_ok)) not_implemented(name, in.dtype);       \
-    else return apply(Functor<C>{value().template to<C>()});                    \
+#define EMBER_CPU_SCALAR_OP(Kind, public_name, Functor, bool_ok)          \
+  case OpKind::Kind:                                                      \
+    if constexpr (is_bool && !(bool_ok)) not_implemented(name, in.dtype); \
+    else return apply(Functor<C>{value().template to<C>()});              \
     break;
     EMBER_SCALAR_OPS(EMBER_CPU_SCALAR_OP)
 #undef EMBER_CPU_SCALAR_OP
@@ -64,14 +65,13 @@ void run_typed(const KernelCall& call, const TensorArg& out, const TensorArg& in
     case OpKind::Relu:
       if constexpr (is_bool || is_complex_v<T>) not_implemented(name, in.dtype);
       else return apply(ReluFn<C>{});
-    // Integral inputs are promoted to floating by the op layer (Note [Declaring an op]).
-#define EMBER_CPU_FLOAT_UNARY(Kind, public_name, Functor, ...)   \
-  case OpKind::Kind:                                             \
-    if constexpr (!is_inexact || (is_complex_v<T> && kRealOnlyUnary<Functor>)) \
-      not_implemented(name, in.dtype);                           \
-    else return apply(Functor<C>{});                             \
+        // Integral inputs are promoted to floating by the op layer (Note [Declaring an op]).
+#define EMBER_CPU_FLOAT_UNARY(Kind, public_name, Functor, ...)                                                  \
+  case OpKind::Kind:                                                                                            \
+    if constexpr (!is_inexact || (is_complex_v<T> && kRealOnlyUnary<Functor>)) not_implemented(name, in.dtype); \
+    else return apply(Functor<C>{});                                                                            \
     break;
-    EMBER_FLOAT_UNARY_OPS(EMBER_CPU_FLOAT_UNARY)
+      EMBER_FLOAT_UNARY_OPS(EMBER_CPU_FLOAT_UNARY)
 #undef EMBER_CPU_FLOAT_UNARY
     default: fail<ValueError>("cpu::run_unary: not a unary op: ", static_cast<int>(call.op));
   }

@@ -19,8 +19,7 @@ std::string cuda_version_text(int version) { return cat(version / 1000, ".", ver
 /// Why cudaGetDeviceCount found no usable device, for cuda::is_available()'s reason.
 std::string why_no_device(cudaError_t err) {
   switch (err) {
-    case cudaErrorNoDevice:
-      return "no NVIDIA GPU was found";
+    case cudaErrorNoDevice: return "no NVIDIA GPU was found";
     case cudaErrorInsufficientDriver: {
       int driver = 0, runtime = 0;
       (void)cudaDriverGetVersion(&driver);
@@ -205,12 +204,8 @@ void DriverBackend::copy(void* dst, const void* src, size_t bytes, CopyKind kind
   DriverStream& s = as_driver(stream);
   DeviceScope scope(s.device);
   switch (kind) {
-    case CopyKind::HostToDevice:
-      check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle));
-      break;
-    case CopyKind::DeviceToHost:
-      check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.handle));
-      break;
+    case CopyKind::HostToDevice: check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s.handle)); break;
+    case CopyKind::DeviceToHost: check_cuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, s.handle)); break;
     case CopyKind::DeviceToDevice: {
       int dst_device = pointer_device(dst), src_device = pointer_device(src);
       if (dst_device == src_device) {

@@ -95,8 +95,7 @@ class DriverBackend final : public Backend {
   float elapsed_ms(BackendEvent* start, BackendEvent* end) override;
 
   void launch(BackendStream* stream, const KernelCall& call) override;
-  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
-            BackendStream* stream) override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned, BackendStream* stream) override;
   void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override;
   bool can_access_peer(int device, int peer) override;
   void check_error(int device) override;
@@ -130,16 +129,16 @@ class DriverBackend final : public Backend {
   mutable std::mutex mutex_;  // guards the members below
   std::vector<uint64_t> generations_;
   std::vector<std::unordered_set<void*>> live_allocations_;  // per device, for reset
-  std::set<std::pair<int, int>> peer_enabled_;  // pairs set up by enable_peer_access (both ways)
-  std::set<std::pair<int, int>> peer_access_;   // of them, {from, to} where `from` reads `to` directly
+  std::set<std::pair<int, int>> peer_enabled_;               // pairs set up by enable_peer_access (both ways)
+  std::set<std::pair<int, int>> peer_access_;                // of them, {from, to} where `from` reads `to` directly
   struct MappedRange {
     unsigned long long handle;  // from cuMemCreate
     int device;
     size_t bytes;
   };
   std::unordered_map<void*, MappedRange> mapped_handles_;  // by the start of each map_memory range
-  std::unordered_set<void*> stale_ranges_;  // mapped ranges a device reset destroyed, not yet unmapped
-  std::set<int> pools_configured_;                                 // devices whose default pool is set up
+  std::unordered_set<void*> stale_ranges_;                 // mapped ranges a device reset destroyed, not yet unmapped
+  std::set<int> pools_configured_;                         // devices whose default pool is set up
 };
 
 /// The CUDA stream behind a backend stream.

@@ -32,7 +32,8 @@ void launch_binary(const KernelCall& call, cudaStream_t stream) {
     // Integer division by zero gives 0 here (functors.h): a kernel cannot raise, and
     // checking the divisor first would cost a synchronization.
     case OpKind::Div: return run<AnyType, DivFn>(call, stream, "div");
-    case OpKind::Pow: return run<NumericType, PowFn>(call, stream, "pow");
+    case OpKind::Pow:
+      return run<NumericType, PowFn>(call, stream, "pow");
       // Note [Declaring a binary op] (kernels/op_list.h): real floating dtypes only.
 #define EMBER_CUDA_FLOAT_BINARY(Kind, name, Functor, ...) \
   case OpKind::Kind: return run<FloatType, Functor>(call, stream, #name);

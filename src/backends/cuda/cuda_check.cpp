@@ -16,10 +16,8 @@ bool is_kernel_error(cudaError_t err) noexcept {
     case cudaErrorInvalidAddressSpace:
     case cudaErrorInvalidPc:
     case cudaErrorLaunchTimeout:
-    case cudaErrorHardwareStackError:
-      return true;
-    default:
-      return false;
+    case cudaErrorHardwareStackError: return true;
+    default: return false;
   }
 }
 

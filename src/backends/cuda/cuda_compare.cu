@@ -28,9 +28,9 @@ void run_isclose(const KernelCall& call, cudaStream_t stream) {
 void launch_compare(const KernelCall& call, cudaStream_t stream) {
   switch (call.op) {
     // EMBER_COMPARE_OPS (kernels/op_list.h): complex inputs only where the row takes them.
-#define EMBER_CUDA_COMPARE(Kind, name, Functor, complex_ok)                                  \
-  case OpKind::Kind:                                                                       \
-    if constexpr (complex_ok) return run<AnyType, Functor>(call, stream, #name);           \
+#define EMBER_CUDA_COMPARE(Kind, name, Functor, complex_ok)                      \
+  case OpKind::Kind:                                                             \
+    if constexpr (complex_ok) return run<AnyType, Functor>(call, stream, #name); \
     else return run<RealType_, Functor>(call, stream, #name);
     EMBER_COMPARE_OPS(EMBER_CUDA_COMPARE)
 #undef EMBER_CUDA_COMPARE

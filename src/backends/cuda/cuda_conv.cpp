@@ -4,8 +4,8 @@
 // TF32 switch governs convolutions here as it does in PyTorch without linking cuDNN.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_extensions.h"
-#include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
+#include "backends/cuda/cuda_ops.h"
 #include "ember/errors.h"
 
 namespace ember::detail::driver {

@@ -8,8 +8,8 @@ namespace ember::detail::driver {
 namespace {
 
 template <typename Out, typename T>
-__global__ void cumsum_kernel(int64_t lines, int64_t n, char* out, const char* in, int64_t out_step,
-                              int64_t in_step, OffsetCalc<2> calc) {
+__global__ void cumsum_kernel(int64_t lines, int64_t n, char* out, const char* in, int64_t out_step, int64_t in_step,
+                              OffsetCalc<2> calc) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < lines; line += stride) {
     int64_t o[2];
@@ -42,8 +42,7 @@ void launch_cumsum(const KernelCall& call, cudaStream_t stream) {
     using Out = std::conditional_t<std::is_integral_v<T>, int64_t, T>;  // bool and integers: int64
     cumsum_kernel<Out, T><<<grid_blocks(lines.numel), kThreads, 0, stream>>>(
         lines.numel, n, static_cast<char*>(out.data), static_cast<const char*>(in.data),
-        out.strides[dim] * static_cast<int64_t>(sizeof(Out)), in.strides[dim] * static_cast<int64_t>(sizeof(T)),
-        calc);
+        out.strides[dim] * static_cast<int64_t>(sizeof(Out)), in.strides[dim] * static_cast<int64_t>(sizeof(T)), calc);
   });
   check_launch(stream);
 }
@@ -52,10 +51,9 @@ void launch_multinomial(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &out = call.outputs.at(0), &work = call.outputs.at(1);
   const int64_t rows = work.sizes[0], n = work.sizes[1], k = out.sizes[1];
   if (rows == 0 || k == 0) return;
-  multinomial_kernel<<<grid_blocks(rows), kThreads, 0, stream>>>(rows, n, k, static_cast<int64_t*>(out.data),
-                                                                 static_cast<double*>(work.data),
-                                                                 call.arg<kargs::Multinomial>().replacement,
-                                                                 call.seed, call.offset);
+  multinomial_kernel<<<grid_blocks(rows), kThreads, 0, stream>>>(
+      rows, n, k, static_cast<int64_t*>(out.data), static_cast<double*>(work.data),
+      call.arg<kargs::Multinomial>().replacement, call.seed, call.offset);
   check_launch(stream);
 }
 

@@ -9,8 +9,8 @@
 // specialised below to call cuda::std instead. Everything else is shared as is.
 #pragma once
 
-#include <cuda/std/complex>
 #include <cuda_runtime_api.h>
+#include <cuda/std/complex>
 
 #include <complex>
 #include <type_traits>
@@ -23,15 +23,26 @@
 
 namespace ember::detail {
 
-template <typename T> inline constexpr bool is_complex_v<::cuda::std::complex<T>> = true;
-template <typename T> struct RealType<::cuda::std::complex<T>> { using type = T; };
+template <typename T>
+inline constexpr bool is_complex_v<::cuda::std::complex<T>> = true;
+template <typename T>
+struct RealType<::cuda::std::complex<T>> {
+  using type = T;
+};
 
 namespace driver {
 
-template <typename T> struct DeviceType { using type = T; };
-template <typename R> struct DeviceType<std::complex<R>> { using type = ::cuda::std::complex<R>; };
+template <typename T>
+struct DeviceType {
+  using type = T;
+};
+template <typename R>
+struct DeviceType<std::complex<R>> {
+  using type = ::cuda::std::complex<R>;
+};
 /// The type an element of storage type T has in device code.
-template <typename T> using device_t = typename DeviceType<T>::type;
+template <typename T>
+using device_t = typename DeviceType<T>::type;
 
 // ---- dtype sets: which element types an op is compiled for (the classes: kernels/dtype_dispatch.h)
 
@@ -50,7 +61,6 @@ void dispatch_if(DType dtype, const char* op, F&& f) {
   });
 }
 
-
 /// A Scalar as the compute type C of a kernel (host side).
 template <typename C>
 C scalar_as(const Scalar& s) {
@@ -66,39 +76,48 @@ C scalar_as(const Scalar& s) {
 }  // namespace driver
 
 // ---- complex math for the shared functors (device code) -------------------------------
-template <typename R> struct PowFn<::cuda::std::complex<R>> {
+template <typename R>
+struct PowFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a, C b) const { return ::cuda::std::pow(a, b); }
 };
-template <typename R> struct PowScalarFn<::cuda::std::complex<R>> {
+template <typename R>
+struct PowScalarFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   C s;
   EMBER_HOST_DEVICE C operator()(C a) const { return ::cuda::std::pow(a, s); }
 };
-template <typename R> struct AbsFn<::cuda::std::complex<R>> {
+template <typename R>
+struct AbsFn<::cuda::std::complex<R>> {
   EMBER_HOST_DEVICE R operator()(::cuda::std::complex<R> a) const { return ::cuda::std::abs(a); }
 };
-template <typename R> struct ExpFn<::cuda::std::complex<R>> {
+template <typename R>
+struct ExpFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a) const { return ::cuda::std::exp(a); }
 };
-template <typename R> struct LogFn<::cuda::std::complex<R>> {
+template <typename R>
+struct LogFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a) const { return ::cuda::std::log(a); }
 };
-template <typename R> struct SqrtFn<::cuda::std::complex<R>> {
+template <typename R>
+struct SqrtFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a) const { return ::cuda::std::sqrt(a); }
 };
-template <typename R> struct SigmoidFn<::cuda::std::complex<R>> {
+template <typename R>
+struct SigmoidFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a) const { return C(1) / (C(1) + ::cuda::std::exp(-a)); }
 };
-template <typename R> struct TanhFn<::cuda::std::complex<R>> {
+template <typename R>
+struct TanhFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   EMBER_HOST_DEVICE C operator()(C a) const { return ::cuda::std::tanh(a); }
 };
-template <typename R> struct IsCloseFn<::cuda::std::complex<R>> {
+template <typename R>
+struct IsCloseFn<::cuda::std::complex<R>> {
   using C = ::cuda::std::complex<R>;
   R atol, rtol;
   bool equal_nan;

@@ -72,10 +72,10 @@ class CufftPlan final : public fft::Plan {
     Layout out = advanced_layout(k.out_sizes(), k.out_strides, k.out_dist);
     try {
       check_cufft(cufftSetAutoAllocation(handle_, 0), "cufftSetAutoAllocation");  // Note [cuFFT work areas]
-      check_cufft(cufftMakePlanMany64(handle_, static_cast<int>(n.size()), n.data(), in.embed.data(), in.stride,
-                                      in.dist, out.embed.data(), out.stride, out.dist, cufft_type(k), k.batch,
-                                      &work_size_),
-                  "cufftMakePlanMany64");
+      check_cufft(
+          cufftMakePlanMany64(handle_, static_cast<int>(n.size()), n.data(), in.embed.data(), in.stride, in.dist,
+                              out.embed.data(), out.stride, out.dist, cufft_type(k), k.batch, &work_size_),
+          "cufftMakePlanMany64");
     } catch (...) {
       cufftDestroy(handle_);
       throw;

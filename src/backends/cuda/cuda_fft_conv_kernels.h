@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
-#include "kernels/kernel_call.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/kernel_call.h"
 
 namespace ember::detail::driver {
 
@@ -15,8 +15,7 @@ namespace ember::detail::driver {
 void launch_fft_scale(void* data, int64_t count, bool is_double, double scale, cudaStream_t stream);
 
 /// The Im2Col contract of kernels/conv_geometry.h for a float32 or float64 input.
-void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvGeometry& geometry,
-                   cudaStream_t stream);
+void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvGeometry& geometry, cudaStream_t stream);
 
 /// The Col2Im contract of kernels/conv_geometry.h for float32 or float64 columns.
 void launch_col2im(const TensorArg& columns, const TensorArg& output, const ConvGeometry& geometry,

@@ -18,10 +18,8 @@ __global__ void scale_kernel(T* data, int64_t count, T scale) {
 void launch_fft_scale(void* data, int64_t count, bool is_double, double scale, cudaStream_t stream) {
   if (count == 0) return;
   const int blocks = grid_blocks(count);
-  if (is_double)
-    scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<double*>(data), count, scale);
-  else
-    scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(data), count, static_cast<float>(scale));
+  if (is_double) scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<double*>(data), count, scale);
+  else scale_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(data), count, static_cast<float>(scale));
   check_launch(stream);
 }
 

@@ -61,8 +61,8 @@ __global__ void check_and_unscale_kernel(UnscaleArgs<T> a) {
   }
 }
 
-__global__ void update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf,
-                                    float growth_factor, float backoff_factor, int32_t growth_interval) {
+__global__ void update_scale_kernel(float* scale, int32_t* growth_tracker, const float* found_inf, float growth_factor,
+                                    float backoff_factor, int32_t growth_interval) {
   amp_update_scale(*scale, *growth_tracker, *found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
@@ -122,12 +122,12 @@ void launch_amp_check_and_unscale(const KernelCall& call, cudaStream_t stream) {
 }
 
 void launch_amp_update_scale(const KernelCall& call, cudaStream_t stream) {
-  update_scale_kernel<<<1, 1, 0, stream>>>(
-      static_cast<float*>(call.outputs[0].data), static_cast<int32_t*>(call.outputs[1].data),
-      static_cast<const float*>(call.inputs[0].data),
-      static_cast<float>(call.arg<kargs::AmpUpdateScale>().growth_factor),
-      static_cast<float>(call.arg<kargs::AmpUpdateScale>().backoff_factor),
-      static_cast<int32_t>(call.arg<kargs::AmpUpdateScale>().growth_interval));
+  update_scale_kernel<<<1, 1, 0, stream>>>(static_cast<float*>(call.outputs[0].data),
+                                           static_cast<int32_t*>(call.outputs[1].data),
+                                           static_cast<const float*>(call.inputs[0].data),
+                                           static_cast<float>(call.arg<kargs::AmpUpdateScale>().growth_factor),
+                                           static_cast<float>(call.arg<kargs::AmpUpdateScale>().backoff_factor),
+                                           static_cast<int32_t>(call.arg<kargs::AmpUpdateScale>().growth_interval));
   check_launch(stream);
 }
 

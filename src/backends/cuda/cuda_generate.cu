@@ -29,9 +29,7 @@ struct PhiloxArgs {
   explicit PhiloxArgs(const KernelCall& call)
       : seed(call.seed), offset(call.offset), seed_ptr(call.philox_seed_ptr), offset_ptr(call.philox_offset_ptr) {}
   __device__ uint64_t current_seed() const { return seed_ptr ? static_cast<uint64_t>(*seed_ptr) : seed; }
-  __device__ uint64_t current_offset() const {
-    return offset + (offset_ptr ? static_cast<uint64_t>(*offset_ptr) : 0);
-  }
+  __device__ uint64_t current_offset() const { return offset + (offset_ptr ? static_cast<uint64_t>(*offset_ptr) : 0); }
 };
 
 template <typename R>
@@ -64,8 +62,8 @@ void generate(const KernelCall& call, cudaStream_t stream, const Gen& gen) {
   const TensorArg& out = call.outputs.at(0);
   LoopShape shape = make_loop_shape({&out}, /*reorder=*/false);
   if (shape.numel == 0) return;
-  generate_kernel<Out><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
-      shape.numel, static_cast<char*>(out.data), make_offset_calc<1>(shape), gen);
+  generate_kernel<Out><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(shape.numel, static_cast<char*>(out.data),
+                                                                          make_offset_calc<1>(shape), gen);
   check_launch(stream);
 }
 
@@ -78,21 +76,24 @@ void launch_generate(const KernelCall& call, cudaStream_t stream) {
       return dispatch_if<FloatType>(dtype, "normal", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, NormalGen<R>{PhiloxArgs(call), call.arg<kargs::Normal>().mean.to<R>(),
-                                                call.arg<kargs::Normal>().std.to<R>()});
+        generate<T>(call, stream,
+                    NormalGen<R>{PhiloxArgs(call), call.arg<kargs::Normal>().mean.to<R>(),
+                                 call.arg<kargs::Normal>().std.to<R>()});
       });
     case OpKind::Uniform:
       return dispatch_if<FloatType>(dtype, "uniform", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using R = std::conditional_t<std::is_same_v<T, double>, double, float>;
-        generate<T>(call, stream, UniformGen<T, R>{PhiloxArgs(call), call.arg<kargs::Uniform>().from.to<R>(),
-                                                    call.arg<kargs::Uniform>().to.to<R>()});
+        generate<T>(call, stream,
+                    UniformGen<T, R>{PhiloxArgs(call), call.arg<kargs::Uniform>().from.to<R>(),
+                                     call.arg<kargs::Uniform>().to.to<R>()});
       });
     case OpKind::Arange:
       return dispatch_if<RealNumericType>(dtype, "arange", [&](auto tag) {
         using T = typename decltype(tag)::type;
         using V = std::conditional_t<std::is_integral_v<T>, int64_t, double>;
-        generate<T>(call, stream, ArangeGen<V>{call.arg<kargs::Arange>().start.to<V>(), call.arg<kargs::Arange>().step.to<V>()});
+        generate<T>(call, stream,
+                    ArangeGen<V>{call.arg<kargs::Arange>().start.to<V>(), call.arg<kargs::Arange>().step.to<V>()});
       });
     default: EMBER_ASSERT(false);
   }

@@ -38,8 +38,8 @@ __global__ void grid_sample_sort_kernel(GridGeometry g, const int64_t* tap_index
 }
 
 template <typename T>
-__global__ void grid_sample_gather_kernel(GridGeometry g, const T* grad_out, const T* tap_weight,
-                                          const int64_t* starts, const int64_t* order, T* grad_input) {
+__global__ void grid_sample_gather_kernel(GridGeometry g, const T* grad_out, const T* tap_weight, const int64_t* starts,
+                                          const int64_t* order, T* grad_input) {
   const int64_t S = g.in_points();
   const int64_t total = g.batch * g.channels * S;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
@@ -55,9 +55,9 @@ void launch_typed(const KernelCall& call, cudaStream_t stream) {
   const int64_t points = g.batch * g.points;
   if (call.op == OpKind::GridSample) {
     if (points == 0 || g.channels == 0) return;
-    grid_sample_kernel<T><<<grid_blocks(points), kThreads, 0, stream>>>(
-        g, static_cast<const T*>(call.inputs[0].data), static_cast<const T*>(call.inputs[1].data),
-        static_cast<T*>(call.outputs[0].data));
+    grid_sample_kernel<T><<<grid_blocks(points), kThreads, 0, stream>>>(g, static_cast<const T*>(call.inputs[0].data),
+                                                                        static_cast<const T*>(call.inputs[1].data),
+                                                                        static_cast<T*>(call.outputs[0].data));
     return check_launch(stream);
   }
   const T* grad_out = static_cast<const T*>(call.inputs[0].data);
@@ -67,8 +67,8 @@ void launch_typed(const KernelCall& call, cudaStream_t stream) {
   T* tap_weight = grad_input != nullptr ? static_cast<T*>(call.outputs[3].data) : nullptr;
   if (points > 0) {
     grid_sample_backward_point_kernel<T><<<grid_blocks(points), kThreads, 0, stream>>>(
-        g, grad_out, static_cast<const T*>(call.inputs[1].data), static_cast<const T*>(call.inputs[2].data),
-        grad_grid, tap_index, tap_weight);
+        g, grad_out, static_cast<const T*>(call.inputs[1].data), static_cast<const T*>(call.inputs[2].data), grad_grid,
+        tap_index, tap_weight);
     check_launch(stream);
   }
   if (grad_input == nullptr || g.batch == 0) return;
@@ -78,8 +78,8 @@ void launch_typed(const KernelCall& call, cudaStream_t stream) {
   check_launch(stream);
   const int64_t elements = g.batch * g.channels * g.in_points();
   if (elements == 0) return;
-  grid_sample_gather_kernel<T><<<grid_blocks(elements), kThreads, 0, stream>>>(g, grad_out, tap_weight, starts, order,
-                                                                              grad_input);
+  grid_sample_gather_kernel<T>
+      <<<grid_blocks(elements), kThreads, 0, stream>>>(g, grad_out, tap_weight, starts, order, grad_input);
   check_launch(stream);
 }
 

@@ -1,7 +1,7 @@
 // Im2Col and Col2Im on the driver backend for 1, 2 and 3 spatial dims (contracts in
 // kernels/conv_geometry.h). Im2Col: one thread per column element, reading the input
-// through its strides, writing the columns through theirs. Col2Im: one thread per input element, summing the column entries that
-// were read from it (a gather, so no atomics and a fixed order).
+// through its strides, writing the columns through theirs. Col2Im: one thread per input element, summing the column
+// entries that were read from it (a gather, so no atomics and a fixed order).
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
 #include "backends/cuda/cuda_ops.h"
@@ -16,7 +16,7 @@ struct Im2ColArgs {
   ConvSpatialExtent e;
   int64_t in_stride_n, in_stride_c;
   ConvGeometry g;
-  int64_t total;  // batch * channels * kernel volume * output positions
+  int64_t total;                         // batch * channels * kernel volume * output positions
   int64_t col_stride_n, col_stride_row;  // the columns' strides (stride 1 along positions)
 };
 
@@ -26,12 +26,18 @@ __global__ void im2col_kernel(const T* input, T* columns, Im2ColArgs a) {
        index += int64_t(gridDim.x) * blockDim.x) {
     // columns[n][c][k][i][j][oz][oy][ox], row-major: peel the indices from the fastest.
     int64_t rest = index;
-    const int64_t ox = rest % a.g.out_w; rest /= a.g.out_w;
-    const int64_t oy = rest % a.g.out_h; rest /= a.g.out_h;
-    const int64_t oz = rest % a.g.out_d; rest /= a.g.out_d;
-    const int64_t j = rest % a.g.kernel_w; rest /= a.g.kernel_w;
-    const int64_t i = rest % a.g.kernel_h; rest /= a.g.kernel_h;
-    const int64_t k = rest % a.g.kernel_d; rest /= a.g.kernel_d;
+    const int64_t ox = rest % a.g.out_w;
+    rest /= a.g.out_w;
+    const int64_t oy = rest % a.g.out_h;
+    rest /= a.g.out_h;
+    const int64_t oz = rest % a.g.out_d;
+    rest /= a.g.out_d;
+    const int64_t j = rest % a.g.kernel_w;
+    rest /= a.g.kernel_w;
+    const int64_t i = rest % a.g.kernel_h;
+    rest /= a.g.kernel_h;
+    const int64_t k = rest % a.g.kernel_d;
+    rest /= a.g.kernel_d;
     const int64_t c = rest % a.channels;
     const int64_t n = rest / a.channels;
     const int64_t z = oz * a.g.stride_d - a.g.pad_d + k * a.g.dilation_d;
@@ -67,9 +73,12 @@ __global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
   for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < a.total;
        index += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = index;
-    const int64_t x = rest % a.e.width; rest /= a.e.width;
-    const int64_t y = rest % a.e.height; rest /= a.e.height;
-    const int64_t z = rest % a.e.depth; rest /= a.e.depth;
+    const int64_t x = rest % a.e.width;
+    rest /= a.e.width;
+    const int64_t y = rest % a.e.height;
+    rest /= a.e.height;
+    const int64_t z = rest % a.e.depth;
+    rest /= a.e.depth;
     const int64_t c = rest % a.channels, n = rest / a.channels;
     T sum = 0;
     for (int64_t k = 0; k < a.g.kernel_d; ++k) {
@@ -95,8 +104,10 @@ __global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
 
 void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvGeometry& geometry,
                    cudaStream_t stream) {
-  Im2ColArgs a{input.sizes[1],   conv_spatial_extent(input.sizes, input.strides),
-               input.strides[0], input.strides[1], geometry, columns.numel(), columns.strides[0], columns.strides[1]};
+  Im2ColArgs a{input.sizes[1],     conv_spatial_extent(input.sizes, input.strides),
+               input.strides[0],   input.strides[1],
+               geometry,           columns.numel(),
+               columns.strides[0], columns.strides[1]};
   if (a.total == 0) return;
   const int blocks = grid_blocks(a.total);
   if (input.dtype == kFloat64)
@@ -111,7 +122,9 @@ void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvG
 void launch_col2im(const TensorArg& columns, const TensorArg& output, const ConvGeometry& geometry,
                    cudaStream_t stream) {
   Col2ImArgs a{output.sizes[1],    conv_spatial_extent(output.sizes, output.strides),
-               columns.strides[0], columns.strides[1], columns.strides[2], geometry, output.numel()};
+               columns.strides[0], columns.strides[1],
+               columns.strides[2], geometry,
+               output.numel()};
   if (a.total == 0) return;
   const int blocks = grid_blocks(a.total);
   if (output.dtype == kFloat64)

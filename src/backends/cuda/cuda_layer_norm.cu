@@ -135,8 +135,8 @@ void launch_layer_norm_backward(const KernelCall& call, cudaStream_t stream) {
     T* gw = (parts & kLayerNormGradWeight) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
     T* gb = (parts & kLayerNormGradBias) ? static_cast<T*>(call.outputs.at(next++).data) : nullptr;
     if (gx != nullptr && rows > 0) {
-      layer_norm_grad_input_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(gx, g, xp, mean, rstd, w,
-                                                                                            cols);
+      layer_norm_grad_input_kernel<T>
+          <<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(gx, g, xp, mean, rstd, w, cols);
     }
     if ((gw != nullptr || gb != nullptr) && cols > 0) {
       const auto blocks = static_cast<unsigned>((cols + kThreads - 1) / kThreads);

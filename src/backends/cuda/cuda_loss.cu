@@ -83,7 +83,8 @@ __global__ void batch_norm_stats_kernel(T* mean_out, T* var_out, int64_t mean_st
   const int64_t count = batch * spatial;
   const T* base = in + c * sc;
   double sum = 0;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += convert<double>(base[(i / spatial) * sn + (i % spatial) * ss]);
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x)
+    sum += convert<double>(base[(i / spatial) * sn + (i % spatial) * ss]);
   const double mean = count > 0 ? block_sum(sum) / static_cast<double>(count) : 0.0;
   double squares = 0;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
@@ -102,22 +103,30 @@ __global__ void batch_norm_stats_kernel(T* mean_out, T* var_out, int64_t mean_st
 void launch_nll_loss(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &in = call.inputs.at(0), &target = call.inputs.at(1);
   const TensorArg &loss = call.outputs.at(0), &counted = call.outputs.at(1);
-  EMBER_CHECK(target.dtype == kInt64, TypeError, "expected scalar type Long but found ", scalar_type_name(target.dtype));
+  EMBER_CHECK(target.dtype == kInt64, TypeError, "expected scalar type Long but found ",
+              scalar_type_name(target.dtype));
   const auto& args = call.arg<kargs::NllLoss>();
   const bool reduced = args.reduction != 0;
-  const NllDims d{in.sizes[0],       in.sizes[1],       in.sizes[2],      in.strides[0],   in.strides[1],
-                  in.strides[2],     target.strides[0], target.strides[1],
-                  reduced ? 0 : loss.strides[0], reduced ? 0 : loss.strides[1],
-                  reduced ? 0 : counted.strides[0], reduced ? 0 : counted.strides[1]};
+  const NllDims d{in.sizes[0],
+                  in.sizes[1],
+                  in.sizes[2],
+                  in.strides[0],
+                  in.strides[1],
+                  in.strides[2],
+                  target.strides[0],
+                  target.strides[1],
+                  reduced ? 0 : loss.strides[0],
+                  reduced ? 0 : loss.strides[1],
+                  reduced ? 0 : counted.strides[0],
+                  reduced ? 0 : counted.strides[1]};
   const int64_t total = d.batch * d.spatial;
   if (total == 0) return;
   dispatch_if<FloatType>(in.dtype, "nll_loss_forward_out_frame", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (reduced) {
-      nll_reduced_kernel<T><<<1, kThreads, 0, stream>>>(static_cast<T*>(loss.data), static_cast<T*>(counted.data),
-                                                        static_cast<const T*>(in.data),
-                                                        static_cast<const int64_t*>(target.data), d,
-                                                        args.ignore_index, args.reduction == 2);
+      nll_reduced_kernel<T><<<1, kThreads, 0, stream>>>(
+          static_cast<T*>(loss.data), static_cast<T*>(counted.data), static_cast<const T*>(in.data),
+          static_cast<const int64_t*>(target.data), d, args.ignore_index, args.reduction == 2);
       return;
     }
     nll_kernel<T><<<grid_blocks(total), kThreads, 0, stream>>>(

@@ -178,7 +178,7 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
 
   int device = 0;
   check_cuda(cudaGetDevice(&device));  // the launch's, made current by DriverBackend::launch
-  std::deque<Workspace> temporaries;  // returned after the last use is enqueued
+  std::deque<Workspace> temporaries;   // returned after the last use is enqueued
   auto operand = [&](const TensorArg& arg) {
     auto layout = gemm_layout(arg.sizes[1], arg.sizes[2], arg.strides[1], arg.strides[2]);
     if (layout) return std::pair{arg, *layout};
@@ -206,18 +206,18 @@ void launch_matmul(const KernelCall& call, cudaStream_t stream) {
                "cublasSetWorkspace(handle, workspace, size)");
   const bool reduced_types = dtype == kFloat16 || dtype == kBFloat16;
   const bool disallow_reduction = reduced_types && (math & kMatmulReducedReduction) == 0;
-  check_cublas(blas.set_math_mode(handle, disallow_reduction ? CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
-                                                             : CUBLAS_DEFAULT_MATH),
+  check_cublas(blas.set_math_mode(
+                   handle, disallow_reduction ? CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION : CUBLAS_DEFAULT_MATH),
                "cublasSetMathMode(handle, mode)");
   // An operand with batch size 1 is broadcast over the batch (stride 0).
   auto batch_stride = [&](const TensorArg& arg) { return batch == 1 || arg.sizes[0] == 1 ? 0 : arg.strides[0]; };
-  check_cublas(blas.gemm_strided_batched_ex(
-                   handle, b_layout.op, a_layout.op, checked_int(n, "n"), checked_int(m, "m"), checked_int(k, "k"),
-                   types.one, b.data, types.data, checked_int(b_layout.ld, "ldb"), batch_stride(b), a.data,
-                   types.data, checked_int(a_layout.ld, "lda"), batch_stride(a), types.zero, c.data, types.data,
-                   checked_int(c_layout->ld, "ldc"), batch_stride(c), checked_int(batch, "batch"), types.compute,
-                   CUBLAS_GEMM_DEFAULT),
-               "cublasGemmStridedBatchedEx(...)");
+  check_cublas(
+      blas.gemm_strided_batched_ex(handle, b_layout.op, a_layout.op, checked_int(n, "n"), checked_int(m, "m"),
+                                   checked_int(k, "k"), types.one, b.data, types.data, checked_int(b_layout.ld, "ldb"),
+                                   batch_stride(b), a.data, types.data, checked_int(a_layout.ld, "lda"),
+                                   batch_stride(a), types.zero, c.data, types.data, checked_int(c_layout->ld, "ldc"),
+                                   batch_stride(c), checked_int(batch, "batch"), types.compute, CUBLAS_GEMM_DEFAULT),
+      "cublasGemmStridedBatchedEx(...)");
   if (!c_direct) copy_into(out, c, stream);
   check_launch(stream);
 }

@@ -53,14 +53,16 @@ __global__ void avg_pool_kernel(int64_t total, T* out, const T* in, PoolDims d, 
     for (int64_t y = ya; y < yb; ++y) {
       for (int64_t x = xa; x < xb; ++x) sum += convert<A>(p[y * d.stride_y + x * d.stride_x]);
     }
-    const int64_t divisor = g.divisor_override ? g.divisor_override : g.count_include_pad ? padded : (yb - ya) * (xb - xa);
+    const int64_t divisor = g.divisor_override    ? g.divisor_override
+                            : g.count_include_pad ? padded
+                                                  : (yb - ya) * (xb - xa);
     out[i] = convert<T>(sum / static_cast<A>(divisor));
   }
 }
 
 struct PoolGradDims {
   int64_t channels, height, width, out_h, out_w;
-  int64_t grad_n, grad_c, grad_y, grad_x;  // strides of the output gradient, elements
+  int64_t grad_n, grad_c, grad_y, grad_x;      // strides of the output gradient, elements
   int64_t index_n, index_c, index_y, index_x;  // strides of the indices
 };
 
@@ -105,14 +107,14 @@ void launch_max_pool_backward(const KernelCall& call, cudaStream_t stream) {
   const TensorArg &grad = call.inputs[0], &indices = call.inputs[1], &out = call.outputs[0];
   const int64_t total = out.numel();
   if (total == 0) return;
-  const PoolGradDims d{out.sizes[1],      out.sizes[2],      out.sizes[3],      grad.sizes[2],     grad.sizes[3],
-                       grad.strides[0],   grad.strides[1],   grad.strides[2],   grad.strides[3],   indices.strides[0],
+  const PoolGradDims d{out.sizes[1],       out.sizes[2],       out.sizes[3],      grad.sizes[2],   grad.sizes[3],
+                       grad.strides[0],    grad.strides[1],    grad.strides[2],   grad.strides[3], indices.strides[0],
                        indices.strides[1], indices.strides[2], indices.strides[3]};
   dispatch_if<FloatType>(grad.dtype, "max_pool2d_with_indices_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     max_pool_backward_kernel<T><<<grid_blocks(total), kThreads, 0, stream>>>(
-        total, static_cast<T*>(out.data), static_cast<const T*>(grad.data),
-        static_cast<const int64_t*>(indices.data), d, g);
+        total, static_cast<T*>(out.data), static_cast<const T*>(grad.data), static_cast<const int64_t*>(indices.data),
+        d, g);
   });
   check_launch(stream);
 }

@@ -48,7 +48,10 @@ template <typename R>
 struct Fold {
   using Acc = typename R::Acc;
   __device__ Acc identity() const { return R::acc_identity(); }
-  template <typename T> __device__ Acc step(Acc a, T x) const { return R::acc_step(a, x); }
+  template <typename T>
+  __device__ Acc step(Acc a, T x) const {
+    return R::acc_step(a, x);
+  }
   __device__ Acc combine(Acc a, Acc b) const { return R::combine(a, b); }
   __device__ Acc project(Acc a, int64_t count) const { return R::finish(a, count); }
 };
@@ -106,8 +109,7 @@ __global__ void reduce_all_kernel(int64_t n, const char* in, OffsetCalc<1> calc,
 }
 
 template <typename Acc, typename Op>
-__global__ void reduce_partials_kernel(int blocks, const Acc* partial, char* out, DType out_dtype, int64_t n,
-                                       Op op) {
+__global__ void reduce_partials_kernel(int blocks, const Acc* partial, char* out, DType out_dtype, int64_t n, Op op) {
   Acc acc = op.identity();
   for (int i = threadIdx.x; i < blocks; i += blockDim.x) acc = op.combine(acc, partial[i]);
   acc = block_reduce(acc, op);
@@ -161,7 +163,8 @@ void reduce_all(const KernelCall& call, cudaStream_t stream, const Op& op) {
   // The partials are a Workspace (Note [Driver temporaries]), returned after pass 2 is enqueued.
   Workspace partials(call.device, sizeof(Acc) * blocks);
   auto* partial = static_cast<Acc*>(partials.get());
-  reduce_all_kernel<In, Acc><<<blocks, kThreads, 0, stream>>>(shape.numel, in_ptr, calc, partial, nullptr, out.dtype, op);
+  reduce_all_kernel<In, Acc>
+      <<<blocks, kThreads, 0, stream>>>(shape.numel, in_ptr, calc, partial, nullptr, out.dtype, op);
   check_launch(stream);
   reduce_partials_kernel<Acc><<<1, kThreads, 0, stream>>>(blocks, partial, out_ptr, out.dtype, shape.numel, op);
   check_launch(stream);
@@ -174,8 +177,8 @@ void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
   const int64_t along = call.arg<kargs::Dim>().dim;
   auto dim = static_cast<size_t>(along);
   EMBER_CHECK(dim < in.sizes.size(), IndexError, "Dimension out of range (expected to be in range of [",
-              -static_cast<int64_t>(in.sizes.size()), ", ", static_cast<int64_t>(in.sizes.size()) - 1,
-              "], but got ", along, ")");
+              -static_cast<int64_t>(in.sizes.size()), ", ", static_cast<int64_t>(in.sizes.size()) - 1, "], but got ",
+              along, ")");
   TensorArg in_rest = without_dim(in, dim);
   // out is in keepdim form (size 1 at dim); accept it squeezed too.
   TensorArg out_rest = out.sizes.size() == in.sizes.size() ? without_dim(out, dim) : out;
@@ -191,8 +194,8 @@ void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
     reduce_dim_block_kernel<In, Acc><<<grid_blocks(shape.numel * kThreads), kThreads, 0, stream>>>(
         shape.numel, len, step, in_ptr, out_ptr, out.dtype, calc, op);
   } else {
-    reduce_dim_thread_kernel<In, Acc><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
-        shape.numel, len, step, in_ptr, out_ptr, out.dtype, calc, op);
+    reduce_dim_thread_kernel<In, Acc><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(shape.numel, len, step, in_ptr,
+                                                                                         out_ptr, out.dtype, calc, op);
   }
   check_launch(stream);
 }
@@ -213,8 +216,8 @@ void launch_reduce(const KernelCall& call, cudaStream_t stream) {
   };
   switch (call.op) {
     // EMBER_REDUCE_OPS (kernels/op_list.h): each reducer for the dtypes of its row's class.
-#define EMBER_CUDA_REDUCE(Kind, name, Reducer, Types)                                              \
-  case OpKind::Kind:                                                                             \
+#define EMBER_CUDA_REDUCE(Kind, name, Reducer, Types) \
+  case OpKind::Kind:                                  \
     return dispatch_if<Types>(dtype, #name, [&]<typename T>(TypeTag<T>) { run(TypeTag<Reducer<T>>{}, TypeTag<T>{}); });
     EMBER_REDUCE_OPS(EMBER_CUDA_REDUCE)
 #undef EMBER_CUDA_REDUCE

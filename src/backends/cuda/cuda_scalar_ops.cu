@@ -22,9 +22,9 @@ void launch_scalar_op(const KernelCall& call, cudaStream_t stream) {
               "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
   switch (call.op) {
     // EMBER_SCALAR_OPS (kernels/op_list.h): bool tensors only where the row takes them.
-#define EMBER_CUDA_SCALAR_OP(Kind, name, Functor, bool_ok)                                   \
-  case OpKind::Kind:                                                                       \
-    if constexpr (bool_ok) return run<AnyType, Functor>(call, stream, #name);              \
+#define EMBER_CUDA_SCALAR_OP(Kind, name, Functor, bool_ok)                    \
+  case OpKind::Kind:                                                          \
+    if constexpr (bool_ok) return run<AnyType, Functor>(call, stream, #name); \
     else return run<NumericType, Functor>(call, stream, #name);
     EMBER_SCALAR_OPS(EMBER_CUDA_SCALAR_OP)
 #undef EMBER_CUDA_SCALAR_OP

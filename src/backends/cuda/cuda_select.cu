@@ -56,7 +56,8 @@ void launch_select(const KernelCall& call, cudaStream_t stream) {
         using T = typename decltype(tag)::type;
         using C = compute_t<T>;
         const auto& a = call.arg<kargs::ClampScalar>();
-        launch_map<T, T, 1>(call, stream, ClampScalarFn<C>{scalar_as<C>(a.min), scalar_as<C>(a.max), a.has_min, a.has_max});
+        launch_map<T, T, 1>(call, stream,
+                            ClampScalarFn<C>{scalar_as<C>(a.min), scalar_as<C>(a.max), a.has_min, a.has_max});
       });
     default: EMBER_ASSERT(false);
   }

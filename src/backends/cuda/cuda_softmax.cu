@@ -99,7 +99,8 @@ __device__ bool better(A v, int64_t i, A best, int64_t best_index) {
 }
 
 template <typename T, bool kMax>
-__global__ void arg_dim_kernel(int64_t outputs, int64_t n, char* out, const char* in, int64_t in_dim, OffsetCalc<2> calc) {
+__global__ void arg_dim_kernel(int64_t outputs, int64_t n, char* out, const char* in, int64_t in_dim,
+                               OffsetCalc<2> calc) {
   using A = compute_t<T>;
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < outputs; i += stride) {
@@ -167,21 +168,21 @@ void launch_softmax(const KernelCall& call, cudaStream_t stream) {
   const int64_t n = in1.sizes[dim];
   dispatch_if<FloatType>(in.dtype, log ? "log_softmax_lastdim_kernel_impl" : "softmax_lastdim_kernel_impl",
                          [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const int64_t bytes = sizeof(T);
-    LoopShape rows = kept_shape(out1, in1, dim);
-    OffsetCalc<2> calc = make_offset_calc<2>(rows);
-    auto* o = static_cast<char*>(out.data);
-    auto* x = static_cast<const char*>(in.data);
-    const int blocks = grid_blocks(rows.numel * 32);
-    if (log) {
-      softmax_kernel<T, true><<<blocks, kThreads, 0, stream>>>(rows.numel, n, o, x, out1.strides[dim] * bytes,
-                                                               in1.strides[dim] * bytes, calc);
-    } else {
-      softmax_kernel<T, false><<<blocks, kThreads, 0, stream>>>(rows.numel, n, o, x, out1.strides[dim] * bytes,
-                                                                in1.strides[dim] * bytes, calc);
-    }
-  });
+                           using T = typename decltype(tag)::type;
+                           const int64_t bytes = sizeof(T);
+                           LoopShape rows = kept_shape(out1, in1, dim);
+                           OffsetCalc<2> calc = make_offset_calc<2>(rows);
+                           auto* o = static_cast<char*>(out.data);
+                           auto* x = static_cast<const char*>(in.data);
+                           const int blocks = grid_blocks(rows.numel * 32);
+                           if (log) {
+                             softmax_kernel<T, true><<<blocks, kThreads, 0, stream>>>(
+                                 rows.numel, n, o, x, out1.strides[dim] * bytes, in1.strides[dim] * bytes, calc);
+                           } else {
+                             softmax_kernel<T, false><<<blocks, kThreads, 0, stream>>>(
+                                 rows.numel, n, o, x, out1.strides[dim] * bytes, in1.strides[dim] * bytes, calc);
+                           }
+                         });
   check_launch(stream);
 }
 
@@ -214,7 +215,8 @@ void launch_arg_reduce(const KernelCall& call, cudaStream_t stream) {
     if (dim == -1) {
       LoopShape all = make_loop_shape({&in}, /*reorder=*/false);
       OffsetCalc<1> calc = make_offset_calc<1>(all);
-      if (is_max) arg_all_kernel<T, true><<<1, kThreads, 0, stream>>>(all.numel, reinterpret_cast<int64_t*>(o), x, calc);
+      if (is_max)
+        arg_all_kernel<T, true><<<1, kThreads, 0, stream>>>(all.numel, reinterpret_cast<int64_t*>(o), x, calc);
       else arg_all_kernel<T, false><<<1, kThreads, 0, stream>>>(all.numel, reinterpret_cast<int64_t*>(o), x, calc);
       return;
     }
@@ -222,9 +224,11 @@ void launch_arg_reduce(const KernelCall& call, cudaStream_t stream) {
     OffsetCalc<2> calc = make_offset_calc<2>(rows);
     const int64_t in_dim = in.strides[dim] * static_cast<int64_t>(sizeof(T));
     if (is_max) {
-      arg_dim_kernel<T, true><<<grid_blocks(rows.numel), kThreads, 0, stream>>>(rows.numel, in.sizes[dim], o, x, in_dim, calc);
+      arg_dim_kernel<T, true>
+          <<<grid_blocks(rows.numel), kThreads, 0, stream>>>(rows.numel, in.sizes[dim], o, x, in_dim, calc);
     } else {
-      arg_dim_kernel<T, false><<<grid_blocks(rows.numel), kThreads, 0, stream>>>(rows.numel, in.sizes[dim], o, x, in_dim, calc);
+      arg_dim_kernel<T, false>
+          <<<grid_blocks(rows.numel), kThreads, 0, stream>>>(rows.numel, in.sizes[dim], o, x, in_dim, calc);
     }
   });
   check_launch(stream);

@@ -27,7 +27,7 @@ void DriverBackend::destroy_stream(BackendStream* stream) noexcept {
   if (own && current) {
     DeviceScope scope(s->device, DeviceScope::NoThrow{});
     (void)cudaStreamDestroy(s->handle);  // returns at once; queued work still completes
-    (void)cudaGetLastError();  // a destructor reports nothing; the error stays sticky if it was
+    (void)cudaGetLastError();            // a destructor reports nothing; the error stays sticky if it was
   }
   if (own) delete s;
 }

@@ -45,10 +45,11 @@ void launch_unary(const KernelCall& call, cudaStream_t stream) {
                   "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
       return run<NumericType, NegFn>(call, stream, "neg");
     case OpKind::Abs: return run_abs(call, stream);
-    case OpKind::Relu: return run_relu(call, stream);
+    case OpKind::Relu:
+      return run_relu(call, stream);
       // Note [Declaring an op] (kernels/unary_ops.h).
-#define EMBER_CUDA_FLOAT_UNARY(Kind, name, Functor, ...) \
-  case OpKind::Kind:                                     \
+#define EMBER_CUDA_FLOAT_UNARY(Kind, name, Functor, ...)                                        \
+  case OpKind::Kind:                                                                            \
     if constexpr (kRealOnlyUnary<Functor>) return run<FloatType, Functor>(call, stream, #name); \
     else return run<FloatComplexType, Functor>(call, stream, #name);
       EMBER_FLOAT_UNARY_OPS(EMBER_CUDA_FLOAT_UNARY)

@@ -39,17 +39,17 @@ std::vector<LibraryVersion> cuda_library_versions() {
                                          : std::nullopt});
   // cuBLAS is opened here if no matmul has opened it (Note [cuBLAS opened on first use]).
   const driver::BlasLibrary* blas = driver::blas_library_if_available();
-  versions.push_back({"cuBLAS", blas == nullptr ? std::nullopt
-                                                : library_version([blas](libraryPropertyType type, int* value) {
-                                                    return blas->get_property(type, value) == CUBLAS_STATUS_SUCCESS;
-                                                  })});
+  versions.push_back(
+      {"cuBLAS", blas == nullptr ? std::nullopt : library_version([blas](libraryPropertyType type, int* value) {
+         return blas->get_property(type, value) == CUBLAS_STATUS_SUCCESS;
+       })});
   versions.push_back({"cuFFT", library_version([](libraryPropertyType type, int* value) {
                         return cufftGetProperty(type, value) == CUFFT_SUCCESS;
                       })});
   int nccl = 0;  // NCCL_VERSION_CODE form: 22805 is 2.28.5
   versions.push_back({"NCCL", ncclGetVersion(&nccl) == ncclSuccess
-                                  ? std::optional(std::to_string(nccl / 10000) + "." + std::to_string(nccl / 100 % 100) +
-                                                  "." + std::to_string(nccl % 100))
+                                  ? std::optional(std::to_string(nccl / 10000) + "." +
+                                                  std::to_string(nccl / 100 % 100) + "." + std::to_string(nccl % 100))
                                   : std::nullopt});
   return versions;
 }

@@ -96,9 +96,9 @@ void Communicator::all_reduce(void* data, size_t count, DType dtype, Reduction o
                               const char* collective) {
   NcclType type = nccl_type(dtype, collective);
   driver::DeviceScope scope(device_);
-  check_nccl(ncclAllReduce(data, data, count * type.count_scale, type.type, nccl_op(op), as_comm(comm_),
-                           as_stream(stream)),
-             collective);
+  check_nccl(
+      ncclAllReduce(data, data, count * type.count_scale, type.type, nccl_op(op), as_comm(comm_), as_stream(stream)),
+      collective);
 }
 
 void Communicator::broadcast(const void* send, void* receive, size_t count, DType dtype, int root,

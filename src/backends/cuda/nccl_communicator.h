@@ -52,8 +52,8 @@ class Communicator {
   void broadcast(const void* send, void* receive, size_t count, DType dtype, int root, BackendStream* stream,
                  const char* collective);
   /// `receive` is read only on `root`.
-  void reduce(const void* send, void* receive, size_t count, DType dtype, Reduction op, int root,
-              BackendStream* stream, const char* collective);
+  void reduce(const void* send, void* receive, size_t count, DType dtype, Reduction op, int root, BackendStream* stream,
+              const char* collective);
   /// ncclGroupStart / ncclGroupEnd: the collectives enqueued between them run as one.
   void group_start(const char* collective);
   void group_end(const char* collective);

@@ -79,13 +79,15 @@ cuda::DeviceProperties EmulatedBackend::properties(int index) const {
 
 void* EmulatedBackend::raw_alloc(int index, size_t bytes) {
   Device& dev = device(index);
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaMalloc");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(index, "cudaMalloc");
   return dev.memory.allocate(bytes);
 }
 
 void EmulatedBackend::raw_free(int index, void* ptr) {
   if (ptr == nullptr) return;
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaFree", true);
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(index, "cudaFree", true);
   synchronize_device(index);  // cudaFree waits for the device
   EMBER_CHECK(device(index).memory.release(ptr), CudaError, "CUDA error: invalid argument (raw_free of ", ptr,
               ", which is not memory of cuda:", index, ")");
@@ -111,7 +113,8 @@ void* EmulatedBackend::reserve_address_range(int index, size_t bytes) { return d
 
 bool EmulatedBackend::map_memory(int index, void* ptr, size_t bytes) {
   Device& dev = device(index);
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cuMemCreate");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(index, "cuMemCreate");
   if (!dev.memory.map(ptr, bytes)) return false;
   // The owner and every device with peer access to it (cuMemSetAccess).
   std::lock_guard lock(peer_mutex_);
@@ -156,12 +159,15 @@ void EmulatedBackend::unmap_memory(int index, void* ptr, size_t bytes) {
 
 void EmulatedBackend::release_address_range(int index, void* ptr, size_t bytes) {
   EMBER_CHECK(device(index).memory.release_reservation(ptr, bytes), CudaError,
-              "CUDA error: invalid argument (release of the address range ", ptr, ", which is not an unmapped "
-              "reservation of cuda:", index, ")");
+              "CUDA error: invalid argument (release of the address range ", ptr,
+              ", which is not an unmapped "
+              "reservation of cuda:",
+              index, ")");
 }
 
 bool EmulatedBackend::host_register(void* ptr, size_t bytes) {
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaHostRegister");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(-1, "cudaHostRegister");
   EMBER_CHECK(pinned_.register_range(ptr, bytes), CudaError,
               "CUDA error: part or all of the requested memory range is already mapped (cudaHostRegister of ", bytes,
               " bytes at ", ptr, ")");
@@ -170,17 +176,20 @@ bool EmulatedBackend::host_register(void* ptr, size_t bytes) {
 
 void EmulatedBackend::host_unregister(void* ptr) {
   EMBER_CHECK(pinned_.unregister_range(ptr), CudaError,
-              "CUDA error: pointer does not correspond to a registered memory region (cudaHostUnregister of ", ptr, ")");
+              "CUDA error: pointer does not correspond to a registered memory region (cudaHostUnregister of ", ptr,
+              ")");
 }
 
 void* EmulatedBackend::pinned_alloc(size_t bytes) {
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaHostAlloc");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(-1, "cudaHostAlloc");
   return pinned_.allocate(bytes);
 }
 
 void EmulatedBackend::pinned_free(void* ptr) {
   if (ptr == nullptr) return;
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(-1, "cudaFreeHost");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(-1, "cudaFreeHost");
   EMBER_CHECK(pinned_.release(ptr), CudaError, "CUDA error: invalid argument (pinned_free of ", ptr,
               ", which is not pinned memory)");
 }
@@ -192,8 +201,8 @@ BackendStream* EmulatedBackend::default_stream(int index) { return device(index)
 BackendStream* EmulatedBackend::create_stream(int index, int priority) {
   Device& dev = device(index);
   auto [least, greatest] = priority_range();
-  auto stream = std::make_unique<EmulatedStream>(index, std::clamp(priority, greatest, least), dev.error,
-                                                 launch_blocking_);
+  auto stream =
+      std::make_unique<EmulatedStream>(index, std::clamp(priority, greatest, least), dev.error, launch_blocking_);
   std::lock_guard lock(streams_mutex_);
   dev.streams.push_back(stream.get());
   return stream.release();
@@ -212,7 +221,8 @@ void EmulatedBackend::destroy_stream(BackendStream* native) noexcept {
 
 bool EmulatedBackend::query(BackendStream* native) {
   EmulatedStream& stream = cast(native);
-  if (stream.capture() != nullptr) [[unlikely]] captures_.refuse(stream, "cudaStreamQuery on a capturing stream");
+  if (stream.capture() != nullptr) [[unlikely]]
+    captures_.refuse(stream, "cudaStreamQuery on a capturing stream");
   device(stream.device()).error.raise_if_set();
   return stream.idle();
 }
@@ -236,7 +246,8 @@ void EmulatedBackend::drain_device(int index) {
 }
 
 void EmulatedBackend::synchronize_device(int index) {
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cudaDeviceSynchronize", true);
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(index, "cudaDeviceSynchronize", true);
   drain_device(index);
   device(index).error.raise_if_set();
 }
@@ -350,7 +361,8 @@ void EmulatedBackend::copy(void* dst, const void* src, size_t bytes, CopyKind ki
   if (bytes == 0) return;
   if (kind != CopyKind::DeviceToDevice && !host_pinned && captures_.any()) [[unlikely]] {
     // A copy to or from pageable memory synchronizes the host with the stream.
-    if (stream.capture() != nullptr) captures_.refuse(stream, "a copy between pageable host memory and a capturing stream");
+    if (stream.capture() != nullptr)
+      captures_.refuse(stream, "a copy between pageable host memory and a capturing stream");
     captures_.check_unsafe_call(stream.device(), "a copy between pageable host memory and a device");
   }
   if (kind == CopyKind::DeviceToDevice && devices_.size() > 1) check_peer_copy(stream.device(), dst, src, bytes);
@@ -387,7 +399,8 @@ void EmulatedBackend::check_error(int index) { device(index).error.raise_if_set(
 std::shared_ptr<const fft::Plan> EmulatedBackend::create_fft_plan(const fft::PlanKey& key, int index) {
   device(index);
   // cufftMakePlan allocates and synchronizes: unsafe during a capture, as cudaMalloc.
-  if (captures_.any()) [[unlikely]] captures_.check_unsafe_call(index, "cufftMakePlan");
+  if (captures_.any()) [[unlikely]]
+    captures_.check_unsafe_call(index, "cufftMakePlan");
   return cpu::create_fft_plan(key);
 }
 
@@ -403,8 +416,10 @@ void EmulatedBackend::launch_graph(BackendGraph* native_graph, BackendStream* na
   EMBER_ASSERT(native_graph != nullptr);
   auto& graph = static_cast<EmulatedGraph&>(*native_graph);
   EmulatedStream& stream = cast(native);
-  EMBER_CHECK(graph.device() == stream.device(), CudaError, "CUDA error: invalid resource handle (a graph captured "
-              "on cuda:", graph.device(), " launched on a stream of cuda:", stream.device(), ")");
+  EMBER_CHECK(graph.device() == stream.device(), CudaError,
+              "CUDA error: invalid resource handle (a graph captured "
+              "on cuda:",
+              graph.device(), " launched on a stream of cuda:", stream.device(), ")");
   submit(stream, GraphWork{graph.items()});
 }
 

@@ -132,8 +132,7 @@ class EmulatedBackend final : public Backend {
   float elapsed_ms(BackendEvent* start, BackendEvent* end) override;
 
   void launch(BackendStream* stream, const KernelCall& call) override;
-  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned,
-            BackendStream* stream) override;
+  void copy(void* dst, const void* src, size_t bytes, CopyKind kind, bool host_pinned, BackendStream* stream) override;
   /// A FunctionWork: skipped, like a kernel, once the device has failed.
   void launch_host_task(BackendStream* stream, HostTask&& task) override;
   void sleep(BackendStream* stream, std::chrono::nanoseconds duration) override;

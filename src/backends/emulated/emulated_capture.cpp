@@ -61,7 +61,8 @@ void Captures::detach_members(EmulatedCapture& capture) noexcept {
 EmulatedGraph* Captures::end(EmulatedStream& stream) {
   std::lock_guard lock(mutex_);
   EmulatedCapture* capture = stream.capture();
-  EMBER_CHECK(capture != nullptr, CudaError, "CUDA error: invalid argument (cudaStreamEndCapture on a stream that "
+  EMBER_CHECK(capture != nullptr, CudaError,
+              "CUDA error: invalid argument (cudaStreamEndCapture on a stream that "
               "is not capturing)");
   EMBER_CHECK(capture->members.front().stream == &stream, CudaError, kUnmatched);
   EMBER_CHECK(capture->mode == CaptureMode::Relaxed || capture->thread == std::this_thread::get_id(), CudaError,

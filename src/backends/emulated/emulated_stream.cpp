@@ -66,11 +66,11 @@ void EmulatedStream::release() {
 bool EmulatedStream::lock_producers() noexcept {
   uint32_t state = producer_state_.fetch_or(kLocked, std::memory_order_acquire);
   while (state & kLocked) [[unlikely]] {
-    // Another host thread is enqueueing on this stream (Note [Emulated stream producers]):
-    // it holds the lock for a few stores, or one allocation when the queue is deeper than ever.
-    std::this_thread::yield();
-    state = producer_state_.fetch_or(kLocked, std::memory_order_acquire);
-  }
+      // Another host thread is enqueueing on this stream (Note [Emulated stream producers]):
+      // it holds the lock for a few stores, or one allocation when the queue is deeper than ever.
+      std::this_thread::yield();
+      state = producer_state_.fetch_or(kLocked, std::memory_order_acquire);
+    }
   return (state & kParked) != 0;
 }
 

@@ -135,10 +135,10 @@ class EmulatedStream final : public BackendStream {
   static constexpr uint32_t kLocked = 1;  // a producer is enqueueing
   static constexpr uint32_t kParked = 2;  // the worker sleeps, or is about to
   alignas(64) std::atomic<uint32_t> producer_state_{0};
-  WorkNode* tail_;       // the last node queued
-  WorkNode* first_;      // the oldest node the worker has passed, or reclaimed_
-  WorkNode* reclaimed_;  // run_ as the host last read it
-  WorkNode* spare_ = nullptr;  // a node taken whose fill threw
+  WorkNode* tail_;                                // the last node queued
+  WorkNode* first_;                               // the oldest node the worker has passed, or reclaimed_
+  WorkNode* reclaimed_;                           // run_ as the host last read it
+  WorkNode* spare_ = nullptr;                     // a node taken whose fill threw
   std::vector<std::unique_ptr<WorkNode>> nodes_;  // every node
   std::atomic<uint64_t> submitted_{0};
 

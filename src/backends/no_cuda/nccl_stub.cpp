@@ -6,8 +6,9 @@
 namespace ember::detail::nccl {
 
 void require_built() {
-  fail<DistributedError>("init_process_group: the nccl backend needs ember built with CUDA (nvcc and NCCL); "
-                         "this build has no CUDA driver backend: use the gloo backend");
+  fail<DistributedError>(
+      "init_process_group: the nccl backend needs ember built with CUDA (nvcc and NCCL); "
+      "this build has no CUDA driver backend: use the gloo backend");
 }
 
 UniqueId make_unique_id() {

@@ -73,8 +73,8 @@ double round_to_tf32(double value) {
 // unrounded.
 Tensor tf32_values(const Tensor& theta) {
   Tensor flat = theta.detach().reshape({-1, 1});
-  Tensor rounded = detail::matmul_2d_with_tf32(flat, ones({1, 1}, flat.options()), /*allow_tf32=*/true)
-                       .reshape(theta.sizes());
+  Tensor rounded =
+      detail::matmul_2d_with_tf32(flat, ones({1, 1}, flat.options()), /*allow_tf32=*/true).reshape(theta.sizes());
   return theta + (rounded - theta.detach());  // exact: rounded - theta is, and their sum is rounded
 }
 
@@ -112,8 +112,8 @@ std::string torch_size_text(const IntList& sizes) {
 // grid_sampler as a custom Function: PyTorch's GridSampler2DBackward0 / 3D. Its backward is
 // not itself differentiable (PyTorch has no derivative for grid_sampler_2d_backward either).
 struct GridSampler : autograd::Function<GridSampler> {
-  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& input, const Tensor& grid,
-                        int64_t interpolation, int64_t padding, bool align_corners) {
+  static Tensor forward(autograd::AutogradContext* ctx, const Tensor& input, const Tensor& grid, int64_t interpolation,
+                        int64_t padding, bool align_corners) {
     ctx->save_for_backward({input, grid});
     ctx->saved_data["interpolation"] = interpolation;
     ctx->saved_data["padding"] = padding;
@@ -155,9 +155,8 @@ Tensor affine_grid(const Tensor& theta, const IntList& size, bool align_corners)
               "Expected non-zero, positive output size. Got ", tuple_text(size));
   // PyTorch's bmm of the base grid {size[0], ...} by theta^T refuses another batch size.
   const int64_t dims = static_cast<int64_t>(size.size()) - 2;
-  EMBER_CHECK(theta.size(0) == size[0], ValueError,
-              "Expected size for first two dimensions of batch2 tensor to be: [", size[0], ", ", dims + 1,
-              "] but got: [", theta.size(0), ", ", dims + 1, "].");
+  EMBER_CHECK(theta.size(0) == size[0], ValueError, "Expected size for first two dimensions of batch2 tensor to be: [",
+              size[0], ", ", dims + 1, "] but got: [", theta.size(0), ", ", dims + 1, "].");
   // Output {N, spatial..., dims}: theta's column k as {N, 1, ..., 1, dims}, axis k's
   // coordinates along its output position (x is the last spatial dim).
   const size_t rank = size.size();

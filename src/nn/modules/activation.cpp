@@ -2,8 +2,8 @@
 
 #include "ember/nn.h"
 #include "ember/ops.h"
-#include "nn/module_context.h"
 #include "nn/copy_module.h"
+#include "nn/module_context.h"
 
 namespace ember::nn {
 

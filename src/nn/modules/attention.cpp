@@ -40,8 +40,8 @@ MultiheadAttention::MultiheadAttention(int64_t embed_dim, int64_t num_heads, dou
                                        bool batch_first)
     : embed_dim(embed_dim), num_heads(num_heads), head_dim(0), dropout(dropout), batch_first(batch_first) {
   EMBER_CHECK(embed_dim > 0 && num_heads > 0, ValueError,
-              "embed_dim and num_heads must be greater than 0, got embed_dim=", embed_dim, " and num_heads=",
-              num_heads);
+              "embed_dim and num_heads must be greater than 0, got embed_dim=", embed_dim,
+              " and num_heads=", num_heads);
   EMBER_CHECK(embed_dim % num_heads == 0, ValueError, "embed_dim must be divisible by num_heads");
   EMBER_CHECK(dropout >= 0 && dropout <= 1, ValueError, "dropout probability has to be between 0 and 1, but got ",
               detail::python_float(dropout));
@@ -71,8 +71,8 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
     const bool batched = query_in.dim() == 3;
     EMBER_CHECK(query_in.dim() == 3 || query_in.dim() == 2, ValueError,
                 "query should be unbatched 2D or batched 3D tensor but received ", query_in.dim(), "-D query tensor");
-    EMBER_CHECK(key_in.dim() == query_in.dim() && value_in.dim() == query_in.dim(), ValueError,
-                "For ", batched ? "batched (3-D)" : "unbatched (2-D)", " `query`, expected `key` and `value` to be ",
+    EMBER_CHECK(key_in.dim() == query_in.dim() && value_in.dim() == query_in.dim(), ValueError, "For ",
+                batched ? "batched (3-D)" : "unbatched (2-D)", " `query`, expected `key` and `value` to be ",
                 batched ? "3-D" : "2-D", " but found ", key_in.dim(), "-D and ", value_in.dim(),
                 "-D tensors respectively");
     // Internally sequence-first: [L, N, E].
@@ -99,7 +99,9 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
       v = functional::linear(value, w[2], b[2]);
     }
     // [L, N, E] -> [N * heads, L, head_dim]
-    auto heads = [&](const Tensor& t, int64_t len) { return t.reshape({len, N * num_heads, head_dim}).transpose(0, 1); };
+    auto heads = [&](const Tensor& t, int64_t len) {
+      return t.reshape({len, N * num_heads, head_dim}).transpose(0, 1);
+    };
     q = heads(q, L), k = heads(k, S), v = heads(v, S);
 
     // Masks, as one float mask added to the scores (broadcast over heads and batch).
@@ -136,7 +138,7 @@ std::pair<Tensor, Tensor> MultiheadAttention::forward(const Tensor& query_in, co
     if (mask.defined()) scores = scores + mask;
     Tensor attn = scores.softmax(-1);
     if (dropout > 0 && is_training()) attn = functional::dropout(attn, dropout, true);
-    Tensor out = bmm(attn, v);                                       // [N * heads, L, head_dim]
+    Tensor out = bmm(attn, v);                                        // [N * heads, L, head_dim]
     out = out.transpose(0, 1).contiguous().view({L * N, embed_dim});  // [L * N, E]
     out = out_proj->forward(out).view({L, N, embed_dim});
     if (need_weights) {

@@ -1,12 +1,12 @@
 #include "ember/nn/modules/batchnorm.h"
 
+#include "ember/autograd.h"
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/nn/init.h"
-#include "ember/autograd.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
-#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -21,8 +21,7 @@ BatchNorm::BatchNorm(int64_t num_features, double eps, std::optional<double> mom
   bias = register_parameter("bias", affine ? empty({num_features}) : Tensor());
   running_mean = register_buffer("running_mean", track_running_stats ? zeros({num_features}) : Tensor());
   running_var = register_buffer("running_var", track_running_stats ? ones({num_features}) : Tensor());
-  num_batches_tracked =
-      register_buffer("num_batches_tracked", track_running_stats ? zeros({}, kInt64) : Tensor());
+  num_batches_tracked = register_buffer("num_batches_tracked", track_running_stats ? zeros({}, kInt64) : Tensor());
   reset_parameters();
 }
 
@@ -73,9 +72,8 @@ void BatchNorm1d::check_input_dim(const Tensor& input) const {
 }
 
 std::shared_ptr<Module> BatchNorm1d::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<BatchNorm1d>(num_features, eps, momentum, affine, track_running_stats);
-  });
+  return detail::nn::clone_as(
+      *this, [&] { return std::make_shared<BatchNorm1d>(num_features, eps, momentum, affine, track_running_stats); });
 }
 
 void BatchNorm2d::check_input_dim(const Tensor& input) const {
@@ -83,9 +81,8 @@ void BatchNorm2d::check_input_dim(const Tensor& input) const {
 }
 
 std::shared_ptr<Module> BatchNorm2d::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<BatchNorm2d>(num_features, eps, momentum, affine, track_running_stats);
-  });
+  return detail::nn::clone_as(
+      *this, [&] { return std::make_shared<BatchNorm2d>(num_features, eps, momentum, affine, track_running_stats); });
 }
 
 void BatchNorm::rebind_members(const MemberRemap& remap) {

@@ -9,8 +9,8 @@ namespace {
 std::shared_ptr<Module> at_index(const std::vector<std::shared_ptr<Module>>& modules, int64_t index,
                                  const char* container) {
   const int64_t n = static_cast<int64_t>(modules.size());
-  EMBER_CHECK(index >= -n && index < n, IndexError, "index ", index, " is out of range for a ", container,
-              " of ", n, " modules");
+  EMBER_CHECK(index >= -n && index < n, IndexError, "index ", index, " is out of range for a ", container, " of ", n,
+              " modules");
   return modules[static_cast<size_t>(index < 0 ? index + n : index)];
 }
 
@@ -116,8 +116,7 @@ std::shared_ptr<Module> ModuleDict::insert(const std::string& name, std::shared_
 
 std::shared_ptr<Module> ModuleDict::operator[](const std::string& name) const {
   const std::shared_ptr<Module>* found = modules_.find(name);
-  EMBER_CHECK(found != nullptr, IndexError, "ModuleDict has no module '", name, "' (keys: ", modules_.size(),
-              ")");
+  EMBER_CHECK(found != nullptr, IndexError, "ModuleDict has no module '", name, "' (keys: ", modules_.size(), ")");
   return *found;
 }
 

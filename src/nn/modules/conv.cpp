@@ -73,8 +73,8 @@ ConvNd::ConvNd(int64_t dims, int64_t in_channels, int64_t out_channels, const Co
   }
   const std::string& mode = this->padding_mode;
   EMBER_CHECK(mode == "zeros" || mode == "reflect" || mode == "replicate" || mode == "circular", ValueError,
-              "padding_mode must be one of {'reflect', 'replicate', 'circular', 'zeros'}, but got padding_mode='",
-              mode, "'");
+              "padding_mode must be one of {'reflect', 'replicate', 'circular', 'zeros'}, but got padding_mode='", mode,
+              "'");
   if (!tag) this->padding = expanded(this->padding.sizes(), dims, "padding");
   // _reversed_padding_repeated_twice: last dim first, (left, right) each; "same" puts an odd
   // total's extra element on the right.
@@ -88,8 +88,8 @@ ConvNd::ConvNd(int64_t dims, int64_t in_channels, int64_t out_channels, const Co
       reversed_padding_repeated_twice_.push_back(this->padding.sizes()[d]);
     }
   }
-  IntList weight_sizes = transposed ? IntList{in_channels, out_channels / groups}
-                                    : IntList{out_channels, in_channels / groups};
+  IntList weight_sizes =
+      transposed ? IntList{in_channels, out_channels / groups} : IntList{out_channels, in_channels / groups};
   weight_sizes.insert(weight_sizes.end(), this->kernel_size.begin(), this->kernel_size.end());
   weight = register_parameter("weight", empty(weight_sizes));
   bias = register_parameter("bias", with_bias ? empty({out_channels}) : Tensor());
@@ -148,8 +148,8 @@ Tensor ConvTransposeNd::forward(const Tensor& input, const IntList& output_size)
       if (static_cast<int64_t>(wanted.size()) == leading + spatial)
         wanted.erase(wanted.begin(), wanted.begin() + leading);
       EMBER_CHECK(static_cast<int64_t>(wanted.size()) == spatial, ValueError, "ConvTranspose", spatial, "D: for ",
-                  input.dim(), "D input, output_size must have ", spatial, " or ", leading + spatial,
-                  " elements (got ", output_size.size(), ")");
+                  input.dim(), "D input, output_size must have ", spatial, " or ", leading + spatial, " elements (got ",
+                  output_size.size(), ")");
       IntList min_sizes, max_sizes;
       bool fits = true;
       for (int64_t d = 0; d < spatial; ++d) {
@@ -174,16 +174,16 @@ Tensor ConvTransposeNd::forward(const Tensor& input, const IntList& output_size)
   });
 }
 
-#define EMBER_CONV_MODULE(Name, dims)                                                                              \
+#define EMBER_CONV_MODULE(Name, dims)                                                                               \
   Name::Name(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride, ConvPadding padding, \
-             ConvSize dilation, int64_t groups, bool bias, std::string padding_mode)                               \
-      : ConvNd(dims, in_channels, out_channels, kernel_size, stride, std::move(padding), dilation, groups, bias,     \
-               std::move(padding_mode)) {}                                                                         \
-  std::shared_ptr<Module> Name::clone() const {                                                                    \
-    return detail::nn::clone_as(*this, [&] {                                                                       \
-      return std::make_shared<Name>(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,     \
-                                    bias.defined(), padding_mode);                                                 \
-    });                                                                                                            \
+             ConvSize dilation, int64_t groups, bool bias, std::string padding_mode)                                \
+      : ConvNd(dims, in_channels, out_channels, kernel_size, stride, std::move(padding), dilation, groups, bias,    \
+               std::move(padding_mode)) {}                                                                          \
+  std::shared_ptr<Module> Name::clone() const {                                                                     \
+    return detail::nn::clone_as(*this, [&] {                                                                        \
+      return std::make_shared<Name>(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,      \
+                                    bias.defined(), padding_mode);                                                  \
+    });                                                                                                             \
   }
 
 EMBER_CONV_MODULE(Conv1d, 1)
@@ -191,16 +191,16 @@ EMBER_CONV_MODULE(Conv2d, 2)
 EMBER_CONV_MODULE(Conv3d, 3)
 #undef EMBER_CONV_MODULE
 
-#define EMBER_CONV_TRANSPOSE_MODULE(Name, dims)                                                                    \
-  Name::Name(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride, ConvSize padding,    \
-             ConvSize output_padding, int64_t groups, bool bias, ConvSize dilation, std::string padding_mode)      \
-      : ConvTransposeNd(dims, in_channels, out_channels, kernel_size, stride, padding.values(), dilation, groups,   \
-                        bias, std::move(padding_mode), /*transposed=*/true, output_padding) {}                     \
-  std::shared_ptr<Module> Name::clone() const {                                                                    \
-    return detail::nn::clone_as(*this, [&] {                                                                       \
-      return std::make_shared<Name>(in_channels, out_channels, kernel_size, stride, padding.sizes(),               \
-                                    output_padding, groups, bias.defined(), dilation, padding_mode);               \
-    });                                                                                                            \
+#define EMBER_CONV_TRANSPOSE_MODULE(Name, dims)                                                                      \
+  Name::Name(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride, ConvSize padding,     \
+             ConvSize output_padding, int64_t groups, bool bias, ConvSize dilation, std::string padding_mode)        \
+      : ConvTransposeNd(dims, in_channels, out_channels, kernel_size, stride, padding.values(), dilation, groups,    \
+                        bias, std::move(padding_mode), /*transposed=*/true, output_padding) {}                       \
+  std::shared_ptr<Module> Name::clone() const {                                                                      \
+    return detail::nn::clone_as(*this, [&] {                                                                         \
+      return std::make_shared<Name>(in_channels, out_channels, kernel_size, stride, padding.sizes(), output_padding, \
+                                    groups, bias.defined(), dilation, padding_mode);                                 \
+    });                                                                                                              \
   }
 
 EMBER_CONV_TRANSPOSE_MODULE(ConvTranspose1d, 1)

@@ -1,9 +1,9 @@
 #include "ember/nn/modules/dropout.h"
 
 #include "ember/nn.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
-#include "nn/copy_module.h"
 
 namespace ember::nn {
 

@@ -4,8 +4,8 @@
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/nn/init.h"
-#include "nn/module_context.h"
 #include "nn/copy_module.h"
+#include "nn/module_context.h"
 
 namespace ember::nn {
 
@@ -30,14 +30,12 @@ void Embedding::reset_parameters() {
 }
 
 Tensor Embedding::forward(const Tensor& indices) {
-  return detail::nn::with_module_context(*this,
-                                         [&] { return functional::embedding(indices, weight, padding_idx); });
+  return detail::nn::with_module_context(*this, [&] { return functional::embedding(indices, weight, padding_idx); });
 }
 
 std::shared_ptr<Module> Embedding::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<Embedding>(num_embeddings, embedding_dim, padding_idx);
-  });
+  return detail::nn::clone_as(*this,
+                              [&] { return std::make_shared<Embedding>(num_embeddings, embedding_dim, padding_idx); });
 }
 
 std::string Embedding::extra_repr() const {
@@ -46,8 +44,6 @@ std::string Embedding::extra_repr() const {
   return out;
 }
 
-void Embedding::rebind_members(const MemberRemap& remap) {
-  remap(weight);
-}
+void Embedding::rebind_members(const MemberRemap& remap) { remap(weight); }
 
 }  // namespace ember::nn

@@ -3,11 +3,11 @@
 #include <cmath>
 
 #include "ember/factories.h"
-#include "ember/nn/init.h"
 #include "ember/nn.h"
+#include "ember/nn/init.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
-#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -31,15 +31,12 @@ void Linear::reset_parameters() {
 }
 
 Tensor Linear::forward(const Tensor& input) {
-  return detail::nn::with_module_context(*this, [&] {
-    return functional::linear(input, weight, bias);
-  });
+  return detail::nn::with_module_context(*this, [&] { return functional::linear(input, weight, bias); });
 }
 
 std::shared_ptr<Module> Linear::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<Linear>(in_features, out_features, bias.defined());
-  });
+  return detail::nn::clone_as(*this,
+                              [&] { return std::make_shared<Linear>(in_features, out_features, bias.defined()); });
 }
 
 std::string Linear::extra_repr() const {

@@ -3,9 +3,9 @@
 #include "ember/factories.h"
 #include "ember/nn.h"
 #include "ember/nn/init.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
-#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -33,9 +33,8 @@ Tensor LayerNorm::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> LayerNorm::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<LayerNorm>(normalized_shape, eps, elementwise_affine);
-  });
+  return detail::nn::clone_as(*this,
+                              [&] { return std::make_shared<LayerNorm>(normalized_shape, eps, elementwise_affine); });
 }
 
 std::string LayerNorm::extra_repr() const {

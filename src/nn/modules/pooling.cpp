@@ -1,9 +1,9 @@
 #include "ember/nn/modules/pooling.h"
 
 #include "ember/nn.h"
+#include "nn/copy_module.h"
 #include "nn/module_context.h"
 #include "nn/python_repr.h"
-#include "nn/copy_module.h"
 
 namespace ember::nn {
 
@@ -16,15 +16,13 @@ MaxPool2d::MaxPool2d(Size2 kernel_size, std::optional<Size2> stride, Size2 paddi
 
 Tensor MaxPool2d::forward(const Tensor& input) {
   return detail::nn::with_module_context(*this, [&] {
-    return functional::max_pool2d(input, kernel_size.list(), stride.list(), padding.list(), dilation.list(),
-                                  ceil_mode);
+    return functional::max_pool2d(input, kernel_size.list(), stride.list(), padding.list(), dilation.list(), ceil_mode);
   });
 }
 
 std::shared_ptr<Module> MaxPool2d::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<MaxPool2d>(kernel_size, stride, padding, dilation, ceil_mode);
-  });
+  return detail::nn::clone_as(
+      *this, [&] { return std::make_shared<MaxPool2d>(kernel_size, stride, padding, dilation, ceil_mode); });
 }
 
 std::string MaxPool2d::extra_repr() const {
@@ -48,9 +46,8 @@ Tensor AvgPool2d::forward(const Tensor& input) {
 }
 
 std::shared_ptr<Module> AvgPool2d::clone() const {
-  return detail::nn::clone_as(*this, [&] {
-    return std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad);
-  });
+  return detail::nn::clone_as(
+      *this, [&] { return std::make_shared<AvgPool2d>(kernel_size, stride, padding, ceil_mode, count_include_pad); });
 }
 
 std::string AvgPool2d::extra_repr() const {

@@ -28,9 +28,7 @@ std::string size_list(const Tensor& t) {
 }
 
 // The class name in the forward's messages, and PyTorch 2.x's slightly different wordings.
-const char* class_name(const std::string& mode) {
-  return mode == "LSTM" ? "LSTM" : mode == "GRU" ? "GRU" : "RNN";
-}
+const char* class_name(const std::string& mode) { return mode == "LSTM" ? "LSTM" : mode == "GRU" ? "GRU" : "RNN"; }
 
 }  // namespace
 
@@ -166,8 +164,8 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::run(const Tensor& data, const st
       const int64_t index = layer * directions + direction;
       const auto tf32 = detail::nn::Tf32::kCudnnFlag;  // Note [Recurrent TF32]
       Tensor input_gates = detail::nn::project(layer_input, w[0], b_ih, tf32);
-      auto r = detail::nn::run_layer(mode, input_gates, batch_sizes, state[0][index],
-                                     lstm ? state[1][index] : Tensor(), w[1], b_hh, w_hr, direction == 1, tf32);
+      auto r = detail::nn::run_layer(mode, input_gates, batch_sizes, state[0][index], lstm ? state[1][index] : Tensor(),
+                                     w[1], b_hh, w_hr, direction == 1, tf32);
       outputs.push_back(r.output);
       h_n.push_back(r.h_n);
       if (lstm) c_n.push_back(r.c_n);
@@ -196,9 +194,10 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::forward_tensor(const Tensor& inp
                           : "For unbatched 2-D input, hx and cx should also be 2-D",
                   " but got (", state[0].dim(), "-D, ", state[1].dim(), "-D) tensors");
     } else {
-      EMBER_CHECK(state[0].dim() == want, ValueError,
-                  batched ? "For batched 3-D input, hx should also be 3-D" : "For unbatched 2-D input, hx should also be 2-D",
-                  " but got ", state[0].dim(), "-D tensor");
+      EMBER_CHECK(
+          state[0].dim() == want, ValueError,
+          batched ? "For batched 3-D input, hx should also be 3-D" : "For unbatched 2-D input, hx should also be 2-D",
+          " but got ", state[0].dim(), "-D tensor");
     }
     if (!batched) {
       for (Tensor& s : state) s = s.unsqueeze(1);
@@ -265,8 +264,8 @@ std::string rnn_mode(const std::string& nonlinearity) {
 
 RNN::RNN(int64_t input_size, int64_t hidden_size, int64_t num_layers, const std::string& nonlinearity, bool bias,
          bool batch_first, double dropout, bool bidirectional)
-    : RNNBase(rnn_mode(nonlinearity), input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-              0, "RNN"),
+    : RNNBase(rnn_mode(nonlinearity), input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional, 0,
+              "RNN"),
       nonlinearity(nonlinearity) {}
 
 std::pair<Tensor, Tensor> RNN::forward(const Tensor& input, const Tensor& hx) {
@@ -274,8 +273,7 @@ std::pair<Tensor, Tensor> RNN::forward(const Tensor& input, const Tensor& hx) {
   return {out, state[0]};
 }
 
-std::pair<utils::rnn::PackedSequence, Tensor> RNN::forward(const utils::rnn::PackedSequence& input,
-                                                           const Tensor& hx) {
+std::pair<utils::rnn::PackedSequence, Tensor> RNN::forward(const utils::rnn::PackedSequence& input, const Tensor& hx) {
   auto [out, state] = forward_packed(input, {hx});
   return {out, state[0]};
 }
@@ -283,7 +281,7 @@ std::pair<utils::rnn::PackedSequence, Tensor> RNN::forward(const utils::rnn::Pac
 std::shared_ptr<Module> RNN::clone() const {
   return detail::nn::clone_as(*this, [&] {
     return std::make_shared<RNN>(input_size, hidden_size, num_layers, nonlinearity, bias, batch_first, dropout,
-                                    bidirectional);
+                                 bidirectional);
   });
 }
 
@@ -313,7 +311,7 @@ std::pair<utils::rnn::PackedSequence, std::pair<Tensor, Tensor>> LSTM::forward(
 std::shared_ptr<Module> LSTM::clone() const {
   return detail::nn::clone_as(*this, [&] {
     return std::make_shared<LSTM>(input_size, hidden_size, num_layers, bias, batch_first, dropout, bidirectional,
-                                     proj_size);
+                                  proj_size);
   });
 }
 
@@ -326,8 +324,7 @@ std::pair<Tensor, Tensor> GRU::forward(const Tensor& input, const Tensor& hx) {
   return {out, state[0]};
 }
 
-std::pair<utils::rnn::PackedSequence, Tensor> GRU::forward(const utils::rnn::PackedSequence& input,
-                                                           const Tensor& hx) {
+std::pair<utils::rnn::PackedSequence, Tensor> GRU::forward(const utils::rnn::PackedSequence& input, const Tensor& hx) {
   auto [out, state] = forward_packed(input, {hx});
   return {out, state[0]};
 }

@@ -17,8 +17,8 @@ void check_cell_input(const RNNCellBase& cell, const Tensor& input) {
   EMBER_CHECK(input.size(1) == cell.input_size, ValueError, "input has inconsistent input_size: got ", input.size(1),
               " expected ", cell.input_size);
   EMBER_CHECK(input.device() == cell.weight_ih.device(), DeviceError,
-              "Expected all tensors to be on the same device, but found at least two devices, ", cell.weight_ih.device(),
-              " and ", input.device(), "!");
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              cell.weight_ih.device(), " and ", input.device(), "!");
 }
 
 void check_cell_hidden(const RNNCellBase& cell, const Tensor& input, const Tensor& hx, int label, bool batched) {
@@ -107,14 +107,15 @@ Tensor RNNCell::forward(const Tensor& input, const Tensor& hx) {
   const CellInputs in = cell_inputs(*this, input, {hx}, {"hidden"});
   const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnnCell, {&in.x, &in.states[0], &weight_ih});
   const Tensor h = ac.cast(in.states[0]);
-  Tensor out = detail::nn::rnn_cell_step(detail::nn::project(ac.cast(in.x), ac.cast(weight_ih), ac.cast(bias_ih)),
-                                         detail::nn::project(h, ac.cast(weight_hh), ac.cast(bias_hh)),
-                                         nonlinearity == "relu");
+  Tensor out =
+      detail::nn::rnn_cell_step(detail::nn::project(ac.cast(in.x), ac.cast(weight_ih), ac.cast(bias_ih)),
+                                detail::nn::project(h, ac.cast(weight_hh), ac.cast(bias_hh)), nonlinearity == "relu");
   return in.batched ? out : out.squeeze(0);
 }
 
 std::shared_ptr<Module> RNNCell::clone() const {
-  return detail::nn::clone_as(*this, [&] { return std::make_shared<RNNCell>(input_size, hidden_size, bias, nonlinearity); });
+  return detail::nn::clone_as(*this,
+                              [&] { return std::make_shared<RNNCell>(input_size, hidden_size, bias, nonlinearity); });
 }
 
 std::string RNNCell::extra_repr() const {
@@ -125,9 +126,9 @@ LSTMCell::LSTMCell(int64_t input_size, int64_t hidden_size, bool bias)
     : RNNCellBase(input_size, hidden_size, bias, 4, "LSTMCell") {}
 
 std::pair<Tensor, Tensor> LSTMCell::forward(const Tensor& input, const std::optional<std::pair<Tensor, Tensor>>& hx) {
-  const CellInputs in = cell_inputs(*this, input, hx ? std::vector<Tensor>{hx->first, hx->second}
-                                                      : std::vector<Tensor>{Tensor(), Tensor()},
-                                     {"hx[0]", "hx[1]"});
+  const CellInputs in = cell_inputs(
+      *this, input, hx ? std::vector<Tensor>{hx->first, hx->second} : std::vector<Tensor>{Tensor(), Tensor()},
+      {"hx[0]", "hx[1]"});
   const ember::detail::AutocastScope ac(ember::detail::AutocastOp::kRnnCell,
                                         {&in.x, &in.states[0], &in.states[1], &weight_ih});
   auto [h_next, c_next] = detail::nn::lstm_cell_step(

@@ -107,8 +107,8 @@ struct FusedLstmCell : autograd::Function<FusedLstmCell> {
     Tensor tanh_c = ember::tanh(f * cx + i * g);
     Tensor grad_hy = or_zeros(grads[0], cx), grad_cy = or_zeros(grads[1], cx);
     Tensor grad_c = grad_hy * o * (1.0 - tanh_c * tanh_c) + grad_cy;
-    Tensor grad_gates = ember::cat({grad_c * g * i * (1.0 - i), grad_c * cx * f * (1.0 - f),
-                                    grad_c * i * (1.0 - g * g), grad_hy * tanh_c * o * (1.0 - o)},
+    Tensor grad_gates = ember::cat({grad_c * g * i * (1.0 - i), grad_c * cx * f * (1.0 - f), grad_c * i * (1.0 - g * g),
+                                    grad_hy * tanh_c * o * (1.0 - o)},
                                    1);
     return {grad_gates, grad_gates, grad_c * f};
   }
@@ -249,8 +249,8 @@ struct RecurrentProduct : autograd::Function<RecurrentProduct> {
 }  // namespace
 
 LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
-                      const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
-                      const Tensor& w_hr, bool reverse, Tf32 tf32) {
+                      const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh, const Tensor& w_hr,
+                      bool reverse, Tf32 tf32) {
   const auto steps = static_cast<int64_t>(batch_sizes.size());
   const bool lstm = mode == "LSTM";
   // One split for all steps: its backward is one cat of the steps' gradients, where a

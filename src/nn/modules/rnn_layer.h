@@ -34,7 +34,7 @@ struct LayerResult {
   Tensor h_n, c_n;
 };
 LayerResult run_layer(const std::string& mode, const Tensor& input_gates, const std::vector<int64_t>& batch_sizes,
-                      const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh,
-                      const Tensor& w_hr, bool reverse, Tf32 tf32);
+                      const Tensor& h0, const Tensor& c0, const Tensor& w_hh, const Tensor& b_hh, const Tensor& w_hr,
+                      bool reverse, Tf32 tf32);
 
 }  // namespace ember::detail::nn

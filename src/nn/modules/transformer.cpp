@@ -17,8 +17,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
       batch_first_(batch_first) {
   EMBER_CHECK(this->activation == "relu" || this->activation == "gelu", ValueError,
               "activation should be relu/gelu, not ", this->activation);
-  self_attn = register_module("self_attn",
-                              std::make_shared<MultiheadAttention>(d_model, nhead, dropout_p, true, batch_first));
+  self_attn =
+      register_module("self_attn", std::make_shared<MultiheadAttention>(d_model, nhead, dropout_p, true, batch_first));
   linear1 = register_module("linear1", std::make_shared<Linear>(d_model, dim_feedforward));
   dropout = register_module("dropout", std::make_shared<Dropout>(dropout_p));
   linear2 = register_module("linear2", std::make_shared<Linear>(dim_feedforward, d_model));
@@ -28,8 +28,8 @@ TransformerEncoderLayer::TransformerEncoderLayer(int64_t d_model, int64_t nhead,
   dropout2 = register_module("dropout2", std::make_shared<Dropout>(dropout_p));
 }
 
-Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask,
-                                        const Tensor& src_key_padding_mask, bool is_causal) {
+Tensor TransformerEncoderLayer::forward(const Tensor& src, const Tensor& src_mask, const Tensor& src_key_padding_mask,
+                                        bool is_causal) {
   auto sa_block = [&](const Tensor& x) {
     return dropout1->forward(
         self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask, true, is_causal).first);

@@ -13,13 +13,15 @@ namespace ember::nn::utils::rnn {
 namespace {
 
 Tensor index_tensor(const std::vector<int64_t>& values, Device device) {
-  return tensor(TensorData(values), TensorOptions(kInt64).device(device)).reshape({static_cast<int64_t>(values.size())});
+  return tensor(TensorData(values), TensorOptions(kInt64).device(device))
+      .reshape({static_cast<int64_t>(values.size())});
 }
 
 // The inverse of a permutation.
 std::vector<int64_t> invert(const std::vector<int64_t>& permutation) {
   std::vector<int64_t> inverse(permutation.size());
-  for (size_t k = 0; k < permutation.size(); ++k) inverse[static_cast<size_t>(permutation[k])] = static_cast<int64_t>(k);
+  for (size_t k = 0; k < permutation.size(); ++k)
+    inverse[static_cast<size_t>(permutation[k])] = static_cast<int64_t>(k);
   return inverse;
 }
 
@@ -54,8 +56,7 @@ PackedSequence PackedSequence::to(Device device, bool non_blocking) const {
   return PackedSequence(move(data_), batch_sizes_, move(sorted_indices_), move(unsorted_indices_));
 }
 
-PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first,
-                                    bool enforce_sorted) {
+PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first, bool enforce_sorted) {
   EMBER_CHECK(lengths.dim() == 1 && !is_floating_point(lengths.dtype()) && !is_complex(lengths.dtype()), ValueError,
               "'lengths' argument should be a 1D CPU int64 tensor, but got ", lengths.dim(), "D ", lengths.device(),
               " ", lengths.dtype(), " tensor");

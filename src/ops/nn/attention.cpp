@@ -36,12 +36,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                                           is_causal, scale);
   }
   EMBER_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, ValueError,
-              "scaled_dot_product_attention: expected query, key and value of at least 2 dims, but got ",
-              query.dim(), ", ", key.dim(), " and ", value.dim());
+              "scaled_dot_product_attention: expected query, key and value of at least 2 dims, but got ", query.dim(),
+              ", ", key.dim(), " and ", value.dim());
   EMBER_CHECK(query.dtype() == key.dtype() && query.dtype() == value.dtype(), TypeError,
-              "Expected query, key, and value to have the same dtype, but got query.dtype: ",
-              dtype_name(query.dtype()), " key.dtype: ", dtype_name(key.dtype()), " and value.dtype: ",
-              dtype_name(value.dtype()), " instead.");
+              "Expected query, key, and value to have the same dtype, but got query.dtype: ", dtype_name(query.dtype()),
+              " key.dtype: ", dtype_name(key.dtype()), " and value.dtype: ", dtype_name(value.dtype()), " instead.");
   EMBER_CHECK(is_floating_point(query.dtype()), TypeError,
               "scaled_dot_product_attention: expected floating point query, key and value, but got ",
               dtype_name(query.dtype()));
@@ -49,10 +48,12 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   detail::check_same_device(query, value);
   EMBER_CHECK(query.size(-1) == key.size(-1), ValueError,
               "scaled_dot_product_attention: query and key must have the same embedding dim, but got "
-              "query.size(-1) = ", query.size(-1), " and key.size(-1) = ", key.size(-1));
+              "query.size(-1) = ",
+              query.size(-1), " and key.size(-1) = ", key.size(-1));
   EMBER_CHECK(key.size(-2) == value.size(-2), ValueError,
               "scaled_dot_product_attention: key and value must have the same sequence length, but got "
-              "key.size(-2) = ", key.size(-2), " and value.size(-2) = ", value.size(-2));
+              "key.size(-2) = ",
+              key.size(-2), " and value.size(-2) = ", value.size(-2));
   EMBER_CHECK(dropout_p >= 0.0 && dropout_p <= 1.0, ValueError,
               "dropout probability has to be between 0 and 1, but got ", dropout_p);
   EMBER_CHECK(!(is_causal && attn_mask.defined()), ValueError,
@@ -68,9 +69,11 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
     IntList weights = batch;
     weights.push_back(L);
     weights.push_back(S);
-    EMBER_CHECK(broadcasts_to(attn_mask.sizes(), weights), ValueError, "scaled_dot_product_attention: attn_mask of "
-                "shape ", ember::detail::IntListPrinter{attn_mask.sizes()}, " does not broadcast to the attention weights' shape ",
-                ember::detail::IntListPrinter{weights});
+    EMBER_CHECK(broadcasts_to(attn_mask.sizes(), weights), ValueError,
+                "scaled_dot_product_attention: attn_mask of "
+                "shape ",
+                ember::detail::IntListPrinter{attn_mask.sizes()},
+                " does not broadcast to the attention weights' shape ", ember::detail::IntListPrinter{weights});
   }
   const double factor = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
   Tensor weights = matmul(query, key.transpose(-2, -1)) * factor;

@@ -1,7 +1,6 @@
 // batch_norm: statistics over every dim but 1 (one BatchNormStats KernelCall in training),
 // running-stat update with momentum (unbiased variance, as PyTorch), then the input
 // scaled and shifted per channel.
-#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/autograd.h"
 #include "ember/errors.h"
@@ -9,6 +8,7 @@
 #include "ember/ops.h"
 #include "kernels/loss_kernels.h"
 #include "ops/launch.h"
+#include "ops/recording.h"
 
 namespace ember::nn::functional {
 namespace {

@@ -13,9 +13,9 @@
 // cuda devices only: the cpu convolves in full float32, as PyTorch's. cuBLAS's
 // reduced-precision switches (backends::cuda::matmul.allow_fp16_*) do not reach convolutions
 // (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
-#include "ops/recording.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/functional/conv.h"
+#include "ops/recording.h"
 
 #include <memory>
 #include <string>
@@ -101,9 +101,9 @@ Tensor unfold(const Tensor& input, const detail::ConvGeometry& geometry, bool ch
   detail::KernelCall unfold;
   unfold.op = detail::OpKind::Im2Col;
   unfold.inputs.push_back(detail::make_arg(input));
-  unfold.outputs.push_back(matrix_arg(columns, 0, {batch, rows, positions},
-                                      channel_major ? IntList{positions, batch * positions, 1}
-                                                    : IntList{rows * positions, positions, 1}));
+  unfold.outputs.push_back(
+      matrix_arg(columns, 0, {batch, rows, positions},
+                 channel_major ? IntList{positions, batch * positions, 1} : IntList{rows * positions, positions, 1}));
   unfold.payload = std::make_shared<detail::ConvGeometry>(geometry);
   detail::launch(input.device(), unfold);
   return columns;
@@ -128,8 +128,7 @@ std::string extent_text(const IntList& sizes) {
   return text + ")";
 }
 
-void check_bias(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t out_channels,
-                const char* name) {
+void check_bias(const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t out_channels, const char* name) {
   if (!bias.defined()) return;
   detail::check_same_device(input, bias);
   EMBER_CHECK(bias.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
@@ -168,8 +167,8 @@ detail::ConvGeometry checked_geometry(const Tensor& input, const Tensor& weight,
     fits = fits && span[d] <= padded[d];
     out[d] = (padded[d] - span[d]) / p.stride[d] + 1;
   }
-  EMBER_CHECK(fits, ValueError, "Calculated padded input size per channel: ", extent_text(padded), ". Kernel size: ",
-              extent_text(span), ". Kernel size can't be greater than actual input size");
+  EMBER_CHECK(fits, ValueError, "Calculated padded input size per channel: ", extent_text(padded),
+              ". Kernel size: ", extent_text(span), ". Kernel size can't be greater than actual input size");
   IntList kernel(weight.sizes().begin() + 2, weight.sizes().end());
   return detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, out);
 }
@@ -197,11 +196,11 @@ Tensor convolution_batched(const Tensor& input, const Tensor& weight, const Tens
   if (direct || group_out * group_rows * positions < kSmallProduct) {  // Note [Channel-major columns]
     // One product per batch item; the group's weight is shared by every item (batch stride 0).
     const Tensor columns = direct ? input : unfold(input, geometry, /*channel_major=*/false);
-    grouped_matmul({w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
-                   {columns, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
-                   {out, group_out * positions, {batch, group_out, positions},
-                    {out_channels * positions, positions, 1}},
-                   groups, allow_tf32);
+    grouped_matmul(
+        {w, group_out * group_rows, {batch, group_out, group_rows}, {0, group_rows, 1}},
+        {columns, group_rows * positions, {batch, group_rows, positions}, {rows * positions, positions, 1}},
+        {out, group_out * positions, {batch, group_out, positions}, {out_channels * positions, positions, 1}}, groups,
+        allow_tf32);
   } else {
     const Tensor columns = unfold(input, geometry, /*channel_major=*/true);
     Tensor product = batch == 1 ? out : detail::make_tensor({out_channels, batch, positions}, input.dtype(), device);
@@ -270,8 +269,7 @@ Tensor conv_transpose_batched(const Tensor& input, const Tensor& weight, const T
               ". Calculated output size per channel: ", extent_text(IntList(out_sizes.begin() + 2, out_sizes.end())),
               ". Output size is too small");
   const IntList kernel(weight.sizes().begin() + 2, weight.sizes().end());
-  const detail::ConvGeometry geometry =
-      detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, positions);
+  const detail::ConvGeometry geometry = detail::nn::conv_geometry(kernel, p.stride, p.padding, p.dilation, positions);
   Tensor out = detail::nn::convolution_backward(input, Tensor(), out_sizes, weight, geometry, groups,
                                                 /*need_input=*/true, /*need_weight=*/false)
                    .input;
@@ -292,14 +290,14 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
   }
   EMBER_CHECK(input.defined() && weight.defined(), ValueError, name, ": expected defined input and weight tensors");
   EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, ValueError, "Expected ", dims + 1,
-              "D (unbatched) or ", dims + 2, "D (batched) input to ", name, ", but got input of size: ",
-              detail::IntListPrinter{input.sizes()});
+              "D (unbatched) or ", dims + 2, "D (batched) input to ", name,
+              ", but got input of size: ", detail::IntListPrinter{input.sizes()});
   EMBER_CHECK(weight.dim() == dims + 2, ValueError, "Expected ", dims + 2, "-dimensional weight for ", input.dim(),
               "-dimensional input ", detail::IntListPrinter{input.sizes()}, ", but got weight of size ",
               detail::IntListPrinter{weight.sizes()}, " instead");
   detail::check_same_device(input, weight);
-  EMBER_CHECK(is_floating_point(input.dtype()), TypeError, name,
-              ": expected a floating point input, but got ", dtype_name(input.dtype()));
+  EMBER_CHECK(is_floating_point(input.dtype()), TypeError, name, ": expected a floating point input, but got ",
+              dtype_name(input.dtype()));
   EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
               ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
   if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {
@@ -345,8 +343,7 @@ Tensor convolution_mode(const Tensor& input, const Tensor& weight, const Tensor&
                         const char* name) {
   if (padding == nn::kValid) return convolution(input, weight, bias, stride, {0}, dilation, groups, dims, name);
   const IntList strides = expand_param(stride, dims, "stride"), dilations = expand_param(dilation, dims, "dilation");
-  for (int64_t s : strides)
-    EMBER_CHECK(s == 1, ValueError, "padding='same' is not supported for strided convolutions");
+  for (int64_t s : strides) EMBER_CHECK(s == 1, ValueError, "padding='same' is not supported for strided convolutions");
   EMBER_CHECK(weight.defined() && weight.dim() == dims + 2, ValueError, "Expected ", dims + 2,
               "-dimensional weight for ", name, ", but got weight of size ",
               detail::IntListPrinter{weight.defined() ? weight.sizes() : IntList{}}, " instead");
@@ -466,12 +463,12 @@ Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, con
   return convolution_mode(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d");
 }
 
-#define EMBER_CONV_TRANSPOSE(dims)                                                                                  \
+#define EMBER_CONV_TRANSPOSE(dims)                                                                                     \
   Tensor conv_transpose##dims##d(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride, \
-                                 const IntList& padding, const IntList& output_padding, int64_t groups,               \
-                                 const IntList& dilation) {                                                           \
-    return convolution(input, weight, bias, stride, padding, dilation, groups, dims, "conv_transpose" #dims "d",      \
-                       &output_padding);                                                                              \
+                                 const IntList& padding, const IntList& output_padding, int64_t groups,                \
+                                 const IntList& dilation) {                                                            \
+    return convolution(input, weight, bias, stride, padding, dilation, groups, dims, "conv_transpose" #dims "d",       \
+                       &output_padding);                                                                               \
   }
 EMBER_CONV_TRANSPOSE(1)
 EMBER_CONV_TRANSPOSE(2)

@@ -13,7 +13,8 @@ namespace ember::nn::functional {
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx) {
   EMBER_CHECK(input.dtype() == kInt64 || input.dtype() == kInt32, TypeError,
               "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int; "
-              "but got torch.", input.is_cuda() ? "cuda." : "", detail::scalar_type_name(input.dtype()),
+              "but got torch.",
+              input.is_cuda() ? "cuda." : "", detail::scalar_type_name(input.dtype()),
               "Tensor instead (while checking arguments for embedding)");
   EMBER_CHECK(weight.dim() == 2, ValueError, "'weight' must be 2-D");
   const int64_t rows = weight.size(0);

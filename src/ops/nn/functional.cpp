@@ -1,7 +1,7 @@
 // nn::functional ops composed from tensor ops: linear, relu, dropout, mse_loss, one_hot.
+#include "ember/nn/functional.h"
 #include "ember/errors.h"
 #include "ember/factories.h"
-#include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/nn/reduction.h"
@@ -15,7 +15,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   }
   EMBER_CHECK(weight.dim() == 2, ValueError, "linear(): expected weight to be 2-D, but got ", weight.dim(), "-D");
   if (input.dim() == 2 && bias.defined()) return addmm(bias, input, weight.t());
-  if (input.dim() == 3 && bias.defined() && input.is_contiguous() && input.numel() > 0) {  // as PyTorch: one addmm, viewed back
+  if (input.dim() == 3 && bias.defined() && input.is_contiguous() &&
+      input.numel() > 0) {  // as PyTorch: one addmm, viewed back
     Tensor out = addmm(bias, input.view({-1, input.size(2)}), weight.t());
     return out.view({input.size(0), input.size(1), out.size(1)});
   }
@@ -55,7 +56,8 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes) {
   EMBER_CHECK(num_classes >= 1 || labels.numel() == 0, ValueError, "num_classes should be positive");
   if (labels.numel() > 0) {
     EMBER_CHECK(labels.min().item<int64_t>() >= 0, ValueError, "Class values must be non-negative.");
-    EMBER_CHECK(labels.max().item<int64_t>() < num_classes, ValueError, "Class values must be smaller than num_classes.");
+    EMBER_CHECK(labels.max().item<int64_t>() < num_classes, ValueError,
+                "Class values must be smaller than num_classes.");
   }
   Tensor classes = arange(num_classes, TensorOptions(kInt64).device(labels.device()));
   return labels.unsqueeze(-1).eq(classes).to(kInt64);

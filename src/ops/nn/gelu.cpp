@@ -40,8 +40,9 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approx
 }
 
 Tensor gelu_backward_recorded(const Tensor& grad_output, const Tensor& input, bool approximate_tanh) {
-  return recorded(Formula::GeluBackward, {&grad_output, &input},
-                  [&] { return gelu_backward(grad_output, input, approximate_tanh); }, GeluArgs{approximate_tanh});
+  return recorded(
+      Formula::GeluBackward, {&grad_output, &input},
+      [&] { return gelu_backward(grad_output, input, approximate_tanh); }, GeluArgs{approximate_tanh});
 }
 
 }  // namespace ember::detail::nn

@@ -33,8 +33,11 @@ const char* caffe2_name(DType dtype) {
 }
 
 KernelCall grid_call(OpKind op, int64_t interpolation, int64_t padding, bool align_corners) {
-  return KernelCall{op, {}, {},
-                    grid_args(static_cast<GridInterpolation>(interpolation), static_cast<GridPadding>(padding), align_corners)};
+  return KernelCall{
+      op,
+      {},
+      {},
+      grid_args(static_cast<GridInterpolation>(interpolation), static_cast<GridPadding>(padding), align_corners)};
 }
 
 }  // namespace
@@ -102,9 +105,9 @@ std::pair<Tensor, Tensor> grid_sampler_backward(const Tensor& grad_output, const
   for (int64_t d = 1; d + 1 < grid.dim(); ++d) points *= grid.size(d);
   for (int64_t d = 2; d < input.dim(); ++d) in_points *= input.size(d);
   const int64_t dims = input.dim() - 2;
-  const int64_t taps = interpolation == static_cast<int64_t>(GridInterpolation::Nearest)  ? 1
+  const int64_t taps = interpolation == static_cast<int64_t>(GridInterpolation::Nearest)   ? 1
                        : interpolation == static_cast<int64_t>(GridInterpolation::Bicubic) ? 16
-                                                                                            : (int64_t{1} << dims);
+                                                                                           : (int64_t{1} << dims);
   const Device device = input.device();
   Tensor grad_input, grad_grid, tap_index, tap_weight, starts, order;
   KernelCall call = grid_call(OpKind::GridSampleBackward, interpolation, padding, align_corners);

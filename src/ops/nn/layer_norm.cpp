@@ -16,7 +16,8 @@ namespace {
 void check_affine(const Tensor& t, const char* name, const Tensor& input, const IntList& normalized_shape) {
   if (!t.defined()) return;
   EMBER_CHECK(t.sizes() == normalized_shape, ValueError, "Expected ", name,
-              " to be of same shape as normalized_shape, but got ", name, " of shape ", ember::detail::IntListPrinter{t.sizes()},
+              " to be of same shape as normalized_shape, but got ", name, " of shape ",
+              ember::detail::IntListPrinter{t.sizes()},
               " and normalized_shape = ", ember::detail::IntListPrinter{normalized_shape});
   detail::check_same_device(input, t);
   EMBER_CHECK(t.dtype() == input.dtype(), TypeError, "layer_norm: expected ", name, " of dtype ",
@@ -65,24 +66,30 @@ Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Te
       return layer_norm(ac.cast(input), normalized_shape, ac.cast(weight), ac.cast(bias), eps);
   }
   const auto nd = static_cast<int64_t>(normalized_shape.size());
-  EMBER_CHECK(nd >= 1, ValueError, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-              "least one element, but got normalized_shape = ", ember::detail::IntListPrinter{normalized_shape});
+  EMBER_CHECK(nd >= 1, ValueError,
+              "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+              "least one element, but got normalized_shape = ",
+              ember::detail::IntListPrinter{normalized_shape});
   check_affine(weight, "weight", input, normalized_shape);
   check_affine(bias, "bias", input, normalized_shape);
   bool matches = input.dim() >= nd;
   for (int64_t i = 0; matches && i < nd; ++i) matches = input.size(input.dim() - nd + i) == normalized_shape[i];
-  EMBER_CHECK(matches, ValueError, "Given normalized_shape=", ember::detail::IntListPrinter{normalized_shape},
-              ", expected input with shape [*", [&] {
-                std::string s;
-                for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
-                return s;
-              }(), "], but got input of size", ember::detail::IntListPrinter{input.sizes()});
+  EMBER_CHECK(
+      matches, ValueError, "Given normalized_shape=", ember::detail::IntListPrinter{normalized_shape},
+      ", expected input with shape [*",
+      [&] {
+        std::string s;
+        for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
+        return s;
+      }(),
+      "], but got input of size", ember::detail::IntListPrinter{input.sizes()});
   EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"LayerNormKernelImpl\" not implemented for '",
               detail::scalar_type_name(input.dtype()), "'");
   int64_t cols = 1;
   for (int64_t s : normalized_shape) cols *= s;
   const int64_t rows = cols == 0 ? 0 : input.numel() / cols;
-  if (!detail::should_record({&input, &weight, &bias})) return layer_norm_forward(input, rows, cols, weight, bias, eps).out;
+  if (!detail::should_record({&input, &weight, &bias}))
+    return layer_norm_forward(input, rows, cols, weight, bias, eps).out;
   Forward f;
   {
     NoGradGuard no_grad;
@@ -98,8 +105,8 @@ Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Te
 namespace ember::detail::nn {
 
 LayerNormGrads layer_norm_backward(const Tensor& grad_output, const Tensor& input, const Tensor& mean,
-                                   const Tensor& rstd, const Tensor& weight, int64_t normalized_dims,
-                                   bool need_input, bool need_weight, bool need_bias) {
+                                   const Tensor& rstd, const Tensor& weight, int64_t normalized_dims, bool need_input,
+                                   bool need_weight, bool need_bias) {
   const int64_t rows = mean.numel();
   int64_t cols = 1;
   for (int64_t d = input.dim() - normalized_dims; d < input.dim(); ++d) cols *= input.size(d);

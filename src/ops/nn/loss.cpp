@@ -68,7 +68,7 @@ std::pair<Tensor, Tensor> nll_elements(const Tensor& input, const Tensor& target
   if (ember::detail::should_record(x3)) {
     ember::detail::NllLossArgs attrs{ignore_index, call_reduction};
     ember::detail::record(ember::detail::Formula::NllLoss, {x3, t2}, std::vector<Tensor*>{&loss, &counted},
-                             std::move(attrs));
+                          std::move(attrs));
   }
   if (reduced) return {loss, counted};
   return {loss.reshape(target.sizes()), counted.reshape(target.sizes())};
@@ -114,7 +114,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::strin
     Tensor p = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes)
                                    : target;
     Tensor loss = -(logp * p).sum(class_dim);
-    if (r == detail::Reduction::Mean) return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(classes, 1));
+    if (r == detail::Reduction::Mean)
+      return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(classes, 1));
     return r == detail::Reduction::Sum ? loss.sum() : loss;
   }
   if (label_smoothing <= 0.0) return nll_elements(logp, target, ignore_index, r).first;

@@ -3,14 +3,14 @@
 // max_pool2d's input gradient as one MaxPool2dBackward KernelCall.
 #include <memory>
 
-#include "ops/recording.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
 #include "ember/nn/functional.h"
 #include "kernels/dtype_dispatch.h"
-#include "ops/nn/backward_kernels.h"
 #include "kernels/pool_geometry.h"
 #include "ops/launch.h"
+#include "ops/nn/backward_kernels.h"
+#include "ops/recording.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -18,7 +18,8 @@ namespace {
 using ember::detail::IntListPrinter;
 using ember::detail::PoolGeometry;
 
-std::pair<int64_t, int64_t> pool_pair(const IntList& values, const IntList& fallback, const char* op, const char* what) {
+std::pair<int64_t, int64_t> pool_pair(const IntList& values, const IntList& fallback, const char* op,
+                                      const char* what) {
   const IntList& v = values.empty() ? fallback : values;
   EMBER_CHECK(v.size() == 1 || v.size() == 2, ValueError, op, ": ", what);
   return v.size() == 1 ? std::pair{v[0], v[0]} : std::pair{v[0], v[1]};
@@ -44,9 +45,10 @@ Prepared prepare(const char* op, const Tensor& input, const IntList& kernel_size
               "non-empty 3D or 4D (batch mode) tensor expected for input");
   EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"", op, "\" not implemented for '",
               ember::detail::scalar_type_name(input.dtype()), "'");
-  const auto [kh, kw] = pool_pair(kernel_size, {}, op, "kernel_size must either be a single int, or a tuple of two ints");
-  const auto [sh, sw] = pool_pair(stride, kernel_size, op,
-                                  "stride must either be omitted, a single int, or a tuple of two ints");
+  const auto [kh, kw] =
+      pool_pair(kernel_size, {}, op, "kernel_size must either be a single int, or a tuple of two ints");
+  const auto [sh, sw] =
+      pool_pair(stride, kernel_size, op, "stride must either be omitted, a single int, or a tuple of two ints");
   const auto [ph, pw] = pool_pair(padding, {0}, op, "padding must either be a single int, or a tuple of two ints");
   const auto [dh, dw] = pool_pair(dilation, {1}, op, "dilation must be either a single int, or a tuple of two ints");
   EMBER_CHECK(kh > 0 && kw > 0, ValueError, "kernel size should be greater than zero, but got kH: ", kh, " kW: ", kw);
@@ -54,8 +56,9 @@ Prepared prepare(const char* op, const Tensor& input, const IntList& kernel_size
   EMBER_CHECK(dh > 0 && dw > 0, ValueError, "dilation should be greater than zero, but got dilationH: ", dh,
               " dilationW: ", dw);
   EMBER_CHECK(ph >= 0 && pw >= 0, ValueError, "pad must be non-negative, but got pad: ", ph, " pad: ", pw);
-  EMBER_CHECK(ph <= kh / 2 && pw <= kw / 2, ValueError, "pad should be at most half of kernel size, but got pad=",
-              ph != 0 && ph > kh / 2 ? ph : pw, " and kernel_size=", ph > kh / 2 ? kh : kw);
+  EMBER_CHECK(ph <= kh / 2 && pw <= kw / 2, ValueError,
+              "pad should be at most half of kernel size, but got pad=", ph != 0 && ph > kh / 2 ? ph : pw,
+              " and kernel_size=", ph > kh / 2 ? kh : kw);
   Tensor x = input.dim() == 3 ? input.unsqueeze(0) : input;
   const int64_t channels = x.size(1), height = x.size(2), width = x.size(3);
   PoolGeometry g{kh, kw, sh, sw, ph, pw, dh, dw, 0, 0, true, 0};
@@ -88,7 +91,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, const In
   if (ember::detail::should_record(p.input)) {
     ember::detail::WindowArgs attrs{geometry_list(p.geometry)};
     ember::detail::record(ember::detail::Formula::MaxPool2d, {p.input}, std::vector<Tensor*>{&out, &indices},
-                             std::move(attrs));
+                          std::move(attrs));
   }
   if (!p.batched) return {out.squeeze(0), indices.squeeze(0)};
   return {out, indices};
@@ -107,8 +110,8 @@ Tensor avg_pool2d(const Tensor& input, const IntList& kernel_size, const IntList
   p.geometry.divisor_override = divisor_override.value_or(0);
   const IntList shape{p.input.size(0), p.input.size(1), p.geometry.out_h, p.geometry.out_w};
   Tensor out = ember::detail::empty_on(shape, input.dtype(), input.device());
-  ember::detail::KernelCall call{ember::detail::OpKind::AvgPool2d, {ember::detail::make_arg(out)},
-                                 {ember::detail::make_arg(p.input)}};
+  ember::detail::KernelCall call{
+      ember::detail::OpKind::AvgPool2d, {ember::detail::make_arg(out)}, {ember::detail::make_arg(p.input)}};
   call.payload = std::make_shared<PoolGeometry>(p.geometry);
   ember::detail::launch(input.device(), call);
   if (ember::detail::should_record(p.input)) {

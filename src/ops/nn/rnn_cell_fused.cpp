@@ -34,9 +34,9 @@ struct CellOperands {
 };
 CellOperands cell_operands(const Tensor& igates, const Tensor& hgates, const Tensor& state, int64_t gates,
                            const char* name) {
-  EMBER_CHECK(igates.dim() == 2 && igates.size(1) % gates == 0, ValueError, name,
-              ": expected input gates of size [B, ", gates, "H], got ", igates.dim(), "-D of ",
-              igates.dim() == 2 ? igates.size(1) : igates.numel(), igates.dim() == 2 ? " columns" : " elements");
+  EMBER_CHECK(igates.dim() == 2 && igates.size(1) % gates == 0, ValueError, name, ": expected input gates of size [B, ",
+              gates, "H], got ", igates.dim(), "-D of ", igates.dim() == 2 ? igates.size(1) : igates.numel(),
+              igates.dim() == 2 ? " columns" : " elements");
   const int64_t batch = igates.size(0), hidden = igates.size(1) / gates;
   Tensor ig = operand(igates, igates, {batch, gates * hidden}, name);
   return {ig, operand(hgates, ig, {batch, gates * hidden}, name), operand(state, ig, {batch, hidden}, name), batch,
@@ -51,7 +51,8 @@ std::tuple<Tensor, Tensor, Tensor> lstm_cell_fused(const Tensor& igates, const T
   const CellOperands in = cell_operands(igates, hgates, cx, 4, "_thnn_fused_lstm_cell");
   Tensor hy = fresh({in.batch, in.hidden}, in.igates), cy = fresh({in.batch, in.hidden}, in.igates);
   Tensor workspace = fresh({in.batch, 4 * in.hidden}, in.igates);
-  KernelCall call{OpKind::LstmCell, {make_arg(hy), make_arg(cy), make_arg(workspace)},
+  KernelCall call{OpKind::LstmCell,
+                  {make_arg(hy), make_arg(cy), make_arg(workspace)},
                   {make_arg(in.igates), make_arg(in.hgates), make_arg(in.state)}};
   run(in.igates.device(), call);
   return {hy, cy, workspace};
@@ -65,7 +66,8 @@ std::tuple<Tensor, Tensor> lstm_cell_fused_backward(const Tensor& grad_hy, const
   // The operands live in locals until the launch: a KernelCall holds only their pointers.
   const Tensor gh = operand(grad_hy, cy, state, name), gc = operand(grad_cy, cy, state, name);
   const Tensor c0 = operand(cx, cy, state, name), c1 = cy.contiguous(), saved = workspace.contiguous();
-  KernelCall call{OpKind::LstmCellBackward, {make_arg(grad_gates), make_arg(grad_cx)},
+  KernelCall call{OpKind::LstmCellBackward,
+                  {make_arg(grad_gates), make_arg(grad_cx)},
                   {make_arg(gh), make_arg(gc), make_arg(c0), make_arg(c1), make_arg(saved)}};
   run(cy.device(), call);
   return {grad_gates, grad_cx};
@@ -74,7 +76,8 @@ std::tuple<Tensor, Tensor> lstm_cell_fused_backward(const Tensor& grad_hy, const
 std::tuple<Tensor, Tensor> gru_cell_fused(const Tensor& igates, const Tensor& hgates, const Tensor& hx) {
   const CellOperands in = cell_operands(igates, hgates, hx, 3, "_thnn_fused_gru_cell");
   Tensor hy = fresh({in.batch, in.hidden}, in.igates), workspace = fresh({in.batch, 5 * in.hidden}, in.igates);
-  KernelCall call{OpKind::GruCell, {make_arg(hy), make_arg(workspace)},
+  KernelCall call{OpKind::GruCell,
+                  {make_arg(hy), make_arg(workspace)},
                   {make_arg(in.igates), make_arg(in.hgates), make_arg(in.state)}};
   run(in.igates.device(), call);
   return {hy, workspace};
@@ -87,7 +90,8 @@ std::tuple<Tensor, Tensor, Tensor> gru_cell_fused_backward(const Tensor& grad_hy
   // The operands live in locals until the launch: a KernelCall holds only their pointers.
   const Tensor gh = operand(grad_hy, workspace, {batch, hidden}, "_thnn_fused_gru_cell_backward");
   const Tensor saved = workspace.contiguous();
-  KernelCall call{OpKind::GruCellBackward, {make_arg(grad_igates), make_arg(grad_hgates), make_arg(grad_hx)},
+  KernelCall call{OpKind::GruCellBackward,
+                  {make_arg(grad_igates), make_arg(grad_hgates), make_arg(grad_hx)},
                   {make_arg(gh), make_arg(saved)}};
   run(workspace.device(), call);
   return {grad_igates, grad_hgates, grad_hx};

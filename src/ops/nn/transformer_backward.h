@@ -13,8 +13,8 @@ struct LayerNormGrads {
 /// layer_norm's gradients over x viewed as {rows, cols} (the normalized dims flattened),
 /// from the forward's saved mean and rstd {rows}: one LayerNormBackward launch.
 LayerNormGrads layer_norm_backward(const Tensor& grad_output, const Tensor& input, const Tensor& mean,
-                                   const Tensor& rstd, const Tensor& weight, int64_t normalized_dims,
-                                   bool need_input, bool need_weight, bool need_bias);
+                                   const Tensor& rstd, const Tensor& weight, int64_t normalized_dims, bool need_input,
+                                   bool need_weight, bool need_bias);
 
 /// grad_output * gelu'(input): one GeluBackward launch.
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approximate_tanh);

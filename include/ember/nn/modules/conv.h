@@ -46,9 +46,9 @@ class ConvNd : public Module {
   Tensor weight, bias;
 
  protected:
-  ConvNd(int64_t dims, int64_t in_channels, int64_t out_channels, const ConvSize& kernel_size,
-         const ConvSize& stride, ConvPadding padding, const ConvSize& dilation, int64_t groups, bool bias,
-         std::string padding_mode, bool transposed = false, const ConvSize& output_padding = 0);
+  ConvNd(int64_t dims, int64_t in_channels, int64_t out_channels, const ConvSize& kernel_size, const ConvSize& stride,
+         ConvPadding padding, const ConvSize& dilation, int64_t groups, bool bias, std::string padding_mode,
+         bool transposed = false, const ConvSize& output_padding = 0);
   void rebind_members(const MemberRemap& remap) override;
   int64_t dims() const noexcept { return static_cast<int64_t>(kernel_size.size()); }
 
@@ -61,27 +61,24 @@ class ConvNd : public Module {
 /// torch.nn.Conv1d over (N, C, L) or (C, L) input.
 class Conv1d : public ConvNd {
  public:
-  Conv1d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1,
-         ConvPadding padding = 0, ConvSize dilation = 1, int64_t groups = 1, bool bias = true,
-         std::string padding_mode = "zeros");
+  Conv1d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1, ConvPadding padding = 0,
+         ConvSize dilation = 1, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros");
   std::shared_ptr<Module> clone() const override;
 };
 
 /// torch.nn.Conv2d over (N, C, H, W) or (C, H, W) input.
 class Conv2d : public ConvNd {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1,
-         ConvPadding padding = 0, ConvSize dilation = 1, int64_t groups = 1, bool bias = true,
-         std::string padding_mode = "zeros");
+  Conv2d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1, ConvPadding padding = 0,
+         ConvSize dilation = 1, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros");
   std::shared_ptr<Module> clone() const override;
 };
 
 /// torch.nn.Conv3d over (N, C, D, H, W) or (C, D, H, W) input.
 class Conv3d : public ConvNd {
  public:
-  Conv3d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1,
-         ConvPadding padding = 0, ConvSize dilation = 1, int64_t groups = 1, bool bias = true,
-         std::string padding_mode = "zeros");
+  Conv3d(int64_t in_channels, int64_t out_channels, ConvSize kernel_size, ConvSize stride = 1, ConvPadding padding = 0,
+         ConvSize dilation = 1, int64_t groups = 1, bool bias = true, std::string padding_mode = "zeros");
   std::shared_ptr<Module> clone() const override;
 };
 

@@ -42,8 +42,8 @@ class RNNBase : public Module {
  protected:
   /// ValueError with PyTorch's message for a non-positive size or layer count, a dropout
   /// outside [0, 1], a negative proj_size or one not smaller than hidden_size.
-  RNNBase(std::string mode, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias,
-          bool batch_first, double dropout, bool bidirectional, int64_t proj_size, const char* name);
+  RNNBase(std::string mode, int64_t input_size, int64_t hidden_size, int64_t num_layers, bool bias, bool batch_first,
+          double dropout, bool bidirectional, int64_t proj_size, const char* name);
 
   /// The forward pass of a Tensor input (3-D, or 2-D unbatched): checks, default states,
   /// layout. `state` holds h_0 (and c_0 for the LSTM), possibly undefined.
@@ -77,8 +77,7 @@ class RNN : public RNNBase {
   /// h_0 [D * num_layers, N, hidden_size] (zeros when undefined). Returns the output
   /// [L, N, D * hidden_size] and h_n.
   std::pair<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});
-  std::pair<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input,
-                                                        const Tensor& hx = {});
+  std::pair<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input, const Tensor& hx = {});
   std::shared_ptr<Module> clone() const override;
 
   std::string nonlinearity;
@@ -106,8 +105,7 @@ class GRU : public RNNBase {
   GRU(int64_t input_size, int64_t hidden_size, int64_t num_layers = 1, bool bias = true, bool batch_first = false,
       double dropout = 0.0, bool bidirectional = false);
   std::pair<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});
-  std::pair<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input,
-                                                        const Tensor& hx = {});
+  std::pair<utils::rnn::PackedSequence, Tensor> forward(const utils::rnn::PackedSequence& input, const Tensor& hx = {});
   std::shared_ptr<Module> clone() const override;
 };
 

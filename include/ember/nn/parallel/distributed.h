@@ -22,18 +22,33 @@ class DDPOptions {
  public:
   /// The one cuda device the module lives on (empty: the module's own device, and the only
   /// choice for cpu modules). Inputs are moved to it in forward().
-  DDPOptions& device_ids(std::vector<int> v) { device_ids_ = std::move(v); return *this; }
+  DDPOptions& device_ids(std::vector<int> v) {
+    device_ids_ = std::move(v);
+    return *this;
+  }
   /// The size cap of every bucket but the first (which holds 1 MiB), in MiB.
-  DDPOptions& bucket_cap_mb(double v) { bucket_cap_mb_ = v; return *this; }
+  DDPOptions& bucket_cap_mb(double v) {
+    bucket_cap_mb_ = v;
+    return *this;
+  }
   /// Traverse the autograd graph from forward()'s output to find the parameters that will
   /// get no gradient, and reduce their buckets without them.
-  DDPOptions& find_unused_parameters(bool v) { find_unused_parameters_ = v; return *this; }
+  DDPOptions& find_unused_parameters(bool v) {
+    find_unused_parameters_ = v;
+    return *this;
+  }
   /// Gradients become views into the buckets (no copy back after the all-reduce).
-  DDPOptions& gradient_as_bucket_view(bool v) { gradient_as_bucket_view_ = v; return *this; }
+  DDPOptions& gradient_as_bucket_view(bool v) {
+    gradient_as_bucket_view_ = v;
+    return *this;
+  }
   /// Broadcast rank 0's buffers at construction and at the start of every forward().
   /// False leaves each rank's buffers its own from the start, as PyTorch 2.1+ does
   /// (_sync_module_states(broadcast_buffers=...), pytorch#100729; 1.13 copied them anyway).
-  DDPOptions& broadcast_buffers(bool v) { broadcast_buffers_ = v; return *this; }
+  DDPOptions& broadcast_buffers(bool v) {
+    broadcast_buffers_ = v;
+    return *this;
+  }
 
   const std::vector<int>& device_ids() const noexcept { return device_ids_; }
   double bucket_cap_mb() const noexcept { return bucket_cap_mb_; }

@@ -43,8 +43,8 @@ class PackedSequence {
 /// and the permutation kept. Lengths of 0, longer than T, or an empty input are ValueErrors.
 PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first = false,
                                     bool enforce_sorted = true);
-PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64_t>& lengths,
-                                    bool batch_first = false, bool enforce_sorted = true);
+PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64_t>& lengths, bool batch_first = false,
+                                    bool enforce_sorted = true);
 
 /// The inverse: (padded [T, B, *] or [B, T, *], lengths as a cpu int64 tensor), in the
 /// caller's batch order, padded with padding_value up to total_length steps when given
