@@ -20,9 +20,10 @@ using detail::make_arg;
 using detail::Operand;
 using detail::OpKind;
 using ember::detail::AlphaArgs;
+using ember::detail::AutocastOp;
 using ember::detail::Formula;
-using ember::detail::recorded;
-using ember::detail::recorded_inplace;
+using ember::detail::op_entry;
+using ember::detail::op_entry_inplace;
 using ember::detail::ScalarArgs;
 
 namespace {
@@ -184,31 +185,32 @@ Scalar negate(const Scalar& s) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(
-      Formula::Add, {&a, &b}, [&] { return binary(OpKind::Add, a, b, alpha); }, AlphaArgs{alpha});
+  return op_entry(
+      {.formula = Formula::Add, .attrs = AlphaArgs{alpha}},
+      [&](const Tensor& a, const Tensor& b) { return binary(OpKind::Add, a, b, alpha); }, a, b);
 }
 Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  return recorded(
-      Formula::Sub, {&a, &b}, [&] { return binary(OpKind::Sub, a, b, alpha); }, AlphaArgs{alpha});
+  return op_entry(
+      {.formula = Formula::Sub, .attrs = AlphaArgs{alpha}},
+      [&](const Tensor& a, const Tensor& b) { return binary(OpKind::Sub, a, b, alpha); }, a, b);
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return recorded(Formula::Mul, {&a, &b}, [&] { return binary(OpKind::Mul, a, b); });
+  return op_entry(
+      {.formula = Formula::Mul}, [](const Tensor& a, const Tensor& b) { return binary(OpKind::Mul, a, b); }, a, b);
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  return recorded(Formula::Div, {&a, &b}, [&] { return binary(OpKind::Div, a, b); });
+  return op_entry(
+      {.formula = Formula::Div}, [](const Tensor& a, const Tensor& b) { return binary(OpKind::Div, a, b); }, a, b);
 }
 Tensor pow(const Tensor& a, const Tensor& exponent) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kPow, {&a, &exponent}}) return pow(ac.cast(a), ac.cast(exponent));
-  }
-  return recorded(Formula::Pow, {&a, &exponent}, [&] { return binary(OpKind::Pow, a, exponent); });
+  return op_entry(
+      {AutocastOp::kPow, Formula::Pow},
+      [](const Tensor& a, const Tensor& exponent) { return binary(OpKind::Pow, a, exponent); }, a, exponent);
 }
 Tensor pow(const Tensor& a, const Scalar& exponent) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kPow, {&a}}) return pow(ac.cast(a), exponent);
-  }
-  return recorded(
-      Formula::PowScalar, {&a}, [&] { return with_scalar(OpKind::PowScalar, a, exponent); }, ScalarArgs{exponent});
+  return op_entry(
+      {AutocastOp::kPow, Formula::PowScalar, ScalarArgs{exponent}},
+      [&](const Tensor& a) { return with_scalar(OpKind::PowScalar, a, exponent); }, a);
 }
 Tensor eq(const Tensor& a, const Tensor& b) { return binary(OpKind::Eq, a, b); }
 Tensor ne(const Tensor& a, const Tensor& b) { return binary(OpKind::Ne, a, b); }
@@ -219,7 +221,8 @@ Tensor ge(const Tensor& a, const Tensor& b) { return binary(OpKind::Ge, a, b); }
 
 namespace {
 Tensor unary_recorded(Formula formula, OpKind op, const Tensor& a, bool float_only) {
-  return recorded(formula, {&a}, [&] { return unary(op, a, float_only); });
+  return op_entry(
+      {.formula = formula}, [&](const Tensor& a) { return unary(op, a, float_only); }, a);
 }
 }  // namespace
 
@@ -235,13 +238,13 @@ Tensor abs(const Tensor& a) { return unary_recorded(Formula::Abs, OpKind::Abs, a
 // kernels' words.
 // Each through op_entry (Note [Op entry]): autocast's policy from the op list's precision
 // column, then the recorded op.
-#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                                              \
-  Tensor name(const Tensor& a) {                                                                                       \
-    EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError,                         \
-                "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'");                      \
-    return detail::op_entry(                                                                                           \
-        detail::autocast_op_named(#Kind), Formula::Kind, [](const Tensor& x) { return unary(OpKind::Kind, x, true); }, \
-        a);                                                                                                            \
+#define EMBER_FLOAT_UNARY_ENTRY(Kind, name, Functor, ...)                                         \
+  Tensor name(const Tensor& a) {                                                                  \
+    EMBER_CHECK(!detail::kRealOnlyUnary<detail::Functor> || !is_complex(a.dtype()), TypeError,    \
+                "\"" #name "\" not implemented for '", detail::scalar_type_name(a.dtype()), "'"); \
+    return op_entry(                                                                              \
+        {detail::autocast_op_named(#Kind), Formula::Kind},                                        \
+        [](const Tensor& x) { return unary(OpKind::Kind, x, true); }, a);                         \
   }
 EMBER_FLOAT_UNARY_OPS(EMBER_FLOAT_UNARY_ENTRY)
 #undef EMBER_FLOAT_UNARY_ENTRY
@@ -264,8 +267,8 @@ Tensor float_binary(OpKind op, const Tensor& a, const Tensor& b) {
 #define EMBER_FLOAT_BINARY_ENTRY(Kind, name, Functor, ...)                                        \
   Tensor name(const Tensor& a, const Tensor& b) {                                                 \
     check_float_binary(#name, a, b);                                                              \
-    return detail::op_entry(                                                                      \
-        detail::autocast_op_named(#Kind), Formula::Kind,                                          \
+    return op_entry(                                                                              \
+        {detail::autocast_op_named(#Kind), Formula::Kind},                                        \
         [](const Tensor& x, const Tensor& y) { return float_binary(OpKind::Kind, x, y); }, a, b); \
   }
 EMBER_FLOAT_BINARY_OPS(EMBER_FLOAT_BINARY_ENTRY)
@@ -277,8 +280,8 @@ Tensor relu(const Tensor& a) {
 
 namespace {
 Tensor scalar_op(Formula formula, OpKind op, const Tensor& a, const Scalar& s) {
-  return recorded(
-      formula, {&a}, [&] { return with_scalar(op, a, s); }, ScalarArgs{s});
+  return op_entry(
+      {.formula = formula, .attrs = ScalarArgs{s}}, [&](const Tensor& a) { return with_scalar(op, a, s); }, a);
 }
 }  // namespace
 
@@ -338,32 +341,32 @@ Tensor Tensor::gt(const Scalar& o) const { return compare_scalar(OpKind::Gt, *th
 Tensor Tensor::ge(const Scalar& o) const { return compare_scalar(OpKind::Ge, *this, o); }
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(
+  return op_entry_inplace(
       Formula::Add, *this, o, [&] { inplace(*this, OpKind::Add, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) {
-  return recorded_inplace(
+  return op_entry_inplace(
       Formula::Sub, *this, o, [&] { inplace(*this, OpKind::Sub, o, alpha); }, AlphaArgs{alpha});
 }
 Tensor& Tensor::mul_(const Tensor& o) {
-  return recorded_inplace(Formula::Mul, *this, o, [&] { inplace(*this, OpKind::Mul, o); });
+  return op_entry_inplace(Formula::Mul, *this, o, [&] { inplace(*this, OpKind::Mul, o); });
 }
 Tensor& Tensor::div_(const Tensor& o) {
-  return recorded_inplace(Formula::Div, *this, o, [&] { inplace(*this, OpKind::Div, o); });
+  return op_entry_inplace(Formula::Div, *this, o, [&] { inplace(*this, OpKind::Div, o); });
 }
 Tensor& Tensor::operator+=(const Scalar& o) {
-  return recorded_inplace(
+  return op_entry_inplace(
       Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, o); }, ScalarArgs{o});
 }
 Tensor& Tensor::operator-=(const Scalar& o) {
   EMBER_CHECK(dtype() != kBool && !o.is_bool(), TypeError, kBoolSubtraction);
   Scalar negated = negate(o);
-  return recorded_inplace(
+  return op_entry_inplace(
       Formula::AddScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::AddScalar, negated); },
       ScalarArgs{negated});
 }
 Tensor& Tensor::operator*=(const Scalar& o) {
-  return recorded_inplace(
+  return op_entry_inplace(
       Formula::MulScalar, *this, Tensor(), [&] { inplace_scalar(*this, OpKind::MulScalar, o); }, ScalarArgs{o});
 }
 Tensor& Tensor::operator/=(const Scalar& o) { return div_(scalar_operand(*this, o)); }
@@ -371,7 +374,7 @@ Tensor& Tensor::operator/=(const Scalar& o) { return div_(scalar_operand(*this, 
 Tensor& Tensor::fill_(const Scalar& value) {
   // As c10::checked_convert: a value the dtype cannot hold is refused, not wrapped.
   detail::dispatch(dtype(), [&]<typename T>(detail::TypeTag<T>) { (void)detail::checked_to<T>(value); });
-  return recorded_inplace(Formula::Fill, *this, Tensor(), [&] {
+  return op_entry_inplace(Formula::Fill, *this, Tensor(), [&] {
     KernelCall call{OpKind::Fill, {detail::make_arg(*this)}, {}, detail::kargs::Value{value}};
     detail::launch(device(), call);
   });

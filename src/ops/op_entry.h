@@ -1,7 +1,9 @@
 // op_entry: the one door of an op entry point (Note [Op entry]).
 #pragma once
 
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ops/autocast.h"
 #include "ops/recording.h"
@@ -9,23 +11,74 @@
 namespace ember::detail {
 
 // Note [Op entry]
-// An entry point made from the op list (the floating unary and binary families, Note
-// [Declaring an op] in kernels/unary_ops.h) is one call:
-//   op_entry(autocast_op_named("Exp"), Formula::Exp, compute, a)
-// which applies the op's precision policy, from the op list's precision column
-// (EMBER_AUTOCAST_OPS, Note [Autocast] in autocast.cpp): when autocast is on for the inputs'
-// device type and the op has a row, compute runs on the cast inputs while the scope suspends
-// autocast (the casts are recorded, as Tensor::to is); then records compute's result as one
-// node of `formula` when should_record (Note [Recording ops]), compute running without
-// recording. AutocastOp::kCount: the op is in no list, and autocast costs one thread-local
-// load. The hand-written entry points of the other ops open their AutocastScope and call
-// recorded() themselves.
+// Every public op entry point of src/ops (and the functional ops of src/nn/functional) that
+// has a precision row or records a node goes through op_entry, with its row as an OpEntry:
+//   op_entry({autocast_op_named("Exp"), Formula::Exp}, [](const Tensor& x) { ... }, a)
+//   op_entry({AutocastOp::kAddmm, Formula::Addmm, AddmmArgs{beta, alpha}}, compute, bias, a, b)
+//   op_entry({.formula = Formula::Gelu, .attrs = GeluArgs{tanh}}, compute, input)
+//   op_entry({AutocastOp::kBmm}, compute, a, b)             // a composite: its inner ops record
+//   op_entry({AutocastOp::kCat, ...}, compute, tensors)      // a list of inputs (cat, stack)
+// In that order it
+//  1. applies the op's precision policy (`cast`, the op list's precision column,
+//     EMBER_AUTOCAST_OPS, Note [Autocast] in autocast.cpp): when autocast is on for the inputs'
+//     device type and the op has a row, compute runs on the cast inputs while the scope suspends
+//     autocast (the casts are recorded, as Tensor::to is), and the rest of the door is passed
+//     with them. AutocastOp::kCount: the op is in no list, and autocast costs one thread-local load.
+//  2. records compute's result as one node of `formula` with `attrs` when should_record (Note
+//     [Recording ops]), compute running without recording (`recorded`). Formula::kCount: the
+//     entry records no node of its own, compute runs as called (the ops it is made of record
+//     themselves).
+// compute is called with the inputs as the op must see them (cast or not), so what depends on
+// their dtypes (checks, promotion) lives in it. `attrs` are built by the caller (as cheap as
+// they were when handed to `recorded`); an entry whose attrs exist only when it records, or
+// follow checks on the cast inputs (cat, stack), opens a precision-only door and, in its
+// compute, a recording one. In-place entry points go through op_entry_inplace
+// (`recorded_inplace`); they have no precision row, as PyTorch's autocast lists name
+// out-of-place ops only. Multi-output ops whose node is made over prepared intermediates
+// (nll_loss, pooling, layer_norm, sort, split, views) record with `record` themselves.
+struct OpEntry {
+  AutocastOp cast = AutocastOp::kCount;  // the precision row; kCount: in no list
+  Formula formula = Formula::kCount;     // the node recorded; kCount: none of its own
+  Attrs attrs = {};                      // the node's attributes (node name, Args)
+};
+
+/// The entry point of an op over a fixed set of tensor inputs: `compute(inputs...)` under the
+/// row's precision policy, recorded as its formula (Note [Op entry]).
 template <typename F, typename... Ts>
-Tensor op_entry(AutocastOp cast, Formula formula, F&& compute, const Ts&... inputs) {
-  if (cast != AutocastOp::kCount && autocast_may_apply()) {
-    if (AutocastScope ac{cast, {&inputs...}}) return op_entry(AutocastOp::kCount, formula, compute, ac.cast(inputs)...);
+requires(std::is_same_v<Ts, Tensor>&&...) Tensor op_entry(OpEntry entry, F&& compute, const Ts&... inputs) {
+  if (entry.cast != AutocastOp::kCount && autocast_may_apply()) {
+    if (AutocastScope ac{entry.cast, {&inputs...}}) {
+      entry.cast = AutocastOp::kCount;
+      return op_entry(std::move(entry), compute, ac.cast(inputs)...);
+    }
   }
-  return recorded(formula, {&inputs...}, [&] { return compute(inputs...); });
+  // Checked here (recorded checks again) so that the attrs move only when recording.
+  if (entry.formula == Formula::kCount || !should_record({&inputs...})) return compute(inputs...);
+  return recorded(
+      entry.formula, {&inputs...}, [&] { return compute(inputs...); }, std::move(entry.attrs));
+}
+
+/// As above, over a list of inputs (cat, stack): `compute(inputs)`.
+template <typename F>
+Tensor op_entry(OpEntry entry, F&& compute, const std::vector<Tensor>& inputs) {
+  if (entry.cast != AutocastOp::kCount && autocast_may_apply()) {
+    if (AutocastScope ac{entry.cast, inputs}) {
+      entry.cast = AutocastOp::kCount;
+      return op_entry(std::move(entry), compute, ac.cast(inputs));
+    }
+  }
+  if (entry.formula == Formula::kCount || !should_record(inputs)) return compute(inputs);
+  return recorded_list(
+      entry.formula, inputs, [&] { return compute(inputs); }, std::move(entry.attrs));
+}
+
+/// The entry point of an in-place op `self = op(self, other)` (other may be undefined):
+/// `write()` recorded as `recorded_inplace` does. No precision row (Note [Op entry]).
+/// `attrs`: none, or what constructs the node's Attrs (forwarded, built once as before).
+template <typename F, typename... A>
+requires(sizeof...(A) <= 1) Tensor& op_entry_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write,
+                                                     A&&... attrs) {
+  return recorded_inplace(formula, self, other, std::forward<F>(write), std::forward<A>(attrs)...);
 }
 
 }  // namespace ember::detail
