@@ -4,7 +4,7 @@
 #include "kernels/dtype_dispatch.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -24,12 +24,15 @@ Tensor cumsum_impl(const Tensor& a, int64_t dim) {
 }  // namespace
 
 Tensor cumsum(const Tensor& a, int64_t dim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kCumsum, {&a}}) return cumsum(ac.cast(a), dim);
-  }
-  const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
-  return detail::recorded(
-      detail::Formula::Cumsum, {&a}, [&] { return cumsum_impl(a, d); }, detail::DimArgs{d});
+  return detail::op_entry(
+      {detail::AutocastOp::kCumsum},
+      [&](const Tensor& a) {
+        const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
+        return detail::op_entry(
+            {.formula = detail::Formula::Cumsum, .attrs = detail::DimArgs{d}},
+            [d](const Tensor& a) { return cumsum_impl(a, d); }, a);
+      },
+      a);
 }
 
 Tensor Tensor::cumsum(int64_t dim) const { return ember::cumsum(*this, dim); }

@@ -6,7 +6,7 @@
 #include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/matmul_precision.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 #include "runtime/backend_flags.h"
 
 namespace ember {
@@ -117,24 +117,23 @@ const char* matmul_node_name(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kMatmul, {&a, &b}}) return matmul(ac.cast(a), ac.cast(b));
-  }
-  ember::detail::Attrs attrs(ember::detail::NoArgs{}, matmul_node_name(a, b));
-  return ember::detail::recorded(
-      ember::detail::Formula::Matmul, {&a, &b}, [&] { return matmul_impl(a, b); }, std::move(attrs));
+  return detail::op_entry(
+      {detail::AutocastOp::kMatmul, detail::Formula::Matmul, detail::Attrs(detail::NoArgs{}, matmul_node_name(a, b))},
+      [](const Tensor& a, const Tensor& b) { return matmul_impl(a, b); }, a, b);
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kBmm, {&a, &b}}) return bmm(ac.cast(a), ac.cast(b));
-  }
-  EMBER_CHECK(a.dim() == 3, ValueError, "batch1 must be a 3D tensor");
-  EMBER_CHECK(b.dim() == 3, ValueError, "batch2 must be a 3D tensor");
-  EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), ValueError,
-              "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
-              "] but got: [", b.size(0), ", ", b.size(1), "].");
-  return matmul(a, b);
+  return detail::op_entry(
+      {detail::AutocastOp::kBmm},
+      [](const Tensor& a, const Tensor& b) {
+        EMBER_CHECK(a.dim() == 3, ValueError, "batch1 must be a 3D tensor");
+        EMBER_CHECK(b.dim() == 3, ValueError, "batch2 must be a 3D tensor");
+        EMBER_CHECK(b.size(0) == a.size(0) && b.size(1) == a.size(2), ValueError,
+                    "Expected size for first two dimensions of batch2 tensor to be: [", a.size(0), ", ", a.size(2),
+                    "] but got: [", b.size(0), ", ", b.size(1), "].");
+        return matmul(a, b);
+      },
+      a, b);
 }
 
 namespace {
@@ -169,21 +168,19 @@ Tensor scaled_product_plus(const Tensor& bias, const Tensor& a, const Tensor& b,
 }  // namespace
 
 Tensor addmm(const Tensor& bias, const Tensor& a, const Tensor& b, const Scalar& beta, const Scalar& alpha) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kAddmm, {&bias, &a, &b}})
-      return addmm(ac.cast(bias), ac.cast(a), ac.cast(b), beta, alpha);
-  }
-  EMBER_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
-  EMBER_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
-  detail::check_same_device(bias, a);
-  EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError,
-              "self and mat2 must have the same dtype, "
-              "but got ",
-              detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
-  auto compute = [&] { return scaled_product_plus(bias, a, b, beta, alpha); };
+  auto compute = [&](const Tensor& bias, const Tensor& a, const Tensor& b) {
+    EMBER_CHECK(a.dim() == 2, ValueError, "mat1 must be a matrix, got ", a.dim(), "-D tensor");
+    EMBER_CHECK(b.dim() == 2, ValueError, "mat2 must be a matrix, got ", b.dim(), "-D tensor");
+    detail::check_same_device(bias, a);
+    EMBER_CHECK(bias.dtype() == a.dtype() && b.dtype() == a.dtype(), TypeError,
+                "self and mat2 must have the same dtype, "
+                "but got ",
+                detail::scalar_type_name(bias.dtype()), " and ", detail::scalar_type_name(b.dtype()));
+    return scaled_product_plus(bias, a, b, beta, alpha);
+  };
   // One AddmmBackward0 node, as PyTorch's (not the nodes of the ops it is made of).
-  ember::detail::AddmmArgs attrs{beta, alpha};
-  return ember::detail::recorded(ember::detail::Formula::Addmm, {&bias, &a, &b}, compute, std::move(attrs));
+  return detail::op_entry({detail::AutocastOp::kAddmm, detail::Formula::Addmm, detail::AddmmArgs{beta, alpha}}, compute,
+                          bias, a, b);
 }
 
 namespace {
@@ -207,34 +204,33 @@ Tensor index_select_impl(const Tensor& a, int64_t dim, const Tensor& index) {
 }  // namespace
 
 Tensor index_select(const Tensor& a, int64_t dim, const Tensor& index) {
-  ember::detail::DimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim())};
-  return ember::detail::recorded(
-      ember::detail::Formula::IndexSelect, {&a, &index}, [&] { return index_select_impl(a, dim, index); },
-      std::move(attrs));
+  return detail::op_entry(
+      {.formula = detail::Formula::IndexSelect,
+       .attrs = detail::DimArgs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim())}},
+      [&](const Tensor& a, const Tensor& index) { return index_select_impl(a, dim, index); }, a, index);
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kBaddbmm, {&input, &batch1, &batch2}})
-      return baddbmm(ac.cast(input), ac.cast(batch1), ac.cast(batch2), beta, alpha);
-  }
-  EMBER_CHECK(batch1.dim() == 3, ValueError, "batch1 must be a 3D tensor");
-  EMBER_CHECK(batch2.dim() == 3, ValueError, "batch2 must be a 3D tensor");
-  EMBER_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2), ValueError,
-              "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ", batch1.size(2),
-              "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
-  detail::check_same_device(input, batch1);
-  // PyTorch 2's TORCH_META_FUNC(baddbmm), whose dtypes print as C++ type names ("float").
-  EMBER_CHECK(input.dtype() == batch1.dtype(), TypeError, "Input dtypes must be the same, got: input ",
-              cpp_type_name(input.dtype()), ", batch1: ", cpp_type_name(batch1.dtype()),
-              ", batch2: ", cpp_type_name(batch2.dtype()));
-  EMBER_CHECK(batch2.dtype() == batch1.dtype(), TypeError, "expected scalar type ",
-              detail::scalar_type_name(batch1.dtype()), " but found ", detail::scalar_type_name(batch2.dtype()));
-  auto compute = [&] { return scaled_product_plus(input, batch1, batch2, beta, alpha); };
+  auto compute = [&](const Tensor& input, const Tensor& batch1, const Tensor& batch2) {
+    EMBER_CHECK(batch1.dim() == 3, ValueError, "batch1 must be a 3D tensor");
+    EMBER_CHECK(batch2.dim() == 3, ValueError, "batch2 must be a 3D tensor");
+    EMBER_CHECK(batch2.size(0) == batch1.size(0) && batch2.size(1) == batch1.size(2), ValueError,
+                "Expected size for first two dimensions of batch2 tensor to be: [", batch1.size(0), ", ",
+                batch1.size(2), "] but got: [", batch2.size(0), ", ", batch2.size(1), "].");
+    detail::check_same_device(input, batch1);
+    // PyTorch 2's TORCH_META_FUNC(baddbmm), whose dtypes print as C++ type names ("float").
+    EMBER_CHECK(input.dtype() == batch1.dtype(), TypeError, "Input dtypes must be the same, got: input ",
+                cpp_type_name(input.dtype()), ", batch1: ", cpp_type_name(batch1.dtype()),
+                ", batch2: ", cpp_type_name(batch2.dtype()));
+    EMBER_CHECK(batch2.dtype() == batch1.dtype(), TypeError, "expected scalar type ",
+                detail::scalar_type_name(batch1.dtype()), " but found ", detail::scalar_type_name(batch2.dtype()));
+    return scaled_product_plus(input, batch1, batch2, beta, alpha);
+  };
   // addmm's formula serves: its backward is written for batched operands too.
-  ember::detail::Attrs attrs(ember::detail::AddmmArgs{beta, alpha}, "BaddbmmBackward0");
-  return ember::detail::recorded(ember::detail::Formula::Addmm, {&input, &batch1, &batch2}, compute, std::move(attrs));
+  return detail::op_entry({detail::AutocastOp::kBaddbmm, detail::Formula::Addmm,
+                           detail::Attrs(detail::AddmmArgs{beta, alpha}, "BaddbmmBackward0")},
+                          compute, input, batch1, batch2);
 }
 
 Tensor Tensor::matmul(const Tensor& o) const { return ember::matmul(*this, o); }

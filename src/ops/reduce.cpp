@@ -5,7 +5,7 @@
 #include "kernels/op_name.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -59,26 +59,24 @@ Tensor reduce(OpKind op, const Tensor& a, bool all_dims, int64_t dim, bool keepd
 namespace {
 using ember::detail::Formula;
 Tensor reduce_all(Formula f, OpKind op, const Tensor& a) {
-  return ember::detail::recorded(f, {&a}, [&] { return reduce(op, a, true, -1, false); });
+  return ember::detail::op_entry(
+      {.formula = f}, [op](const Tensor& a) { return reduce(op, a, true, -1, false); }, a);
 }
 Tensor reduce_dim(Formula f, OpKind op, const Tensor& a, int64_t dim, bool keepdim) {
-  ember::detail::ReduceDimArgs attrs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim()), keepdim};
-  return ember::detail::recorded(
-      f, {&a}, [&] { return reduce(op, a, false, dim, keepdim); }, std::move(attrs));
+  return ember::detail::op_entry(
+      {.formula = f, .attrs = ember::detail::ReduceDimArgs{a.dim() == 0 ? 0 : detail::wrap_dim(dim, a.dim()), keepdim}},
+      [&](const Tensor& a) { return reduce(op, a, false, dim, keepdim); }, a);
 }
 }  // namespace
 
 Tensor sum(const Tensor& a) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kSum, {&a}}) return sum(ac.cast(a));
-  }
-  return reduce_all(Formula::Sum, OpKind::Sum, a);
+  return ember::detail::op_entry(
+      {detail::AutocastOp::kSum}, [](const Tensor& a) { return reduce_all(Formula::Sum, OpKind::Sum, a); }, a);
 }
 Tensor sum(const Tensor& a, int64_t dim, bool keepdim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kSum, {&a}}) return sum(ac.cast(a), dim, keepdim);
-  }
-  return reduce_dim(Formula::SumDim, OpKind::Sum, a, dim, keepdim);
+  return ember::detail::op_entry(
+      {detail::AutocastOp::kSum},
+      [&](const Tensor& a) { return reduce_dim(Formula::SumDim, OpKind::Sum, a, dim, keepdim); }, a);
 }
 Tensor mean(const Tensor& a) { return reduce_all(Formula::Mean, OpKind::Mean, a); }
 Tensor mean(const Tensor& a, int64_t dim, bool keepdim) {

@@ -6,8 +6,8 @@
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 #include "ops/overlap.h"
-#include "ops/recording.h"
 
 namespace ember {
 
@@ -70,24 +70,28 @@ void scatter_add_into(Tensor& out, int64_t d, const Tensor& index, const Tensor&
 
 Tensor gather(const Tensor& a, int64_t dim, const Tensor& index) {
   const int64_t d = detail::wrap_dim(dim, std::max<int64_t>(a.dim(), 1));
-  return detail::recorded(
-      detail::Formula::Gather, {&a, &index}, [&] { return gather_impl(a, d, index); }, detail::DimArgs{d});
+  return detail::op_entry(
+      {.formula = detail::Formula::Gather, .attrs = detail::DimArgs{d}},
+      [d](const Tensor& a, const Tensor& index) { return gather_impl(a, d, index); }, a, index);
 }
 
 Tensor scatter_add(const Tensor& a, int64_t dim, const Tensor& index, const Tensor& src) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kScatterAdd, {&a, &index, &src}})
-      return scatter_add(ac.cast(a), dim, index, ac.cast(src));
-  }
-  const int64_t d = check_scatter(a, dim, index, src);
-  return detail::recorded(
-      detail::Formula::ScatterAdd, {&a, &index, &src},
-      [&] {
-        Tensor out = a.clone();
-        scatter_add_into(out, d, index, src);
-        return out;
+  // The index takes part in the policy's choice but is used as given: a valid (int64) index
+  // is never cast.
+  return detail::op_entry(
+      {detail::AutocastOp::kScatterAdd},
+      [&](const Tensor& a, const Tensor& /*index*/, const Tensor& src) {
+        const int64_t d = check_scatter(a, dim, index, src);
+        return detail::op_entry(
+            {.formula = detail::Formula::ScatterAdd, .attrs = detail::DimArgs{d}},
+            [d](const Tensor& a, const Tensor& index, const Tensor& src) {
+              Tensor out = a.clone();
+              scatter_add_into(out, d, index, src);
+              return out;
+            },
+            a, index, src);
       },
-      detail::DimArgs{d});
+      a, index, src);
 }
 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {

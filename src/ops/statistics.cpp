@@ -16,7 +16,7 @@
 #include "kernels/dtype_dispatch.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -104,27 +104,29 @@ Tensor var_impl(const Tensor& a, const IntList& dims, int64_t correction, bool k
 }  // namespace
 
 Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kLogSumExp, {&a}}) return logsumexp(ac.cast(a), dims, keepdim);
-  }
-  IntList ds = reduced_dims(a, dims);
-  return detail::recorded(
-      detail::Formula::Logsumexp, {&a}, [&] { return logsumexp_impl(a, ds, keepdim); },
-      detail::ReduceDimsArgs{ds, keepdim});
+  return detail::op_entry(
+      {detail::AutocastOp::kLogSumExp},
+      [&](const Tensor& a) {
+        IntList ds = reduced_dims(a, dims);
+        return detail::op_entry(
+            {.formula = detail::Formula::Logsumexp, .attrs = detail::ReduceDimsArgs{ds, keepdim}},
+            [&](const Tensor& a) { return logsumexp_impl(a, ds, keepdim); }, a);
+      },
+      a);
 }
 
 Tensor var(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
   IntList ds = reduced_dims(a, dims);
-  return detail::recorded(
-      detail::Formula::Var, {&a}, [&] { return var_impl(a, ds, correction, keepdim); },
-      detail::VarArgs{ds, correction, keepdim});
+  return detail::op_entry(
+      {.formula = detail::Formula::Var, .attrs = detail::VarArgs{ds, correction, keepdim}},
+      [&](const Tensor& a) { return var_impl(a, ds, correction, keepdim); }, a);
 }
 
 Tensor std(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
   IntList ds = reduced_dims(a, dims);
-  return detail::recorded(
-      detail::Formula::Std, {&a}, [&] { return var_impl(a, ds, correction, keepdim).sqrt(); },
-      detail::VarArgs{ds, correction, keepdim});
+  return detail::op_entry(
+      {.formula = detail::Formula::Std, .attrs = detail::VarArgs{ds, correction, keepdim}},
+      [&](const Tensor& a) { return var_impl(a, ds, correction, keepdim).sqrt(); }, a);
 }
 
 Tensor Tensor::logsumexp(const IntList& dims, bool keepdim) const { return ember::logsumexp(*this, dims, keepdim); }

@@ -3,7 +3,7 @@
 #include "ember/errors.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -21,12 +21,14 @@ Tensor triangle(const Tensor& a, int64_t diagonal, bool upper) {
 }  // namespace
 
 Tensor triu(const Tensor& a, int64_t diagonal) {
-  return detail::recorded(
-      detail::Formula::Triu, {&a}, [&] { return triangle(a, diagonal, true); }, detail::DiagonalArgs{diagonal});
+  return detail::op_entry(
+      {.formula = detail::Formula::Triu, .attrs = detail::DiagonalArgs{diagonal}},
+      [diagonal](const Tensor& a) { return triangle(a, diagonal, true); }, a);
 }
 Tensor tril(const Tensor& a, int64_t diagonal) {
-  return detail::recorded(
-      detail::Formula::Tril, {&a}, [&] { return triangle(a, diagonal, false); }, detail::DiagonalArgs{diagonal});
+  return detail::op_entry(
+      {.formula = detail::Formula::Tril, .attrs = detail::DiagonalArgs{diagonal}},
+      [diagonal](const Tensor& a) { return triangle(a, diagonal, false); }, a);
 }
 
 Tensor Tensor::triu(int64_t diagonal) const { return ember::triu(*this, diagonal); }
