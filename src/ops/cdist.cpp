@@ -16,6 +16,7 @@
 #include "ops/autocast.h"
 #include "ops/cdist_direct.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 #include "runtime/backend.h"
 #include "runtime/backend_flags.h"
 #include "runtime/context.h"
@@ -275,13 +276,7 @@ bool device_stream_capturing(const Tensor& x) {
   return backend->capture_status(stream->native()).first != detail::CaptureStatus::None;
 }
 
-}  // namespace
-
-Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kCdist, {&x1, &x2}})
-      return cdist(ac.cast(x1), ac.cast(x2), p, compute_mode);
-  }
+Tensor cdist_impl(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
   const int64_t mode = compute_mode_number(compute_mode);
   EMBER_CHECK(x1.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
   EMBER_CHECK(x2.dim() >= 2, ValueError, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
@@ -316,6 +311,14 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& co
   const bool use_mm =
       nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))) && !device_stream_capturing(x1);
   return CdistBackward::apply(a, b, p, use_mm).reshape(out_shape);
+}
+
+}  // namespace
+
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p, const std::string& compute_mode) {
+  return detail::op_entry(
+      {detail::AutocastOp::kCdist},
+      [&](const Tensor& x1, const Tensor& x2) { return cdist_impl(x1, x2, p, compute_mode); }, x1, x2);
 }
 
 }  // namespace ember

@@ -8,7 +8,7 @@
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -26,19 +26,23 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim);
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kCat, tensors}) return cat(ac.cast(tensors), dim);
-  }
-  if (!ember::detail::should_record(tensors)) return cat_impl(tensors, dim);
-  ember::detail::CatArgs attrs;  // each input's size along dim (-1: a skipped empty input)
-  const Tensor* reference = &tensors[0];
-  for (const Tensor& t : tensors) {
-    if (!is_legacy_empty(t)) reference = &t;
-  }
-  attrs.dim = detail::wrap_dim(dim, reference->dim());
-  for (const Tensor& t : tensors) attrs.sizes.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
-  return ember::detail::recorded_list(
-      ember::detail::Formula::Cat, tensors, [&] { return cat_impl(tensors, dim); }, std::move(attrs));
+  // Its attrs are built only when it records: a precision door, then a recording one.
+  return ember::detail::op_entry(
+      {detail::AutocastOp::kCat},
+      [dim](const std::vector<Tensor>& tensors) {
+        if (!ember::detail::should_record(tensors)) return cat_impl(tensors, dim);
+        ember::detail::CatArgs attrs;  // each input's size along dim (-1: a skipped empty input)
+        const Tensor* reference = &tensors[0];
+        for (const Tensor& t : tensors) {
+          if (!is_legacy_empty(t)) reference = &t;
+        }
+        attrs.dim = detail::wrap_dim(dim, reference->dim());
+        for (const Tensor& t : tensors) attrs.sizes.push_back(is_legacy_empty(t) ? -1 : t.size(attrs.dim));
+        return ember::detail::op_entry(
+            {.formula = ember::detail::Formula::Cat, .attrs = std::move(attrs)},
+            [dim](const std::vector<Tensor>& tensors) { return cat_impl(tensors, dim); }, tensors);
+      },
+      tensors);
 }
 
 namespace {
@@ -84,23 +88,27 @@ Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim) {
 }  // namespace
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kStack, tensors}) return stack(ac.cast(tensors), dim);
-  }
-  EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");
-  const int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError,
-                "stack expects each tensor to be equal size, but got ", IntListPrinter{tensors[0].sizes()},
-                " at entry 0 and ", IntListPrinter{tensors[i].sizes()}, " at entry ", i);
-  }
-  auto compute = [&] {
-    std::vector<Tensor> expanded;
-    expanded.reserve(tensors.size());
-    for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
-    return cat(expanded, d);
-  };
-  return ember::detail::recorded_list(ember::detail::Formula::Stack, tensors, compute, ember::detail::DimArgs{d});
+  // Its attrs follow checks on the cast inputs: a precision door, then a recording one.
+  return ember::detail::op_entry(
+      {detail::AutocastOp::kStack},
+      [dim](const std::vector<Tensor>& tensors) {
+        EMBER_CHECK(!tensors.empty(), ValueError, "stack expects a non-empty TensorList");
+        const int64_t d = detail::wrap_dim(dim, tensors[0].dim() + 1);
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          EMBER_CHECK(tensors[i].sizes() == tensors[0].sizes(), ValueError,
+                      "stack expects each tensor to be equal size, but got ", IntListPrinter{tensors[0].sizes()},
+                      " at entry 0 and ", IntListPrinter{tensors[i].sizes()}, " at entry ", i);
+        }
+        auto compute = [d](const std::vector<Tensor>& tensors) {
+          std::vector<Tensor> expanded;
+          expanded.reserve(tensors.size());
+          for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
+          return cat(expanded, d);
+        };
+        return ember::detail::op_entry({.formula = ember::detail::Formula::Stack, .attrs = ember::detail::DimArgs{d}},
+                                       compute, tensors);
+      },
+      tensors);
 }
 
 namespace {

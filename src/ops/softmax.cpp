@@ -5,7 +5,7 @@
 #include "kernels/op_name.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -60,16 +60,12 @@ Tensor arg_reduce(OpKind op, const Tensor& a, std::optional<int64_t> dim, bool k
 }  // namespace
 
 Tensor softmax(const Tensor& a, int64_t dim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kSoftmax, {&a}}) return softmax(ac.cast(a), dim);
-  }
-  return softmax_op(OpKind::Softmax, a, dim);
+  return detail::op_entry(
+      {detail::AutocastOp::kSoftmax}, [dim](const Tensor& a) { return softmax_op(OpKind::Softmax, a, dim); }, a);
 }
 Tensor log_softmax(const Tensor& a, int64_t dim) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kLogSoftmax, {&a}}) return log_softmax(ac.cast(a), dim);
-  }
-  return softmax_op(OpKind::LogSoftmax, a, dim);
+  return detail::op_entry(
+      {detail::AutocastOp::kLogSoftmax}, [dim](const Tensor& a) { return softmax_op(OpKind::LogSoftmax, a, dim); }, a);
 }
 Tensor argmax(const Tensor& a, std::optional<int64_t> dim, bool keepdim) {
   return arg_reduce(OpKind::ArgMax, a, dim, keepdim);

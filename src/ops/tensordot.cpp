@@ -10,6 +10,7 @@
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -26,13 +27,7 @@ std::vector<bool> contracted_mask(const IntList& dims, int64_t ndim) {
   return mask;
 }
 
-}  // namespace
-
-Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const IntList& dims_b) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kTensordot, {&a, &b}})
-      return tensordot(ac.cast(a), ac.cast(b), dims_a, dims_b);
-  }
+Tensor tensordot_impl(const Tensor& a, const Tensor& b, const IntList& dims_a, const IntList& dims_b) {
   EMBER_CHECK(dims_a.size() == dims_b.size(), ValueError, "both dimension lists should have same length");
   EMBER_CHECK(a.dtype() == b.dtype(), TypeError, "both inputs should have same dtype");
   detail::check_same_device(a, b);
@@ -75,20 +70,29 @@ Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const 
   return matmul(lhs, rhs).reshape(out_shape);
 }
 
+}  // namespace
+
+Tensor tensordot(const Tensor& a, const Tensor& b, const IntList& dims_a, const IntList& dims_b) {
+  return detail::op_entry(
+      {detail::AutocastOp::kTensordot},
+      [&](const Tensor& a, const Tensor& b) { return tensordot_impl(a, b, dims_a, dims_b); }, a, b);
+}
+
 Tensor tensordot(const Tensor& a, const Tensor& b, int64_t dims) {
-  if (detail::autocast_may_apply()) {
-    if (detail::AutocastScope ac{detail::AutocastOp::kTensordot, {&a, &b}})
-      return tensordot(ac.cast(a), ac.cast(b), dims);
-  }
-  EMBER_CHECK(dims >= 0, ValueError, "tensordot expects dims >= 0, but got dims=", dims);
-  EMBER_CHECK(dims <= std::min(a.dim(), b.dim()), ValueError,
-              "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);
-  IntList dims_a, dims_b;
-  for (int64_t i = 0; i < dims; ++i) {
-    dims_a.push_back(i - dims);
-    dims_b.push_back(i);
-  }
-  return tensordot(a, b, dims_a, dims_b);
+  return detail::op_entry(
+      {detail::AutocastOp::kTensordot},
+      [dims](const Tensor& a, const Tensor& b) {
+        EMBER_CHECK(dims >= 0, ValueError, "tensordot expects dims >= 0, but got dims=", dims);
+        EMBER_CHECK(dims <= std::min(a.dim(), b.dim()), ValueError,
+                    "tensordot expects dims < ndim_a or ndim_b, but got dims=", dims);
+        IntList dims_a, dims_b;
+        for (int64_t i = 0; i < dims; ++i) {
+          dims_a.push_back(i - dims);
+          dims_b.push_back(i);
+        }
+        return tensordot(a, b, dims_a, dims_b);
+      },
+      a, b);
 }
 
 }  // namespace ember
