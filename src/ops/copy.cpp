@@ -20,8 +20,8 @@
 #include "ember/factories.h"
 #include "ember/ops.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 #include "ops/overlap.h"
-#include "ops/recording.h"
 #include "runtime/context.h"
 #include "sanitizer/sanitizer.h"
 
@@ -129,7 +129,7 @@ Tensor& Tensor::copy_(const Tensor& src, bool non_blocking) {
   EMBER_CHECK(defined() && src.defined(), ValueError, "copy_(): both tensors must be defined");
   ember::detail::CopyArgs attrs;
   if (ember::detail::should_record(*this, src)) attrs.source_stream = source_stream(src, device());
-  return ember::detail::recorded_inplace(
+  return ember::detail::op_entry_inplace(
       ember::detail::Formula::CopyInPlace, *this, src, [&] { copy_values(*this, src, non_blocking); },
       std::move(attrs));
 }
@@ -166,14 +166,15 @@ Tensor Tensor::to(const TensorOptions& options, bool non_blocking, bool copy) co
   ember::detail::CopyArgs attrs;
   bool same_kind = target == device() && dtype == this->dtype();
   if (ember::detail::should_record(*this)) attrs.source_stream = source_stream(*this, target);
-  return ember::detail::recorded(
-      same_kind ? ember::detail::Formula::Clone : ember::detail::Formula::ToCopy, {this},
-      [&] {
-        Tensor out = detail::make_tensor(sizes(), dtype, target, pinned);
-        out.copy_(*this, non_blocking);
+  return ember::detail::op_entry(
+      {.formula = same_kind ? ember::detail::Formula::Clone : ember::detail::Formula::ToCopy,
+       .attrs = std::move(attrs)},
+      [&](const Tensor& self) {
+        Tensor out = detail::make_tensor(self.sizes(), dtype, target, pinned);
+        out.copy_(self, non_blocking);
         return out;
       },
-      std::move(attrs));
+      *this);
 }
 Tensor Tensor::to(Device device, bool non_blocking, bool copy) const {
   return to(TensorOptions(device), non_blocking, copy);

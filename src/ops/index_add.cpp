@@ -6,8 +6,8 @@
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
+#include "ops/op_entry.h"
 #include "ops/overlap.h"
-#include "ops/recording.h"
 
 namespace ember {
 namespace {
@@ -57,19 +57,20 @@ Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& sourc
   detail::check_no_internal_overlap(*this);
   detail::check_no_overlap(*this, index);
   detail::check_no_overlap(*this, source);
-  return detail::recorded_inplace(
+  return detail::op_entry_inplace(
       detail::Formula::IndexAdd, *this, source, [&] { launch_index_add(*this, d, index, source, alpha); },
       detail::IndexAddArgs{d, index, alpha});
 }
 
 Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
   const int64_t d = check_index_add(self, dim, index, source);
-  auto compute = [&] {
+  auto compute = [&](const Tensor& self, const Tensor& source) {
     Tensor out = self.clone();
     launch_index_add(out, d, index, source, alpha);
     return out;
   };
-  return detail::recorded(detail::Formula::IndexAdd, {&self, &source}, compute, detail::IndexAddArgs{d, index, alpha});
+  return detail::op_entry({.formula = detail::Formula::IndexAdd, .attrs = detail::IndexAddArgs{d, index, alpha}},
+                          compute, self, source);
 }
 
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {

@@ -17,7 +17,7 @@
 #include "ops/fork_rng.h"
 #include "ops/graph_rng.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 #include "runtime/context.h"
 
 namespace ember {
@@ -458,7 +458,7 @@ Tensor& Tensor::normal_(double mean, double std, std::optional<Generator> genera
   ember::detail::Attrs node(ember::detail::NoArgs{}, "NormalBackward0");
   // Complex: each part normal with std / sqrt(2), so |z - mean| has variance std^2 (as PyTorch).
   double part_std = is_complex(dtype()) ? std / std::sqrt(2.0) : std;
-  return ember::detail::recorded_inplace(
+  return ember::detail::op_entry_inplace(
       ember::detail::Formula::Fill, *this, Tensor(),
       [&] { fill_random(*this, detail::OpKind::Normal, mean, part_std, generator); }, node);
 }
@@ -469,7 +469,7 @@ Tensor& Tensor::uniform_(double from, double to, std::optional<Generator> genera
   EMBER_CHECK(from <= to, ValueError, "uniform_ expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   ember::detail::Attrs node(ember::detail::NoArgs{}, "UniformBackward0");
-  return ember::detail::recorded_inplace(
+  return ember::detail::op_entry_inplace(
       ember::detail::Formula::Fill, *this, Tensor(),
       [&] { fill_random(*this, detail::OpKind::Uniform, from, to, generator); }, node);
 }
