@@ -5,7 +5,7 @@
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -64,11 +64,12 @@ void check_clamp_dtype(DType dtype) {
 namespace {
 // Where's node: inputs (condition, taken where true, taken where false); a scalar side
 // is an undefined input.
+// No precision row: `compute` reads the inputs it captured.
 template <typename F>
 Tensor recorded_where(const Tensor& cond, const Tensor& a, const Tensor& b, F&& compute, const char* name = nullptr) {
-  ember::detail::Attrs attrs(ember::detail::NoArgs{}, name);
-  return ember::detail::recorded(ember::detail::Formula::Where, {&cond, &a, &b}, std::forward<F>(compute),
-                                 std::move(attrs));
+  return ember::detail::op_entry(
+      {.formula = ember::detail::Formula::Where, .attrs = ember::detail::Attrs(ember::detail::NoArgs{}, name)},
+      [&](const Tensor&, const Tensor&, const Tensor&) { return compute(); }, cond, a, b);
 }
 const Tensor kNone;
 }  // namespace
@@ -114,33 +115,33 @@ Tensor clamp(const Tensor& a, const std::optional<Scalar>& min, const std::optio
 }
 
 Tensor clamp(const Tensor& a, const Tensor& min, const Tensor& max) {
-  EMBER_CHECK(min.defined() || max.defined(), ValueError,
-              "torch.clamp: At least one of 'min' or 'max' must not be None");
-  detail::ResultTypeState promotion;
-  promotion.update(Operand::tensor(a.dtype(), a.dim()));
-  IntList shape = a.sizes();
-  for (const Tensor* bound : {&min, &max}) {
-    if (!bound->defined()) continue;
-    promotion.update(Operand::tensor(bound->dtype(), bound->dim()));
-    shape = detail::broadcast_shapes(shape, bound->sizes());
-  }
-  const DType dtype = promotion.result();
-  check_clamp_dtype(dtype);
-  const Device device = op_device({&a, &min, &max});
-  Tensor x = as_dtype(on_device(a, device), dtype);
-  // An absent bound is passed as x itself; the dim bits tell the kernel to ignore it.
-  Tensor lo = min.defined() ? as_dtype(on_device(min, device), dtype) : x;
-  Tensor hi = max.defined() ? as_dtype(on_device(max, device), dtype) : x;
-  detail::check_same_device(x, lo);
-  detail::check_same_device(x, hi);
-  Tensor out = detail::empty_on(shape, dtype, device);
-  KernelCall call{OpKind::Clamp, {make_arg(out)}, {make_arg(x, shape), make_arg(lo, shape), make_arg(hi, shape)}};
-  call.args = detail::kargs::Clamp{min.defined(), max.defined()};
-  detail::launch(device, call);
-  if (ember::detail::should_record({&a, &min, &max})) {
-    ember::detail::record(ember::detail::Formula::Clamp, {a, min, max}, out);
-  }
-  return out;
+  auto compute = [](const Tensor& a, const Tensor& min, const Tensor& max) {
+    EMBER_CHECK(min.defined() || max.defined(), ValueError,
+                "torch.clamp: At least one of 'min' or 'max' must not be None");
+    detail::ResultTypeState promotion;
+    promotion.update(Operand::tensor(a.dtype(), a.dim()));
+    IntList shape = a.sizes();
+    for (const Tensor* bound : {&min, &max}) {
+      if (!bound->defined()) continue;
+      promotion.update(Operand::tensor(bound->dtype(), bound->dim()));
+      shape = detail::broadcast_shapes(shape, bound->sizes());
+    }
+    const DType dtype = promotion.result();
+    check_clamp_dtype(dtype);
+    const Device device = op_device({&a, &min, &max});
+    Tensor x = as_dtype(on_device(a, device), dtype);
+    // An absent bound is passed as x itself; the dim bits tell the kernel to ignore it.
+    Tensor lo = min.defined() ? as_dtype(on_device(min, device), dtype) : x;
+    Tensor hi = max.defined() ? as_dtype(on_device(max, device), dtype) : x;
+    detail::check_same_device(x, lo);
+    detail::check_same_device(x, hi);
+    Tensor out = detail::empty_on(shape, dtype, device);
+    KernelCall call{OpKind::Clamp, {make_arg(out)}, {make_arg(x, shape), make_arg(lo, shape), make_arg(hi, shape)}};
+    call.args = detail::kargs::Clamp{min.defined(), max.defined()};
+    detail::launch(device, call);
+    return out;
+  };
+  return ember::detail::op_entry({.formula = ember::detail::Formula::Clamp}, compute, a, min, max);
 }
 
 Tensor masked_fill(const Tensor& a, const Tensor& mask, const Tensor& value) {

@@ -6,7 +6,7 @@
 #include "core/checked_math.h"
 #include "core/tensor_impl.h"
 #include "ember/errors.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember {
 
@@ -175,7 +175,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 
 Tensor Tensor::t() const {
   EMBER_CHECK(dim() <= 2, ValueError, "t() expects a tensor with <= 2 dimensions, but self is ", dim(), "D");
-  Tensor out = ember::detail::recorded(Formula::T, {this}, [&] { return dim() < 2 ? *this : transpose(0, 1); });
+  Tensor out = ember::detail::op_entry(
+      {.formula = Formula::T}, [](const Tensor& self) { return self.dim() < 2 ? self : self.transpose(0, 1); }, *this);
   if (!out.is_same(*this)) ember::detail::note_view(*this, out);
   return out;
 }
