@@ -6,7 +6,7 @@
 #include "ember/nn/functional.h"
 #include "ember/ops.h"
 #include "kernels/dtype_dispatch.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember::nn::functional {
 
@@ -22,12 +22,13 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
     EMBER_CHECK(*padding_idx < rows && *padding_idx >= -rows, ValueError, "Padding_idx must be within num_embeddings");
     if (*padding_idx < 0) *padding_idx += rows;
   }
-  auto compute = [&] {
+  auto compute = [&](const Tensor& weight) {
     IntList shape = input.sizes();
     shape.push_back(weight.size(1));
     return weight.index_select(0, input.reshape({-1})).view(shape);
   };
-  return detail::recorded(detail::Formula::Embedding, {&weight}, compute, detail::EmbeddingArgs{input, padding_idx});
+  return detail::op_entry({.formula = detail::Formula::Embedding, .attrs = detail::EmbeddingArgs{input, padding_idx}},
+                          compute, weight);
 }
 
 }  // namespace ember::nn::functional

@@ -5,24 +5,24 @@
 #include "ember/ops.h"
 #include "ops/autocast.h"
 #include "ops/nn/reduction.h"
+#include "ops/op_entry.h"
 
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kLinear, {&input, &weight, &bias}})
-      return linear(ac.cast(input), ac.cast(weight), ac.cast(bias));
-  }
-  EMBER_CHECK(weight.dim() == 2, ValueError, "linear(): expected weight to be 2-D, but got ", weight.dim(), "-D");
-  if (input.dim() == 2 && bias.defined()) return addmm(bias, input, weight.t());
-  if (input.dim() == 3 && bias.defined() && input.is_contiguous() &&
-      input.numel() > 0) {  // as PyTorch: one addmm, viewed back
-    Tensor out = addmm(bias, input.view({-1, input.size(2)}), weight.t());
-    return out.view({input.size(0), input.size(1), out.size(1)});
-  }
-  Tensor out = matmul(input, weight.t());
-  if (bias.defined()) out.add_(bias);
-  return out;
+  auto compute = [](const Tensor& input, const Tensor& weight, const Tensor& bias) {
+    EMBER_CHECK(weight.dim() == 2, ValueError, "linear(): expected weight to be 2-D, but got ", weight.dim(), "-D");
+    if (input.dim() == 2 && bias.defined()) return addmm(bias, input, weight.t());
+    if (input.dim() == 3 && bias.defined() && input.is_contiguous() &&
+        input.numel() > 0) {  // as PyTorch: one addmm, viewed back
+      Tensor out = addmm(bias, input.view({-1, input.size(2)}), weight.t());
+      return out.view({input.size(0), input.size(1), out.size(1)});
+    }
+    Tensor out = matmul(input, weight.t());
+    if (bias.defined()) out.add_(bias);
+    return out;
+  };
+  return ember::detail::op_entry({ember::detail::AutocastOp::kLinear}, compute, input, weight, bias);
 }
 
 Tensor relu(const Tensor& input) { return ember::relu(input); }
@@ -38,13 +38,14 @@ Tensor dropout(const Tensor& input, double p, bool training, std::optional<Gener
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, const std::string& reduction) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kMseLoss, {&input, &target}})
-      return mse_loss(ac.cast(input), ac.cast(target), reduction);
-  }
-  const detail::Reduction r = detail::parse_reduction(reduction);
-  Tensor diff = input - target;
-  return detail::reduce_loss(diff * diff, r);
+  return ember::detail::op_entry(
+      {ember::detail::AutocastOp::kMseLoss},
+      [&](const Tensor& input, const Tensor& target) {
+        const detail::Reduction r = detail::parse_reduction(reduction);
+        Tensor diff = input - target;
+        return detail::reduce_loss(diff * diff, r);
+      },
+      input, target);
 }
 
 Tensor one_hot(const Tensor& labels, int64_t num_classes) {

@@ -5,7 +5,7 @@
 #include "kernels/dtype_dispatch.h"
 #include "ops/launch.h"
 #include "ops/nn/transformer_backward.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember::nn::functional {
 
@@ -15,7 +15,7 @@ Tensor gelu(const Tensor& input, const std::string& approximate) {
   EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"GeluKernelImpl\" not implemented for '",
               detail::scalar_type_name(input.dtype()), "'");
   const bool tanh = approximate == "tanh";
-  auto compute = [&] {
+  auto compute = [tanh](const Tensor& input) {
     Tensor out = detail::empty_on(input.sizes(), input.dtype(), input.device());
     if (out.numel() == 0) return out;
     detail::KernelCall call{detail::OpKind::Gelu, {detail::make_arg(out)}, {detail::make_arg(input)}};
@@ -23,7 +23,7 @@ Tensor gelu(const Tensor& input, const std::string& approximate) {
     detail::launch(input.device(), call);
     return out;
   };
-  return detail::recorded(detail::Formula::Gelu, {&input}, compute, detail::GeluArgs{tanh});
+  return detail::op_entry({.formula = detail::Formula::Gelu, .attrs = detail::GeluArgs{tanh}}, compute, input);
 }
 
 }  // namespace ember::nn::functional
@@ -40,9 +40,12 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& input, bool approx
 }
 
 Tensor gelu_backward_recorded(const Tensor& grad_output, const Tensor& input, bool approximate_tanh) {
-  return recorded(
-      Formula::GeluBackward, {&grad_output, &input},
-      [&] { return gelu_backward(grad_output, input, approximate_tanh); }, GeluArgs{approximate_tanh});
+  return op_entry(
+      {.formula = Formula::GeluBackward, .attrs = GeluArgs{approximate_tanh}},
+      [approximate_tanh](const Tensor& grad_output, const Tensor& input) {
+        return gelu_backward(grad_output, input, approximate_tanh);
+      },
+      grad_output, input);
 }
 
 }  // namespace ember::detail::nn
