@@ -15,6 +15,7 @@
 #include "ops/autocast.h"
 #include "ops/matmul_precision.h"
 #include "ops/nn/grid_sample.h"
+#include "ops/op_entry.h"
 #include "runtime/backend_flags.h"
 
 namespace ember::nn::functional {
@@ -180,28 +181,27 @@ Tensor affine_grid(const Tensor& theta, const IntList& size, bool align_corners)
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const std::string& mode, const std::string& padding_mode,
                    bool align_corners) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kGridSample, {&input, &grid}})
-      return grid_sample(ac.cast(input), ac.cast(grid), mode, padding_mode, align_corners);
-  }
-  int64_t interpolation = 0;
-  if (mode == "bilinear") interpolation = 0;
-  else if (mode == "nearest") interpolation = 1;
-  else if (mode == "bicubic") interpolation = 2;
-  else
-    detail::fail<ValueError>(
-        "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '", mode, "'");
-  int64_t padding = 0;
-  if (padding_mode == "zeros") padding = 0;
-  else if (padding_mode == "border") padding = 1;
-  else if (padding_mode == "reflection") padding = 2;
-  else
-    detail::fail<ValueError>(
-        "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '",
-        padding_mode, "'");
-  // Checked before the Function records anything.
-  detail::check_grid_sampler(input, grid, interpolation);
-  return GridSampler::apply(input, grid, interpolation, padding, align_corners);
+  auto compute = [&](const Tensor& input, const Tensor& grid) {
+    int64_t interpolation = 0;
+    if (mode == "bilinear") interpolation = 0;
+    else if (mode == "nearest") interpolation = 1;
+    else if (mode == "bicubic") interpolation = 2;
+    else
+      detail::fail<ValueError>(
+          "nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but got: '", mode, "'");
+    int64_t padding = 0;
+    if (padding_mode == "zeros") padding = 0;
+    else if (padding_mode == "border") padding = 1;
+    else if (padding_mode == "reflection") padding = 2;
+    else
+      detail::fail<ValueError>(
+          "nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or 'reflection', but got: '",
+          padding_mode, "'");
+    // Checked before the Function records anything.
+    detail::check_grid_sampler(input, grid, interpolation);
+    return GridSampler::apply(input, grid, interpolation, padding, align_corners);
+  };
+  return ember::detail::op_entry({ember::detail::AutocastOp::kGridSample}, compute, input, grid);
 }
 
 }  // namespace ember::nn::functional

@@ -15,7 +15,7 @@
 // (PyTorch's run in cuDNN): their Matmul launches carry no math bits (kernels/matmul_math.h).
 #include "ember/nn/functional.h"
 #include "ember/nn/functional/conv.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 #include <memory>
 #include <string>
@@ -283,56 +283,55 @@ Tensor conv_transpose_batched(const Tensor& input, const Tensor& weight, const T
 Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias, const IntList& stride,
                    const IntList& padding, const IntList& dilation, int64_t groups, int64_t dims, const char* name,
                    const IntList* output_padding = nullptr) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kConvolution, {&input, &weight, &bias}})
-      return convolution(ac.cast(input), ac.cast(weight), ac.cast(bias), stride, padding, dilation, groups, dims, name,
-                         output_padding);
-  }
-  EMBER_CHECK(input.defined() && weight.defined(), ValueError, name, ": expected defined input and weight tensors");
-  EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, ValueError, "Expected ", dims + 1,
-              "D (unbatched) or ", dims + 2, "D (batched) input to ", name,
-              ", but got input of size: ", detail::IntListPrinter{input.sizes()});
-  EMBER_CHECK(weight.dim() == dims + 2, ValueError, "Expected ", dims + 2, "-dimensional weight for ", input.dim(),
-              "-dimensional input ", detail::IntListPrinter{input.sizes()}, ", but got weight of size ",
-              detail::IntListPrinter{weight.sizes()}, " instead");
-  detail::check_same_device(input, weight);
-  EMBER_CHECK(is_floating_point(input.dtype()), TypeError, name, ": expected a floating point input, but got ",
-              dtype_name(input.dtype()));
-  EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
-              ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
-  if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {
-    // As cuDNN's and oneDNN's half convolutions: products accumulated in float32, the result
-    // rounded once. The float32 path's TF32 rounding leaves float16 and bfloat16 values exact.
-    EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), TypeError, name, ": input type (",
-                dtype_name(input.dtype()), ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
-    const Tensor bias32 = bias.defined() ? bias.to(kFloat32) : bias;
-    return convolution(input.to(kFloat32), weight.to(kFloat32), bias32, stride, padding, dilation, groups, dims, name,
-                       output_padding)
-        .to(input.dtype());
-  }
-  EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
-  const ConvParams params = conv_params(dims, stride, padding, dilation, groups);
-  const bool transposed = output_padding != nullptr;
-  const IntList extra = transposed ? expand_param(*output_padding, dims, "output_padding") : IntList{};
-  const bool unbatched = input.dim() == dims + 1;
-  Tensor batched = unbatched ? input.unsqueeze(0) : input;
-  ember::detail::WindowArgs attrs;
-  if (ember::detail::should_record({&batched, &weight, &bias})) {
-    // kernel..., stride..., padding..., dilation..., groups, transposed (src/autograd/formulas_conv.cpp).
-    for (int64_t d = 0; d < dims; ++d) attrs.geometry.push_back(weight.size(2 + d));
-    for (const IntList* list : {&params.stride, &params.padding, &params.dilation})
-      attrs.geometry.insert(attrs.geometry.end(), list->begin(), list->end());
-    attrs.geometry.push_back(groups);
-    attrs.geometry.push_back(transposed ? 1 : 0);
-  }
-  Tensor out = ember::detail::recorded(
-      ember::detail::Formula::Conv2d, {&batched, &weight, &bias},
-      [&] {
-        return transposed ? conv_transpose_batched(batched, weight, bias, params, extra, name)
-                          : convolution_batched(batched, weight, bias, params, name);
-      },
-      std::move(attrs));
-  return unbatched ? out.squeeze(0) : out;
+  auto compute = [&](const Tensor& input, const Tensor& weight, const Tensor& bias) {
+    EMBER_CHECK(input.defined() && weight.defined(), ValueError, name, ": expected defined input and weight tensors");
+    EMBER_CHECK(input.dim() == dims + 1 || input.dim() == dims + 2, ValueError, "Expected ", dims + 1,
+                "D (unbatched) or ", dims + 2, "D (batched) input to ", name,
+                ", but got input of size: ", detail::IntListPrinter{input.sizes()});
+    EMBER_CHECK(weight.dim() == dims + 2, ValueError, "Expected ", dims + 2, "-dimensional weight for ", input.dim(),
+                "-dimensional input ", detail::IntListPrinter{input.sizes()}, ", but got weight of size ",
+                detail::IntListPrinter{weight.sizes()}, " instead");
+    detail::check_same_device(input, weight);
+    EMBER_CHECK(is_floating_point(input.dtype()), TypeError, name, ": expected a floating point input, but got ",
+                dtype_name(input.dtype()));
+    EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
+                ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
+    if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {
+      // As cuDNN's and oneDNN's half convolutions: products accumulated in float32, the result
+      // rounded once. The float32 path's TF32 rounding leaves float16 and bfloat16 values exact.
+      EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), TypeError, name, ": input type (",
+                  dtype_name(input.dtype()), ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
+      const Tensor bias32 = bias.defined() ? bias.to(kFloat32) : bias;
+      return convolution(input.to(kFloat32), weight.to(kFloat32), bias32, stride, padding, dilation, groups, dims, name,
+                         output_padding)
+          .to(input.dtype());
+    }
+    EMBER_CHECK(groups > 0, ValueError, "non-positive groups is not supported");
+    const ConvParams params = conv_params(dims, stride, padding, dilation, groups);
+    const bool transposed = output_padding != nullptr;
+    const IntList extra = transposed ? expand_param(*output_padding, dims, "output_padding") : IntList{};
+    const bool unbatched = input.dim() == dims + 1;
+    Tensor batched = unbatched ? input.unsqueeze(0) : input;
+    ember::detail::WindowArgs attrs;
+    if (ember::detail::should_record({&batched, &weight, &bias})) {
+      // kernel..., stride..., padding..., dilation..., groups, transposed (src/autograd/formulas_conv.cpp).
+      for (int64_t d = 0; d < dims; ++d) attrs.geometry.push_back(weight.size(2 + d));
+      for (const IntList* list : {&params.stride, &params.padding, &params.dilation})
+        attrs.geometry.insert(attrs.geometry.end(), list->begin(), list->end());
+      attrs.geometry.push_back(groups);
+      attrs.geometry.push_back(transposed ? 1 : 0);
+    }
+    // Recorded over the batched input, with attrs built only when recording: a second door.
+    Tensor out = ember::detail::op_entry(
+        {.formula = ember::detail::Formula::Conv2d, .attrs = std::move(attrs)},
+        [&](const Tensor& batched, const Tensor& weight, const Tensor& bias) {
+          return transposed ? conv_transpose_batched(batched, weight, bias, params, extra, name)
+                            : convolution_batched(batched, weight, bias, params, name);
+        },
+        batched, weight, bias);
+    return unbatched ? out.squeeze(0) : out;
+  };
+  return ember::detail::op_entry({ember::detail::AutocastOp::kConvolution}, compute, input, weight, bias);
 }
 
 // padding=kValid or kSame: PyTorch's _convolution_mode. "same" pads each dim by

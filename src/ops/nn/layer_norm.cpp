@@ -8,6 +8,7 @@
 #include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/nn/transformer_backward.h"
+#include "ops/op_entry.h"
 #include "ops/recording.h"
 
 namespace ember::nn::functional {
@@ -61,43 +62,42 @@ Forward layer_norm_forward(const Tensor& input, int64_t rows, int64_t cols, cons
 
 Tensor layer_norm(const Tensor& input, const IntList& normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kLayerNorm, {&input, &weight, &bias}})
-      return layer_norm(ac.cast(input), normalized_shape, ac.cast(weight), ac.cast(bias), eps);
-  }
-  const auto nd = static_cast<int64_t>(normalized_shape.size());
-  EMBER_CHECK(nd >= 1, ValueError,
-              "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
-              "least one element, but got normalized_shape = ",
-              ember::detail::IntListPrinter{normalized_shape});
-  check_affine(weight, "weight", input, normalized_shape);
-  check_affine(bias, "bias", input, normalized_shape);
-  bool matches = input.dim() >= nd;
-  for (int64_t i = 0; matches && i < nd; ++i) matches = input.size(input.dim() - nd + i) == normalized_shape[i];
-  EMBER_CHECK(
-      matches, ValueError, "Given normalized_shape=", ember::detail::IntListPrinter{normalized_shape},
-      ", expected input with shape [*",
-      [&] {
-        std::string s;
-        for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
-        return s;
-      }(),
-      "], but got input of size", ember::detail::IntListPrinter{input.sizes()});
-  EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"LayerNormKernelImpl\" not implemented for '",
-              detail::scalar_type_name(input.dtype()), "'");
-  int64_t cols = 1;
-  for (int64_t s : normalized_shape) cols *= s;
-  const int64_t rows = cols == 0 ? 0 : input.numel() / cols;
-  if (!detail::should_record({&input, &weight, &bias}))
-    return layer_norm_forward(input, rows, cols, weight, bias, eps).out;
-  Forward f;
-  {
-    NoGradGuard no_grad;
-    f = layer_norm_forward(input, rows, cols, weight, bias, eps);
-  }
-  detail::record(detail::Formula::LayerNorm, {input, weight, bias}, std::vector<Tensor*>{&f.out, &f.mean, &f.rstd},
-                 detail::LayerNormArgs{nd, eps});
-  return f.out;
+  auto compute = [&](const Tensor& input, const Tensor& weight, const Tensor& bias) {
+    const auto nd = static_cast<int64_t>(normalized_shape.size());
+    EMBER_CHECK(nd >= 1, ValueError,
+                "Expected normalized_shape to be at least 1-dimensional, i.e., containing at "
+                "least one element, but got normalized_shape = ",
+                ember::detail::IntListPrinter{normalized_shape});
+    check_affine(weight, "weight", input, normalized_shape);
+    check_affine(bias, "bias", input, normalized_shape);
+    bool matches = input.dim() >= nd;
+    for (int64_t i = 0; matches && i < nd; ++i) matches = input.size(input.dim() - nd + i) == normalized_shape[i];
+    EMBER_CHECK(
+        matches, ValueError, "Given normalized_shape=", ember::detail::IntListPrinter{normalized_shape},
+        ", expected input with shape [*",
+        [&] {
+          std::string s;
+          for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
+          return s;
+        }(),
+        "], but got input of size", ember::detail::IntListPrinter{input.sizes()});
+    EMBER_CHECK(is_floating_point(input.dtype()), TypeError, "\"LayerNormKernelImpl\" not implemented for '",
+                detail::scalar_type_name(input.dtype()), "'");
+    int64_t cols = 1;
+    for (int64_t s : normalized_shape) cols *= s;
+    const int64_t rows = cols == 0 ? 0 : input.numel() / cols;
+    if (!detail::should_record({&input, &weight, &bias}))
+      return layer_norm_forward(input, rows, cols, weight, bias, eps).out;
+    Forward f;
+    {
+      NoGradGuard no_grad;
+      f = layer_norm_forward(input, rows, cols, weight, bias, eps);
+    }
+    detail::record(detail::Formula::LayerNorm, {input, weight, bias}, std::vector<Tensor*>{&f.out, &f.mean, &f.rstd},
+                   detail::LayerNormArgs{nd, eps});
+    return f.out;
+  };
+  return ember::detail::op_entry({ember::detail::AutocastOp::kLayerNorm}, compute, input, weight, bias);
 }
 
 }  // namespace ember::nn::functional

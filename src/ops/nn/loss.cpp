@@ -12,7 +12,7 @@
 #include "ops/autocast.h"
 #include "ops/launch.h"
 #include "ops/nn/reduction.h"
-#include "ops/recording.h"
+#include "ops/op_entry.h"
 
 namespace ember::nn::functional {
 namespace {
@@ -87,46 +87,48 @@ Tensor reduce_counted(const Tensor& loss, const Tensor& counted, detail::Reducti
 }  // namespace
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kNllLoss, {&input, &target}})
-      return nll_loss(ac.cast(input), target, reduction, ignore_index);
-  }
-  const detail::Reduction r = detail::parse_reduction(reduction);
-  return nll_elements(input, target, ignore_index, r).first;
+  // The target takes part in the policy's choice but is used as given: class indices are
+  // never cast.
+  return ember::detail::op_entry(
+      {ember::detail::AutocastOp::kNllLoss},
+      [&](const Tensor& input, const Tensor& /*target*/) {
+        const detail::Reduction r = detail::parse_reduction(reduction);
+        return nll_elements(input, target, ignore_index, r).first;
+      },
+      input, target);
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const std::string& reduction, int64_t ignore_index,
                      double label_smoothing) {
-  if (ember::detail::autocast_may_apply()) {
-    if (ember::detail::AutocastScope ac{ember::detail::AutocastOp::kCrossEntropy, {&input, &target}})
-      return cross_entropy(ac.cast(input), ac.cast(target), reduction, ignore_index, label_smoothing);
-  }
-  const detail::Reduction r = detail::parse_reduction(reduction);
-  EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
-              "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
-  EMBER_CHECK(input.dim() >= 1, ValueError, "cross_entropy: expected input with at least 1 dim, but got 0-D");
-  const int64_t class_dim = input.dim() == 1 ? 0 : 1;
-  const int64_t classes = input.size(class_dim);
-  Tensor logp = log_softmax(input, class_dim);
-  if (is_floating_point(target.dtype()) && target.sizes() == input.sizes()) {
-    // Class probabilities: -sum_c p_c log q_c, smoothed towards the uniform distribution.
-    ember::detail::check_same_device(input, target);
-    Tensor p = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes)
-                                   : target;
-    Tensor loss = -(logp * p).sum(class_dim);
-    if (r == detail::Reduction::Mean)
-      return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(classes, 1));
-    return r == detail::Reduction::Sum ? loss.sum() : loss;
-  }
-  if (label_smoothing <= 0.0) return nll_elements(logp, target, ignore_index, r).first;
-  // PyTorch: (1 - e) * nll + e / C * smooth, smooth = -sum_c log q_c over counted elements.
-  auto [nll, counted] = nll_elements(logp, target, ignore_index, detail::Reduction::None);
-  Tensor loss = reduce_counted(nll, counted, r);
-  // As PyTorch, ignored elements are filled, not multiplied, with 0: their gradient stays
-  // 0 when the mean's is infinite (no element counted).
-  Tensor smooth = (-logp.sum(class_dim)).masked_fill(counted.eq(0), 0.0);
-  smooth = reduce_counted(smooth, counted, r);
-  return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / static_cast<double>(classes));
+  auto compute = [&](const Tensor& input, const Tensor& target) {
+    const detail::Reduction r = detail::parse_reduction(reduction);
+    EMBER_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
+                "label_smoothing must be between 0.0 and 1.0. Got: ", label_smoothing);
+    EMBER_CHECK(input.dim() >= 1, ValueError, "cross_entropy: expected input with at least 1 dim, but got 0-D");
+    const int64_t class_dim = input.dim() == 1 ? 0 : 1;
+    const int64_t classes = input.size(class_dim);
+    Tensor logp = log_softmax(input, class_dim);
+    if (is_floating_point(target.dtype()) && target.sizes() == input.sizes()) {
+      // Class probabilities: -sum_c p_c log q_c, smoothed towards the uniform distribution.
+      ember::detail::check_same_device(input, target);
+      Tensor p = label_smoothing > 0 ? target * (1.0 - label_smoothing) + label_smoothing / static_cast<double>(classes)
+                                     : target;
+      Tensor loss = -(logp * p).sum(class_dim);
+      if (r == detail::Reduction::Mean)
+        return loss.sum() / static_cast<double>(input.numel() / std::max<int64_t>(classes, 1));
+      return r == detail::Reduction::Sum ? loss.sum() : loss;
+    }
+    if (label_smoothing <= 0.0) return nll_elements(logp, target, ignore_index, r).first;
+    // PyTorch: (1 - e) * nll + e / C * smooth, smooth = -sum_c log q_c over counted elements.
+    auto [nll, counted] = nll_elements(logp, target, ignore_index, detail::Reduction::None);
+    Tensor loss = reduce_counted(nll, counted, r);
+    // As PyTorch, ignored elements are filled, not multiplied, with 0: their gradient stays
+    // 0 when the mean's is infinite (no element counted).
+    Tensor smooth = (-logp.sum(class_dim)).masked_fill(counted.eq(0), 0.0);
+    smooth = reduce_counted(smooth, counted, r);
+    return loss * (1.0 - label_smoothing) + smooth * (label_smoothing / static_cast<double>(classes));
+  };
+  return ember::detail::op_entry({ember::detail::AutocastOp::kCrossEntropy}, compute, input, target);
 }
 
 }  // namespace ember::nn::functional
