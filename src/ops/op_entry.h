@@ -11,31 +11,38 @@
 namespace ember::detail {
 
 // Note [Op entry]
-// Every public op entry point of src/ops (and the functional ops of src/nn/functional) that
-// has a precision row or records a node goes through op_entry, with its row as an OpEntry:
+// A public op entry point (src/ops, src/ops/nn, nn::functional's grid_sample) that has a
+// precision row or records a node goes through one door, op_entry, with its row as an OpEntry
+// (`cast`, `formula`, `attrs`) and a `compute` that takes the tensor inputs:
 //   op_entry({autocast_op_named("Exp"), Formula::Exp}, [](const Tensor& x) { ... }, a)
 //   op_entry({AutocastOp::kAddmm, Formula::Addmm, AddmmArgs{beta, alpha}}, compute, bias, a, b)
 //   op_entry({.formula = Formula::Gelu, .attrs = GeluArgs{tanh}}, compute, input)
-//   op_entry({AutocastOp::kBmm}, compute, a, b)             // a composite: its inner ops record
-//   op_entry({AutocastOp::kCat, ...}, compute, tensors)      // a list of inputs (cat, stack)
+//   op_entry({AutocastOp::kBmm}, compute, a, b)        // a composite: its inner ops record
+//   op_entry({AutocastOp::kCat}, compute, tensors)     // a list of inputs (cat, stack)
 // In that order it
-//  1. applies the op's precision policy (`cast`, the op list's precision column,
-//     EMBER_AUTOCAST_OPS, Note [Autocast] in autocast.cpp): when autocast is on for the inputs'
-//     device type and the op has a row, compute runs on the cast inputs while the scope suspends
-//     autocast (the casts are recorded, as Tensor::to is), and the rest of the door is passed
-//     with them. AutocastOp::kCount: the op is in no list, and autocast costs one thread-local load.
+//  1. applies the precision policy `cast` (the op list's precision column, EMBER_AUTOCAST_OPS,
+//     Note [Autocast] in autocast.cpp): when autocast is on for the inputs' device type and the
+//     op has a row there, an AutocastScope casts the inputs (the casts are recorded, as
+//     Tensor::to is) and suspends autocast while the rest of the door runs on the cast inputs,
+//     as the entry points' call of themselves with the cast inputs did before this door.
+//     AutocastOp::kCount: the op is in no list; autocast then costs one thread-local load.
 //  2. records compute's result as one node of `formula` with `attrs` when should_record (Note
-//     [Recording ops]), compute running without recording (`recorded`). Formula::kCount: the
-//     entry records no node of its own, compute runs as called (the ops it is made of record
-//     themselves).
-// compute is called with the inputs as the op must see them (cast or not), so what depends on
-// their dtypes (checks, promotion) lives in it. `attrs` are built by the caller (as cheap as
-// they were when handed to `recorded`); an entry whose attrs exist only when it records, or
-// follow checks on the cast inputs (cat, stack), opens a precision-only door and, in its
-// compute, a recording one. In-place entry points go through op_entry_inplace
-// (`recorded_inplace`); they have no precision row, as PyTorch's autocast lists name
-// out-of-place ops only. Multi-output ops whose node is made over prepared intermediates
-// (nll_loss, pooling, layer_norm, sort, split, views) record with `record` themselves.
+//     [Recording ops]), compute running without recording (`recorded`, `recorded_list`).
+//     Formula::kCount: no node of its own; compute runs as called (the ops it is made of, or
+//     its own door, record).
+// What depends on the inputs as the op sees them (checks of dtypes, promotion) lives in
+// compute, which gets them cast or not. `attrs` are built by the caller before the door, as
+// they were before `recorded`; they move only when the op records, so a door costs the
+// non-recording path nothing it did not pay. An entry whose attrs are built only when it
+// records, or come from checks of the cast inputs (cumsum, logsumexp, scatter_add, cat, stack,
+// convolution), opens a precision-only door whose compute opens the recording one.
+// In-place entry points go through op_entry_inplace (`recorded_inplace`); they have no
+// precision row, as PyTorch's autocast lists name out-of-place ops only.
+// Not through the door, recording with `record` themselves: nodes made over prepared
+// intermediates or with several outputs (nll_loss's elements, max_pool2d, avg_pool2d,
+// batch_norm's statistics, layer_norm, sort/topk, split), softmax's (its attrs come from its
+// checks), clamp with scalar bounds (attrs built only when recording), scatter_add_ (recorded
+// as a copy_) and the view ops (a view is made and noted in grad mode).
 struct OpEntry {
   AutocastOp cast = AutocastOp::kCount;  // the precision row; kCount: in no list
   Formula formula = Formula::kCount;     // the node recorded; kCount: none of its own
