@@ -1,7 +1,7 @@
 // op_entry: the one door of an op entry point (Note [Op entry]).
 #pragma once
 
-#include <type_traits>
+#include <concepts>
 #include <utility>
 #include <vector>
 
@@ -51,8 +51,8 @@ struct OpEntry {
 
 /// The entry point of an op over a fixed set of tensor inputs: `compute(inputs...)` under the
 /// row's precision policy, recorded as its formula (Note [Op entry]).
-template <typename F, typename... Ts>
-requires(std::is_same_v<Ts, Tensor>&&...) Tensor op_entry(OpEntry entry, F&& compute, const Ts&... inputs) {
+template <typename F, std::same_as<Tensor>... Ts>
+Tensor op_entry(OpEntry entry, F&& compute, const Ts&... inputs) {
   if (entry.cast != AutocastOp::kCount && autocast_may_apply()) {
     if (AutocastScope ac{entry.cast, {&inputs...}}) {
       entry.cast = AutocastOp::kCount;
@@ -81,10 +81,9 @@ Tensor op_entry(OpEntry entry, F&& compute, const std::vector<Tensor>& inputs) {
 
 /// The entry point of an in-place op `self = op(self, other)` (other may be undefined):
 /// `write()` recorded as `recorded_inplace` does. No precision row (Note [Op entry]).
-/// `attrs`: none, or what constructs the node's Attrs (forwarded, built once as before).
+/// `attrs`: none, or one argument the node's Attrs is made of (forwarded: made once, as before).
 template <typename F, typename... A>
-requires(sizeof...(A) <= 1) Tensor& op_entry_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write,
-                                                     A&&... attrs) {
+Tensor& op_entry_inplace(Formula formula, Tensor& self, const Tensor& other, F&& write, A&&... attrs) {
   return recorded_inplace(formula, self, other, std::forward<F>(write), std::forward<A>(attrs)...);
 }
 
