@@ -71,17 +71,25 @@ detail::OpArgs binary_args(OpKind op, const Scalar& alpha) {
   return detail::kargs::None{};
 }
 
-Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
-  EMBER_CHECK(op != OpKind::Sub || (a.dtype() != kBool && b.dtype() != kBool), TypeError, kBoolSubtraction);
-  align_devices(a, b);
-  DType dtype = compute_dtype(op, promoted(a, b));
+// The operands are taken by reference and copied only where one must be moved or converted:
+// a copy is two atomic reference-count updates, a tenth of a small op on an emulated device,
+// where each waits for the launch just handed to the stream's worker to leave this core.
+Tensor binary(OpKind op, const Tensor& a_in, const Tensor& b_in, const Scalar& alpha = 1) {
+  EMBER_CHECK(op != OpKind::Sub || (a_in.dtype() != kBool && b_in.dtype() != kBool), TypeError, kBoolSubtraction);
+  if (a_in.device() != b_in.device()) [[unlikely]] {
+    Tensor a = a_in, b = b_in;
+    align_devices(a, b);
+    return binary(op, a, b, alpha);
+  }
+  DType dtype = compute_dtype(op, promoted(a_in, b_in));
   check_op_dtype(op, dtype);
   // Equal shapes (the common case) need no broadcast shape of their own.
-  const bool same_shape = a.sizes() == b.sizes();
+  const bool same_shape = a_in.sizes() == b_in.sizes();
   IntList broadcast;
-  if (!same_shape) broadcast = detail::broadcast_shapes(a.sizes(), b.sizes());
-  if (a.dtype() != dtype) a = a.to(dtype);
-  if (b.dtype() != dtype) b = b.to(dtype);
+  if (!same_shape) broadcast = detail::broadcast_shapes(a_in.sizes(), b_in.sizes());
+  Tensor a_converted, b_converted;
+  const Tensor& a = a_in.dtype() == dtype ? a_in : (a_converted = a_in.to(dtype));
+  const Tensor& b = b_in.dtype() == dtype ? b_in : (b_converted = b_in.to(dtype));
   const IntList& shape = same_shape ? a.sizes() : broadcast;
   Tensor out = detail::empty_on(shape, is_comparison(op) ? kBool : dtype, a.device());
   KernelCall call{op, {}, {}, binary_args(op, alpha)};
@@ -92,10 +100,11 @@ Tensor binary(OpKind op, Tensor a, Tensor b, const Scalar& alpha = 1) {
   return out;
 }
 
-Tensor with_scalar(OpKind op, Tensor a, const Scalar& s) {
-  DType dtype = compute_dtype(op, detail::result_type({Operand::tensor(a.dtype(), a.dim()), Operand::scalar(s)}));
+Tensor with_scalar(OpKind op, const Tensor& a_in, const Scalar& s) {  // a_in by reference: as binary
+  DType dtype = compute_dtype(op, detail::result_type({Operand::tensor(a_in.dtype(), a_in.dim()), Operand::scalar(s)}));
   check_op_dtype(op, dtype);
-  if (a.dtype() != dtype) a = a.to(dtype);
+  Tensor a_converted;
+  const Tensor& a = a_in.dtype() == dtype ? a_in : (a_converted = a_in.to(dtype));
   Tensor out = detail::empty_on(a.sizes(), is_comparison(op) ? kBool : dtype, a.device());
   KernelCall call{op, {}, {}, detail::kargs::Value{s}};
   detail::add_arg(call.outputs, out);
@@ -115,10 +124,11 @@ Tensor scalar_operand(const Tensor& a, const Scalar& s) {
 // Comparisons against a scalar reuse the tensor-tensor kernel with a 0-dim operand.
 Tensor compare_scalar(OpKind op, const Tensor& a, const Scalar& s) { return binary(op, a, scalar_operand(a, s)); }
 
-Tensor unary(OpKind op, Tensor a, bool float_only) {
-  DType dtype = a.dtype();
+Tensor unary(OpKind op, const Tensor& a_in, bool float_only) {  // a_in by reference: as binary
+  DType dtype = a_in.dtype();
   if (float_only && is_integral(dtype, true)) dtype = default_dtype();
-  if (a.dtype() != dtype) a = a.to(dtype);
+  Tensor a_converted;
+  const Tensor& a = a_in.dtype() == dtype ? a_in : (a_converted = a_in.to(dtype));
   DType out_dtype = op == OpKind::Abs ? to_real(dtype) : dtype;  // |complex| is real
   Tensor out = detail::empty_on(a.sizes(), out_dtype, a.device());
   KernelCall call{op};
