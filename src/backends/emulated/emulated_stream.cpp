@@ -117,6 +117,14 @@ uint64_t EmulatedStream::enqueue_with(Fill&& fill) {
   tail_ = node;
   const uint64_t seq = submitted_.load(std::memory_order_relaxed) + 1;
   submitted_.store(seq, std::memory_order_release);
+  // Note [Emulated launch prefetch]: the node the next launch will fill was last read by the
+  // worker, on its core. Written as it is, its lines are still being taken from there when this
+  // thread's next locked instruction (a reference count, a mutex) waits for its stores to
+  // drain. Asked for now, they arrive while the thread goes on with the op.
+  if (first_ != reclaimed_) {
+    prefetch_for_write(first_);  // its link and header
+    first_->launch.prefetch_for_write();
+  }
   // Unlocks, and clears PARKED: this producer wakes the worker.
   producer_state_.store(0, std::memory_order_release);
   if (wake) [[unlikely]] {

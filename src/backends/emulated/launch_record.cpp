@@ -72,6 +72,11 @@ std::byte* LaunchRecord::reserve(size_t bytes) {
   return data_;
 }
 
+void LaunchRecord::prefetch_for_write() const noexcept {
+  constexpr size_t kLine = 64, kLines = 4;  // a small op's record: its arguments and three operands
+  for (size_t i = 0; i < kLines && i * kLine < capacity_; ++i) emulated::prefetch_for_write(data_ + i * kLine);
+}
+
 void LaunchRecord::pack(const KernelCall& call) {
   size_t bytes = sizeof(Arguments);
   for (const TensorArg& arg : call.outputs) bytes += operand_bytes(arg);

@@ -26,6 +26,18 @@
 
 namespace ember::detail::emulated {
 
+/// Asks this core for the cache line at `p` in a writable state (PREFETCHW; a no-op where the
+/// processor lacks it: GCC's __builtin_prefetch(p, 1) emits a read prefetch unless the target
+/// has PRFCHW, and a line read into the shared state must still be taken from the core that
+/// holds it when it is written).
+inline void prefetch_for_write(const void* p) noexcept {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  asm volatile("prefetchw %0" : : "m"(*static_cast<const std::byte*>(p)));
+#else
+  __builtin_prefetch(p, 1);
+#endif
+}
+
 class LaunchRecord {
  public:
   LaunchRecord() = default;
@@ -40,6 +52,9 @@ class LaunchRecord {
   void give_back(KernelCall& call) noexcept;
   /// Host: releases the payload (the entry is being recycled).
   void release() noexcept { payload_.reset(); }
+  /// Host: asks this core for the record's first lines in a writable state, ahead of the
+  /// next pack (Note [Emulated launch prefetch] in emulated_stream.cpp).
+  void prefetch_for_write() const noexcept;
 
  private:
   std::byte* reserve(size_t bytes);
