@@ -26,10 +26,10 @@
 
 namespace ember::detail::emulated {
 
-/// Asks this core for the cache line at `p` in a writable state (PREFETCHW; a no-op where the
-/// processor lacks it: GCC's __builtin_prefetch(p, 1) emits a read prefetch unless the target
-/// has PRFCHW, and a line read into the shared state must still be taken from the core that
-/// holds it when it is written).
+/// Asks this core for the cache line at `p` in a writable state: PREFETCHW, a hint that every
+/// AMD x86-64 processor and Intel's since Broadwell implement. Written as asm because GCC's
+/// __builtin_prefetch(p, 1) emits a read prefetch unless the target has PRFCHW, and a line
+/// read into the shared state must still be taken from the core that holds it when written.
 inline void prefetch_for_write(const void* p) noexcept {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   asm volatile("prefetchw %0" : : "m"(*static_cast<const std::byte*>(p)));
