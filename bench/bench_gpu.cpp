@@ -114,12 +114,16 @@ std::shared_ptr<nn::Module> make_mlp() {
 }
 
 /// A batch-64 Fashion-MNIST-shaped classification step: zero_grad, forward,
-/// cross-entropy, backward, Adam(1e-3).
+/// cross-entropy, backward, Adam(1e-3). With `amp`, PyTorch's mixed-precision recipe: the
+/// forward pass and the loss under autocast(cuda, float16), the loss scaled by a GradScaler,
+/// whose step unscales, checks for non-finite gradients and steps Adam.
 struct ClassifierStep {
   std::shared_ptr<nn::Module> net;
   std::unique_ptr<ember::optim::Adam> adam;
+  std::unique_ptr<ember::amp::GradScaler> scaler;
   Tensor x, y;
-  ClassifierStep(std::shared_ptr<nn::Module> model, bool capturable) : net(std::move(model)) {
+  ClassifierStep(std::shared_ptr<nn::Module> model, bool capturable, bool amp = false) : net(std::move(model)) {
+    if (amp) scaler = std::make_unique<ember::amp::GradScaler>(kDev);
     net->to(kDev);
     adam =
         std::make_unique<ember::optim::Adam>(net->parameters(), ember::optim::AdamOptions(1e-3).capturable(capturable));
@@ -130,9 +134,20 @@ struct ClassifierStep {
   }
   void operator()() {
     adam->zero_grad();
-    Tensor loss = nn::functional::cross_entropy(net->forward(x), y);
-    loss.backward();
-    adam->step();
+    if (!scaler) {
+      Tensor loss = nn::functional::cross_entropy(net->forward(x), y);
+      loss.backward();
+      adam->step();
+      return;
+    }
+    Tensor loss;
+    {
+      ember::autocast mixed(ember::kCUDA, ember::kFloat16);
+      loss = nn::functional::cross_entropy(net->forward(x), y);
+    }
+    scaler->scale(loss).backward();
+    scaler->step(*adam);
+    scaler->update();
   }
 };
 
@@ -237,6 +252,12 @@ void training_cases() {
     us = time_us(std::ref(step), 20, 5);
     return std::string("examples/train's CNN, Adam");
   });
+  run_case("cnn_step_amp/64", [&](double& us) {
+    ember::manual_seed(0);
+    ClassifierStep step(std::make_shared<examples::FashionCnn>(), false, /*amp=*/true);
+    us = time_us(std::ref(step), 20, 5);
+    return std::string("cnn_step/64 under autocast float16, GradScaler");
+  });
   run_case("mlp_step/64", [&](double& us) {
     ember::manual_seed(0);
     ClassifierStep step(make_mlp(), false);
@@ -279,6 +300,59 @@ void training_cases() {
   });
 }
 
+/// The other modules of the spec's TF32 list, each one forward and backward (gradients of
+/// the input and the parameters) of a loss that is the output's mean.
+void family_cases() {
+  run_case("lstm_step/35x20x200", [&](double& us) {
+    ember::manual_seed(0);
+    nn::LSTM lstm(200, 200, /*num_layers=*/2);
+    lstm.to(kDev);
+    ember::optim::SGD sgd(lstm.parameters(), ember::optim::SGDOptions(0.1));
+    Tensor x = ember::randn({35, 20, 200}, kOn);
+    us = time_us(
+        [&] {
+          sgd.zero_grad();
+          Tensor out = lstm.forward(x).first;
+          (out * out).mean().backward();
+          sgd.step();
+        },
+        20, 3);
+    return std::string("2-layer LSTM 200, sequence 35, batch 20, SGD");
+  });
+  run_case("conv1d/32x64x1024_k5", [&](double& us) {
+    ember::manual_seed(0);
+    nn::Conv1d conv(64, 128, 5, 1, 2);
+    conv.to(kDev);
+    Tensor x = ember::randn({32, 64, 1024}, kOn).requires_grad_();
+    us = time_us([&] { conv.forward(x).mean().backward(); }, 20, 3);
+    return std::string("64 -> 128 channels, padding 2, forward + backward");
+  });
+  run_case("conv3d/4x16x16x32x32_k3", [&](double& us) {
+    ember::manual_seed(0);
+    nn::Conv3d conv(16, 16, 3, 1, 1);
+    conv.to(kDev);
+    Tensor x = ember::randn({4, 16, 16, 32, 32}, kOn).requires_grad_();
+    us = time_us([&] { conv.forward(x).mean().backward(); }, 20, 3);
+    return std::string("16 -> 16 channels, padding 1, forward + backward");
+  });
+  run_case("grid_sample/32x16x64x64", [&](double& us) {
+    ember::manual_seed(0);
+    Tensor x = ember::randn({32, 16, 64, 64}, kOn).requires_grad_();
+    // A small rotation and shift per image.
+    Tensor theta = (ember::tensor(std::vector<float>{0.98f, -0.17f, 0.05f, 0.17f, 0.98f, -0.03f}).reshape({1, 2, 3}) +
+                    0.01 * ember::randn({32, 2, 3}))
+                       .to(kDev)
+                       .requires_grad_();
+    us = time_us(
+        [&] {
+          Tensor grid = nn::functional::affine_grid(theta, {32, 16, 64, 64});
+          nn::functional::grid_sample(x, grid).mean().backward();
+        },
+        20, 3);
+    return std::string("affine_grid + bilinear grid_sample, forward + backward");
+  });
+}
+
 }  // namespace
 
 constexpr const char* kUsage = "usage: bench_gpu [--emulated] [--only NAME[,NAME...]] [--help]\n";
@@ -316,6 +390,7 @@ int main(int argc, char** argv) {
   elementwise_cases();
   library_cases();
   training_cases();
+  family_cases();
   for (const std::string& name : g_only) {
     if (!g_seen.count(name)) {
       std::fprintf(stderr, "bench_gpu: --only: no case named '%s'\n", name.c_str());

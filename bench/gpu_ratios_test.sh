@@ -1,9 +1,9 @@
 #!/bin/sh
 # ctest gpu_benchmarks_side_by_side: bench_gpu's output format on an emulated device (its
 # header and lines say so; an unknown --only name is refused), and gpu_ratios.py on fixed
-# outputs: the ratio per case, issue 23's four verdicts from those numbers, a failed or
-# skipped case listed with why, a dry run labelled, unreadable input refused. Exit 77
-# (skipped) without python3.
+# outputs: the ratio per case, issue 23's four verdicts and issue 38's float16-step verdicts
+# from those numbers, a failed or skipped case listed with why, a dry run labelled, unreadable
+# input refused. Exit 77 (skipped) without python3.
 set -eu
 bench_gpu=$1
 ratios=$(dirname "$0")/gpu_ratios.py
@@ -28,6 +28,7 @@ ember large_add/16777216                        160.00 us
 ember small_add_host                              2.50 us wall clock per enqueue
 ember matmul/1024/tf32_on                        20.00 us
 ember cnn_step/64                              failed: CudaError: an illegal memory access
+ember cnn_step_amp/64                           600.00 us
 END
 cat >"$dir/torch.txt" <<'END'
 # torch 2.11.0 on Test GPU, timer: CUDA events
@@ -36,6 +37,7 @@ torch large_add/16777216                        150.00 us
 torch small_add_host                              5.00 us wall clock per enqueue
 torch matmul/1024/tf32_on                        19.00 us
 torch cnn_step/64                              1000.00 us
+torch cnn_step_amp/64                           800.00 us
 torch stream_wait_event                 skipped: needs a CUDA device
 END
 python3 "$ratios" "$dir/ember.txt" "$dir/torch.txt" >"$dir/table.md"
@@ -47,6 +49,8 @@ grep -q "TF32 matmul >= 0.97x PyTorch's throughput: 0.95: \*\*not met\*\*$" "$di
 grep -q "launch overhead <= PyTorch's (small_add_host): 0.50: met$" "$dir/table.md"
 grep -q "CNN training step <= 1.0x PyTorch's time: not measured" "$dir/table.md"
 grep -q '^- cnn_step/64: failed: CudaError: an illegal memory access$' "$dir/table.md"
+grep -q "^- PyTorch's float16 CNN step faster than its float32 step: 0.80x the float32 step's time: met$" "$dir/table.md"
+grep -q "^- ember's float16 CNN step faster than its float32 step: not measured" "$dir/table.md"
 grep -q "^- stream_wait_event: missing from ember's output; skipped: needs a CUDA device$" "$dir/table.md"
 if grep -q 'Dry run' "$dir/table.md"; then exit 1; fi
 

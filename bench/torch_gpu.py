@@ -227,8 +227,11 @@ def make_mlp():
                          nn.Linear(128, 10))
 
 
-def classifier_step(net, capturable=False):
-    """zero_grad, forward, cross-entropy, backward, Adam(1e-3) on a batch of 64 28x28 images."""
+def classifier_step(net, capturable=False, amp=False):
+    """zero_grad, forward, cross-entropy, backward, Adam(1e-3) on a batch of 64 28x28 images.
+    With amp, the mixed-precision recipe: forward and loss under autocast (float16 on a GPU;
+    the cpu dry run has bfloat16 and no scaler, as PyTorch 1.13's cpu autocast), the loss
+    scaled by a GradScaler whose step unscales, checks and steps Adam."""
     net.to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, **({"capturable": True} if capturable else {}))
     x = torch.rand(64, 1, 28, 28, device=dev)
@@ -238,7 +241,24 @@ def classifier_step(net, capturable=False):
         opt.zero_grad(set_to_none=True)
         F.cross_entropy(net(x), y).backward()
         opt.step()
-    return step
+
+    if not amp:
+        return step
+    scaler = torch.cuda.amp.GradScaler() if ON_GPU else None
+    amp_dtype = torch.float16 if ON_GPU else torch.bfloat16
+
+    def amp_step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(dev.type, dtype=amp_dtype):
+            loss = F.cross_entropy(net(x), y)
+        if scaler is None:
+            loss.backward()
+            opt.step()
+            return
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+    return amp_step
 
 
 # PyTorch's defaults for the training steps (bench_gpu sets the same).
@@ -250,6 +270,13 @@ torch.backends.cudnn.allow_tf32 = True
 def _():
     torch.manual_seed(0)
     return time_us(classifier_step(TrainCnn()), iters=20, warmup=5), "examples/train's CNN, Adam"
+
+
+@case("cnn_step_amp/64")
+def _():
+    torch.manual_seed(0)
+    return (time_us(classifier_step(TrainCnn(), amp=True), iters=20, warmup=5),
+            "cnn_step/64 under autocast float16, GradScaler")
 
 
 @case("mlp_step/64")
@@ -292,6 +319,55 @@ def _():
         torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
         opt.step()
     return time_us(step, iters=10, warmup=3), "examples/charlm's model, AdamW, clip 1.0"
+
+
+# The other modules of the spec's TF32 list, each one forward and backward (gradients of the
+# input and the parameters) of a loss that is the output's mean.
+@case("lstm_step/35x20x200")
+def _():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(200, 200, num_layers=2).to(dev)
+    sgd = torch.optim.SGD(lstm.parameters(), lr=0.1)
+    x = torch.randn(35, 20, 200, device=dev)
+
+    def step():
+        sgd.zero_grad(set_to_none=True)
+        out, _ = lstm(x)
+        (out * out).mean().backward()
+        sgd.step()
+    return time_us(step, iters=20, warmup=3), "2-layer LSTM 200, sequence 35, batch 20, SGD"
+
+
+@case("conv1d/32x64x1024_k5")
+def _():
+    torch.manual_seed(0)
+    conv = nn.Conv1d(64, 128, 5, padding=2).to(dev)
+    x = torch.randn(32, 64, 1024, device=dev, requires_grad=True)
+    return time_us(lambda: conv(x).mean().backward(), iters=20, warmup=3), \
+        "64 -> 128 channels, padding 2, forward + backward"
+
+
+@case("conv3d/4x16x16x32x32_k3")
+def _():
+    torch.manual_seed(0)
+    conv = nn.Conv3d(16, 16, 3, padding=1).to(dev)
+    x = torch.randn(4, 16, 16, 32, 32, device=dev, requires_grad=True)
+    return time_us(lambda: conv(x).mean().backward(), iters=20, warmup=3), \
+        "16 -> 16 channels, padding 1, forward + backward"
+
+
+@case("grid_sample/32x16x64x64")
+def _():
+    torch.manual_seed(0)
+    x = torch.randn(32, 16, 64, 64, device=dev, requires_grad=True)
+    # A small rotation and shift per image.
+    theta = (torch.tensor([[0.98, -0.17, 0.05], [0.17, 0.98, -0.03]]) + 0.01 * torch.randn(32, 2, 3)) \
+        .to(dev).requires_grad_()
+
+    def step():
+        grid = F.affine_grid(theta, [32, 16, 64, 64], align_corners=False)
+        F.grid_sample(x, grid, align_corners=False).mean().backward()
+    return time_us(step, iters=20, warmup=3), "affine_grid + bilinear grid_sample, forward + backward"
 
 
 if ONLY - seen:
