@@ -114,5 +114,74 @@ TEST(CpuMatmul, Tf32RoundingIsObservable) {
   EXPECT_LT(tf32, 1e-2);
 }
 
+// With TF32 both operands round to 10 mantissa bits before the product, whatever their layout:
+// k + 2^-12 rounds to k for k in 1..8 (a quarter of an ulp or less), so the TF32 product of
+// such values is the product of the integers, exact in float32; without TF32 the fractions
+// show. Covers row-major, transposed and unreadable operands, a broadcast batch, and an
+// output BLAS cannot write in place.
+TEST(CpuMatmul, Tf32RoundsBothOperandsInEveryLayout) {
+  const float e = std::ldexp(1.0f, -12);
+  // Batch 3 of 2x3 left operands, integers 1..6 plus 2^-12, stored row-major.
+  std::vector<float> a(18), a_int(18);
+  for (int i = 0; i < 18; ++i) {
+    a_int[i] = static_cast<float>(i % 6 + 1) + static_cast<float>(i / 6);  // 1..6, 2..7, 3..8
+    a[i] = a_int[i] + e;
+  }
+  // One 3x2 right operand shared by the batch (batch stride 0): 1..6 plus 2^-12.
+  std::vector<float> b{1 + e, 2 + e, 3 + e, 4 + e, 5 + e, 6 + e}, b_int{1, 2, 3, 4, 5, 6};
+  auto expected = [&](int64_t item, int64_t r, int64_t c) {
+    float sum = 0;
+    for (int64_t k = 0; k < 3; ++k) sum += a_int[item * 6 + r * 3 + k] * b_int[k * 2 + c];
+    return sum;
+  };
+  auto check = [&](const std::vector<float>& out, const IntList& strides, const char* layout) {
+    for (int64_t item = 0; item < 3; ++item) {
+      for (int64_t r = 0; r < 2; ++r) {
+        for (int64_t c = 0; c < 2; ++c) {
+          EXPECT_EQ(out[item * strides[0] + r * strides[1] + c * strides[2]], expected(item, r, c))
+              << layout << ": item " << item << " (" << r << ", " << c << ")";
+        }
+      }
+    }
+  };
+  std::vector<float> out(12);
+  run(matmul(arg(out, {3, 2, 2}), arg(a, {3, 2, 3}), arg(b, {3, 3, 2}, {0, 2, 1}), /*tf32=*/true));
+  check(out, {4, 2, 1}, "row-major");
+  // The shared operand's rows padded to 4 (a leading dimension that its dense copy does not have).
+  std::vector<float> b_padded(12, 1000.0f);
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int64_t c = 0; c < 2; ++c) b_padded[k * 4 + c] = b[k * 2 + c];
+  }
+  run(matmul(arg(out, {3, 2, 2}), arg(a, {3, 2, 3}), arg(b_padded, {3, 3, 2}, {0, 4, 1}), true));
+  check(out, {4, 2, 1}, "row-major, padded rows");
+  // Without TF32 the fractions stay: (1 + e)(1 + e) + (2 + e)(3 + e) + (3 + e)(5 + e) > 22.
+  std::vector<float> full(12);
+  run(matmul(arg(full, {3, 2, 2}), arg(a, {3, 2, 3}), arg(b, {3, 3, 2}, {0, 2, 1}), /*tf32=*/false));
+  EXPECT_GT(full[0], 22.0f);
+
+  // Both operands transposed (column-major), the output column-major.
+  std::vector<float> at(18), bt(6);
+  for (int64_t item = 0; item < 3; ++item) {
+    for (int64_t r = 0; r < 2; ++r) {
+      for (int64_t k = 0; k < 3; ++k) at[item * 6 + k * 2 + r] = a[item * 6 + r * 3 + k];
+    }
+  }
+  for (int64_t k = 0; k < 3; ++k) {
+    for (int64_t c = 0; c < 2; ++c) bt[c * 3 + k] = b[k * 2 + c];
+  }
+  std::vector<float> outt(12);
+  run(matmul(arg(outt, {3, 2, 2}, {4, 1, 2}), arg(at, {3, 2, 3}, {6, 1, 2}), arg(bt, {3, 3, 2}, {0, 1, 3}), true));
+  check(outt, {4, 1, 2}, "column-major");
+
+  // The left operand every other column of a wider buffer (BLAS cannot read it), the output
+  // with a column stride of 2.
+  std::vector<float> sparse(36, -100.0f);
+  for (int64_t i = 0; i < 18; ++i) sparse[2 * i] = a[i];
+  std::vector<float> wide(24, -1.0f);
+  run(matmul(arg(wide, {3, 2, 2}, {8, 4, 2}), arg(sparse, {3, 2, 3}, {12, 6, 2}), arg(b, {3, 3, 2}, {0, 2, 1}), true));
+  check(wide, {8, 4, 2}, "strided");
+  EXPECT_EQ(wide[1], -1.0f);  // the gaps untouched
+}
+
 }  // namespace
 }  // namespace ember::test

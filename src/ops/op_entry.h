@@ -31,11 +31,12 @@ namespace ember::detail {
 //     Formula::kCount: no node of its own; compute runs as called (the ops it is made of, or
 //     its own door, record).
 // What depends on the inputs as the op sees them (checks of dtypes, promotion) lives in
-// compute, which gets them cast or not. `attrs` are built by the caller before the door, as
-// they were before `recorded`; they move only when the op records, so a door costs the
-// non-recording path nothing it did not pay. An entry whose attrs are built only when it
-// records, or come from checks of the cast inputs (cumsum, logsumexp, scatter_add, cat, stack,
-// convolution), opens a precision-only door whose compute opens the recording one.
+// compute, which gets them cast or not. `attrs` are built by the caller before the door on
+// every call, as they were before `recorded` (only moving them into a node waits for
+// recording), so a door costs the non-recording path nothing it did not pay before. An entry
+// whose attrs are built only when it records, or come from checks of the cast inputs (cumsum,
+// logsumexp, scatter_add, cat, stack, convolution), opens a precision-only door whose compute
+// opens the recording one.
 // In-place entry points go through op_entry_inplace (`recorded_inplace`); they have no
 // precision row, as PyTorch's autocast lists name out-of-place ops only.
 // Not through the door, recording with `record` themselves: nodes made over prepared

@@ -21,11 +21,13 @@
 #include <algorithm>
 #include <complex>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_loops.h"
 #include "backends/cpu/cpu_ops.h"
+#include "core/storage.h"
 #include "kernels/matmul_math.h"
 
 namespace ember::detail::cpu {
@@ -63,19 +65,89 @@ BlasView blas_view(const Matrix& m) {
   return v;
 }
 
-// Rounds a float to TF32: keep sign, exponent and 10 mantissa bits, nearest even.
-float round_tf32(float x) {
-  uint32_t u = detail::float_bits(x);
-  if ((u & 0x7f800000u) == 0x7f800000u) return x;  // inf, NaN
-  u += 0xfffu + ((u >> 13) & 1u);
-  return detail::bits_float(u & 0xffffe000u);
+// Dense copies of GEMM operands, in host memory from the cpu allocator (Note [Cpu block cache]
+// in memory/cpu_allocator.cpp), so that a product's large copies (a convolution's columns,
+// 100 MB and more) are served from its cache again each step instead of faulting in fresh
+// zeroed pages. Each thread also keeps its buffers between products (an emulated device's
+// worker runs product after product, a pool thread batch item after item); one over
+// kKeptScratchBytes goes back to the allocator's cache when its product is done.
+constexpr size_t kKeptScratchBytes = size_t{16} << 20;
+
+template <typename T>
+class Scratch {
+ public:
+  /// Room for n elements, left uninitialised (the caller writes every one it reads).
+  T* resize(size_t n) {
+    if (n > capacity_) {
+      storage_.reset();
+      storage_ = make_storage(n * sizeof(T), Device(kCPU));
+      capacity_ = n;
+    }
+    return data();
+  }
+  T* data() const { return storage_ ? static_cast<T*>(storage_->data()) : nullptr; }
+  void trim() {
+    if (capacity_ * sizeof(T) > kKeptScratchBytes) {
+      storage_.reset();
+      capacity_ = 0;
+    }
+  }
+
+ private:
+  std::shared_ptr<StorageImpl> storage_;
+  size_t capacity_ = 0;
+};
+
+template <typename T>
+struct ScratchSet {
+  Scratch<T> a, b, c;
+  bool busy = false;
+};
+
+// The calling thread's buffers for one product (or one batch range), trimmed when it ends; a
+// thread whose buffers are already in use (a product inside a product) gets fresh ones.
+template <typename T>
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local ScratchSet<T> mine;
+    if (!mine.busy) {
+      mine.busy = true;
+      set_ = &mine;
+    } else {
+      own_ = std::make_unique<ScratchSet<T>>();
+      set_ = own_.get();
+    }
+  }
+  ~ScratchLease() {
+    if (own_) return;
+    set_->a.trim();
+    set_->b.trim();
+    set_->c.trim();
+    set_->busy = false;
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  ScratchSet<T>* operator->() const { return set_; }
+
+ private:
+  ScratchSet<T>* set_ = nullptr;
+  std::unique_ptr<ScratchSet<T>> own_;
+};
+
+// Rounds a float to TF32: keep sign, exponent and 10 mantissa bits, nearest even. Written
+// as a select, not a branch, so that a loop of it vectorizes.
+inline float round_tf32(float x) {
+  const uint32_t u = detail::float_bits(x);
+  const uint32_t rounded = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
+  return detail::bits_float((u & 0x7f800000u) == 0x7f800000u ? u : rounded);  // inf, NaN as they are
 }
 
 // Copies batch b of m (elements of type T) into a dense row-major buffer of Out (float16 and
 // bfloat16 widen to float exactly), optionally rounding float to TF32.
 template <typename T, typename Out = T>
-void pack(const Matrix& m, int64_t b, bool tf32, std::vector<Out>& buf) {
-  buf.resize(static_cast<size_t>(m.rows * m.cols));
+void pack(const Matrix& m, int64_t b, bool tf32, Scratch<Out>& scratch) {
+  Out* buf = scratch.resize(static_cast<size_t>(m.rows * m.cols));
   const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
   for (int64_t i = 0; i < m.rows; ++i) {
     for (int64_t j = 0; j < m.cols; ++j) {
@@ -86,6 +158,31 @@ void pack(const Matrix& m, int64_t b, bool tf32, std::vector<Out>& buf) {
       buf[i * m.cols + j] = v;
     }
   }
+}
+
+// Copies batch b of m, which BLAS reads as `v`, into a dense buffer of the same layout (rows
+// for a row-major matrix, columns for a column-major one), rounding to TF32. Each row (or
+// column) is a contiguous run, so the loop vectorizes; no transpose through the cache as
+// `pack` would make of a column-major operand. Returns how BLAS reads the buffer.
+BlasView pack_tf32_in_layout(const Matrix& m, int64_t b, BlasView v, Scratch<float>& scratch) {
+  const int64_t runs = v.row_major ? m.rows : m.cols, length = v.row_major ? m.cols : m.rows;
+  // A run of length 1 may have any stride: it is read at index 0 only.
+  const int64_t step = length == 1 ? 0 : (v.row_major ? m.col_stride : m.row_stride);
+  float* buf = scratch.resize(static_cast<size_t>(runs * length));
+  const float* src = reinterpret_cast<const float*>(m.data) + b * m.batch_stride;
+  // Over the pool (an operand can be a convolution's columns, 100 MB and more).
+  parallel_for(0, runs, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, length)), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* run = src + r * static_cast<int64_t>(v.ld);
+      float* dst = buf + r * length;
+      if (step == 1) {
+        for (int64_t j = 0; j < length; ++j) dst[j] = round_tf32(run[j]);
+      } else {
+        for (int64_t j = 0; j < length; ++j) dst[j] = round_tf32(run[j * step]);
+      }
+    }
+  });
+  return {true, v.row_major, static_cast<int>(std::max<int64_t>(1, length))};
 }
 
 template <typename T>
@@ -113,12 +210,28 @@ template <typename T>
 void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasView va, BlasView vb, BlasView vc,
                        int64_t begin, int64_t end, bool tf32) {
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
-  std::vector<T> abuf, bbuf, cbuf;
+  ScratchLease<T> scratch;
+  Scratch<T>&abuf = scratch->a, &bbuf = scratch->b, &cbuf = scratch->c;
+  BlasView rounded_a, rounded_b;  // how BLAS reads abuf and bbuf once TF32 has filled them
   for (int64_t i = begin; i < end; ++i) {
     const T* A = reinterpret_cast<const T*>(a.data) + i * a.batch_stride;
     const T* B = reinterpret_cast<const T*>(b.data) + i * b.batch_stride;
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
     BlasView ua = va, ub = vb;
+    if constexpr (std::is_same_v<T, float>) {
+      // TF32 rounds both inputs into private copies, each kept in the layout BLAS reads it in
+      // (a broadcast batch once); an operand BLAS cannot read is packed below, rounded too.
+      if (tf32 && va.ok) {
+        if (i == begin || a.batch_stride != 0) rounded_a = pack_tf32_in_layout(a, i, va, abuf);
+        A = abuf.data();
+        ua = rounded_a;
+      }
+      if (tf32 && vb.ok) {
+        if (i == begin || b.batch_stride != 0) rounded_b = pack_tf32_in_layout(b, i, vb, bbuf);
+        B = bbuf.data();
+        ub = rounded_b;
+      }
+    }
     if (!va.ok) {
       // A broadcast batch is packed once.
       if (i == begin || a.batch_stride != 0) pack<T>(a, i, tf32, abuf);
@@ -133,8 +246,7 @@ void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasVi
     T* target = C;
     BlasView uc = vc;
     if (!vc.ok) {
-      cbuf.resize(static_cast<size_t>(M) * N);
-      target = cbuf.data();
+      target = cbuf.resize(static_cast<size_t>(M) * N);
       uc = {true, true, std::max(1, N)};
     }
     // In C's order an operand stored the other way round is transposed.
@@ -142,7 +254,7 @@ void matmul_blas_items(const Matrix& a, const Matrix& b, const Matrix& c, BlasVi
             target, uc.ld);
     if (!vc.ok) {
       for (int64_t r = 0; r < M; ++r) {
-        for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = cbuf[r * N + col];
+        for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = target[r * N + col];
       }
     }
   }
@@ -167,8 +279,7 @@ void over_batch(const Matrix& a, const Matrix& c, int64_t batch, Items&& items) 
 
 template <typename T>
 void matmul_blas(const Matrix& a, const Matrix& b, const Matrix& c, int64_t batch, bool tf32) {
-  BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
-  if (tf32) va.ok = vb.ok = false;  // rounding needs a private copy anyway
+  const BlasView va = blas_view(a), vb = blas_view(b), vc = blas_view(c);
   over_batch(a, c, batch,
              [&](int64_t begin, int64_t end) { matmul_blas_items<T>(a, b, c, va, vb, vc, begin, end, tf32); });
 }
@@ -208,21 +319,24 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
   const int M = static_cast<int>(c.rows), N = static_cast<int>(c.cols), K = static_cast<int>(a.cols);
   const bool half_accumulation = std::is_same_v<T, Half> && (math & kMatmulHalfAccumulation) != 0;
   const bool split_k = (math & kMatmulReducedReduction) != 0 && K > kSplitKBlock;
-  std::vector<float> abuf, bbuf, cbuf(static_cast<size_t>(M) * N), part;
+  ScratchLease<float> scratch;
+  Scratch<float>&abuf = scratch->a, &bbuf = scratch->b;
+  float* const cdata = scratch->c.resize(static_cast<size_t>(M) * N);
+  std::vector<float> part;
   for (int64_t i = begin; i < end; ++i) {
     if (i == begin || a.batch_stride != 0) pack<T, float>(a, i, false, abuf);  // a broadcast batch once
     if (i == begin || b.batch_stride != 0) pack<T, float>(b, i, false, bbuf);
     if (half_accumulation) {
-      gemm_half_accumulated(M, N, K, abuf.data(), bbuf.data(), cbuf.data());
+      gemm_half_accumulated(M, N, K, abuf.data(), bbuf.data(), cdata);
     } else if (split_k) {
-      gemm_split_k_rounded<T>(M, N, K, abuf.data(), bbuf.data(), cbuf.data(), part);
+      gemm_split_k_rounded<T>(M, N, K, abuf.data(), bbuf.data(), cdata, part);
     } else {
-      gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cbuf.data(),
+      gemm<float>(true, false, false, M, N, K, abuf.data(), std::max(1, K), bbuf.data(), std::max(1, N), cdata,
                   std::max(1, N));
     }
     T* C = reinterpret_cast<T*>(c.data) + i * c.batch_stride;
     for (int64_t r = 0; r < M; ++r) {
-      for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = convert<T>(cbuf[r * N + col]);
+      for (int64_t col = 0; col < N; ++col) C[r * c.row_stride + col * c.col_stride] = convert<T>(cdata[r * N + col]);
     }
   }
 }
