@@ -244,7 +244,9 @@ def classifier_step(net, capturable=False, amp=False):
 
     if not amp:
         return step
-    scaler = torch.cuda.amp.GradScaler() if ON_GPU else None
+    scaler = None
+    if ON_GPU:  # torch.amp.GradScaler from PyTorch 2.3; torch.cuda.amp's is deprecated there
+        scaler = torch.amp.GradScaler("cuda") if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler()
     amp_dtype = torch.float16 if ON_GPU else torch.bfloat16
 
     def amp_step():
