@@ -69,9 +69,11 @@ BlasView blas_view(const Matrix& m) {
 // in memory/cpu_allocator.cpp), so that a product's large copies (a convolution's columns,
 // 100 MB and more) are served from its cache again each step instead of faulting in fresh
 // zeroed pages. Each thread also keeps its buffers between products (an emulated device's
-// worker runs product after product, a pool thread batch item after item); one over
-// kKeptScratchBytes goes back to the allocator's cache when its product is done.
-constexpr size_t kKeptScratchBytes = size_t{16} << 20;
+// worker runs product after product, a pool thread batch item after item), up to
+// kKeptScratchBytes each, which spares a small product the allocator's lock; a larger one
+// goes back to the allocator's cache when its product is done, so a thread holds at most
+// three such buffers per element type between products.
+constexpr size_t kKeptScratchBytes = size_t{1} << 20;
 
 template <typename T>
 class Scratch {
