@@ -341,6 +341,72 @@ TEST_P(ConvNd, Tf32FollowsTheCudnnFlagOnCudaDevicesOnly) {
   EXPECT_EQ(centre, dev_.is_cuda() ? 27.0f : 27.0f * x_value);
 }
 
+// float16 and bfloat16 convolutions (Note [Half convolutions]): every case, forward and its
+// three gradients, in the reduced dtype, against the same computation in float32 (TF32 off) from
+// the same rounded inputs and output gradient. Products accumulate in float32 on every backend,
+// so each value is within a few of the dtype's ulps of the float32 one (cuda devices round the
+// product before adding the bias, and the input gradient's columns before folding them).
+TEST_P(ConvNd, HalfConvolutionsAgreeWithFloat32) {
+  backends::cudnn.allow_tf32 = false;
+  for (DType d : {kFloat16, kBFloat16}) {
+    const double ulp = d == kFloat16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+    for (const Case& c : cases()) {
+      const std::string what = std::string(c.name) + (d == kFloat16 ? " float16" : " bfloat16");
+      const Tensor x0 = seq(c.input, 0.37, 1.0, dev_).to(d), w0 = seq(c.weight, 0.23, 0.5, dev_).to(d);
+      const Tensor b0 = c.bias ? seq({c.bias}, 0.71, 0.3, dev_).to(d) : Tensor();
+      Tensor x = x0.clone().requires_grad_(), w = w0.clone().requires_grad_();
+      Tensor b = c.bias ? b0.clone().requires_grad_() : Tensor();
+      Tensor out = c.conv(x, w, b);
+      ASSERT_EQ(out.dtype(), d) << what;
+      const Tensor upstream = seq(out.sizes(), 0.13, 1.0, dev_).to(d);
+      out.backward(upstream);
+      Tensor x32 = x0.to(kFloat32).requires_grad_(), w32 = w0.to(kFloat32).requires_grad_();
+      Tensor b32 = c.bias ? b0.to(kFloat32).requires_grad_() : Tensor();
+      Tensor out32 = c.conv(x32, w32, b32);
+      out32.backward(upstream.to(kFloat32));
+      // Within 4 ulps of the largest magnitude of each result (sums of a few terms).
+      auto close = [&](const Tensor& got, const Tensor& want, const char* part) {
+        ASSERT_EQ(got.dtype(), d) << what << " " << part;
+        const double scale = want.abs().max().item<double>();
+        const double error = (got.to(kFloat32) - want).abs().max().item<double>();
+        EXPECT_LE(error, 4 * ulp * scale) << what << " " << part;
+      };
+      close(out, out32, "output");
+      close(x.grad(), x32.grad(), "input gradient");
+      close(w.grad(), w32.grad(), "weight gradient");
+      if (c.bias) close(b.grad(), b32.grad(), "bias gradient");
+    }
+  }
+  backends::cudnn.allow_tf32 = true;
+}
+
+// On a GPU a float16 convolution runs in float16 (Note [Half convolutions]): its columns take
+// half the bytes of float32 ones and no float32 copy of the input is made; an emulated device
+// widens to float32 once instead. The peak of allocated memory during one forward shows the
+// route: below the float32 columns' size on a GPU, at least that size on an emulated device.
+TEST(HalfConvolutionMemory, AFloat16ConvolutionStaysInFloat16OnAGpuOnly) {
+  EMBER_REQUIRE_DEVICES(1);
+  const Device cuda(kCUDA, 0);
+  const Tensor x = randn({2, 4, 32, 32}, TensorOptions(kFloat16).device(cuda));
+  const Tensor w = randn({8, 4, 3, 3}, TensorOptions(kFloat16).device(cuda));
+  NoGradGuard no_grad;
+  (void)F::conv2d(x, w, {}, {1}, {1});  // warm-up
+  cuda::synchronize();
+  const size_t before = cuda::memory_allocated(0);
+  cuda::reset_peak_memory_stats(0);
+  const Tensor out = F::conv2d(x, w, {}, {1}, {1});
+  cuda::synchronize();
+  EXPECT_EQ(out.dtype(), kFloat16);
+  const size_t float32_columns = size_t{4} * 9 * 2 * 32 * 32 * 4;  // rows x N x positions x 4 bytes
+  const size_t peak = cuda::max_memory_allocated(0) - before;
+  if (cuda::backend_name() == "driver") {
+    EXPECT_LT(peak, float32_columns) << "peak " << peak << " bytes";
+    EXPECT_GE(peak, float32_columns / 2) << "the float16 columns are allocated";
+  } else {
+    EXPECT_GE(peak, float32_columns) << "peak " << peak << " bytes: the float32 route";
+  }
+}
+
 EMBER_ON_DEVICES(ConvNd, "cpu", "cuda:0");
 
 TEST(ConvNdErrors, BadInputIsATypedErrorWithPyTorchsMessage) {

@@ -81,6 +81,11 @@ class Backend {
   /// kernels and copies can reach it. Host-side engines (Gloo) rely on it, through
   /// launch_host_task.
   virtual bool device_memory_is_host_addressable() const noexcept { return false; }
+  /// True when float16 and bfloat16 arithmetic runs on the device's own units (a GPU's), so
+  /// that an op is fastest kept in its reduced dtype; false, the default, where a kernel
+  /// converts each element in software (emulated devices run host kernels), where an op may
+  /// widen its operands to float32 once instead (Note [Half convolutions]).
+  virtual bool computes_reduced_floats_natively() const noexcept { return false; }
   // ---- virtual memory (optional: expandable segments) ----------------------------
   /// True when the four hooks below work on `device`; false, the default: the caching
   /// allocator then keeps fixed-size segments even with expandable_segments:True.

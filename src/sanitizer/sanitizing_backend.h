@@ -45,6 +45,9 @@ class SanitizingBackend final : public Backend {
   bool device_memory_is_host_addressable() const noexcept override {
     return upstream_.device_memory_is_host_addressable();
   }
+  bool computes_reduced_floats_natively() const noexcept override {
+    return upstream_.computes_reduced_floats_natively();
+  }
   void* pinned_alloc(size_t bytes) override;
   void pinned_free(void* ptr) override;
   bool host_register(void* ptr, size_t bytes) override { return upstream_.host_register(ptr, bytes); }

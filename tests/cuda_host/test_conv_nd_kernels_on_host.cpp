@@ -1,8 +1,8 @@
 // The driver's Im2Col and Col2Im (cuda_im2col.cu) run on the host against the
 // cpu's (cpu_im2col.cpp) for 1-D and 3-D convolutions (2-D:
 // test_cuda_kernels_on_host.cpp and test_training_kernels_on_host.cpp):
-// strides, padding, dilation, strided inputs and channel-major columns, float32
-// and float64 (Note [Convolution spatial dims]).
+// strides, padding, dilation, strided inputs and channel-major columns, float32, float64,
+// float16 and bfloat16 (Note [Convolution spatial dims], Note [Half convolutions]).
 #include "compare_with_cpu.h"
 #include "ops/nn/backward_kernels.h"
 
@@ -31,7 +31,7 @@ TEST(ConvNdKernelsOnHost, Im2ColAndCol2ImMatchCpuIn1dAnd3d) {
       {{2, 3, 3, 4, 4}, {3, 3, 3}, {2, 1, 2}, {1, 1, 1}, {1, 1, 1}},
       {{1, 1, 5, 3, 6}, {2, 1, 3}, {1, 1, 1}, {2, 0, 0}, {3, 1, 2}},
   };
-  for (DType d : {kFloat32, kFloat64}) {
+  for (DType d : {kFloat32, kFloat64, kFloat16, kBFloat16}) {  // Col2Im sums float16/bfloat16 in float
     for (const ConvNdCase& c : cases) {
       const detail::ConvGeometry g = geometry_of(c);
       const int64_t rows = c.input[1] * g.kernel_volume(), positions = g.positions();

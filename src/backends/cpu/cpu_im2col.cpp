@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
+#include <vector>
 
 #include "ember/errors.h"
 #include "kernels/conv_geometry.h"
+#include "kernels/convert.h"
 #include "kernels/parallel.h"
 
 namespace ember::detail::cpu {
@@ -104,8 +106,11 @@ void im2col(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
 // (c, a, i, j) is added into the input rows it was read from, with the same split into
 // padding and inside spans. Planes are independent, so the pool needs no atomics and the
 // order of the additions (and so the result) does not depend on the thread count.
+// Float16 and bfloat16 planes are summed in float and rounded once when done, as the driver's
+// Col2Im does (each element's additions in the same order: kernel offset by kernel offset).
 template <typename T>
 void col2im(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
+  using Acc = compute_t<T>;
   const int64_t batch = out.sizes[0], channels = out.sizes[1];
   const ConvSpatialExtent e = conv_spatial_extent(out.sizes, out.strides);  // contiguous
   const int64_t plane_size = e.depth * e.height * e.width;
@@ -115,10 +120,13 @@ void col2im(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
   const int64_t plane_work = g.kernel_volume() * g.positions() + plane_size;
   parallel_for(0, batch * channels, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(plane_work, 1)),
                [&](int64_t begin, int64_t end) {
+                 std::vector<Acc> wide(std::is_same_v<Acc, T> ? 0 : static_cast<size_t>(plane_size));
                  for (int64_t p = begin; p < end; ++p) {
                    const int64_t n = p / channels, c = p % channels;
-                   T* plane = dst + p * plane_size;
-                   std::fill(plane, plane + plane_size, T(0));
+                   Acc* plane;
+                   if constexpr (std::is_same_v<Acc, T>) plane = dst + p * plane_size;
+                   else plane = wide.data();
+                   std::fill(plane, plane + plane_size, Acc(0));
                    for (int64_t a = 0; a < g.kernel_d; ++a) {
                      for (int64_t i = 0; i < g.kernel_h; ++i) {
                        for (int64_t j = 0; j < g.kernel_w; ++j) {
@@ -131,18 +139,23 @@ void col2im(const TensorArg& in, const TensorArg& out, const ConvGeometry& g) {
                            for (int64_t oy = 0; oy < g.out_h; ++oy) {
                              const int64_t y = oy * g.stride_h - g.pad_h + i * g.dilation_h;
                              if (y < 0 || y >= e.height) continue;
-                             T* line = plane + (z * e.height + y) * e.width;
+                             Acc* line = plane + (z * e.height + y) * e.width;
                              const T* r = row + (oz * g.out_h + oy) * g.out_w * s2;
                              if (g.stride_w == 1 && s2 == 1) {
-                               T* target = line + x_offset;
-                               for (int64_t ox = lo; ox < hi; ++ox) target[ox] += r[ox];
+                               Acc* target = line + x_offset;
+                               for (int64_t ox = lo; ox < hi; ++ox) target[ox] += convert<Acc>(r[ox]);
                              } else {
-                               for (int64_t ox = lo; ox < hi; ++ox) line[ox * g.stride_w + x_offset] += r[ox * s2];
+                               for (int64_t ox = lo; ox < hi; ++ox)
+                                 line[ox * g.stride_w + x_offset] += convert<Acc>(r[ox * s2]);
                              }
                            }
                          }
                        }
                      }
+                   }
+                   if constexpr (!std::is_same_v<Acc, T>) {
+                     T* target = dst + p * plane_size;
+                     for (int64_t k = 0; k < plane_size; ++k) target[k] = convert<T>(plane[k]);
                    }
                  }
                });
@@ -159,6 +172,8 @@ void run_col2im(const KernelCall& call) {
   switch (out.dtype) {
     case kFloat32: col2im<float>(call.inputs[0], out, geometry); break;
     case kFloat64: col2im<double>(call.inputs[0], out, geometry); break;
+    case kFloat16: col2im<Half>(call.inputs[0], out, geometry); break;
+    case kBFloat16: col2im<BFloat16>(call.inputs[0], out, geometry); break;
     default: EMBER_ASSERT(false);
   }
 }
@@ -170,6 +185,9 @@ void run_im2col(const KernelCall& call) {
   switch (in.dtype) {
     case kFloat32: im2col<float>(in, call.outputs[0], geometry); break;
     case kFloat64: im2col<double>(in, call.outputs[0], geometry); break;
+    // float16, bfloat16: a copy of their bits (zero bits are +0)
+    case kFloat16:
+    case kBFloat16: im2col<uint16_t>(in, call.outputs[0], geometry); break;
     default: EMBER_ASSERT(false);
   }
 }

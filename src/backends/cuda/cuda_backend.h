@@ -53,6 +53,7 @@ class DriverBackend final : public Backend {
   ~DriverBackend() override = default;
 
   const char* name() const noexcept override { return "driver"; }
+  bool computes_reduced_floats_natively() const noexcept override { return true; }
   int device_count() const override { return device_count_; }
   cuda::DeviceProperties properties(int device) const override;
   void set_device(int device) override;

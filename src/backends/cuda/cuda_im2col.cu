@@ -1,10 +1,12 @@
 // Im2Col and Col2Im on the driver backend for 1, 2 and 3 spatial dims (contracts in
 // kernels/conv_geometry.h). Im2Col: one thread per column element, reading the input
 // through its strides, writing the columns through theirs. Col2Im: one thread per input element, summing the column
-// entries that were read from it (a gather, so no atomics and a fixed order).
+// entries that were read from it (a gather, so no atomics and a fixed order); float16 and
+// bfloat16 sum in float and round once, at the store.
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_fft_conv_kernels.h"
 #include "backends/cuda/cuda_ops.h"
+#include "kernels/convert.h"
 
 namespace ember::detail::driver {
 namespace {
@@ -80,7 +82,7 @@ __global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
     const int64_t z = rest % a.e.depth;
     rest /= a.e.depth;
     const int64_t c = rest % a.channels, n = rest / a.channels;
-    T sum = 0;
+    compute_t<T> sum = 0;  // float for float16 and bfloat16: one rounding, at the store
     for (int64_t k = 0; k < a.g.kernel_d; ++k) {
       const int64_t oz = reading_position(z, k, a.g.stride_d, a.g.pad_d, a.g.dilation_d, a.g.out_d);
       if (oz < 0) continue;
@@ -92,11 +94,12 @@ __global__ void col2im_kernel(const T* columns, T* output, Col2ImArgs a) {
           if (ox < 0) continue;
           const int64_t row = ((c * a.g.kernel_d + k) * a.g.kernel_h + i) * a.g.kernel_w + j;
           const int64_t position = (oz * a.g.out_h + oy) * a.g.out_w + ox;
-          sum += columns[n * a.col_stride_n + row * a.col_stride_row + position * a.col_stride_pos];
+          sum +=
+              convert<compute_t<T>>(columns[n * a.col_stride_n + row * a.col_stride_row + position * a.col_stride_pos]);
         }
       }
     }
-    output[index] = sum;
+    output[index] = convert<T>(sum);
   }
 }
 
@@ -113,9 +116,12 @@ void launch_im2col(const TensorArg& input, const TensorArg& columns, const ConvG
   if (input.dtype == kFloat64)
     im2col_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const double*>(input.data),
                                                    static_cast<double*>(columns.data), a);
-  else
+  else if (input.dtype == kFloat32)
     im2col_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(input.data),
                                                    static_cast<float*>(columns.data), a);
+  else  // float16, bfloat16: a copy of their bits (zero bits are +0)
+    im2col_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const uint16_t*>(input.data),
+                                                   static_cast<uint16_t*>(columns.data), a);
   check_launch(stream);
 }
 
@@ -130,9 +136,15 @@ void launch_col2im(const TensorArg& columns, const TensorArg& output, const Conv
   if (output.dtype == kFloat64)
     col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const double*>(columns.data),
                                                    static_cast<double*>(output.data), a);
-  else
+  else if (output.dtype == kFloat32)
     col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const float*>(columns.data),
                                                    static_cast<float*>(output.data), a);
+  else if (output.dtype == kFloat16)
+    col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const Half*>(columns.data),
+                                                   static_cast<Half*>(output.data), a);
+  else
+    col2im_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<const BFloat16*>(columns.data),
+                                                   static_cast<BFloat16*>(output.data), a);
   check_launch(stream);
 }
 

@@ -2,6 +2,22 @@
 // dims on every backend (Note [Convolution spatial dims] in kernels/conv_geometry.h); its
 // input and weight gradients as Matmul + Col2Im and Im2Col + Matmul (ops/nn/backward_kernels.h).
 //
+// Note [Half convolutions]
+// float16 and bfloat16 convolutions accumulate their products in float32 on every backend.
+// On a GPU (the driver backend: Backend::computes_reduced_floats_natively), as cuDNN's, they
+// run in their own dtype: the columns are float16 (bfloat16), each group's GEMM takes float16
+// operands with float32 accumulation (cuBLAS's 32F compute type, tensor cores) and rounds its
+// product once; the bias is added after, in the output's dtype (a second rounding, as
+// PyTorch's cuDNN path adds it); Col2Im sums in float and rounds once. So a float16
+// convolution moves half the bytes of a float32 one and uses the half-precision units, instead
+// of costing a float32 convolution plus the casts. On the cpu, as oneDNN's, and on emulated
+// devices, whose host kernels convert every float16 element in software, the inputs are
+// widened to float32 once and the result (bias included) rounded once: there the columns,
+// nine or more times the input's size for a 3x3 kernel, would otherwise be converted in every
+// product (the emulated float16 CNN step took 1.3x as long that way). Both routes give each
+// value within a few of the dtype's ulps of the float32 result (test_conv_nd). Autocast (Note
+// [Autocast]) lists convolutions among its lower-precision ops.
+//
 // Note [Convolution TF32]
 // A convolution is one Im2Col KernelCall that unfolds input patches into columns, then
 // one Matmul KernelCall per group: out[:, group] = weight[group] @ columns[group] (Note
@@ -30,6 +46,7 @@
 #include "ops/launch.h"
 #include "ops/nn/backward_kernels.h"
 #include "ops/nn/conv_padding.h"
+#include "runtime/backend.h"
 #include "runtime/backend_flags.h"
 
 namespace ember {
@@ -296,9 +313,9 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const Tensor& bias
                 dtype_name(input.dtype()));
     EMBER_CHECK(weight.dtype() == input.dtype(), TypeError, name, ": input type (", dtype_name(input.dtype()),
                 ") and weight type (", dtype_name(weight.dtype()), ") should be the same");
-    if (input.dtype() == kFloat16 || input.dtype() == kBFloat16) {
-      // As cuDNN's and oneDNN's half convolutions: products accumulated in float32, the result
-      // rounded once. The float32 path's TF32 rounding leaves float16 and bfloat16 values exact.
+    if ((input.dtype() == kFloat16 || input.dtype() == kBFloat16) &&
+        (!input.is_cuda() || !detail::backend().computes_reduced_floats_natively())) {
+      // Note [Half convolutions]: through float32, rounded once (the cpu, emulated devices).
       EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), TypeError, name, ": input type (",
                   dtype_name(input.dtype()), ") and bias type (", dtype_name(bias.dtype()), ") should be the same");
       const Tensor bias32 = bias.defined() ? bias.to(kFloat32) : bias;
