@@ -114,6 +114,31 @@ TEST(CpuMatmul, Tf32RoundingIsObservable) {
   EXPECT_LT(tf32, 1e-2);
 }
 
+// A float16 product widens its operands to float and narrows the float sums back (the host's
+// branch-free conversions): times a 1x1 identity, every float16 value comes back as it was
+// (NaNs as NaNs), read row-major and as a transposed (column-major) operand.
+TEST(CpuMatmul, Float16ProductsKeepEveryFloat16Value) {
+  std::vector<Half> values(65536), one{Half(1.0f)}, out(65536);
+  for (uint32_t i = 0; i < 65536; ++i) values[i].bits = static_cast<uint16_t>(i);
+  for (bool column_major : {false, true}) {
+    // values as a {65536, 1} left operand (row-major), or as a {1, 65536} right operand stored
+    // column by column.
+    if (!column_major) {
+      run(matmul(arg(out, {1, 65536, 1}), arg(values, {1, 65536, 1}), arg(one, {1, 1, 1})));
+    } else {
+      run(matmul(arg(out, {1, 1, 65536}), arg(one, {1, 1, 1}), arg(values, {1, 1, 65536}, {65536, 1, 1})));
+    }
+    int wrong = 0;
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const bool nan = ((i >> 10) & 0x1f) == 0x1f && (i & 0x3ff) != 0;
+      const bool same = nan ? (((out[i].bits >> 10) & 0x1f) == 0x1f && (out[i].bits & 0x3ff) != 0)
+                            : out[i].bits == values[i].bits || (i & 0x7fff) == 0;  // -0 * 1 may give +0
+      if (!same && wrong++ < 5) ADD_FAILURE() << std::hex << "float16 0x" << i << " came back as 0x" << out[i].bits;
+    }
+    EXPECT_EQ(wrong, 0) << (column_major ? "column-major" : "row-major");
+  }
+}
+
 // With TF32 both operands round to 10 mantissa bits before the product, whatever their layout:
 // k + 2^-12 rounds to k for k in 1..8 (a quarter of an ulp or less), so the TF32 product of
 // such values is the product of the integers, exact in float32; without TF32 the fractions
