@@ -113,7 +113,7 @@ std::shared_ptr<nn::Module> make_mlp() {
       std::make_shared<nn::Linear>(256, 128), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(128, 10)});
 }
 
-/// A batch-64 Fashion-MNIST-shaped classification step: zero_grad, forward,
+/// A Fashion-MNIST-shaped classification step (batch 64 unless said): zero_grad, forward,
 /// cross-entropy, backward, Adam(1e-3). With `amp`, PyTorch's mixed-precision recipe: the
 /// forward pass and the loss under autocast(cuda, float16), the loss scaled by a GradScaler,
 /// whose step unscales, checks for non-finite gradients and steps Adam.
@@ -122,14 +122,15 @@ struct ClassifierStep {
   std::unique_ptr<ember::optim::Adam> adam;
   std::unique_ptr<ember::amp::GradScaler> scaler;
   Tensor x, y;
-  ClassifierStep(std::shared_ptr<nn::Module> model, bool capturable, bool amp = false) : net(std::move(model)) {
+  ClassifierStep(std::shared_ptr<nn::Module> model, bool capturable, bool amp = false, int64_t batch = 64)
+      : net(std::move(model)) {
     if (amp) scaler = std::make_unique<ember::amp::GradScaler>(kDev);
     net->to(kDev);
     adam =
         std::make_unique<ember::optim::Adam>(net->parameters(), ember::optim::AdamOptions(1e-3).capturable(capturable));
-    x = ember::rand({64, 1, 28, 28}, kOn);
-    std::vector<int64_t> labels(64);
-    for (int64_t i = 0; i < 64; ++i) labels[static_cast<size_t>(i)] = i % 10;
+    x = ember::rand({batch, 1, 28, 28}, kOn);
+    std::vector<int64_t> labels(static_cast<size_t>(batch));
+    for (int64_t i = 0; i < batch; ++i) labels[static_cast<size_t>(i)] = i % 10;
     y = ember::tensor(labels).to(kDev);
   }
   void operator()() {
@@ -257,6 +258,19 @@ void training_cases() {
     ClassifierStep step(std::make_shared<examples::FashionCnn>(), false, /*amp=*/true);
     us = time_us(std::ref(step), 20, 5);
     return std::string("cnn_step/64 under autocast float16, GradScaler");
+  });
+  // The same steps at batch 1024, where a GPU's time goes to arithmetic rather than launches.
+  run_case("cnn_step/1024", [&](double& us) {
+    ember::manual_seed(0);
+    ClassifierStep step(std::make_shared<examples::FashionCnn>(), false, false, 1024);
+    us = time_us(std::ref(step), 20, 5);
+    return std::string("examples/train's CNN, Adam, batch 1024");
+  });
+  run_case("cnn_step_amp/1024", [&](double& us) {
+    ember::manual_seed(0);
+    ClassifierStep step(std::make_shared<examples::FashionCnn>(), false, /*amp=*/true, 1024);
+    us = time_us(std::ref(step), 20, 5);
+    return std::string("cnn_step/1024 under autocast float16, GradScaler");
   });
   run_case("mlp_step/64", [&](double& us) {
     ember::manual_seed(0);

@@ -9,8 +9,8 @@ gpu-run, as a markdown table of ember / PyTorch per case, then issue 23's four t
   clock per op);
 - the CNN training step <= 1.0x PyTorch's time (cnn_step/64);
 
-then issue 38's: the float16 CNN step (cnn_step_amp/64, autocast and GradScaler) faster than
-the float32 one (cnn_step/64), for ember and for PyTorch.
+then issue 38's: the float16 CNN step (cnn_step_amp/64 and /1024, autocast and GradScaler)
+faster than the float32 one (cnn_step/64 and /1024), for ember and for PyTorch.
 
     python3 bench/gpu_ratios.py EMBER_OUTPUT TORCH_OUTPUT
 
@@ -107,14 +107,14 @@ def main(argv):
         else:
             print(f"- {label}: not measured ({name} not timed on both sides: see below)")
     print("\n## Mixed precision (issue 38)\n")
-    for side, who in ((ember, "ember"), (torch, "PyTorch")):
-        full, half = us(side, "cnn_step/64"), us(side, "cnn_step_amp/64")
-        if full and half:
-            print(f"- {who}'s float16 CNN step faster than its float32 step: {half / full:.2f}x the float32 "
-                  f"step's time: {verdict(half < full)}")
-        else:
-            print(f"- {who}'s float16 CNN step faster than its float32 step: not measured "
-                  f"(cnn_step/64 or cnn_step_amp/64 not timed: see below)")
+    for batch in (64, 1024):
+        for side, who in ((ember, "ember"), (torch, "PyTorch")):
+            full, half = us(side, f"cnn_step/{batch}"), us(side, f"cnn_step_amp/{batch}")
+            label = f"{who}'s float16 CNN step (batch {batch}) faster than its float32 step"
+            if full and half:
+                print(f"- {label}: {half / full:.2f}x the float32 step's time: {verdict(half < full)}")
+            else:
+                print(f"- {label}: not measured (cnn_step/{batch} or cnn_step_amp/{batch} not timed: see below)")
     if missing:
         print("\n## Missing, failed or skipped cases\n")
         for m in missing:

@@ -227,15 +227,15 @@ def make_mlp():
                          nn.Linear(128, 10))
 
 
-def classifier_step(net, capturable=False, amp=False):
-    """zero_grad, forward, cross-entropy, backward, Adam(1e-3) on a batch of 64 28x28 images.
+def classifier_step(net, capturable=False, amp=False, batch=64):
+    """zero_grad, forward, cross-entropy, backward, Adam(1e-3) on a batch of 28x28 images.
     With amp, the mixed-precision recipe: forward and loss under autocast (float16 on a GPU;
     the cpu dry run has bfloat16 and no scaler, as PyTorch 1.13's cpu autocast), the loss
     scaled by a GradScaler whose step unscales, checks and steps Adam."""
     net.to(dev)
     opt = torch.optim.Adam(net.parameters(), lr=1e-3, **({"capturable": True} if capturable else {}))
-    x = torch.rand(64, 1, 28, 28, device=dev)
-    y = (torch.arange(64) % 10).to(dev)
+    x = torch.rand(batch, 1, 28, 28, device=dev)
+    y = (torch.arange(batch) % 10).to(dev)
 
     def step():
         opt.zero_grad(set_to_none=True)
@@ -279,6 +279,20 @@ def _():
     torch.manual_seed(0)
     return (time_us(classifier_step(TrainCnn(), amp=True), iters=20, warmup=5),
             "cnn_step/64 under autocast float16, GradScaler")
+
+
+# The same steps at batch 1024, where a GPU's time goes to arithmetic rather than launches.
+@case("cnn_step/1024")
+def _():
+    torch.manual_seed(0)
+    return time_us(classifier_step(TrainCnn(), batch=1024), iters=20, warmup=5), "examples/train's CNN, Adam, batch 1024"
+
+
+@case("cnn_step_amp/1024")
+def _():
+    torch.manual_seed(0)
+    return (time_us(classifier_step(TrainCnn(), amp=True, batch=1024), iters=20, warmup=5),
+            "cnn_step/1024 under autocast float16, GradScaler")
 
 
 @case("mlp_step/64")
