@@ -2,12 +2,17 @@
 // the internal assert.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/type_promotion.h"
 #include "ember/dtype.h"
 #include "ember/errors.h"
+#include "ember/half.h"
 #include "ember/scalar.h"
 
 namespace ember {
@@ -24,6 +29,53 @@ std::string str(DType dtype) {
   std::ostringstream out;
   out << dtype;
   return out.str();
+}
+
+// Half's conversions (branch-free, include/ember/half.h): every float16 value widens to the
+// float IEEE 754 gives it (computed here from its fields) and narrows back to the same bits;
+// float -> float16 rounds as PyTorch's .half() does (the table: PyTorch 1.13,
+// /usr/bin/python3, torch.tensor(v, dtype=torch.float32).half().view(torch.int16)).
+TEST(Half, ConversionsMatchIeeeAndPyTorch) {
+  int wrong = 0;
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    const double sign = (h & 0x8000) ? -1.0 : 1.0;
+    const float got = Half::to_float(static_cast<uint16_t>(h));
+    if (exponent == 31 && mantissa != 0) {
+      if (!std::isnan(got) && wrong++ < 5) ADD_FAILURE() << std::hex << "0x" << h << " should be NaN";
+      continue;
+    }
+    const double want = exponent == 31  ? sign * INFINITY
+                        : exponent == 0 ? sign * std::ldexp(mantissa, -24)
+                                        : sign * std::ldexp(1024.0 + mantissa, static_cast<int>(exponent) - 25);
+    const bool same =
+        static_cast<double>(got) == want && std::signbit(got) == std::signbit(want) && Half::from_float(got) == h;
+    if (!same && wrong++ < 5) ADD_FAILURE() << std::hex << "0x" << h << ": " << got << " vs " << want;
+  }
+  EXPECT_EQ(wrong, 0);
+  const std::vector<std::pair<float, uint16_t>> torch_half = {{0.0f, 0x0000},
+                                                              {-0.0f, 0x8000},
+                                                              {1.0f, 0x3c00},
+                                                              {65504.0f, 0x7bff},
+                                                              {65519.99f, 0x7bff},
+                                                              {65520.0f, 0x7c00},
+                                                              {-65520.0f, 0xfc00},
+                                                              {1e-08f, 0x0000},
+                                                              {2.98023224e-08f, 0x0},
+                                                              {2.98023259e-08f, 0x1},
+                                                              {5.96046448e-08f, 0x1},
+                                                              {8.94069672e-08f, 0x2},
+                                                              {6.09755516e-05f, 0x3ff},
+                                                              {6.10351562e-05f, 0x400},
+                                                              {1.0009765625f, 0x3c01},
+                                                              {1.00048828125f, 0x3c00},
+                                                              {1.00146484375f, 0x3c02},
+                                                              {INFINITY, 0x7c00},
+                                                              {-INFINITY, 0xfc00},
+                                                              {NAN, 0x7e00},
+                                                              {3.40282347e+38f, 0x7c00},
+                                                              {1e-45f, 0x0000}};
+  for (const auto& [value, bits] : torch_half) EXPECT_EQ(Half::from_float(value), bits) << value;
 }
 
 TEST(DType, ElementSizeMatchesCppType) {

@@ -162,49 +162,6 @@ void pack(const Matrix& m, int64_t b, bool tf32, Scratch<Out>& scratch) {
   }
 }
 
-// A float16's value as a float, without branches (bit masks, so a loop of it vectorizes,
-// where Half's own conversion tests the exponent): normal values rebias the exponent, infinities and NaNs
-// move to float's top exponent, zeros and subnormals are scaled by 2^-24 through float
-// arithmetic on the mantissa.
-inline float half_to_float_vectorizable(uint16_t h) {
-  const uint32_t magnitude = static_cast<uint32_t>(h & 0x7fffu) << 13, exponent = magnitude & 0x0f800000u;
-  const uint32_t rebiased = magnitude + (uint32_t{112} << 23);                               // 127 - 15
-  const uint32_t special = rebiased + (uint32_t{112} << 23);                                 // inf, NaN: exponent 255
-  const float tiny = detail::bits_float(rebiased + (uint32_t{1} << 23)) - 6.103515625e-05f;  // zero, subnormal
-  const uint32_t is_special = 0u - static_cast<uint32_t>(exponent == 0x0f800000u);           // all ones or none
-  const uint32_t is_tiny = 0u - static_cast<uint32_t>(exponent == 0);
-  const uint32_t bits =
-      (special & is_special) | (detail::float_bits(tiny) & is_tiny) | (rebiased & ~(is_special | is_tiny));
-  return detail::bits_float(bits | (static_cast<uint32_t>(h & 0x8000u) << 16));
-}
-
-// Half::from_float without branches (the same bits for every float: nearest even, overflow
-// to infinity, NaN to the quiet NaN 0x7e00, subnormals through float addition), so a loop of
-// it vectorizes.
-inline uint16_t float_to_half_vectorizable(float f) {
-  const uint32_t x = detail::float_bits(f), abs = x & 0x7fffffffu;
-  const uint32_t normal = (abs + 0xc8000fffu + ((abs >> 13) & 1u)) >> 13;  // rebias, round to nearest even
-  const uint32_t tiny = detail::float_bits(detail::bits_float(abs & 0x3fffffffu) + 0.5f) - 0x3f000000u;
-  const uint32_t is_nan = 0u - static_cast<uint32_t>(abs > 0x7f800000u);
-  const uint32_t is_big = (0u - static_cast<uint32_t>(abs >= 0x477ff000u)) & ~is_nan;  // infinity after rounding
-  const uint32_t is_tiny = 0u - static_cast<uint32_t>(abs < 0x38800000u);              // zero or subnormal
-  const uint32_t is_normal = ~(is_nan | is_big | is_tiny);
-  const uint32_t bits = (0x7e00u & is_nan) | (0x7c00u & is_big) | (tiny & is_tiny) | (normal & is_normal);
-  return static_cast<uint16_t>(((x >> 16) & 0x8000u) | bits);
-}
-
-// The result's element from its float32 sum (one rounding).
-template <typename T>
-inline T narrow_result(float v) {
-  if constexpr (std::is_same_v<T, Half>) {
-    Half h;
-    h.bits = float_to_half_vectorizable(v);
-    return h;
-  } else {
-    return convert<T>(v);
-  }
-}
-
 // Copies batch b of m (elements of type T), which BLAS reads as `v`, into a dense float buffer
 // of the same layout (rows for a row-major matrix, columns for a column-major one), widening
 // float16/bfloat16 or rounding float to TF32. Each row (or column) is a contiguous run, so
@@ -218,13 +175,9 @@ BlasView pack_in_layout(const Matrix& m, int64_t b, BlasView v, bool tf32, Scrat
   float* buf = scratch.resize(static_cast<size_t>(runs * length));
   const T* src = reinterpret_cast<const T*>(m.data) + b * m.batch_stride;
   auto value = [tf32](T x) {
-    if constexpr (std::is_same_v<T, Half>) {
-      return half_to_float_vectorizable(x.bits);
-    } else {
-      const float f = convert<float>(x);
-      if constexpr (std::is_same_v<T, float>) return tf32 ? round_tf32(f) : f;
-      else return f;
-    }
+    const float f = convert<float>(x);
+    if constexpr (std::is_same_v<T, float>) return tf32 ? round_tf32(f) : f;
+    else return f;
   };
   // Over the pool (an operand can be a convolution's columns, 100 MB and more).
   parallel_for(0, runs, std::max<int64_t>(1, kGrainSize / std::max<int64_t>(1, length)), [&](int64_t r0, int64_t r1) {
@@ -408,9 +361,9 @@ void matmul_widened_items(const Matrix& a, const Matrix& b, const Matrix& c, int
         const float* from = cdata + r * N;
         T* to = C + r * c.row_stride;
         if (c.col_stride == 1) {
-          for (int64_t col = 0; col < N; ++col) to[col] = narrow_result<T>(from[col]);
+          for (int64_t col = 0; col < N; ++col) to[col] = convert<T>(from[col]);
         } else {
-          for (int64_t col = 0; col < N; ++col) to[col * c.col_stride] = narrow_result<T>(from[col]);
+          for (int64_t col = 0; col < N; ++col) to[col * c.col_stride] = convert<T>(from[col]);
         }
       }
     });
