@@ -35,6 +35,30 @@ TEST(CpuReduce, SumOverEachDim) {
   EXPECT_EQ((reduce<float, float>(OpKind::Sum, x, {2, 3}, 0, {1, 3})), (std::vector<float>{5, 7, 9}));
 }
 
+// kargs::Dim::more: further dims reduced in the same pass, keepdim or squeezed output, any strides.
+TEST(CpuReduce, SeveralDimsInOnePass) {
+  std::vector<float> x(24);  // 2x3x4, x[i][j][k] = 12i + 4j + k
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i);
+  auto over = [&](int64_t dim, uint64_t more, IntList out_sizes, IntList sizes = {2, 3, 4}, IntList strides = {}) {
+    int64_t n = 1;
+    for (int64_t s : out_sizes) n *= s;
+    std::vector<float> out(static_cast<size_t>(n), -7.0f);
+    KernelCall c = call(OpKind::Sum, {arg(out, out_sizes)}, {arg(x, sizes, strides)});
+    c.args = detail::kargs::Dim{dim, more};
+    run(c);
+    return out;
+  };
+  // Dims 0 and 2: sum_{i,k} = 2 * (4 * 4j + 6) + 4 * 12 = 32j + 60.
+  EXPECT_EQ(over(0, 1u << 2, {3}), (std::vector<float>{60, 92, 124}));
+  EXPECT_EQ(over(0, 1u << 2, {1, 3, 1}), (std::vector<float>{60, 92, 124}));
+  // Dims 1 and 2 (one dense run per output).
+  EXPECT_EQ(over(1, 1u << 2, {2}), (std::vector<float>{66, 210}));
+  // A transposed view {4, 3, 2} of the same data, dims 0 and 2: the j sums again.
+  EXPECT_EQ(over(0, 1u << 2, {3}, {4, 3, 2}, {1, 4, 12}), (std::vector<float>{60, 92, 124}));
+  // A mask past the last dim is refused.
+  EXPECT_THROW(over(0, 1u << 3, {3}), IndexError);
+}
+
 TEST(CpuReduce, IntegerAndBoolSumsToInt64) {
   std::vector<int8_t> x{100, 100, 100, -1};
   EXPECT_EQ((reduce<int64_t, int8_t>(OpKind::Sum, x, {4}, -1, {})), (std::vector<int64_t>{299}));
@@ -77,6 +101,42 @@ TEST(CpuReduce, MaxMinPropagateNaN) {
   auto cols = reduce<float, float>(OpKind::Max, m, {3, 2}, 0, {2});
   EXPECT_EQ(cols[0], 3);
   EXPECT_TRUE(std::isnan(cols[1]));
+}
+
+// Few outputs over many rows: the columns path cuts the rows into chunks of 1024 whose partial
+// results combine in order ({5000, 3} and a strided {3000, 2} view over dim 0): sums as exact
+// as a double reference allows, means, a NaN in one column, and All over bools.
+TEST(CpuReduce, ColumnsOverManyRowsInChunks) {
+  std::vector<float> x(15000);
+  uint32_t state = 12345;
+  for (float& v : x) {
+    state = state * 1664525u + 1013904223u;
+    v = static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 2.0f - 1.0f;
+  }
+  std::vector<double> expected(3, 0.0);
+  for (size_t i = 0; i < x.size(); ++i) expected[i % 3] += x[i];
+  const auto sums = reduce<float, float>(OpKind::Sum, x, {5000, 3}, 0, {3});
+  const auto means = reduce<float, float>(OpKind::Mean, x, {5000, 3}, 0, {1, 3});
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_NEAR(sums[c], expected[c], 1e-5 * (1 + std::abs(expected[c]))) << c;
+    EXPECT_NEAR(means[c], expected[c] / 5000, 1e-7) << c;
+  }
+  // Every other row and the first two columns of each: a strided input.
+  std::vector<double> strided(2, 0.0);
+  for (int64_t r = 0; r < 5000; r += 2) strided[0] += x[r * 3], strided[1] += x[r * 3 + 1];
+  const auto picked = reduce<float, float>(OpKind::Sum, x, {2500, 2}, 0, {2}, {6, 1});
+  EXPECT_NEAR(picked[0], strided[0], 1e-5 * (1 + std::abs(strided[0])));
+  EXPECT_NEAR(picked[1], strided[1], 1e-5 * (1 + std::abs(strided[1])));
+  x[4000 * 3 + 1] = std::numeric_limits<float>::quiet_NaN();  // row 4000: the fourth chunk
+  const auto maxima = reduce<float, float>(OpKind::Max, x, {5000, 3}, 0, {3});
+  EXPECT_FALSE(std::isnan(maxima[0]));
+  EXPECT_TRUE(std::isnan(maxima[1]));
+  std::vector<uint8_t> flags(6000, 1), all_out(2);
+  flags[4001] = 0;  // column 1 of row 2000
+  KernelCall c = call(OpKind::All, {bool_arg(all_out, {2})}, {bool_arg(flags, {3000, 2})});
+  c.args = detail::kargs::Dim{0};
+  run(c);
+  EXPECT_EQ(all_out, (std::vector<uint8_t>{1, 0}));
 }
 
 TEST(CpuReduce, EmptyReductions) {

@@ -1,4 +1,4 @@
-// cumsum, logsumexp, var and std: values against PyTorch 1.13's (the numbers below come from
+// cumsum, sum and mean over dims, logsumexp, var and std: values against PyTorch 1.13's (the numbers below come from
 // /usr/bin/python3, torch 1.13), dims lists (negative, several, empty = all), keepdim,
 // correction 0 and 1, dtypes, numerically hard inputs, errors, gradients, and the device
 // equal to the cpu.
@@ -114,6 +114,65 @@ TEST_P(ScanStatistics, VarAndStdMatchPyTorch) {
   EXPECT_THROW_MSG(T({1, 2}, kInt64).var(), TypeError, "std and var only support floating point");
 }
 
+// sum and mean over a list of dims, in one launch (numbers from /usr/bin/python3, torch 1.13).
+TEST_P(ScanStatistics, SumAndMeanOverDimsMatchPyTorch) {
+  expect_values(x().sum({0, 1}), {6.25});
+  expect_values(sum(x(), {1, 0}), {6.25});
+  EXPECT_EQ(x().sum({0, 1}, /*keepdim=*/true).sizes(), (IntList{1, 1}));
+  expect_values(x().mean({-1}), {1.1875, 0.9375, -0.5625});
+  Tensor y = (arange(24, TensorOptions(kFloat64).device(dev_)) * 0.5 - 3).reshape({2, 3, 4});
+  expect_values(y.sum({0, 2}), {6.0, 22.0, 38.0});  // dims not next to each other
+  expect_values(y.sum({-1, 0}), {6.0, 22.0, 38.0});
+  expect_values(y.transpose(0, 2).sum({0, 2}), {6.0, 22.0, 38.0});  // non-contiguous
+  Tensor m = y.mean({0, 2}, /*keepdim=*/true);
+  EXPECT_EQ(m.sizes(), (IntList{1, 3, 1}));
+  expect_values(m, {0.75, 2.75, 4.75});
+  expect_values(y.sum(IntList{}), {66.0});  // every dim (a bare {} would pick sum(int64_t dim))
+  // One rounding: float16 {{2048, 1}, {1, 0}} sums to 2050 at once; dim by dim, 2049 rounds
+  // to 2048 twice (torch: h.sum((0, 1)) is 2050, h.sum(1).sum(0) 2048).
+  Tensor h = T({{2048, 1}, {1, 0}}, kFloat16);
+  expect_values(h.sum({0, 1}), {2050});
+  expect_values(h.sum(1).sum(0), {2048});
+  Tensor wide = h.sum({0, 1}, false, kFloat32);
+  EXPECT_EQ(wide.dtype(), kFloat32);
+  expect_values(wide, {2050});
+  Tensor i = T({{1, 2}, {3, 4}}, kInt32);
+  EXPECT_EQ(i.sum({0, 1}).dtype(), kInt64);
+  expect_ints(i.sum({0, 1}), {10});
+  EXPECT_EQ(i.sum({0, 1}, false, kFloat32).dtype(), kFloat32);
+  expect_values(i.mean({0}, false, kFloat64), {2, 3});
+  EXPECT_EQ(x().sum({0}, false, kFloat16).dtype(), kFloat16);  // narrower: cast first, as PyTorch
+  // Empty and 0-dim inputs.
+  Tensor e = zeros({3, 0, 2}, TensorOptions(kFloat32).device(dev_));
+  expect_values(e.sum({0, 1}), {0, 0});
+  expect_values(e.sum(IntList{1}), {0, 0, 0, 0, 0, 0});
+  expect_values(e.mean({0, 1}), {NAN, NAN});
+  expect_values(T(2.5).sum(IntList{}), {2.5});
+  expect_values(T(2.5).sum(IntList{0}), {2.5});
+  EXPECT_THROW_MSG(i.mean(IntList{0}), TypeError,
+                   "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                   "dtype. Got: Int");
+  EXPECT_THROW_MSG(i.mean(0), TypeError, "Got: Int");  // the single-dim overload says the same
+  EXPECT_THROW_MSG(x().sum({0, 0}), ValueError, "dim 0 appears multiple times in the list of dims");
+  EXPECT_THROW_MSG(x().sum({0, 2}), IndexError,
+                   "Dimension out of range (expected to be in range of [-2, 1], but got 2)");
+}
+
+// A float16 gradient summed over broadcast dims, or a convolution's bias gradient, is rounded
+// once (torch 1.13: b = zeros(2, half), (zeros(2, 2, 2, half) + b).backward(g) gives 2050 and
+// 2 for this g; a half conv's bias gradient is the same sum over the batch and positions).
+TEST_P(ScanStatistics, Float16GradientSumsRoundOnce) {
+  Tensor g = T({{{2048, 0.5}, {1, 0.5}}, {{1, 0.5}, {0, 0.5}}}, kFloat16);
+  Tensor b = T({0, 0}, kFloat16).requires_grad_(true);
+  (T({{{0, 0}, {0, 0}}, {{0, 0}, {0, 0}}}, kFloat16) + b).backward(g);
+  expect_values(b.grad(), {2050, 2});
+  // conv1d: input {2, 1, 2}, a 1x1 kernel, bias {1}; g {2, 1, 2} over (n, position).
+  Tensor bias = T({0}, kFloat16).requires_grad_(true);
+  Tensor out = conv1d(T({{{0, 0}}, {{0, 0}}}, kFloat16), T({{{1}}}, kFloat16), bias);
+  out.backward(T({{{2048, 1}}, {{1, 0}}}, kFloat16));
+  expect_values(bias.grad(), {2050});
+}
+
 TEST_P(ScanStatistics, DeviceEqualsCpu) {
   Tensor r = randn({6, 33, 5}, TensorOptions(kFloat32).device(dev_));
   Tensor c = r.cpu();
@@ -123,6 +182,12 @@ TEST_P(ScanStatistics, DeviceEqualsCpu) {
   EXPECT_TRUE(r.logsumexp({1}).cpu().allclose(c.logsumexp({1}), 1e-6, 1e-6));
   EXPECT_TRUE(r.logsumexp({2}).cpu().allclose(c.logsumexp({2}), 1e-6, 1e-6));
   EXPECT_TRUE(r.var({1}, 0).cpu().allclose(c.var({1}, 0), 1e-6, 1e-6));
+  EXPECT_TRUE(r.sum({0, 2}).cpu().allclose(c.sum({0, 2}), 1e-6, 1e-6));
+  EXPECT_TRUE(r.mean({0, 1}, true).cpu().allclose(c.mean({0, 1}, true), 1e-6, 1e-6));
+  EXPECT_TRUE(r.to(kFloat16)
+                  .sum({0, 2}, false, kFloat32)
+                  .cpu()
+                  .allclose(c.to(kFloat16).sum({0, 2}, false, kFloat32), 1e-6, 1e-6));
 }
 
 TEST_P(ScanStatistics, Gradients) {
@@ -134,12 +199,21 @@ TEST_P(ScanStatistics, Gradients) {
   gradcheck("var", [](const Ts& a) { return Ts{a[0].var({1})}; }, {R({3, 4})});
   gradcheck("var all, correction 0", [](const Ts& a) { return Ts{a[0].var({}, 0)}; }, {R({3, 4})});
   gradcheck("var keepdim", [](const Ts& a) { return Ts{a[0].var({-1, 0}, 1, true)}; }, {R({2, 3, 2})});
+  gradcheck("sum dims", [](const Ts& a) { return Ts{a[0].sum({0, 2})}; }, {R({2, 3, 2})});
+  gradcheck("mean dims keepdim", [](const Ts& a) { return Ts{a[0].mean({-1, 0}, true)}; }, {R({2, 3, 2})});
   gradcheck("std", [](const Ts& a) { return Ts{a[0].std({0})}; }, {R({3, 4})});
   gradcheck("std correction 0 keepdim", [](const Ts& a) { return Ts{a[0].std({1}, 0, true)}; }, {R({3, 4})});
   Tensor a = x().requires_grad_(true);
   EXPECT_EQ(a.cumsum(0).grad_fn()->name(), "CumsumBackward0");
   EXPECT_EQ(a.logsumexp({0}).grad_fn()->name(), "LogsumexpBackward0");
   EXPECT_EQ(a.var().grad_fn()->name(), "VarBackward0");
+  EXPECT_EQ(a.sum({0, 1}).grad_fn()->name(), "SumBackward1");
+  EXPECT_EQ(a.mean({0}).grad_fn()->name(), "MeanBackward1");
+  // dtype=: the gradient comes back in the input's dtype.
+  Tensor hf = T({1, 2, 3}, kFloat16).requires_grad_(true);
+  hf.sum({0}, false, kFloat32).backward();
+  EXPECT_EQ(hf.grad().dtype(), kFloat16);
+  expect_values(hf.grad(), {1, 1, 1});
   EXPECT_EQ(a.std().grad_fn()->name(), "StdBackward0");
   a.cumsum(1).sum().backward();
   expect_values(a.grad(), {4, 3, 2, 1, 4, 3, 2, 1, 4, 3, 2, 1});

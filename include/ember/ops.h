@@ -106,6 +106,13 @@ Tensor cumsum(const Tensor& a, int64_t dim);
 /// log(sum(exp(a))) over `dims` (empty: every dim), computed around the maximum so it
 /// neither overflows nor underflows.
 Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim = false);
+/// Sum (mean) over `dims` (empty: every dim) in one pass, each result rounded once. `dtype`: the
+/// result's dtype, as PyTorch's argument (the input is summed as that dtype: a float16 input
+/// with dtype float32 is read as is, accumulated in float and never rounded to float16).
+/// A braced single dim or an empty {} picks sum(a, int64_t dim) (dim 0 for {}): write
+/// IntList{} for every dim.
+Tensor sum(const Tensor& a, const IntList& dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
+Tensor mean(const Tensor& a, const IntList& dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
 /// Variance over `dims` (empty: every dim) with `correction` (1: Bessel's, 0: biased);
 /// two passes (the mean, then the squared deviations from it).
 Tensor var(const Tensor& a, const IntList& dims = {}, int64_t correction = 1, bool keepdim = false);

@@ -197,6 +197,8 @@ class Tensor {
   Tensor erf() const;
   Tensor cumsum(int64_t dim) const;
   Tensor logsumexp(const IntList& dims, bool keepdim = false) const;
+  Tensor sum(const IntList& dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(const IntList& dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
   Tensor var(const IntList& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor std(const IntList& dims = {}, int64_t correction = 1, bool keepdim = false) const;
   Tensor triu(int64_t diagonal = 0) const;

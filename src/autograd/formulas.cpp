@@ -297,6 +297,8 @@ constexpr std::array<FormulaSpec, kFormulas> kTable = {
      {Formula::GeluBackward, transformer_formulas::gelu_backward_backward},
      {Formula::Cumsum, indexing_formulas::cumsum_backward},
      {Formula::Logsumexp, indexing_formulas::logsumexp_backward},
+     {Formula::SumDims, indexing_formulas::sum_dims_backward},
+     {Formula::MeanDims, indexing_formulas::mean_dims_backward},
      {Formula::Var, indexing_formulas::var_backward},
      {Formula::Std, indexing_formulas::std_backward},
      {Formula::Triu, indexing_formulas::triu_backward},

@@ -191,7 +191,11 @@ Grads conv2d_backward(const FormulaNode& n, const Grads& g) {
                           : conv2d_backward_weight(n.input(0), g[0], weight, w, groups);
     }
   }
-  if (n.needs_grad(2)) out[2] = g[0].flatten(2).sum(2).sum(0);  // one pass over each (n, c) plane
+  if (n.needs_grad(2)) {
+    IntList dims{0};  // every dim but the channels', in one pass (a float16 bias gradient rounds once)
+    for (int64_t d = 2; d < g[0].dim(); ++d) dims.push_back(d);
+    out[2] = g[0].sum(dims);
+  }
   return out;
 }
 

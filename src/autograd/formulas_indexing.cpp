@@ -1,4 +1,4 @@
-// Derivative formulas of cumsum, logsumexp, var, std, triu, tril, sort, topk, gather and
+// Derivative formulas of cumsum, logsumexp, sum and mean over dims, var, std, triu, tril, sort, topk, gather and
 // scatter_add, as PyTorch's derivatives.yaml gives them. They call public ops, so they
 // run on every backend and record themselves under create_graph.
 #include "autograd/formulas_indexing.h"
@@ -49,6 +49,20 @@ Grads logsumexp_backward(const FormulaNode& n, const Grads& g) {
   const auto& a = n.args<ReduceDimsArgs>();
   Tensor x = n.input(0);
   return {unsqueeze_dims(g[0], a.dims, a.keepdim) * (x - unsqueeze_dims(n.output(), a.dims, a.keepdim)).exp()};
+}
+
+// sum and mean over a list of dims: the gradient spread back over the reduced positions (the
+// engine casts it to the input's dtype when the result had another, Note [Gradient validation]).
+Grads sum_dims_backward(const FormulaNode& n, const Grads& g) {
+  const auto& a = n.args<ReduceDimsArgs>();
+  return {unsqueeze_dims(g[0], a.dims, a.keepdim).expand(n.info(0).sizes)};
+}
+
+Grads mean_dims_backward(const FormulaNode& n, const Grads& g) {
+  const auto& a = n.args<ReduceDimsArgs>();
+  int64_t count = 1;
+  for (int64_t d : a.dims) count *= n.info(0).sizes[static_cast<size_t>(d)];
+  return {unsqueeze_dims(g[0], a.dims, a.keepdim).expand(n.info(0).sizes) / Scalar(static_cast<double>(count))};
 }
 
 Grads var_backward(const FormulaNode& n, const Grads& g) {

@@ -10,6 +10,8 @@ using Grads = std::vector<Tensor>;
 
 Grads cumsum_backward(const FormulaNode& n, const Grads& g);
 Grads logsumexp_backward(const FormulaNode& n, const Grads& g);
+Grads sum_dims_backward(const FormulaNode& n, const Grads& g);
+Grads mean_dims_backward(const FormulaNode& n, const Grads& g);
 Grads var_backward(const FormulaNode& n, const Grads& g);
 Grads std_backward(const FormulaNode& n, const Grads& g);
 Grads triu_backward(const FormulaNode& n, const Grads& g);

@@ -145,7 +145,7 @@ Grads log_softmax_backward(const FormulaNode& n, const Grads& g) {
 // Batch statistics of x {N, C, L} per channel: mean and biased variance (outputs 0, 1).
 Grads var_mean_backward(const FormulaNode& n, const Grads& g) {
   Tensor x = n.input(0);
-  Tensor mean = is_grad_enabled() ? x.mean(2, true).mean(0, true) : n.output(0).reshape({1, -1, 1});
+  Tensor mean = is_grad_enabled() ? x.mean({0, 2}, true) : n.output(0).reshape({1, -1, 1});
   double count = static_cast<double>(x.size(0) * x.size(2));
   Tensor g_mean = g[0].reshape({1, -1, 1}), g_var = g[1].reshape({1, -1, 1});
   return {(g_mean + g_var * (x - mean) * 2.0) / count};

@@ -146,15 +146,18 @@ Tensor conj(const Tensor& t) {
   return real(t) * 2 - t;  // re - i im
 }
 
+// One sum over every broadcast dim (a float16 gradient is rounded once, as PyTorch's sum_to).
 Tensor sum_to(const Tensor& g, const IntList& shape) {
   if (g.sizes() == shape) return g;
-  Tensor out = g;
-  int64_t lead = out.dim() - static_cast<int64_t>(shape.size());
-  for (int64_t i = 0; i < lead; ++i) out = out.sum(0);
+  const int64_t lead = g.dim() - static_cast<int64_t>(shape.size());
+  IntList dims;
+  for (int64_t i = 0; i < lead; ++i) dims.push_back(i);
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (shape[d] == 1 && out.size(d) != 1) out = out.sum(d, true);
+    if (shape[static_cast<size_t>(d)] == 1 && g.size(lead + d) != 1) dims.push_back(lead + d);
   }
-  return out;
+  if (dims.empty()) return g.reshape(shape);  // only leading dims of size 1
+  Tensor out = g.sum(dims, /*keepdim=*/true);
+  return lead == 0 ? out : out.reshape(shape);
 }
 
 }  // namespace ember::autograd::detail

@@ -41,8 +41,11 @@ struct IsClose {
   bool equal_nan = false;
 };
 /// The ops along one dim of in0; -1: all elements (reductions, arg-reductions), where the row says so.
+/// The reductions (EMBER_REDUCE_OPS) also reduce, in the same pass, every dim d < 64 whose bit
+/// (1 << d) is set in `more` (the op layer's sum and mean over a list of dims).
 struct Dim {
   int64_t dim = -1;
+  uint64_t more = 0;
 };
 /// Sort: along dim, stable; descending puts the largest first (NaN largest).
 struct Sort {

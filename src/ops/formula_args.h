@@ -121,7 +121,7 @@ struct LayerNormArgs {
 struct GeluArgs {
   bool approximate_tanh = false;
 };
-/// logsumexp over several dims (wrapped, sorted, never empty).
+/// logsumexp, sum and mean over several dims (wrapped, sorted; empty only for a 0-dim input).
 struct ReduceDimsArgs {
   IntList dims;
   bool keepdim = false;

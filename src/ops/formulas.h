@@ -94,6 +94,8 @@ enum FormulaFlags : uint8_t {
   /* scans, statistics, sorting, indexing (src/autograd/formulas_indexing.cpp) */ \
   X(Cumsum, "CumsumBackward0", kSavesNothing, DimArgs)                         \
   X(Logsumexp, "LogsumexpBackward0", kSavesInputs | kSavesOutput, ReduceDimsArgs) \
+  X(SumDims, "SumBackward1", kSavesNothing, ReduceDimsArgs)                    \
+  X(MeanDims, "MeanBackward1", kSavesNothing, ReduceDimsArgs)                  \
   X(Var, "VarBackward0", kSavesInputs, VarArgs)                                \
   X(Std, "StdBackward0", kSavesInputs | kSavesOutput, VarArgs)                 \
   X(Triu, "TriuBackward0", kSavesNothing, DiagonalArgs)                        \

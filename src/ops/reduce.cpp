@@ -2,6 +2,7 @@
 #include "ember/errors.h"
 #include "ember/factories.h"
 #include "ember/ops.h"
+#include "kernels/dtype_dispatch.h"
 #include "kernels/op_name.h"
 #include "ops/autocast.h"
 #include "ops/launch.h"
@@ -21,7 +22,7 @@ DType reduction_dtype(OpKind op, DType in) {
       EMBER_CHECK(is_floating_point(in) || is_complex(in), TypeError,
                   "mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                   "dtype. Got: ",
-                  dtype_name(in));
+                  detail::scalar_type_name(in));
       return in;
     case OpKind::All: return kBool;
     default:

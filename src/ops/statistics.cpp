@@ -1,6 +1,9 @@
-// logsumexp, var and std over a list of dims; each records one node with its own backward
-// (formulas_indexing.cpp).
+// sum, mean, logsumexp, var and std over a list of dims; each records one node with its own
+// backward (formulas_indexing.cpp).
 //
+// sum and mean are one Sum or Mean launch over every listed dim at once (kargs::Dim::more), so a
+// float16 or bfloat16 result is rounded once, as PyTorch's; summing dim by dim would round each
+// partial result (a convolution's bias gradient, autograd's sums over broadcast dims, var).
 // logsumexp is one LogSumExp launch; the kernel subtracts the maximum first (an infinite
 // maximum counts as 0, so all -inf gives -inf and +inf gives +inf, as PyTorch), so it
 // neither overflows nor underflows. var and std are composed of existing launches.
@@ -40,15 +43,68 @@ IntList reduced_dims(const Tensor& a, const IntList& dims) {
   return out;
 }
 
-Tensor sum_dims(Tensor x, const IntList& dims) {
-  for (int64_t d : dims) x = x.sum(d, /*keepdim=*/true);
-  return x;
-}
-
 Tensor squeeze_dims(Tensor x, const IntList& dims) {
   for (auto it = dims.rbegin(); it != dims.rend(); ++it) x = x.squeeze(*it);
   return x;
 }
+
+// PyTorch's limit for a list of reduced dims (a 64-bit mask); kargs::Dim::more has the same.
+void check_dim_mask(const Tensor& a) {
+  EMBER_CHECK(a.dim() <= 64, ValueError, "Only tensors with up to 64 dims are supported");
+}
+
+// One Sum or Mean launch over `dims` (wrapped, sorted, unique), the result in `out_dtype`, in
+// keepdim form. Every dim reduced is the whole-tensor launch (its grid-wide passes).
+Tensor reduce_dims_keepdim(detail::OpKind op, const Tensor& a, const IntList& dims, DType out_dtype) {
+  check_dim_mask(a);
+  IntList kept = a.sizes();
+  for (int64_t d : dims) kept[static_cast<size_t>(d)] = 1;
+  const bool all = static_cast<int64_t>(dims.size()) == a.dim();
+  Tensor out = detail::empty_on(all ? IntList{} : kept, out_dtype, a.device());
+  detail::kargs::Dim arg{all ? -1 : dims[0]};
+  if (!all) {
+    for (size_t i = 1; i < dims.size(); ++i) arg.more |= uint64_t{1} << dims[i];
+  }
+  detail::KernelCall call{op, {detail::make_arg(out)}, {detail::make_arg(a)}};
+  call.args = arg;
+  detail::launch(a.device(), call);
+  return all ? out.reshape(kept) : out;
+}
+
+// True when the kernel may read `in` as is for a result in `out` (each element converts to
+// `out` exactly, and the accumulator is at least as wide), so dtype= costs no cast.
+bool reads_as(DType in, DType out, bool sum) {
+  if (in == out) return true;
+  if (in == kFloat16 || in == kBFloat16) return out == kFloat32 || out == kFloat64;
+  if (in == kFloat32) return out == kFloat64;
+  return sum && is_integral(in, true) && out == kInt64;
+}
+
+// sum or mean over `dims` (as given), in `dtype` or the op's own result dtype.
+Tensor sum_or_mean(detail::OpKind op, const Tensor& a, const IntList& dims, bool keepdim, std::optional<DType> dtype) {
+  const bool sum = op == detail::OpKind::Sum;
+  const DType own = sum && is_integral(a.dtype(), true) ? kInt64 : a.dtype();
+  const DType out_dtype = dtype.value_or(own);
+  if (!sum) {
+    EMBER_CHECK(is_floating_point(out_dtype) || is_complex(out_dtype), TypeError,
+                "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
+                " dtype must be either a floating point or complex dtype. Got: ", detail::scalar_type_name(out_dtype));
+  }
+  check_dim_mask(a);
+  IntList ds = reduced_dims(a, dims);
+  const detail::Formula formula = sum ? detail::Formula::SumDims : detail::Formula::MeanDims;
+  return detail::op_entry(
+      {.formula = formula, .attrs = detail::ReduceDimsArgs{ds, keepdim}},
+      [&](const Tensor& a) {
+        const Tensor in = reads_as(a.dtype(), out_dtype, sum) ? a : a.to(out_dtype);
+        Tensor out = reduce_dims_keepdim(op, in, ds, out_dtype);
+        return keepdim ? out : squeeze_dims(out, ds);
+      },
+      a);
+}
+
+// The keepdim sum of x over dims (var's passes).
+Tensor sum_dims(const Tensor& x, const IntList& dims) { return x.sum(dims, /*keepdim=*/true); }
 
 int64_t reduced_count(const Tensor& a, const IntList& dims) {
   int64_t n = 1;
@@ -103,6 +159,19 @@ Tensor var_impl(const Tensor& a, const IntList& dims, int64_t correction, bool k
 
 }  // namespace
 
+Tensor sum(const Tensor& a, const IntList& dims, bool keepdim, std::optional<DType> dtype) {
+  // Without dtype= the precision row applies (fp32_set_opt_dtype under autocast); with it the
+  // caller chose the result's dtype, which autocast leaves alone, as PyTorch's policy does.
+  if (dtype) return sum_or_mean(detail::OpKind::Sum, a, dims, keepdim, dtype);
+  return detail::op_entry(
+      {detail::AutocastOp::kSum},
+      [&](const Tensor& a) { return sum_or_mean(detail::OpKind::Sum, a, dims, keepdim, std::nullopt); }, a);
+}
+
+Tensor mean(const Tensor& a, const IntList& dims, bool keepdim, std::optional<DType> dtype) {
+  return sum_or_mean(detail::OpKind::Mean, a, dims, keepdim, dtype);
+}
+
 Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
   return detail::op_entry(
       {detail::AutocastOp::kLogSumExp},
@@ -130,6 +199,12 @@ Tensor std(const Tensor& a, const IntList& dims, int64_t correction, bool keepdi
 }
 
 Tensor Tensor::logsumexp(const IntList& dims, bool keepdim) const { return ember::logsumexp(*this, dims, keepdim); }
+Tensor Tensor::sum(const IntList& dims, bool keepdim, std::optional<DType> dtype) const {
+  return ember::sum(*this, dims, keepdim, dtype);
+}
+Tensor Tensor::mean(const IntList& dims, bool keepdim, std::optional<DType> dtype) const {
+  return ember::mean(*this, dims, keepdim, dtype);
+}
 Tensor Tensor::var(const IntList& dims, int64_t correction, bool keepdim) const {
   return ember::var(*this, dims, correction, keepdim);
 }

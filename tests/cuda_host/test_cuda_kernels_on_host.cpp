@@ -161,6 +161,52 @@ TEST(CudaKernelsOnHost, ReductionsMatchCpu) {
   }
 }
 
+// Several dims in one launch (kargs::Dim::more, the op layer's sum and mean over a list of
+// dims): the reduced positions walk an OffsetCalc over those dims, or one stride when they
+// coalesce; the output is keepdim or squeezed, and float16 input may give a float32 result.
+TEST(CudaKernelsOnHost, MultiDimReductionsMatchCpu) {
+  manual_seed(13);
+  struct Case {
+    IntList sizes;
+    int64_t dim;
+    uint64_t more;
+  };
+  // {2, 3, 1100} over dims 0 and 1 has 1100 outputs of strided positions: the one-thread-per-
+  // output kernel; {4, 6, 5} over 1 and 2 coalesces to one dense run.
+  const std::vector<Case> cases = {{{4, 5, 6}, 0, 1u << 2},    {{3, 4, 5, 6}, 1, 1u << 3}, {{4, 6, 5}, 1, 1u << 2},
+                                   {{2, 3, 1100}, 0, 1u << 1}, {{5, 0, 3}, 0, 1u << 1},    {{3, 1, 4, 2}, 0, 0b1110},
+                                   {{2, 3, 2, 3}, 0, 0b0100}};
+  for (DType d : {kInt32, kFloat16, kFloat32}) {
+    for (const Case& c : cases) {
+      if (kSanitized && c.sizes.back() > 1000) continue;
+      for (Layout layout : {Layout::Contiguous, Layout::Transposed}) {
+        Tensor in = view(c.sizes, d, layout);
+        for (OpKind op : {OpKind::Sum, OpKind::Mean, OpKind::Max}) {
+          if (!supported(op, d)) continue;
+          IntList kept = c.sizes, squeezed;
+          for (size_t k = 0; k < kept.size(); ++k) {
+            const bool reduced = static_cast<int64_t>(k) == c.dim || ((c.more >> k) & 1) != 0;
+            if (reduced) kept[k] = 1;
+            else squeezed.push_back(c.sizes[k]);
+          }
+          if (op == OpKind::Max && in.numel() == 0) continue;
+          const DType own = op == OpKind::Sum && is_integral(d, true) ? kInt64 : d;
+          for (DType out : {own, d == kFloat16 ? kFloat32 : own}) {
+            for (const IntList& out_sizes : {kept, squeezed}) {
+              KernelCall call{op, {TensorArg{}}, {arg(in)}};
+              call.args = kargs::Dim{c.dim, c.more};
+              compare(call, empty(out_sizes, out),
+                      std::string(layout_name(layout)) + " dim " + std::to_string(c.dim) + " more " +
+                          std::to_string(c.more) + " out " + dtype_name(out),
+                      1e-4, 1e-4);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaKernelsOnHost, IndexSelectMatchesCpu) {
   manual_seed(4);
   struct Case {

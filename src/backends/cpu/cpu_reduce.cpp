@@ -1,4 +1,4 @@
-// Reductions over one dim or all elements: sum, mean, max, min, all.
+// Reductions over one dim, several dims or all elements: sum, mean, max, min, all.
 //
 // The input is split into kept dims (one output element each) and reduced dims, both
 // dropped of size-1 dims and coalesced; reduced dims may be reordered by stride since
@@ -10,7 +10,8 @@
 //  - columns: otherwise (e.g. reducing dim 0 of a contiguous matrix). Outputs along the
 //    kept dim with the smallest input stride are computed a block at a time, adding
 //    input rows into narrow lanes (a dense, vectorisable loop) that are widened into
-//    the Acc every kRowsPerLane rows.
+//    the Acc every kRowsPerLane rows. Few outputs over many rows cut the rows into fixed
+//    chunks too, whose partial results combine in chunk order.
 #include <algorithm>
 #include <complex>
 #include <memory>
@@ -29,6 +30,8 @@ constexpr int64_t kLaneBlock = 1024;  // float lanes sum at most 64 values befor
 constexpr int64_t kColumns = 256;
 constexpr int64_t kMaxColumns = 4096;
 constexpr int64_t kRowsPerLane = 64;
+constexpr int64_t kChunkRows = 1024;  // rows of one task when the columns path cuts rows (a multiple of kRowsPerLane)
+constexpr int64_t kMaxPartials = int64_t{1} << 17;  // the chunks' partial results it may keep (1 MiB of double)
 
 struct Dim {
   int64_t size, in_stride, out_stride;  // strides in elements
@@ -59,14 +62,16 @@ void coalesce(std::vector<Dim>& dims) {
 Geometry make_geometry(const KernelCall& call, const TensorArg& out, const TensorArg& in) {
   const int64_t nd = static_cast<int64_t>(in.sizes.size());
   const int64_t dim = call.arg<kargs::Dim>().dim;
+  const uint64_t more = call.arg<kargs::Dim>().more;
   EMBER_CHECK(dim >= -1 && dim < std::max<int64_t>(nd, 1), IndexError,
               "Dimension out of range (expected to be in range of [", -std::max<int64_t>(nd, 1), ", ",
               std::max<int64_t>(nd, 1) - 1, "], but got ", dim, ")");
+  EMBER_CHECK(nd >= 64 || (more >> nd) == 0, IndexError, "reduction over dims ", more, " of a ", nd, "-dim tensor");
   const bool keepdim = static_cast<int64_t>(out.sizes.size()) == nd && dim != -1;
   Geometry g;
   int64_t out_dim = 0;
   for (int64_t d = 0; d < nd; ++d) {
-    bool reduce = dim == -1 || d == dim;
+    bool reduce = dim == -1 || d == dim || (d < 64 && ((more >> d) & 1) != 0);
     if (reduce) {
       g.reduced.push_back({in.sizes[d], in.strides[d], 0});
       g.reduce_size *= in.sizes[d];
@@ -205,23 +210,35 @@ void reduce_columns(Geometry g, const TensorArg& out, const T* in) {
   const Dim column = *col;
   g.kept.erase(col);
   const bool dense = column.in_stride == 1;
-  // Wide blocks stream long runs of each input row (the hardware prefetcher stops at
-  // page boundaries), narrow enough to give every thread a block.
-  const int64_t per_thread = (column.size + num_threads() - 1) / num_threads();
-  const int64_t block = std::clamp((per_thread + kColumns - 1) / kColumns * kColumns, kColumns, kMaxColumns);
   const int64_t outer = g.num_outputs / column.size;
+  // Few outputs over many rows ({8192, 512}.sum(0), a bias gradient): the rows are cut into
+  // chunks of kChunkRows, each chunk a task of its own over wide column blocks, and the chunks'
+  // partial results are added in chunk order afterwards. Whether and how rows are cut depends on
+  // the shape only, so the thread count changes no result.
+  const int64_t chunks = (g.reduce_size + kChunkRows - 1) / kChunkRows;
+  const bool split = chunks > 1 && g.num_outputs * chunks <= kMaxPartials;
+  const int64_t row_chunks = split ? chunks : 1;
+  // Wide blocks stream long runs of each input row (the hardware prefetcher stops at page
+  // boundaries), narrow enough to give every thread a block.
+  const int64_t per_thread = split ? column.size : (column.size + num_threads() - 1) / num_threads();
+  const int64_t block = std::clamp((per_thread + kColumns - 1) / kColumns * kColumns, kColumns, kMaxColumns);
   const int64_t blocks_per_outer = (column.size + block - 1) / block;
   const LoopShape s = reduced_shape(g, sizeof(T));
-  const int64_t work_per_task = g.reduce_size * std::min(column.size, block);
+  const int64_t rows_per_task = split ? kChunkRows : g.reduce_size;
+  const int64_t work_per_task = rows_per_task * std::min(column.size, block);
   const int64_t grain = std::max<int64_t>(1, kGrainSize / std::max<int64_t>(work_per_task, 1));
-  parallel_for(0, outer * blocks_per_outer, grain, [&](int64_t b, int64_t e) {
+  // Partial results of the chunks, [chunk][output] (outputs numbered outer-major, then column).
+  std::unique_ptr<Acc[]> partial(split ? new Acc[static_cast<size_t>(g.num_outputs * row_chunks)] : nullptr);
+  parallel_for(0, outer * blocks_per_outer * row_chunks, grain, [&](int64_t b, int64_t e) {
     // Arrays, not std::vector: Lane and Acc may be bool.
     auto acc = std::make_unique<Acc[]>(static_cast<size_t>(block));
     auto lanes = std::make_unique<Lane[]>(static_cast<size_t>(block));
     for (int64_t task = b; task < e; ++task) {
+      const int64_t chunk = task % row_chunks, column_task = task / row_chunks;
+      const int64_t o = column_task / blocks_per_outer;
       int64_t in_off, out_off;
-      output_offsets(g.kept, task / blocks_per_outer, in_off, out_off);
-      const int64_t j0 = (task % blocks_per_outer) * block;
+      output_offsets(g.kept, o, in_off, out_off);
+      const int64_t j0 = (column_task % blocks_per_outer) * block;
       const int64_t width = std::min(block, column.size - j0);
       in_off += j0 * column.in_stride;
       out_off += j0 * column.out_stride;
@@ -248,13 +265,34 @@ void reduce_columns(Geometry g, const TensorArg& out, const T* in) {
           }
         }
       };
-      for_each_row(s, ptrs, 0, g.reduce_size, body);
+      const int64_t row0 = chunk * rows_per_task;
+      for_each_row(s, ptrs, row0, std::min(g.reduce_size, row0 + rows_per_task), body);
       for (int64_t k = 0; k < width; ++k) acc[k] = R::merge(acc[k], lane[k]);
+      if (split) {
+        std::copy_n(acc.get(), width, partial.get() + chunk * g.num_outputs + o * column.size + j0);
+        continue;
+      }
       dispatch(out.dtype, [&]<typename Out>(TypeTag<Out>) {
-        Out* o = static_cast<Out*>(out.data) + out_off;
-        for (int64_t k = 0; k < width; ++k) o[k * column.out_stride] = convert<Out>(R::finish(acc[k], g.reduce_size));
+        Out* dst = static_cast<Out*>(out.data) + out_off;
+        for (int64_t k = 0; k < width; ++k) dst[k * column.out_stride] = convert<Out>(R::finish(acc[k], g.reduce_size));
       });
     }
+  });
+  if (!split) return;
+  // The chunks' partial results, added in chunk order.
+  const int64_t out_grain = std::max<int64_t>(1, kGrainSize / row_chunks);
+  parallel_for(0, g.num_outputs, out_grain, [&](int64_t b, int64_t e) {
+    dispatch(out.dtype, [&]<typename Out>(TypeTag<Out>) {
+      for (int64_t i = b; i < e; ++i) {
+        Acc total = partial[static_cast<size_t>(i)];
+        for (int64_t c = 1; c < row_chunks; ++c)
+          total = R::combine(total, partial[static_cast<size_t>(c * g.num_outputs + i)]);
+        int64_t in_off, out_off;
+        output_offsets(g.kept, i / column.size, in_off, out_off);
+        out_off += (i % column.size) * column.out_stride;
+        static_cast<Out*>(out.data)[out_off] = convert<Out>(R::finish(total, g.reduce_size));
+      }
+    });
   });
 }
 

@@ -1,5 +1,5 @@
 // Reductions on the driver backend: Sum, Mean, Max, Min, All, whole-tensor or along
-// one dim.
+// one dim or several.
 //
 // Whole tensor: two passes. Pass 1 has each block fold a grid-stride slice (any
 // strides, via OffsetCalc) and reduce it with warp shuffles plus one shared-memory step
@@ -8,6 +8,8 @@
 // dense (stride 1) or there are few outputs, a block reduces each output (coalesced
 // loads, block reduction); otherwise each thread folds one output serially, which is
 // coalesced across threads because neighbouring outputs are neighbours in memory.
+// Several reduced dims (kargs::Dim::more) are one run of positions walked through an
+// OffsetCalc over those dims; a single dim is a plain stride.
 //
 // The fold itself is the shared reducers of kernels/reducers.h (the CPU's bodies): each
 // thread steps its running Acc over elements (acc_step), threads and blocks merge with
@@ -116,23 +118,39 @@ __global__ void reduce_partials_kernel(int blocks, const Acc* partial, char* out
   if (threadIdx.x == 0) store_as(out, out_dtype, op.project(acc, n));
 }
 
-template <typename In, typename Acc, typename Op>
-__global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, int64_t step, const char* in, char* out,
+/// The reduced positions of one output: `len` elements `step` bytes apart (one reduced dim).
+struct OneDim {
+  int64_t step;
+  __device__ int64_t offset(int64_t j) const { return j * step; }
+};
+
+/// The reduced positions over several dims (their sizes and byte strides, coalesced).
+struct ManyDims {
+  OffsetCalc<1> calc;
+  __device__ int64_t offset(int64_t j) const {
+    int64_t o[1];
+    calc.get(j, o);
+    return o[0];
+  }
+};
+
+template <typename In, typename Acc, typename Walk, typename Op>
+__global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, Walk walk, const char* in, char* out,
                                         DType out_dtype, OffsetCalc<2> calc, Op op) {
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     int64_t offsets[2];
     calc.get(o, offsets);
     Acc acc = op.identity();
     for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + walk.offset(j)));
     }
     acc = block_reduce(acc, op);
     if (threadIdx.x == 0) store_as(out + offsets[1], out_dtype, op.project(acc, len));
   }
 }
 
-template <typename In, typename Acc, typename Op>
-__global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, int64_t step, const char* in, char* out,
+template <typename In, typename Acc, typename Walk, typename Op>
+__global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, Walk walk, const char* in, char* out,
                                          DType out_dtype, OffsetCalc<2> calc, Op op) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += stride) {
@@ -140,7 +158,7 @@ __global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, int64_t s
     calc.get(o, offsets);
     Acc acc = op.identity();
     for (int64_t j = 0; j < len; ++j) {
-      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + j * step));
+      acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + walk.offset(j)));
     }
     store_as(out + offsets[1], out_dtype, op.project(acc, len));
   }
@@ -175,29 +193,57 @@ void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
   const TensorArg& in = call.inputs.at(0);
   const TensorArg& out = call.outputs.at(0);
   const int64_t along = call.arg<kargs::Dim>().dim;
-  auto dim = static_cast<size_t>(along);
-  EMBER_CHECK(dim < in.sizes.size(), IndexError, "Dimension out of range (expected to be in range of [",
-              -static_cast<int64_t>(in.sizes.size()), ", ", static_cast<int64_t>(in.sizes.size()) - 1, "], but got ",
-              along, ")");
-  TensorArg in_rest = without_dim(in, dim);
-  // out is in keepdim form (size 1 at dim); accept it squeezed too.
-  TensorArg out_rest = out.sizes.size() == in.sizes.size() ? without_dim(out, dim) : out;
+  const uint64_t more = call.arg<kargs::Dim>().more;
+  const size_t nd = in.sizes.size();
+  EMBER_CHECK(static_cast<size_t>(along) < nd, IndexError, "Dimension out of range (expected to be in range of [",
+              -static_cast<int64_t>(nd), ", ", static_cast<int64_t>(nd) - 1, "], but got ", along, ")");
+  EMBER_CHECK(nd >= 64 || (more >> nd) == 0, IndexError, "reduction over dims ", more, " of a ", nd, "-dim tensor");
+  // The reduced dims, and the input and output without them (out is in keepdim form, size 1
+  // at each reduced dim, or squeezed).
+  TensorArg reduced = in;
+  reduced.sizes.clear();
+  reduced.strides.clear();
+  TensorArg in_rest = in;
+  TensorArg out_rest = out;
+  const bool keepdim_out = out.sizes.size() == nd;
+  auto is_reduced = [&](size_t d) { return static_cast<int64_t>(d) == along || (d < 64 && ((more >> d) & 1) != 0); };
+  int64_t len = 1;
+  for (size_t d = 0; d < nd; ++d) {
+    if (!is_reduced(d)) continue;
+    reduced.sizes.push_back(in.sizes[d]);
+    reduced.strides.push_back(in.strides[d]);
+    len *= in.sizes[d];
+  }
+  for (size_t d = nd; d-- > 0;) {  // last first, so the earlier dims keep their numbers
+    if (!is_reduced(d)) continue;
+    in_rest = without_dim(in_rest, d);
+    if (keepdim_out) out_rest = without_dim(out_rest, d);
+  }
   out_rest.sizes = in_rest.sizes;
   LoopShape shape = make_loop_shape({&in_rest, &out_rest}, /*reorder=*/true);
   if (shape.numel == 0) return;
   OffsetCalc<2> calc = make_offset_calc<2>(shape);
-  int64_t len = in.sizes[dim];
-  int64_t step = in.strides[dim] * static_cast<int64_t>(sizeof(In));
   auto* in_ptr = static_cast<const char*>(in.data);
   auto* out_ptr = static_cast<char*>(out.data);
-  if (in.strides[dim] == 1 || shape.numel < 1024) {
-    reduce_dim_block_kernel<In, Acc><<<grid_blocks(shape.numel * kThreads), kThreads, 0, stream>>>(
-        shape.numel, len, step, in_ptr, out_ptr, out.dtype, calc, op);
-  } else {
-    reduce_dim_thread_kernel<In, Acc><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(shape.numel, len, step, in_ptr,
-                                                                                         out_ptr, out.dtype, calc, op);
-  }
-  check_launch(stream);
+  auto run = [&](auto walk, bool dense) {
+    using Walk = decltype(walk);
+    if (dense || shape.numel < 1024) {
+      reduce_dim_block_kernel<In, Acc, Walk><<<grid_blocks(shape.numel * kThreads), kThreads, 0, stream>>>(
+          shape.numel, len, walk, in_ptr, out_ptr, out.dtype, calc, op);
+    } else {
+      reduce_dim_thread_kernel<In, Acc, Walk><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
+          shape.numel, len, walk, in_ptr, out_ptr, out.dtype, calc, op);
+    }
+    check_launch(stream);
+  };
+  if (reduced.sizes.size() == 1)
+    return run(OneDim{in.strides[along] * static_cast<int64_t>(sizeof(In))}, in.strides[along] == 1);
+  // Several dims: coalesced and ordered by stride (the result does not depend on the order of
+  // the reduced positions beyond rounding, as on the cpu).
+  const LoopShape walk_shape = make_loop_shape({&reduced}, /*reorder=*/true);
+  const bool dense = walk_shape.strides[walk_shape.ndim() - 1][0] == static_cast<int64_t>(sizeof(In));
+  if (walk_shape.ndim() == 1) return run(OneDim{walk_shape.strides[0][0]}, dense);
+  run(ManyDims{make_offset_calc<1>(walk_shape)}, dense);
 }
 
 template <typename In, typename Acc, typename Op>
