@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <fstream>
 #include <limits>
 
 #include "distance_test_util.h"
@@ -236,6 +237,47 @@ TEST_P(Cdist, GradcheckOnBothPaths) {
   }
 }
 
+// float16 and bfloat16 take the product path (PyTorch 1.13's cpu: cdist of 30x3 and 27x3
+// bfloat16 rows returns bfloat16); here it runs in float32 and rounds each distance once, so
+// the result is the float32 one rounded, and the gradient comes back in the input's dtype.
+// The direct path refuses them, as PyTorch's kernels do.
+TEST_P(Cdist, ReducedFloatsTakeTheProductPath) {
+  const Tensor a = randn({30, 3}, TensorOptions(kFloat32).device(dev_)),
+               b = randn({27, 3}, TensorOptions(kFloat32).device(dev_));
+  for (DType dtype : {kFloat16, kBFloat16}) {
+    const Tensor x1 = a.to(dtype).requires_grad_(), x2 = b.to(dtype);
+    const Tensor out = cdist(x1, x2);
+    EXPECT_EQ(out.dtype(), dtype);
+    EXPECT_TRUE(equal(out, cdist(x1.detach().to(kFloat32), x2.to(kFloat32)).to(dtype))) << dtype_name(dtype);
+    out.sum().backward();
+    EXPECT_EQ(x1.grad().dtype(), dtype);
+    EXPECT_EQ(error_of<TypeError>([&] { cdist(x1.narrow(0, 0, 5), x2.narrow(0, 0, 5)); }),
+              std::string("\"cdist\" not implemented for '") + (dtype == kFloat16 ? "Half" : "BFloat16") + "'");
+    EXPECT_EQ(error_of<TypeError>([&] { cdist(x1, x2, 1.0); }),
+              std::string("\"cdist\" not implemented for '") + (dtype == kFloat16 ? "Half" : "BFloat16") + "'");
+  }
+}
+
+// A result beyond memory fails before any pass over the inputs, as PyTorch's (it allocates the
+// result first): 2^20 x 1 rows against 2^20 x 2^20 broadcast rows would be 4 TiB of distances,
+// and summing the broadcast rows alone takes hours.
+TEST_P(Cdist, AResultBeyondMemoryFailsAtOnce) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "the sanitizers' allocators abort on a multi-TiB request instead of failing it";
+#else
+  std::ifstream mode_file("/proc/sys/vm/overcommit_memory");
+  int mode = 1;
+  mode_file >> mode;
+  if (mode == 1 && dev_.is_cpu()) GTEST_SKIP() << "the kernel overcommits every allocation";
+  const int64_t n = int64_t{1} << 20;
+  const Tensor x1 = zeros({1, 1, 3}, TensorOptions(kFloat32).device(dev_)).expand({n, 1, 3});
+  const Tensor x2 = zeros({1, 1, 3}, TensorOptions(kFloat32).device(dev_)).expand({n, n, 3});
+  EXPECT_THROW(cdist(x1, x2), OutOfMemoryError);
+  EXPECT_THROW(cdist(x1, x2, 1.0), OutOfMemoryError);
+  EXPECT_EQ(cdist(x1.narrow(0, 0, 2), x2.narrow(0, 0, 2).narrow(1, 0, 4)).sizes(), (IntList{2, 1, 4}));
+#endif
+}
+
 EMBER_ON_DEVICES(Cdist, "cpu", "cuda:0");
 
 // The product path's matrix product follows backends::cuda::matmul.allow_tf32 on a cuda device
@@ -336,7 +378,7 @@ TEST(CdistErrors, PyTorchsMessages) {
                    "cdist only supports floating-point dtypes, X1 got: Long");
   EXPECT_THROW_MSG(cdist(a, b.to(kInt64)), TypeError, "cdist only supports floating-point dtypes, X2 got: Long");
   EXPECT_THROW_MSG(cdist(a, b, -1.0), ValueError, "cdist only supports non-negative p values");
-  EXPECT_THROW_MSG(cdist(a.to(kFloat16), b.to(kFloat16)), TypeError, "\"cdist\" not implemented for 'Half'");
+  EXPECT_THROW_MSG(cdist(a.to(kFloat16), b.to(kFloat16)), TypeError, "\"cdist\" not implemented for 'Half'");  // direct
   EXPECT_THROW_MSG(cdist(a, b.to(kFloat64)), TypeError, "expected scalar type Float but found Double");
   EXPECT_THROW_MSG(cdist(zeros({2, 3, 4}), zeros({3, 5, 4})), ValueError,
                    "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0");

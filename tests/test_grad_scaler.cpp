@@ -147,6 +147,26 @@ TEST_P(GradScalerTest, NewScaleAndStateDictRoundTrip) {
   EXPECT_THROW_MSG(scaler.update(tensor({2.0f, 3.0f})), ValueError, "new_scale should be a float or a 1-element");
 }
 
+// PyTorch 2.x keeps the scale 0-dim (torch.full((), ...)): a scaled output keeps its shape and
+// a float16 output stays float16 (a 0-dim float32 factor does not promote it); two 0-dim
+// operands promote as usual (float16 loss * float32 scale is float32, as in PyTorch).
+TEST_P(GradScalerTest, ScaledOutputsKeepTheirShapeAndDtype) {
+  amp::GradScaler scaler(dev_, 8.0);
+  const Tensor loss = tensor(1.5f).to(dev_);
+  const Tensor scaled = scaler.scale(loss);
+  EXPECT_EQ(scaled.sizes(), IntList{});
+  EXPECT_EQ(scaled.item<float>(), 12.0f);
+  const Tensor outputs = tensor({0.5f, -2.0f, 3.0f}).to(kFloat16).to(dev_);
+  const Tensor scaled_outputs = scaler.scale(outputs);
+  EXPECT_EQ(scaled_outputs.dtype(), kFloat16);
+  EXPECT_EQ(scaled_outputs.sizes(), (IntList{3}));
+  expect_values(scaled_outputs, {4, -16, 24}, 0);
+  EXPECT_EQ(scaler.scale(tensor(1.0f).to(kFloat16).to(dev_)).dtype(), kFloat32);
+  scaler.update(tensor({2.0f}).to(dev_));  // a 1-element new scale of any shape (the message names one)
+  EXPECT_EQ(scaler.scale(loss).sizes(), IntList{});
+  EXPECT_EQ(scaler.get_scale(), 2.0);
+}
+
 TEST_P(GradScalerTest, DisabledScalerPassesThrough) {
   Tensor p = tensor({1.0f}).to(dev_).requires_grad_();
   optim::SGD sgd({p}, optim::SGDOptions(1.0));

@@ -1,7 +1,7 @@
 // F::grid_sample: every mode x padding x align_corners combination, 4-D and 5-D, values and
 // both gradients against PyTorch 1.13 (tests/grid_sample_expected.py, generated with
 // /usr/bin/python3), float64 gradcheck, nearest's half-to-even rounding, far and non-finite
-// grid values, PyTorch's errors, and the backward's determinism: the same bits run after run
+// grid values, float16 and bfloat16, PyTorch's errors, and the backward's determinism: the same bits run after run
 // on a cuda device, and the cpu's.
 #include <cmath>
 #include <limits>
@@ -112,6 +112,37 @@ TEST_P(GridSample, Float32AndStridedOperands) {
     EXPECT_EQ(y.dtype(), kFloat32);
     expect_values(describe(c) + " float32 out", y, c.out, c.out_n, 1e-5);
   }
+}
+
+// float16 and bfloat16, as PyTorch 2.x's kernels take them: computed in float32 from the rounded
+// input and grid and rounded once, gradients in the operands' dtypes; under autocast(cuda) a
+// float16 input and grid stay float16 (grid_sample's policy promotes).
+TEST_P(GridSample, ReducedFloatsComputeInFloat32AndRoundOnce) {
+  for (DType dtype : {kFloat16, kBFloat16}) {
+    for (const Case& c : cases()) {
+      const Tensor x = seq(input_shape(c.dims), 0.1, dev_, kFloat32).to(dtype).requires_grad_(true);
+      const Tensor g = (seq(grid_shape(c.dims), 0.7, dev_, kFloat32) * 1.3).to(dtype).requires_grad_(true);
+      const Tensor y = F::grid_sample(x, g, c.mode, c.padding, c.align_corners);
+      const std::string what = describe(c) + " " + dtype_name(dtype);
+      EXPECT_EQ(y.dtype(), dtype) << what;
+      const Tensor x32 = x.detach().to(kFloat32).requires_grad_(true),
+                   g32 = g.detach().to(kFloat32).requires_grad_(true);
+      const Tensor y32 = F::grid_sample(x32, g32, c.mode, c.padding, c.align_corners);
+      EXPECT_TRUE(equal(y.detach(), y32.detach().to(dtype))) << what;
+      const Tensor probe = seq(y.sizes(), 0.3, dev_, kFloat32);
+      (y * probe.to(dtype)).sum().backward();
+      (y32 * probe.to(dtype).to(kFloat32)).sum().backward();
+      EXPECT_EQ(x.grad().dtype(), dtype) << what;
+      EXPECT_EQ(g.grad().dtype(), dtype) << what;
+      EXPECT_TRUE(equal(x.grad(), x32.grad().to(dtype))) << what;
+    }
+  }
+  if (!dev_.is_cuda()) return;
+  ember::autocast guard(kCUDA);
+  const Tensor x = seq({1, 2, 3, 4}, 0.1, dev_, kFloat32).to(kFloat16);
+  const Tensor g = (seq({1, 2, 2, 2}, 0.7, dev_, kFloat32) * 0.9).to(kFloat16);
+  EXPECT_EQ(F::grid_sample(x, g).dtype(), kFloat16);
+  EXPECT_EQ(F::grid_sample(x, g.to(kFloat32)).dtype(), kFloat32);
 }
 
 TEST_P(GridSample, GradcheckInFloat64) {

@@ -291,8 +291,13 @@ Tensor cdist_impl(const Tensor& x1, const Tensor& x2, double p, const std::strin
               "X1 and X2 must have the same device type. X1: ", device_type_name(x1), " X2: ", device_type_name(x2));
   EMBER_CHECK(!x1.is_cuda() || x1.get_device() == x2.get_device(), DeviceError, "device of X1 (", x1.get_device(),
               ") must match device of X2 (", x2.get_device(), ")");
-  EMBER_CHECK(x1.dtype() == kFloat32 || x1.dtype() == kFloat64, TypeError, "\"cdist\" not implemented for '",
-              detail::scalar_type_name(x1.dtype()), "'");
+  // float16 and bfloat16 take the matrix-product path only, as PyTorch's (its direct kernels are
+  // float32 and float64): checked once the path is known.
+  const bool reduced = x1.dtype() == kFloat16 || x1.dtype() == kBFloat16;
+  const auto not_implemented = [&] {
+    detail::fail<TypeError>("\"cdist\" not implemented for '", detail::scalar_type_name(x1.dtype()), "'");
+  };
+  if (x1.dtype() != kFloat32 && x1.dtype() != kFloat64 && !reduced) not_implemented();
   EMBER_CHECK(x2.dtype() == x1.dtype(), TypeError, "expected scalar type ", detail::scalar_type_name(x1.dtype()),
               " but found ", detail::scalar_type_name(x2.dtype()));
 
@@ -307,9 +312,22 @@ Tensor cdist_impl(const Tensor& x1, const Tensor& x2, double p, const std::strin
   out_shape.insert(out_shape.end(), {P, R});
   // Batch dims broadcast outside the Function: expand's backward sums the gradient back.
   Tensor a = x1.expand(shape1).reshape({B, P, M}), b = x2.expand(shape2).reshape({B, R, M});
-  const bool nonempty = B * P * R * M > 0;
+  // PyTorch allocates the result before any pass over the inputs: a result beyond memory fails
+  // here at once, not after sums over broadcast inputs of that size. The block is returned at
+  // once (and reused by the result through the caching allocators).
+  int64_t out_numel = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(B, P, &out_numel) && !__builtin_mul_overflow(out_numel, R, &out_numel),
+              OutOfMemoryError, "cdist: a result of ", B, " x ", P, " x ", R, " elements does not fit in memory");
+  (void)detail::empty_on({B, P, R}, x1.dtype(), x1.device());
+  const bool nonempty = out_numel > 0 && M > 0;
   const bool use_mm =
       nonempty && p == 2.0 && (mode == 1 || (mode == 0 && (P > 25 || R > 25))) && !device_stream_capturing(x1);
+  if (reduced) {
+    // The product path in float32, the distances rounded once (PyTorch's runs its product in the
+    // half dtype, with float accumulation on a GPU).
+    if (!use_mm && nonempty) not_implemented();
+    return CdistBackward::apply(a.to(kFloat32), b.to(kFloat32), p, use_mm).to(x1.dtype()).reshape(out_shape);
+  }
   return CdistBackward::apply(a, b, p, use_mm).reshape(out_shape);
 }
 

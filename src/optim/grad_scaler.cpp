@@ -77,9 +77,11 @@ GradScaler::GradScaler(Device device, double init_scale, double growth_factor, d
               "The initial scale must be positive and finite, got ", init_scale);
 }
 
+// 0-dim, as PyTorch 2.x's torch.full((), ...): a scaled output keeps its shape, and its dtype
+// (a 0-dim scale does not promote a float16 tensor to float32).
 void GradScaler::lazy_init(Device device) {
-  scale_ = full({1}, init_scale_, TensorOptions(kFloat32).device(device));
-  growth_tracker_ = full({1}, init_growth_tracker_, TensorOptions(kInt32).device(device));
+  scale_ = full({}, init_scale_, TensorOptions(kFloat32).device(device));
+  growth_tracker_ = full({}, init_growth_tracker_, TensorOptions(kInt32).device(device));
 }
 
 Tensor GradScaler::scale(const Tensor& outputs) {
@@ -115,7 +117,7 @@ std::vector<std::pair<Device, Tensor>> GradScaler::unscale_grads(optim::Optimize
   std::vector<std::pair<Device, Tensor>> found_infs;
   NoGradGuard no_grad;
   for (auto& [device, grads] : per_device) {
-    Tensor found_inf = zeros({1}, TensorOptions(kFloat32).device(device));
+    Tensor found_inf = zeros({}, TensorOptions(kFloat32).device(device));
     foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale.to(device, /*non_blocking=*/true));
     found_infs.emplace_back(device, found_inf);
   }
@@ -212,7 +214,7 @@ void GradScaler::update(const Tensor& new_scale) {
               "Attempted update but _scale is None.  This may indicate your script did not "
               "use scaler.scale(loss or outputs) earlier in the iteration.");
   NoGradGuard no_grad;
-  scale_.copy_(new_scale.reshape({1}));
+  scale_.copy_(new_scale.reshape({}));
   per_optimizer_.clear();
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <new>
 
 #include "ember/factories.h"
 #include "ember/nn.h"
@@ -213,7 +214,15 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::forward_tensor(const Tensor& inp
     if (lstm) state[1] = x.new_zeros({num_layers * num_directions(), batch, hidden_size});
   }
   check_state(state, x, batch);
-  auto [rows, final_state] = run(x.reshape({steps * batch, input_size}), std::vector<int64_t>(steps, batch), state);
+  // A broadcast input may have more steps than a host vector can count: the allocator's error.
+  std::vector<int64_t> batch_sizes;
+  try {
+    batch_sizes.assign(static_cast<size_t>(steps), batch);
+  } catch (const std::bad_alloc&) {
+    ember::detail::fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: ", class_name(mode), " over ", steps,
+                                          " steps needs ", steps, " step sizes on the host");
+  }
+  auto [rows, final_state] = run(x.reshape({steps * batch, input_size}), batch_sizes, state);
   Tensor output = rows.view({steps, batch, rows.size(1)});
   if (!batched) {
     output = output.squeeze(1);

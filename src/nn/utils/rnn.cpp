@@ -17,11 +17,31 @@ Tensor index_tensor(const std::vector<int64_t>& values, Device device) {
       .reshape({static_cast<int64_t>(values.size())});
 }
 
-// The inverse of a permutation.
+// An int64 cpu tensor of n elements to fill on the host. Allocated before it is filled, so a
+// count beyond memory is the allocator's OutOfMemoryError (as PyTorch's packing allocates its
+// result first), not a host vector's std::bad_alloc or a process grown until it is killed.
+Tensor host_indices(int64_t n) { return empty({n}, TensorOptions(kInt64)); }
+
+// a * b, or OutOfMemoryError when it does not fit in int64 (no tensor can have that many rows).
+int64_t checked_rows(int64_t a, int64_t b, const char* what) {
+  int64_t n = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(a, b, &n), OutOfMemoryError, what, ": ", a, " x ", b,
+              " rows do not fit in memory");
+  return n;
+}
+
+// The inverse of a permutation of 0..n-1; an index out of range is PyTorch's error (its
+// invert_permutation scatters), a repeated one is refused as not a permutation.
 std::vector<int64_t> invert(const std::vector<int64_t>& permutation) {
-  std::vector<int64_t> inverse(permutation.size());
-  for (size_t k = 0; k < permutation.size(); ++k)
-    inverse[static_cast<size_t>(permutation[k])] = static_cast<int64_t>(k);
+  const auto n = static_cast<int64_t>(permutation.size());
+  std::vector<int64_t> inverse(permutation.size(), -1);
+  for (size_t k = 0; k < permutation.size(); ++k) {
+    const int64_t p = permutation[k];
+    EMBER_CHECK(p >= -n && p < n, IndexError, "index ", p, " is out of bounds for dimension 0 with size ", n);
+    const auto slot = static_cast<size_t>(p < 0 ? p + n : p);
+    EMBER_CHECK(inverse[slot] < 0, ValueError, "sorted_indices is not a permutation: ", p, " appears twice");
+    inverse[slot] = static_cast<int64_t>(k);
+  }
   return inverse;
 }
 
@@ -47,6 +67,9 @@ PackedSequence::PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_in
               "batch_sizes should be a 1-D int64 tensor, but got a ", batch_sizes_.dim(), "-D ", batch_sizes_.dtype(),
               " tensor");
   if (sorted_indices_.defined() && !unsorted_indices_.defined()) {
+    EMBER_CHECK(sorted_indices_.dim() == 1 && sorted_indices_.dtype() == kInt64, ValueError,
+                "sorted_indices should be a 1-D int64 tensor, but got a ", sorted_indices_.dim(), "-D ",
+                sorted_indices_.dtype(), " tensor");
     unsorted_indices_ = index_tensor(invert(sorted_indices_.to_vector<int64_t>()), sorted_indices_.device());
   }
 }
@@ -93,19 +116,23 @@ PackedSequence pack_padded_sequence(const Tensor& input, const std::vector<int64
   EMBER_CHECK(lengths[0] <= steps, ValueError, "Expected all lengths to be at most the padded sequence length ", steps,
               ", but found an element in 'lengths' that is ", lengths[0]);
 
-  // Row (t, k) of the packed data is row (t, order[k]) of the input, merged to one dim.
-  std::vector<int64_t> rows, batch_sizes;
+  // Row (t, k) of the packed data is row (t, order[k]) of the input, merged to one dim. The
+  // index and batch sizes are allocated first (each length is at most steps, so no sum overflows).
+  int64_t total = 0;
+  for (int64_t l : lengths) total += l;
+  Tensor rows_index = host_indices(total), sizes = host_indices(lengths[0]);
+  int64_t* rows = rows_index.data_ptr<int64_t>();
+  int64_t* batch_sizes = sizes.data_ptr<int64_t>();
   for (int64_t t = 0; t < lengths[0]; ++t) {
     int64_t live = 0;
     while (live < batch && lengths[static_cast<size_t>(live)] > t) {
       const int64_t b = order[static_cast<size_t>(live)];
-      rows.push_back(batch_first ? b * steps + t : t * batch + b);
+      *rows++ = batch_first ? b * steps + t : t * batch + b;
       ++live;
     }
-    batch_sizes.push_back(live);
+    batch_sizes[t] = live;
   }
-  Tensor data = input.reshape(merged_shape(input)).index_select(0, index_tensor(rows, input.device()));
-  Tensor sizes = index_tensor(batch_sizes, Device(kCPU));
+  Tensor data = input.reshape(merged_shape(input)).index_select(0, rows_index.to(input.device()));
   if (enforce_sorted) return PackedSequence(data, sizes);
   return PackedSequence(data, sizes, index_tensor(order, input.device()));
 }
@@ -124,20 +151,41 @@ std::pair<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bo
   }
   const Tensor& data = sequence.data();
   const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0], rows = data.size(0);
+  // batch_sizes as packing makes them: positive, non-increasing, summing to the data's rows.
+  int64_t packed = 0;
+  for (size_t t = 0; t < batch_sizes.size(); ++t) {
+    EMBER_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]), ValueError,
+                "pad_packed_sequence: batch_sizes must be positive and non-increasing, but batch_sizes[", t, "] is ",
+                batch_sizes[t]);
+    EMBER_CHECK(!__builtin_add_overflow(packed, batch_sizes[t], &packed) && packed <= rows, ValueError,
+                "pad_packed_sequence: batch_sizes sum to more than the ", rows, " rows of the packed data");
+  }
+  EMBER_CHECK(packed == rows, ValueError, "pad_packed_sequence: batch_sizes sum to ", packed,
+              ", but the packed data has ", rows, " rows");
   std::vector<int64_t> position(static_cast<size_t>(batch));  // packed index of the caller's sequence j
   if (sequence.unsorted_indices().defined()) {
     position = sequence.unsorted_indices().to_vector<int64_t>();
+    EMBER_CHECK(static_cast<int64_t>(position.size()) == batch, ValueError,
+                "pad_packed_sequence: unsorted_indices has ", position.size(), " elements for a batch of ", batch);
+    for (int64_t& k : position) {
+      EMBER_CHECK(k >= -batch && k < batch, IndexError, "index ", k, " is out of bounds for dimension 0 with size ",
+                  batch);
+      if (k < 0) k += batch;
+    }
   } else {
     std::iota(position.begin(), position.end(), 0);
   }
   std::vector<int64_t> offsets(batch_sizes.size(), 0);
   for (size_t t = 1; t < batch_sizes.size(); ++t) offsets[t] = offsets[t - 1] + batch_sizes[t - 1];
   // Each padded row gathers its packed row, or the padding row appended after the data.
-  std::vector<int64_t> index(static_cast<size_t>(steps * batch), rows), lengths(static_cast<size_t>(batch), 0);
+  Tensor index_rows = host_indices(checked_rows(steps, batch, "pad_packed_sequence"));
+  int64_t* index = index_rows.data_ptr<int64_t>();
+  std::fill_n(index, index_rows.numel(), rows);
+  std::vector<int64_t> lengths(static_cast<size_t>(batch), 0);
   for (int64_t j = 0; j < batch; ++j) {
     const int64_t k = position[static_cast<size_t>(j)];
     for (int64_t t = 0; t < longest && batch_sizes[static_cast<size_t>(t)] > k; ++t) {
-      index[static_cast<size_t>(batch_first ? j * steps + t : t * batch + j)] = offsets[static_cast<size_t>(t)] + k;
+      index[batch_first ? j * steps + t : t * batch + j] = offsets[static_cast<size_t>(t)] + k;
       ++lengths[static_cast<size_t>(j)];
     }
   }
@@ -147,7 +195,7 @@ std::pair<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bo
   IntList shape = data.sizes();
   shape[0] = batch_first ? steps : batch;
   shape.insert(shape.begin(), batch_first ? batch : steps);
-  Tensor padded = source.index_select(0, index_tensor(index, data.device())).view(shape);
+  Tensor padded = source.index_select(0, index_rows.to(data.device())).view(shape);
   return {padded, index_tensor(lengths, Device(kCPU))};
 }
 

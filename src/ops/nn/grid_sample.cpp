@@ -1,5 +1,10 @@
 // Grid sampling's launches (grid_sample.h): PyTorch's aten::grid_sampler checks, then one
 // KernelCall (contracts in kernels/grid_sample_kernels.h).
+//
+// float16 and bfloat16 (PyTorch 2.x's kernels take both, on the cpu and cuda) run through float32:
+// the input and grid widened once, the result rounded once. PyTorch's kernels compute in float
+// (opmath) over half storage, so the forward's values are the same; the input gradient here is
+// summed in float and rounded once, where PyTorch's CUDA kernel adds each tap atomically in half.
 #include "ops/nn/grid_sample.h"
 
 #include <sstream>
@@ -40,6 +45,8 @@ KernelCall grid_call(OpKind op, int64_t interpolation, int64_t padding, bool ali
       grid_args(static_cast<GridInterpolation>(interpolation), static_cast<GridPadding>(padding), align_corners)};
 }
 
+bool is_reduced_float(DType dtype) { return dtype == kFloat16 || dtype == kBFloat16; }
+
 }  // namespace
 
 void check_grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpolation) {
@@ -73,13 +80,17 @@ void check_grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpo
   if (!((dims == 4 || dims == 5) && grid.dim() == dims)) rank_error();
   EMBER_CHECK(!(dims == 5 && interpolation == static_cast<int64_t>(GridInterpolation::Bicubic)), ValueError,
               "grid_sampler(): bicubic interpolation only supports 4D input");
-  EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError, "\"grid_sampler_", dims - 2, "d_",
-              input.is_cuda() ? "cuda" : "cpu", "\" not implemented for '", scalar_type_name(input.dtype()), "'");
+  EMBER_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64 || is_reduced_float(input.dtype()), TypeError,
+              "\"grid_sampler_", dims - 2, "d_", input.is_cuda() ? "cuda" : "cpu", "\" not implemented for '",
+              scalar_type_name(input.dtype()), "'");
 }
 
 Tensor grid_sampler(const Tensor& input, const Tensor& grid, int64_t interpolation, int64_t padding,
                     bool align_corners) {
   check_grid_sampler(input, grid, interpolation);
+  if (is_reduced_float(input.dtype())) {
+    return grid_sampler(input.to(kFloat32), grid.to(kFloat32), interpolation, padding, align_corners).to(input.dtype());
+  }
   IntList out_sizes = {input.size(0), input.size(1)};
   for (int64_t d = 1; d + 1 < grid.dim(); ++d) out_sizes.push_back(grid.size(d));
   Tensor output = make_tensor(out_sizes, input.dtype(), input.device());
@@ -99,6 +110,11 @@ std::pair<Tensor, Tensor> grid_sampler_backward(const Tensor& grad_output, const
                                                 bool input_grad, bool grid_grad) {
   check_grid_sampler(input, grid, interpolation);
   check_same_device(grad_output, input);
+  if (is_reduced_float(input.dtype())) {
+    auto [gi, gg] = grid_sampler_backward(grad_output.to(kFloat32), input.to(kFloat32), grid.to(kFloat32),
+                                          interpolation, padding, align_corners, input_grad, grid_grad);
+    return {gi.defined() ? gi.to(input.dtype()) : gi, gg.defined() ? gg.to(grid.dtype()) : gg};
+  }
   const Tensor go = grad_output.to(input.dtype()).contiguous(), in = input.contiguous(), g = grid.contiguous();
   const int64_t batch = input.size(0);
   int64_t points = 1, in_points = 1;
