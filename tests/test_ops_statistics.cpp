@@ -142,6 +142,18 @@ TEST_P(ScanStatistics, SumAndMeanOverDimsMatchPyTorch) {
   EXPECT_EQ(i.sum({0, 1}, false, kFloat32).dtype(), kFloat32);
   expect_values(i.mean({0}, false, kFloat64), {2, 3});
   EXPECT_EQ(x().sum({0}, false, kFloat16).dtype(), kFloat16);  // narrower: cast first, as PyTorch
+  // dtype=float64 adds in double, as PyTorch's sum of the cast input: 2^24 and 1024 ones in float32
+  // (torch: 16778240.0; float partial sums would lose the ones).
+  Tensor ones_after = cat({T({16777216.0}, kFloat32), ones({1024}, TensorOptions(kFloat32).device(dev_))}, 0);
+  expect_values(ones_after.sum({0}, false, kFloat64), {16778240.0});
+  expect_values(ones_after.to(kBFloat16).sum({0}, false, kFloat64), {16778240.0});
+  // More than 64 dims: every dim at once is fine (no list of dims to encode), a list is refused.
+  IntList many(65, 1);
+  many[0] = 3;
+  Tensor deep = ones(many, TensorOptions(kFloat32).device(dev_));
+  expect_values(deep.sum(IntList{}), {3.0});
+  expect_values(deep.var(), {0.0});
+  EXPECT_THROW_MSG(deep.sum({0, 1}), ValueError, "only tensors with up to 64 dims are supported");
   // Empty and 0-dim inputs.
   Tensor e = zeros({3, 0, 2}, TensorOptions(kFloat32).device(dev_));
   expect_values(e.sum({0, 1}), {0, 0});
@@ -171,6 +183,17 @@ TEST_P(ScanStatistics, Float16GradientSumsRoundOnce) {
   Tensor out = conv1d(T({{{0, 0}}, {{0, 0}}}, kFloat16), T({{{1}}}, kFloat16), bias);
   out.backward(T({{{2048, 1}}, {{1, 0}}}, kFloat16));
   expect_values(bias.grad(), {2050});
+}
+
+// var and std have no autocast row: under autocast their inner sums do not widen a float16
+// input, so the result stays float16, as PyTorch's.
+TEST_P(ScanStatistics, VarUnderAutocastKeepsItsDtype) {
+  Tensor h = T({1.0, 2.0, 4.0}, kFloat16);
+  ember::autocast guard(dev_.is_cuda() ? kCUDA : kCPU, kFloat16);
+  EXPECT_EQ(h.var().dtype(), kFloat16);
+  EXPECT_EQ(h.std({0}).dtype(), kFloat16);
+  expect_values(h.var(), {2.333984375});
+  EXPECT_EQ(h.sum({0}).dtype(), dev_.is_cuda() ? kFloat32 : kFloat16);  // sum's row: float32 on cuda
 }
 
 TEST_P(ScanStatistics, DeviceEqualsCpu) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 #include "ember/ember.h"
@@ -69,6 +70,28 @@ inline std::string device_test_name(const ::testing::TestParamInfo<std::string>&
   name.erase(std::remove(name.begin(), name.end(), ':'), name.end());
   return name;
 }
+
+/// Why a request of many TiB would not fail with OutOfMemoryError here ("" when it does): the
+/// sanitizers' allocators abort on it instead, and for host memory a kernel that overcommits
+/// every allocation (vm.overcommit_memory 1) grants it. Emulated devices have their own limit.
+inline std::string huge_allocation_skip_reason(bool host_memory = true) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return "the sanitizers' allocators abort on a multi-TiB request instead of failing it";
+#else
+  std::ifstream mode_file("/proc/sys/vm/overcommit_memory");
+  int mode = 1;
+  mode_file >> mode;
+  return host_memory && mode == 1 ? "the kernel overcommits every allocation" : "";
+#endif
+}
+
+/// Skips the test where a multi-TiB request would not fail (huge_allocation_skip_reason).
+#define EMBER_SKIP_UNLESS_HUGE_ALLOCATIONS_FAIL(...)                                                        \
+  do {                                                                                                      \
+    if (const std::string why = ::ember::testing::huge_allocation_skip_reason(__VA_ARGS__); !why.empty()) { \
+      GTEST_SKIP() << why;                                                                                  \
+    }                                                                                                       \
+  } while (false)
 
 /// Instantiates an OnDevice suite on the given device strings.
 #define EMBER_ON_DEVICES(Suite, ...) \

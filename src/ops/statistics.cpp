@@ -48,18 +48,19 @@ Tensor squeeze_dims(Tensor x, const IntList& dims) {
   return x;
 }
 
-// PyTorch's limit for a list of reduced dims (a 64-bit mask); kargs::Dim::more has the same.
-void check_dim_mask(const Tensor& a) {
-  EMBER_CHECK(a.dim() <= 64, ValueError, "Only tensors with up to 64 dims are supported");
+// PyTorch's limit for a given list of reduced dims (a 64-bit mask); kargs::Dim::more has the same.
+// An empty list (every dim) is the whole-tensor launch and has none.
+void check_dim_mask(const Tensor& a, const IntList& dims) {
+  EMBER_CHECK(dims.empty() || a.dim() <= 64, ValueError, "only tensors with up to 64 dims are supported");
 }
 
 // One Sum or Mean launch over `dims` (wrapped, sorted, unique), the result in `out_dtype`, in
 // keepdim form. Every dim reduced is the whole-tensor launch (its grid-wide passes).
 Tensor reduce_dims_keepdim(detail::OpKind op, const Tensor& a, const IntList& dims, DType out_dtype) {
-  check_dim_mask(a);
   IntList kept = a.sizes();
   for (int64_t d : dims) kept[static_cast<size_t>(d)] = 1;
   const bool all = static_cast<int64_t>(dims.size()) == a.dim();
+  EMBER_ASSERT(all || a.dim() <= 64);  // the entry points' check_dim_mask
   Tensor out = detail::empty_on(all ? IntList{} : kept, out_dtype, a.device());
   detail::kargs::Dim arg{all ? -1 : dims[0]};
   if (!all) {
@@ -71,12 +72,13 @@ Tensor reduce_dims_keepdim(detail::OpKind op, const Tensor& a, const IntList& di
   return all ? out.reshape(kept) : out;
 }
 
-// True when the kernel may read `in` as is for a result in `out` (each element converts to
-// `out` exactly, and the accumulator is at least as wide), so dtype= costs no cast.
+// True when the kernel may read `in` as is for a result in `out`, so dtype= costs no cast: it adds
+// in what casting first would (float16 and bfloat16 in float lanes for a float32 result, integers
+// in int64). A float64 result from narrower floats casts first: the kernel's lanes for those are
+// float, and PyTorch's sum of the cast input is a double one.
 bool reads_as(DType in, DType out, bool sum) {
   if (in == out) return true;
-  if (in == kFloat16 || in == kBFloat16) return out == kFloat32 || out == kFloat64;
-  if (in == kFloat32) return out == kFloat64;
+  if (in == kFloat16 || in == kBFloat16) return out == kFloat32;
   return sum && is_integral(in, true) && out == kInt64;
 }
 
@@ -90,7 +92,6 @@ Tensor sum_or_mean(detail::OpKind op, const Tensor& a, const IntList& dims, bool
                 "mean(): could not infer output dtype. ", dtype ? "Optional" : "Input",
                 " dtype must be either a floating point or complex dtype. Got: ", detail::scalar_type_name(out_dtype));
   }
-  check_dim_mask(a);
   IntList ds = reduced_dims(a, dims);
   const detail::Formula formula = sum ? detail::Formula::SumDims : detail::Formula::MeanDims;
   return detail::op_entry(
@@ -103,8 +104,11 @@ Tensor sum_or_mean(detail::OpKind op, const Tensor& a, const IntList& dims, bool
       a);
 }
 
-// The keepdim sum of x over dims (var's passes).
-Tensor sum_dims(const Tensor& x, const IntList& dims) { return x.sum(dims, /*keepdim=*/true); }
+// The keepdim sum of x over dims (var's passes): not through sum's precision row, as var has
+// none (under autocast a float16 var stays float16, as PyTorch's).
+Tensor sum_dims(const Tensor& x, const IntList& dims) {
+  return sum_or_mean(detail::OpKind::Sum, x, dims, /*keepdim=*/true, std::nullopt);
+}
 
 int64_t reduced_count(const Tensor& a, const IntList& dims) {
   int64_t n = 1;
@@ -160,6 +164,7 @@ Tensor var_impl(const Tensor& a, const IntList& dims, int64_t correction, bool k
 }  // namespace
 
 Tensor sum(const Tensor& a, const IntList& dims, bool keepdim, std::optional<DType> dtype) {
+  check_dim_mask(a, dims);
   // Without dtype= the precision row applies (fp32_set_opt_dtype under autocast); with it the
   // caller chose the result's dtype, which autocast leaves alone, as PyTorch's policy does.
   if (dtype) return sum_or_mean(detail::OpKind::Sum, a, dims, keepdim, dtype);
@@ -169,6 +174,7 @@ Tensor sum(const Tensor& a, const IntList& dims, bool keepdim, std::optional<DTy
 }
 
 Tensor mean(const Tensor& a, const IntList& dims, bool keepdim, std::optional<DType> dtype) {
+  check_dim_mask(a, dims);
   return sum_or_mean(detail::OpKind::Mean, a, dims, keepdim, dtype);
 }
 
@@ -185,6 +191,7 @@ Tensor logsumexp(const Tensor& a, const IntList& dims, bool keepdim) {
 }
 
 Tensor var(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
+  check_dim_mask(a, dims);
   IntList ds = reduced_dims(a, dims);
   return detail::op_entry(
       {.formula = detail::Formula::Var, .attrs = detail::VarArgs{ds, correction, keepdim}},
@@ -192,6 +199,7 @@ Tensor var(const Tensor& a, const IntList& dims, int64_t correction, bool keepdi
 }
 
 Tensor std(const Tensor& a, const IntList& dims, int64_t correction, bool keepdim) {
+  check_dim_mask(a, dims);
   IntList ds = reduced_dims(a, dims);
   return detail::op_entry(
       {.formula = detail::Formula::Std, .attrs = detail::VarArgs{ds, correction, keepdim}},

@@ -219,8 +219,10 @@ void reduce_columns(Geometry g, const TensorArg& out, const T* in) {
   const bool split = chunks > 1 && g.num_outputs * chunks <= kMaxPartials;
   const int64_t row_chunks = split ? chunks : 1;
   // Wide blocks stream long runs of each input row (the hardware prefetcher stops at page
-  // boundaries), narrow enough to give every thread a block.
-  const int64_t per_thread = split ? column.size : (column.size + num_threads() - 1) / num_threads();
+  // boundaries), narrow enough to give every thread a task (a block's width changes no result).
+  const int64_t threads = num_threads();
+  const int64_t per_thread =
+      split ? (column.size * row_chunks * outer + threads - 1) / threads : (column.size + threads - 1) / threads;
   const int64_t block = std::clamp((per_thread + kColumns - 1) / kColumns * kColumns, kColumns, kMaxColumns);
   const int64_t blocks_per_outer = (column.size + block - 1) / block;
   const LoopShape s = reduced_shape(g, sizeof(T));

@@ -218,7 +218,7 @@ std::pair<Tensor, std::vector<Tensor>> RNNBase::forward_tensor(const Tensor& inp
   std::vector<int64_t> batch_sizes;
   try {
     batch_sizes.assign(static_cast<size_t>(steps), batch);
-  } catch (const std::bad_alloc&) {
+  } catch (const std::exception&) {  // std::bad_alloc, or std::length_error past max_size()
     ember::detail::fail<OutOfMemoryError>("DefaultCPUAllocator: not enough memory: ", class_name(mode), " over ", steps,
                                           " steps needs ", steps, " step sizes on the host");
   }

@@ -30,19 +30,36 @@ int64_t checked_rows(int64_t a, int64_t b, const char* what) {
   return n;
 }
 
-// The inverse of a permutation of 0..n-1; an index out of range is PyTorch's error (its
-// invert_permutation scatters), a repeated one is refused as not a permutation.
+// The inverse of a permutation of 0..n-1; an index out of range (negative ones too) is PyTorch's
+// error (its invert_permutation scatters), a repeated one is refused as not a permutation.
 std::vector<int64_t> invert(const std::vector<int64_t>& permutation) {
   const auto n = static_cast<int64_t>(permutation.size());
   std::vector<int64_t> inverse(permutation.size(), -1);
   for (size_t k = 0; k < permutation.size(); ++k) {
     const int64_t p = permutation[k];
-    EMBER_CHECK(p >= -n && p < n, IndexError, "index ", p, " is out of bounds for dimension 0 with size ", n);
-    const auto slot = static_cast<size_t>(p < 0 ? p + n : p);
-    EMBER_CHECK(inverse[slot] < 0, ValueError, "sorted_indices is not a permutation: ", p, " appears twice");
-    inverse[slot] = static_cast<int64_t>(k);
+    EMBER_CHECK(p >= 0 && p < n, IndexError, "index ", p, " is out of bounds for dimension 0 with size ", n);
+    EMBER_CHECK(inverse[static_cast<size_t>(p)] < 0, ValueError, "sorted_indices is not a permutation: ", p,
+                " appears twice");
+    inverse[static_cast<size_t>(p)] = static_cast<int64_t>(k);
   }
   return inverse;
+}
+
+// batch_sizes as packing makes them: positive, non-increasing, summing to the data's rows (an
+// RNN or pad_packed_sequence over others would read outside the data or mix sequences).
+void check_batch_sizes(const Tensor& batch_sizes, const Tensor& data) {
+  const int64_t rows = data.defined() && data.dim() > 0 ? data.size(0) : 0;
+  const int64_t* sizes = batch_sizes.contiguous().data_ptr<int64_t>();
+  int64_t packed = 0;
+  for (int64_t t = 0; t < batch_sizes.numel(); ++t) {
+    EMBER_CHECK(sizes[t] > 0 && (t == 0 || sizes[t] <= sizes[t - 1]), ValueError,
+                "PackedSequence: batch_sizes must be positive and non-increasing, but batch_sizes[", t, "] is ",
+                sizes[t]);
+    EMBER_CHECK(!__builtin_add_overflow(packed, sizes[t], &packed) && packed <= rows, ValueError,
+                "PackedSequence: batch_sizes sum to more than the ", rows, " rows of the packed data");
+  }
+  EMBER_CHECK(packed == rows, ValueError, "PackedSequence: batch_sizes sum to ", packed, ", but the packed data has ",
+              rows, " rows");
 }
 
 // input's shape with its first two dims (time and batch, in either order) merged.
@@ -66,6 +83,7 @@ PackedSequence::PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_in
   EMBER_CHECK(batch_sizes_.dim() == 1 && batch_sizes_.dtype() == kInt64, ValueError,
               "batch_sizes should be a 1-D int64 tensor, but got a ", batch_sizes_.dim(), "-D ", batch_sizes_.dtype(),
               " tensor");
+  check_batch_sizes(batch_sizes_, data_);
   if (sorted_indices_.defined() && !unsorted_indices_.defined()) {
     EMBER_CHECK(sorted_indices_.dim() == 1 && sorted_indices_.dtype() == kInt64, ValueError,
                 "sorted_indices should be a 1-D int64 tensor, but got a ", sorted_indices_.dim(), "-D ",
@@ -150,43 +168,39 @@ std::pair<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bo
     steps = *total_length;
   }
   const Tensor& data = sequence.data();
+  // batch_sizes were checked against the data when the sequence was made; the data may be a
+  // broadcast view of more rows than the host can count, so every array below is allocated first.
   const int64_t batch = batch_sizes.empty() ? 0 : batch_sizes[0], rows = data.size(0);
-  // batch_sizes as packing makes them: positive, non-increasing, summing to the data's rows.
-  int64_t packed = 0;
-  for (size_t t = 0; t < batch_sizes.size(); ++t) {
-    EMBER_CHECK(batch_sizes[t] > 0 && (t == 0 || batch_sizes[t] <= batch_sizes[t - 1]), ValueError,
-                "pad_packed_sequence: batch_sizes must be positive and non-increasing, but batch_sizes[", t, "] is ",
-                batch_sizes[t]);
-    EMBER_CHECK(!__builtin_add_overflow(packed, batch_sizes[t], &packed) && packed <= rows, ValueError,
-                "pad_packed_sequence: batch_sizes sum to more than the ", rows, " rows of the packed data");
-  }
-  EMBER_CHECK(packed == rows, ValueError, "pad_packed_sequence: batch_sizes sum to ", packed,
-              ", but the packed data has ", rows, " rows");
-  std::vector<int64_t> position(static_cast<size_t>(batch));  // packed index of the caller's sequence j
+  Tensor position_t;  // packed index of the caller's sequence j
   if (sequence.unsorted_indices().defined()) {
-    position = sequence.unsorted_indices().to_vector<int64_t>();
-    EMBER_CHECK(static_cast<int64_t>(position.size()) == batch, ValueError,
-                "pad_packed_sequence: unsorted_indices has ", position.size(), " elements for a batch of ", batch);
-    for (int64_t& k : position) {
-      EMBER_CHECK(k >= -batch && k < batch, IndexError, "index ", k, " is out of bounds for dimension 0 with size ",
+    const Tensor& unsorted = sequence.unsorted_indices();
+    EMBER_CHECK(unsorted.numel() == batch, ValueError, "pad_packed_sequence: unsorted_indices has ", unsorted.numel(),
+                " elements for a batch of ", batch);
+    position_t = unsorted.to(kInt64).cpu().contiguous().reshape({batch});
+    const int64_t* k = position_t.data_ptr<int64_t>();
+    for (int64_t j = 0; j < batch; ++j) {
+      EMBER_CHECK(k[j] >= 0 && k[j] < batch, IndexError, "index ", k[j], " is out of bounds for dimension 0 with size ",
                   batch);
-      if (k < 0) k += batch;
     }
   } else {
-    std::iota(position.begin(), position.end(), 0);
+    position_t = host_indices(batch);
+    std::iota(position_t.data_ptr<int64_t>(), position_t.data_ptr<int64_t>() + batch, int64_t{0});
   }
+  const int64_t* position = position_t.data_ptr<int64_t>();
   std::vector<int64_t> offsets(batch_sizes.size(), 0);
   for (size_t t = 1; t < batch_sizes.size(); ++t) offsets[t] = offsets[t - 1] + batch_sizes[t - 1];
   // Each padded row gathers its packed row, or the padding row appended after the data.
   Tensor index_rows = host_indices(checked_rows(steps, batch, "pad_packed_sequence"));
   int64_t* index = index_rows.data_ptr<int64_t>();
   std::fill_n(index, index_rows.numel(), rows);
-  std::vector<int64_t> lengths(static_cast<size_t>(batch), 0);
+  Tensor lengths_t = host_indices(batch);
+  int64_t* lengths = lengths_t.data_ptr<int64_t>();
   for (int64_t j = 0; j < batch; ++j) {
-    const int64_t k = position[static_cast<size_t>(j)];
+    const int64_t k = position[j];
+    lengths[j] = 0;
     for (int64_t t = 0; t < longest && batch_sizes[static_cast<size_t>(t)] > k; ++t) {
       index[batch_first ? j * steps + t : t * batch + j] = offsets[static_cast<size_t>(t)] + k;
-      ++lengths[static_cast<size_t>(j)];
+      ++lengths[j];
     }
   }
   IntList pad_shape = data.sizes();
@@ -196,7 +210,7 @@ std::pair<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, bo
   shape[0] = batch_first ? steps : batch;
   shape.insert(shape.begin(), batch_first ? batch : steps);
   Tensor padded = source.index_select(0, index_rows.to(data.device())).view(shape);
-  return {padded, index_tensor(lengths, Device(kCPU))};
+  return {padded, lengths_t};
 }
 
 Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first, double padding_value) {
