@@ -5,17 +5,21 @@
 // strides, via OffsetCalc) and reduce it with warp shuffles plus one shared-memory step
 // into a per-block partial; pass 2 reduces the partials in one block and stores the
 // result. One block's worth of input skips pass 2. Along a dim: when the reduced dim is
-// dense (stride 1) or there are few outputs, a block reduces each output (coalesced
-// loads, block reduction); otherwise each thread folds one output serially, which is
-// coalesced across threads because neighbouring outputs are neighbours in memory.
+// dense (stride 1) or there are fewer outputs than a warp, a block reduces each output
+// (coalesced loads, block reduction); otherwise each thread folds one output serially, which
+// is coalesced across threads because neighbouring outputs are neighbours in memory.
 // Several reduced dims (kargs::Dim::more) are one run of positions walked through an
-// OffsetCalc over those dims; a single dim is a plain stride.
+// OffsetCalc over those dims; a single dim is a plain stride. Few outputs over long runs split
+// each run over gridDim.y into partials, combined per output in split order by a second kernel.
 //
 // The fold itself is the shared reducers of kernels/reducers.h (the CPU's bodies): each
 // thread steps its running Acc over elements (acc_step), threads and blocks merge with
 // combine, and finish gives the value (the mean's division). So sums of float
 // accumulate in double and integers in int64 as on the CPU, and Max/Min propagate NaN.
 // The output is stored through store_as, so its dtype may differ from the input's.
+#include <algorithm>
+#include <optional>
+
 #include "backends/cuda/cuda_loops.cuh"
 #include "backends/cuda/cuda_workspace.h"
 #include "kernels/loop_shape.h"
@@ -134,32 +138,61 @@ struct ManyDims {
   }
 };
 
+/// Positions [begin, end) of the reduced run that split blockIdx.y folds (all of them unsplit).
+struct Split {
+  int64_t chunk;  // positions per split
+  __device__ int64_t begin() const { return static_cast<int64_t>(blockIdx.y) * chunk; }
+  __device__ int64_t end(int64_t len) const { return begin() + chunk < len ? begin() + chunk : len; }
+};
+
+/// Ends an output's fold: the value itself, or (split) its partial for reduce_dim_partials_kernel.
+template <typename Acc, typename Op>
+__device__ void finish_output(Acc acc, int64_t o, int64_t outputs, int64_t len, char* out, DType out_dtype,
+                              Acc* partial, const Op& op) {
+  if (partial != nullptr) partial[static_cast<int64_t>(blockIdx.y) * outputs + o] = acc;
+  else store_as(out, out_dtype, op.project(acc, len));
+}
+
 template <typename In, typename Acc, typename Walk, typename Op>
-__global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, Walk walk, const char* in, char* out,
-                                        DType out_dtype, OffsetCalc<2> calc, Op op) {
+__global__ void reduce_dim_block_kernel(int64_t outputs, int64_t len, Walk walk, Split split, const char* in, char* out,
+                                        DType out_dtype, OffsetCalc<2> calc, Acc* partial, Op op) {
   for (int64_t o = blockIdx.x; o < outputs; o += gridDim.x) {
     int64_t offsets[2];
     calc.get(o, offsets);
     Acc acc = op.identity();
-    for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
+    for (int64_t j = split.begin() + threadIdx.x; j < split.end(len); j += blockDim.x) {
       acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + walk.offset(j)));
     }
     acc = block_reduce(acc, op);
-    if (threadIdx.x == 0) store_as(out + offsets[1], out_dtype, op.project(acc, len));
+    if (threadIdx.x == 0) finish_output(acc, o, outputs, len, out + offsets[1], out_dtype, partial, op);
   }
 }
 
 template <typename In, typename Acc, typename Walk, typename Op>
-__global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, Walk walk, const char* in, char* out,
-                                         DType out_dtype, OffsetCalc<2> calc, Op op) {
+__global__ void reduce_dim_thread_kernel(int64_t outputs, int64_t len, Walk walk, Split split, const char* in,
+                                         char* out, DType out_dtype, OffsetCalc<2> calc, Acc* partial, Op op) {
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += stride) {
     int64_t offsets[2];
     calc.get(o, offsets);
     Acc acc = op.identity();
-    for (int64_t j = 0; j < len; ++j) {
+    for (int64_t j = split.begin(); j < split.end(len); ++j) {
       acc = op.step(acc, *reinterpret_cast<const In*>(in + offsets[0] + walk.offset(j)));
     }
+    finish_output(acc, o, outputs, len, out + offsets[1], out_dtype, partial, op);
+  }
+}
+
+/// Each output's partials, combined in split order (so the result does not depend on timing).
+template <typename Acc, typename Op>
+__global__ void reduce_dim_partials_kernel(int64_t outputs, int64_t splits, int64_t len, const Acc* partial, char* out,
+                                           DType out_dtype, OffsetCalc<2> calc, Op op) {
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t o = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; o < outputs; o += stride) {
+    Acc acc = op.identity();
+    for (int64_t y = 0; y < splits; ++y) acc = op.combine(acc, partial[y * outputs + o]);
+    int64_t offsets[2];
+    calc.get(o, offsets);
     store_as(out + offsets[1], out_dtype, op.project(acc, len));
   }
 }
@@ -225,15 +258,42 @@ void reduce_dim(const KernelCall& call, cudaStream_t stream, const Op& op) {
   OffsetCalc<2> calc = make_offset_calc<2>(shape);
   auto* in_ptr = static_cast<const char*>(in.data);
   auto* out_ptr = static_cast<char*>(out.data);
+  // Few outputs over long runs (a bias gradient: a few hundred outputs of many rows each) would
+  // leave most of the device idle: the runs are then split over gridDim.y, each split folding
+  // at least min_chunk positions into a partial, and a second kernel combines each output's
+  // partials in split order.
+  const int64_t full = grid_blocks(int64_t{1} << 40);  // the device's full-occupancy grid
   auto run = [&](auto walk, bool dense) {
     using Walk = decltype(walk);
-    if (dense || shape.numel < 1024) {
-      reduce_dim_block_kernel<In, Acc, Walk><<<grid_blocks(shape.numel * kThreads), kThreads, 0, stream>>>(
-          shape.numel, len, walk, in_ptr, out_ptr, out.dtype, calc, op);
-    } else {
-      reduce_dim_thread_kernel<In, Acc, Walk><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
-          shape.numel, len, walk, in_ptr, out_ptr, out.dtype, calc, op);
+    // A block per output where its run is dense or there are too few outputs to fill a warp;
+    // otherwise a thread per output, whose neighbours read the neighbouring elements.
+    const bool per_block = dense || shape.numel < 32;
+    const int64_t blocks = per_block ? grid_blocks(shape.numel * kThreads) : grid_blocks(shape.numel);
+    const int64_t min_chunk = per_block ? 16 * kThreads : 64;
+    int64_t splits = 1;
+    if (blocks * 8 < full && len >= 2 * min_chunk) {
+      splits = std::min<int64_t>({(full / 8 + blocks - 1) / blocks, len / min_chunk, 65535});
     }
+    const Split split{(len + splits - 1) / splits};
+    splits = len == 0 ? 1 : (len + split.chunk - 1) / split.chunk;
+    std::optional<Workspace> partials;
+    Acc* partial = nullptr;
+    if (splits > 1) {
+      partials.emplace(call.device, sizeof(Acc) * static_cast<size_t>(shape.numel * splits));
+      partial = static_cast<Acc*>(partials->get());
+    }
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(splits));
+    if (per_block) {
+      reduce_dim_block_kernel<In, Acc, Walk>
+          <<<grid, kThreads, 0, stream>>>(shape.numel, len, walk, split, in_ptr, out_ptr, out.dtype, calc, partial, op);
+    } else {
+      reduce_dim_thread_kernel<In, Acc, Walk>
+          <<<grid, kThreads, 0, stream>>>(shape.numel, len, walk, split, in_ptr, out_ptr, out.dtype, calc, partial, op);
+    }
+    check_launch(stream);
+    if (splits == 1) return;
+    reduce_dim_partials_kernel<Acc><<<grid_blocks(shape.numel), kThreads, 0, stream>>>(
+        shape.numel, splits, len, partial, out_ptr, out.dtype, calc, op);
     check_launch(stream);
   };
   if (reduced.sizes.size() == 1)
