@@ -171,6 +171,9 @@ TEST(PackedSequences, HandMadeAndHugeSequencesGetTypedErrors) {
               rnn::PackedSequence(data, tensor({2, 1}));
             }),
             "PackedSequence: batch_sizes sum to 3, but the packed data has 6 rows");
+  // A strided batch_sizes view is read through a contiguous copy that lives while it is read.
+  const rnn::PackedSequence strided(data, tensor({int64_t{3}, 9, 2, 9, 1, 9}).slice(0, 0, 6, 2));
+  EXPECT_EQ(rnn::pad_packed_sequence(strided).first.sizes(), (IntList{3, 3, 3}));
   nn::RNN rnn_module(3, 2);
   EXPECT_THROW(rnn_module.forward(rnn::PackedSequence(randn({3, 3}), tensor({1, 2}))), ValueError);
   EXPECT_EQ(

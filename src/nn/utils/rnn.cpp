@@ -49,7 +49,8 @@ std::vector<int64_t> invert(const std::vector<int64_t>& permutation) {
 // RNN or pad_packed_sequence over others would read outside the data or mix sequences).
 void check_batch_sizes(const Tensor& batch_sizes, const Tensor& data) {
   const int64_t rows = data.defined() && data.dim() > 0 ? data.size(0) : 0;
-  const int64_t* sizes = batch_sizes.contiguous().data_ptr<int64_t>();
+  const Tensor held = batch_sizes.contiguous();  // alive while `sizes` is read
+  const int64_t* sizes = held.data_ptr<int64_t>();
   int64_t packed = 0;
   for (int64_t t = 0; t < batch_sizes.numel(); ++t) {
     EMBER_CHECK(sizes[t] > 0 && (t == 0 || sizes[t] <= sizes[t - 1]), ValueError,
